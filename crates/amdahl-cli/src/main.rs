@@ -1,0 +1,64 @@
+//! The `amdahl` binary: argument parsing, progress and wiring. The work happens in the library
+//! crates; each subcommand lives in its own module under `cmd/` and returns an exit code.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cmd;
+mod output;
+
+/// How far will it scale, where does the time go, what does it cost — by model and by measurement.
+#[derive(Parser)]
+#[command(name = "amdahl", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the whole scaling analysis on embedded data: TOP500 history, a measured series, plots.
+    Demo(cmd::demo::Args),
+    /// Fit scaling laws (Amdahl, Amdahl + communication, USL) to measured runs.
+    Fit(cmd::fit::Args),
+    /// Read official TOP500 spreadsheets: efficiency, effective parallelism, energy efficiency.
+    Top500(cmd::top500::Args),
+    /// Draw the efficiency surface E(N, 1-α) with measured systems placed on it.
+    Surface(cmd::surface::Args),
+    /// List the embedded catalogs: devices, grid regions, models, PUE presets.
+    Catalog(cmd::catalog::Args),
+    /// Estimate energy and emissions of a job, with a statement a paper can cite.
+    Carbon(cmd::carbon::Args),
+    /// Run a command and measure the energy it uses.
+    Run(cmd::run::Args),
+    /// List the energy sensors on this machine and why any is unusable.
+    Detect(cmd::detect::Args),
+    /// Merge per-node `amdahl run` results into one job total.
+    Merge(cmd::merge::Args),
+    /// Predict step time, memory and cost of distributed training; search for the best layout.
+    Plan(cmd::plan::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Fit(a) => cmd::fit::run(a),
+        Command::Top500(a) => cmd::top500::run(a),
+        Command::Surface(a) => cmd::surface::run(a),
+        Command::Catalog(a) => cmd::catalog::run(a),
+        Command::Carbon(a) => cmd::carbon::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Detect(a) => cmd::detect::run(a),
+        Command::Merge(a) => cmd::merge::run(a),
+        Command::Plan(a) => cmd::plan::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // `{:#}` prints the whole context chain: "reading runs.csv: row 4, column `time`: ...".
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

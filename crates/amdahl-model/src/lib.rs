@@ -1,0 +1,9 @@
+//! Pure models behind amdahl: typed units, scaling laws and their fits, and (in later modules)
+//! the distributed-training performance model, energy and carbon accounting and the embedded
+//! catalogs.
+//!
+//! Nothing in this crate touches processes, files outside `include_str!`, sysfs or terminals:
+//! every function is a function of its arguments, so it can be tested exhaustively and reused by
+//! the measuring and rendering crates.
+
+pub mod units;

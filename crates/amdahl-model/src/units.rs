@@ -1,0 +1,234 @@
+//! Typed physical units.
+//!
+//! Each quantity is an `f64` newtype in SI base units, so a function signature says what it takes
+//! and `Joules + Seconds` does not compile. Conversions to the units people read (kWh, days,
+//! TFLOP/s, GiB) are named methods, never bare multiplications at call sites. Raw hardware counters
+//! (µJ, mJ) are *not* units: they stay integers in `amdahl-meter` until their wrap-around is handled.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::ops::{Add, AddAssign, Div, Mul, Sub};
+
+macro_rules! unit {
+    ($(#[$doc:meta])* $name:ident, $symbol:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub f64);
+
+        impl $name {
+            pub const ZERO: Self = Self(0.0);
+            /// The value in SI base units.
+            pub fn get(self) -> f64 {
+                self.0
+            }
+        }
+        impl Add for $name {
+            type Output = Self;
+            fn add(self, rhs: Self) -> Self {
+                Self(self.0 + rhs.0)
+            }
+        }
+        impl AddAssign for $name {
+            fn add_assign(&mut self, rhs: Self) {
+                self.0 += rhs.0;
+            }
+        }
+        impl Sub for $name {
+            type Output = Self;
+            fn sub(self, rhs: Self) -> Self {
+                Self(self.0 - rhs.0)
+            }
+        }
+        impl Mul<f64> for $name {
+            type Output = Self;
+            fn mul(self, rhs: f64) -> Self {
+                Self(self.0 * rhs)
+            }
+        }
+        impl Div<f64> for $name {
+            type Output = Self;
+            fn div(self, rhs: f64) -> Self {
+                Self(self.0 / rhs)
+            }
+        }
+        /// The ratio of two quantities of the same unit is a plain number.
+        impl Div for $name {
+            type Output = f64;
+            fn div(self, rhs: Self) -> f64 {
+                self.0 / rhs.0
+            }
+        }
+        impl std::iter::Sum for $name {
+            fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+                Self(iter.map(|x| x.0).sum())
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match f.precision() {
+                    Some(p) => write!(f, "{:.*} {}", p, self.0, $symbol),
+                    None => write!(f, "{} {}", self.0, $symbol),
+                }
+            }
+        }
+    };
+}
+
+unit!(
+    /// Time in seconds.
+    Seconds, "s"
+);
+unit!(
+    /// Energy in joules.
+    Joules, "J"
+);
+unit!(
+    /// Power in watts.
+    Watts, "W"
+);
+unit!(
+    /// A count of floating-point (or integer) operations.
+    Flops, "FLOP"
+);
+unit!(
+    /// Operations per second.
+    FlopsPerSecond, "FLOP/s"
+);
+unit!(
+    /// A size in bytes.
+    Bytes, "B"
+);
+unit!(
+    /// Bytes per second.
+    BytesPerSecond, "B/s"
+);
+unit!(
+    /// Mass of CO2-equivalent emissions in grams.
+    GramsCo2e, "gCO2e"
+);
+unit!(
+    /// Carbon intensity of electricity in grams CO2e per kilowatt-hour.
+    GramsPerKwh, "gCO2e/kWh"
+);
+
+/// Joules in one kilowatt-hour (1 kWh = 1000 W × 3600 s).
+pub const JOULES_PER_KWH: f64 = 3.6e6;
+
+impl Seconds {
+    pub fn from_hours(h: f64) -> Self {
+        Self(h * 3600.0)
+    }
+    pub fn from_days(d: f64) -> Self {
+        Self(d * 86_400.0)
+    }
+    pub fn hours(self) -> f64 {
+        self.0 / 3600.0
+    }
+    pub fn days(self) -> f64 {
+        self.0 / 86_400.0
+    }
+}
+
+impl Joules {
+    pub fn from_kwh(kwh: f64) -> Self {
+        Self(kwh * JOULES_PER_KWH)
+    }
+    pub fn kwh(self) -> f64 {
+        self.0 / JOULES_PER_KWH
+    }
+}
+
+impl GramsCo2e {
+    pub fn kg(self) -> f64 {
+        self.0 / 1e3
+    }
+    pub fn tonnes(self) -> f64 {
+        self.0 / 1e6
+    }
+}
+
+impl FlopsPerSecond {
+    pub fn from_tflops(t: f64) -> Self {
+        Self(t * 1e12)
+    }
+    pub fn tflops(self) -> f64 {
+        self.0 / 1e12
+    }
+}
+
+impl Bytes {
+    pub fn from_gib(g: f64) -> Self {
+        Self(g * 1024.0 * 1024.0 * 1024.0)
+    }
+    pub fn gib(self) -> f64 {
+        self.0 / (1024.0 * 1024.0 * 1024.0)
+    }
+}
+
+/// Power × time = energy.
+impl Mul<Seconds> for Watts {
+    type Output = Joules;
+    fn mul(self, rhs: Seconds) -> Joules {
+        Joules(self.0 * rhs.0)
+    }
+}
+
+/// Energy ÷ time = average power.
+impl Div<Seconds> for Joules {
+    type Output = Watts;
+    fn div(self, rhs: Seconds) -> Watts {
+        Watts(self.0 / rhs.0)
+    }
+}
+
+/// Work ÷ rate = time.
+impl Div<FlopsPerSecond> for Flops {
+    type Output = Seconds;
+    fn div(self, rhs: FlopsPerSecond) -> Seconds {
+        Seconds(self.0 / rhs.0)
+    }
+}
+
+/// Bytes ÷ bandwidth = time.
+impl Div<BytesPerSecond> for Bytes {
+    type Output = Seconds;
+    fn div(self, rhs: BytesPerSecond) -> Seconds {
+        Seconds(self.0 / rhs.0)
+    }
+}
+
+/// Energy × carbon intensity = emissions.
+impl Mul<GramsPerKwh> for Joules {
+    type Output = GramsCo2e;
+    fn mul(self, rhs: GramsPerKwh) -> GramsCo2e {
+        GramsCo2e(self.kwh() * rhs.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kwh_round_trip() {
+        // 1 kWh = 3.6 MJ by definition.
+        assert_eq!(Joules::from_kwh(1.0).get(), 3.6e6);
+        assert!((Joules(7.2e6).kwh() - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn power_time_energy_carbon() {
+        // 1 kW for 1 h = 1 kWh; at 475 g/kWh that is 475 g.
+        let e = Watts(1000.0) * Seconds::from_hours(1.0);
+        assert!((e.kwh() - 1.0).abs() < 1e-12);
+        let g = e * GramsPerKwh(475.0);
+        assert!((g.get() - 475.0).abs() < 1e-9);
+        assert!(((e / Seconds(3600.0)).get() - 1000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn display_honours_precision() {
+        assert_eq!(format!("{:.1}", Watts(12.345)), "12.3 W");
+    }
+}
