@@ -37,6 +37,8 @@ enum Command {
     Merge(cmd::merge::Args),
     /// Predict step time, memory and cost of distributed training; search for the best layout.
     Plan(cmd::plan::Args),
+    /// Measure this machine: GEMM per precision, sparse vs dense, memory bandwidth, thread scaling.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         Command::Detect(a) => cmd::detect::run(a),
         Command::Merge(a) => cmd::merge::run(a),
         Command::Plan(a) => cmd::plan::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
     };
     match result {
         Ok(code) => code,

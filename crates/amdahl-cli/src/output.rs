@@ -50,7 +50,8 @@ pub fn print(text: &str) -> Result<()> {
 pub fn write_file(path: &Path, contents: &str) -> Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
     if let Some(d) = dir {
-        std::fs::create_dir_all(d).with_context(|| format!("creating directory {}", d.display()))?;
+        std::fs::create_dir_all(d)
+            .with_context(|| format!("creating directory {}", d.display()))?;
     }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");

@@ -17,7 +17,13 @@ pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, serde_json::Err
 /// very small or very large magnitudes (α_eff values of 1e-7 next to efficiencies of 0.78).
 pub fn sig(x: f64, sig: usize) -> String {
     if !x.is_finite() {
-        return if x.is_nan() { "-".into() } else if x > 0.0 { "inf".into() } else { "-inf".into() };
+        return if x.is_nan() {
+            "-".into()
+        } else if x > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
     }
     if x == 0.0 {
         return "0".into();

@@ -119,13 +119,22 @@ pub fn colormap(t: f64) -> String {
         (94.0, 201.0, 98.0),
         (253.0, 231.0, 37.0),
     ];
-    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 };
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let pos = t * (ANCHORS.len() - 1) as f64;
     let i = (pos.floor() as usize).min(ANCHORS.len() - 2);
     let f = pos - i as f64;
     let (a, b) = (ANCHORS[i], ANCHORS[i + 1]);
     let mix = |p: f64, q: f64| (p + (q - p) * f).round() as u8;
-    format!("#{:02x}{:02x}{:02x}", mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+    format!(
+        "#{:02x}{:02x}{:02x}",
+        mix(a.0, b.0),
+        mix(a.1, b.1),
+        mix(a.2, b.2)
+    )
 }
 
 fn esc(s: &str) -> String {
@@ -188,7 +197,10 @@ fn ticks(axis: &Axis, lo: f64, hi: f64) -> Vec<(f64, String)> {
             let mut out = Vec::new();
             let mut v = (lo / step).ceil() * step;
             while v <= hi + step * 1e-9 && out.len() < 50 {
-                out.push((v, crate::sig(if v.abs() < step * 1e-9 { 0.0 } else { v }, 3)));
+                out.push((
+                    v,
+                    crate::sig(if v.abs() < step * 1e-9 { 0.0 } else { v }, 3),
+                ));
                 v += step;
             }
             out
@@ -219,7 +231,12 @@ impl Plot {
     }
 
     /// Data range of an axis in transformed coordinates, padded a little.
-    fn extent(&self, axis: &Axis, pick: fn(f64, f64) -> f64, cell: fn(&Cell) -> [f64; 2]) -> (f64, f64) {
+    fn extent(
+        &self,
+        axis: &Axis,
+        pick: fn(f64, f64) -> f64,
+        cell: fn(&Cell) -> [f64; 2],
+    ) -> (f64, f64) {
         if let Some((lo, hi)) = axis.range {
             if let (Some(a), Some(b)) = (axis.tr(lo), axis.tr(hi)) {
                 if b > a {
@@ -300,9 +317,18 @@ impl Plot {
                 .iter()
                 .filter_map(|&(x, y)| Some((px(self.x.tr(x)?), py(self.y.tr(y)?))))
                 .collect();
-            if matches!(s.style, Style::Line | Style::DashedLine | Style::LinePoints) && pts.len() > 1 {
-                let path: Vec<String> = pts.iter().map(|(x, y)| format!("{},{}", c(*x), c(*y))).collect();
-                let dash = if s.style == Style::DashedLine { r#" stroke-dasharray="6 4""# } else { "" };
+            if matches!(s.style, Style::Line | Style::DashedLine | Style::LinePoints)
+                && pts.len() > 1
+            {
+                let path: Vec<String> = pts
+                    .iter()
+                    .map(|(x, y)| format!("{},{}", c(*x), c(*y)))
+                    .collect();
+                let dash = if s.style == Style::DashedLine {
+                    r#" stroke-dasharray="6 4""#
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     out,
                     r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="1.8"{dash}/>"#,
@@ -388,7 +414,13 @@ impl Plot {
         // Legend, top-left inside the frame, only for labelled series.
         let named: Vec<&Series> = self.series.iter().filter(|s| !s.label.is_empty()).collect();
         if !named.is_empty() {
-            let lw = named.iter().map(|s| s.label.chars().count()).max().unwrap_or(0) as f64 * 6.2 + 34.0;
+            let lw = named
+                .iter()
+                .map(|s| s.label.chars().count())
+                .max()
+                .unwrap_or(0) as f64
+                * 6.2
+                + 34.0;
             let _ = writeln!(
                 out,
                 r##"<rect x="{}" y="{}" width="{}" height="{}" fill="white" fill-opacity="0.85" stroke="#999"/>"##,
@@ -399,9 +431,19 @@ impl Plot {
             );
             for (i, s) in named.iter().enumerate() {
                 let y = y0 + mt + 18.0 + i as f64 * 15.0;
-                let dash = if s.style == Style::DashedLine { r#" stroke-dasharray="4 3""# } else { "" };
+                let dash = if s.style == Style::DashedLine {
+                    r#" stroke-dasharray="4 3""#
+                } else {
+                    ""
+                };
                 if s.style == Style::Points {
-                    let _ = writeln!(out, r#"<circle cx="{}" cy="{}" r="3.5" fill="{}"/>"#, c(x0 + ml + 20.0), c(y - 4.0), s.color);
+                    let _ = writeln!(
+                        out,
+                        r#"<circle cx="{}" cy="{}" r="3.5" fill="{}"/>"#,
+                        c(x0 + ml + 20.0),
+                        c(y - 4.0),
+                        s.color
+                    );
                 } else {
                     let _ = writeln!(
                         out,
@@ -467,11 +509,20 @@ mod tests {
 
     #[test]
     fn log_axis_drops_non_positive_points_and_escapes_text() {
-        let mut p = Plot::new("a<b", Axis::new(Scale::Log10, "N"), Axis::new(Scale::Linear, "E"));
-        p.series.push(Series::new("s", PALETTE[0], Style::Points).points([(0.0, 1.0), (10.0, 0.5)]));
+        let mut p = Plot::new(
+            "a<b",
+            Axis::new(Scale::Log10, "N"),
+            Axis::new(Scale::Linear, "E"),
+        );
+        p.series
+            .push(Series::new("s", PALETTE[0], Style::Points).points([(0.0, 1.0), (10.0, 0.5)]));
         let svg = figure(&[p], 400.0, 300.0);
         assert!(svg.contains("a&lt;b"));
         // Data markers carry a white outline, the legend's marker does not.
-        assert_eq!(svg.matches(r#"stroke="white" stroke-width="0.8""#).count(), 1, "{svg}");
+        assert_eq!(
+            svg.matches(r#"stroke="white" stroke-width="0.8""#).count(),
+            1,
+            "{svg}"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(Args) -> Result<ExitCode>`.
 
+pub mod bench;
 pub mod carbon;
 pub mod catalog;
 pub mod demo;

@@ -1,0 +1,1 @@
+//! Micro-benchmarks of the real machine. See issue "Micro-benchmarks of the real machine".
