@@ -1,0 +1,3 @@
+//! Scaling laws (Amdahl, Gustafson, Karp–Flatt, USL) following J. Végh's reading of Amdahl's law.
+
+pub mod laws;
