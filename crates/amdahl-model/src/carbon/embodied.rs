@@ -96,7 +96,9 @@ mod tests {
         // LLMCarbon hardware table: V100, 815 mm2 at 1.2 kgCO2/cm2 = 9.78 kgCO2e of logic.
         let v = devices::lookup("v100").unwrap();
         let f = embodied::embedded().unwrap();
-        let e = share(v, f, 1, Seconds::from_days(365.0 * 5.0), 5.0).unwrap().unwrap();
+        let e = share(v, f, 1, Seconds::from_days(365.0 * 5.0), 5.0)
+            .unwrap()
+            .unwrap();
         assert!((e.logic_kg_per_device - 9.78).abs() < 1e-9);
         // 16 GB HBM2 x 0.4 kg/GB = 6.4 kg; the whole life is charged once.
         assert!((e.co2e.kg() - (9.78 + 6.4)).abs() < 1e-9);
@@ -106,8 +108,12 @@ mod tests {
     fn share_scales_with_time_and_count() {
         let h = devices::lookup("h100").unwrap();
         let f = embodied::embedded().unwrap();
-        let a = share(h, f, 1, Seconds::from_days(10.0), 5.0).unwrap().unwrap();
-        let b = share(h, f, 8, Seconds::from_days(20.0), 5.0).unwrap().unwrap();
+        let a = share(h, f, 1, Seconds::from_days(10.0), 5.0)
+            .unwrap()
+            .unwrap();
+        let b = share(h, f, 8, Seconds::from_days(20.0), 5.0)
+            .unwrap()
+            .unwrap();
         assert!((b.co2e / a.co2e - 16.0).abs() < 1e-9);
     }
 
@@ -115,7 +121,9 @@ mod tests {
     fn unknown_die_counts_memory_and_says_so() {
         let m = devices::lookup("mi300x").unwrap();
         let f = embodied::embedded().unwrap();
-        let e = share(m, f, 1, Seconds::from_days(1.0), 5.0).unwrap().unwrap();
+        let e = share(m, f, 1, Seconds::from_days(1.0), 5.0)
+            .unwrap()
+            .unwrap();
         assert_eq!(e.logic_kg_per_device, 0.0);
         assert!(e.notes.iter().any(|n| n.contains("left out")));
     }

@@ -142,7 +142,14 @@ mod tests {
         // Patterson et al. 2021 Table 4: 10,000 V100, 14.8 days, 330 W, PUE 1.1, 0.429 kg/kWh
         // -> 1,287 MWh and 552 tCO2e.
         let it = ItEnergy::from_power(10_000, Seconds::from_days(14.8), Watts(330.0), "").unwrap();
-        let r = estimate(&it, None, Pue::new(1.1, "").unwrap(), grid(429.0), None, vec![]);
+        let r = estimate(
+            &it,
+            None,
+            Pue::new(1.1, "").unwrap(),
+            grid(429.0),
+            None,
+            vec![],
+        );
         within(r.energy_kwh / 1e3, 1287.0, 0.01);
         within(r.co2e_kg / 1e3, 552.0, 0.01);
     }
@@ -152,7 +159,14 @@ mod tests {
         // Patterson et al. 2021 Table 4: 512 TPU v3, 20 days, 310 W, PUE 1.12, 0.545 kg/kWh
         // -> 85.7 MWh and 46.7 tCO2e.
         let it = ItEnergy::from_power(512, Seconds::from_days(20.0), Watts(310.0), "").unwrap();
-        let r = estimate(&it, None, Pue::new(1.12, "").unwrap(), grid(545.0), None, vec![]);
+        let r = estimate(
+            &it,
+            None,
+            Pue::new(1.12, "").unwrap(),
+            grid(545.0),
+            None,
+            vec![],
+        );
         within(r.energy_kwh / 1e3, 85.7, 0.01);
         within(r.co2e_kg / 1e3, 46.7, 0.01);
     }
@@ -161,8 +175,16 @@ mod tests {
     fn llama_65b() {
         // Touvron et al. 2023 (LLaMA) Table 15: 1,022,362 GPU-hours, 400 W, PUE 1.1, 0.385 kg/kWh
         // -> 449 MWh and 173 tCO2e.
-        let it = ItEnergy::from_power(1, Seconds::from_hours(1_022_362.0), Watts(400.0), "").unwrap();
-        let r = estimate(&it, None, Pue::new(1.1, "").unwrap(), grid(385.0), None, vec![]);
+        let it =
+            ItEnergy::from_power(1, Seconds::from_hours(1_022_362.0), Watts(400.0), "").unwrap();
+        let r = estimate(
+            &it,
+            None,
+            Pue::new(1.1, "").unwrap(),
+            grid(385.0),
+            None,
+            vec![],
+        );
         within(r.energy_kwh / 1e3, 449.0, 0.01);
         within(r.co2e_kg / 1e3, 173.0, 0.01);
     }

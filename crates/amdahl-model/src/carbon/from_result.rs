@@ -16,12 +16,10 @@ pub fn it_energy(text: &str, file: &str) -> Result<ItEnergy, CarbonError> {
         file: file.into(),
         message,
     };
-    let v: Value =
-        serde_json::from_str(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
-    let schema = v
-        .get("schema")
-        .and_then(Value::as_str)
-        .ok_or_else(|| err("no `schema` field; is this the --json output of an amdahl command?".into()))?;
+    let v: Value = serde_json::from_str(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
+    let schema = v.get("schema").and_then(Value::as_str).ok_or_else(|| {
+        err("no `schema` field; is this the --json output of an amdahl command?".into())
+    })?;
     let number = |field: &str| -> Result<f64, CarbonError> {
         v.get(field)
             .and_then(Value::as_f64)
@@ -67,8 +65,14 @@ mod tests {
             ("{", "not valid JSON"),
             (r#"{"a":1}"#, "no `schema`"),
             (r#"{"schema":"amdahl.plan/1"}"#, "not supported"),
-            (r#"{"schema":"amdahl.run/1","duration_s":1}"#, "total_energy_j"),
-            (r#"{"schema":"amdahl.run/1","total_energy_j":-5,"duration_s":1}"#, "positive"),
+            (
+                r#"{"schema":"amdahl.run/1","duration_s":1}"#,
+                "total_energy_j",
+            ),
+            (
+                r#"{"schema":"amdahl.run/1","total_energy_j":-5,"duration_s":1}"#,
+                "positive",
+            ),
         ] {
             let e = it_energy(text, "r.json").unwrap_err().to_string();
             assert!(e.starts_with("r.json: ") && e.contains(want), "{e}");

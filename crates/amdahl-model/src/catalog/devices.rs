@@ -179,7 +179,10 @@ impl Devices {
                 "hpu" => DeviceKind::Hpu,
                 "cpu" => DeviceKind::Cpu,
                 other => {
-                    return Err(r.err("kind", format!("`{other}` is not one of gpu, tpu, hpu, cpu")))
+                    return Err(r.err(
+                        "kind",
+                        format!("`{other}` is not one of gpu, tpu, hpu, cpu"),
+                    ))
                 }
             };
             let tdp = r.opt_positive("tdp_w")?.map(Watts);
@@ -312,9 +315,29 @@ mod tests {
     #[test]
     fn issue_devices_are_present() {
         for n in [
-            "v100", "v100-32gb", "a100", "a100-80gb", "a100-pcie", "a100-pcie-80gb", "h100",
-            "h100-pcie", "h200", "b200", "gh200", "l4", "l40s", "t4", "mi250x", "mi300x", "tpuv3",
-            "tpuv4", "tpuv5e", "tpuv5p", "gaudi2", "epyc-7763", "xeon-8480",
+            "v100",
+            "v100-32gb",
+            "a100",
+            "a100-80gb",
+            "a100-pcie",
+            "a100-pcie-80gb",
+            "h100",
+            "h100-pcie",
+            "h200",
+            "b200",
+            "gh200",
+            "l4",
+            "l40s",
+            "t4",
+            "mi250x",
+            "mi300x",
+            "tpuv3",
+            "tpuv4",
+            "tpuv5e",
+            "tpuv5p",
+            "gaudi2",
+            "epyc-7763",
+            "xeon-8480",
         ] {
             assert!(lookup(n).is_ok(), "{n} missing");
         }

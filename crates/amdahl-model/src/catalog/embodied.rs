@@ -27,24 +27,31 @@ pub struct Factors {
 
 impl Factors {
     pub fn parse(text: &str, file: &str) -> Result<Self, CatalogError> {
-        let items = table::parse(text, file, &["component", "kg_co2e", "year", "source"], |r| {
-            let component = r.text("component")?.to_ascii_lowercase();
-            let node_nm = r.opt_positive("node_nm")?;
-            match component.as_str() {
-                "logic" if node_nm.is_none() => {
-                    return Err(r.err("node_nm", "a logic factor needs its process node"))
+        let items = table::parse(
+            text,
+            file,
+            &["component", "kg_co2e", "year", "source"],
+            |r| {
+                let component = r.text("component")?.to_ascii_lowercase();
+                let node_nm = r.opt_positive("node_nm")?;
+                match component.as_str() {
+                    "logic" if node_nm.is_none() => {
+                        return Err(r.err("node_nm", "a logic factor needs its process node"))
+                    }
+                    "logic" | "dram" => {}
+                    other => {
+                        return Err(r.err("component", format!("`{other}` is not logic or dram")))
+                    }
                 }
-                "logic" | "dram" => {}
-                other => return Err(r.err("component", format!("`{other}` is not logic or dram"))),
-            }
-            Ok(Factor {
-                component,
-                node_nm,
-                kg_co2e: r.positive("kg_co2e")?,
-                year: r.year("year")?,
-                source: r.text("source")?,
-            })
-        })?;
+                Ok(Factor {
+                    component,
+                    node_nm,
+                    kg_co2e: r.positive("kg_co2e")?,
+                    year: r.year("year")?,
+                    source: r.text("source")?,
+                })
+            },
+        )?;
         Ok(Self { items })
     }
 

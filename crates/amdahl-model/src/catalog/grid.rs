@@ -139,7 +139,15 @@ fn scope(r: &table::Row) -> Result<Option<Scope>, CatalogError> {
 impl Grid {
     /// Parse a countries CSV (the format of `data/grid.csv`).
     pub fn parse_countries(text: &str, file: &str) -> Result<Vec<Country>, CatalogError> {
-        let req = &["alpha2", "alpha3", "name", "g_per_kwh", "year", "scope", "source"];
+        let req = &[
+            "alpha2",
+            "alpha3",
+            "name",
+            "g_per_kwh",
+            "year",
+            "scope",
+            "source",
+        ];
         table::parse(text, file, req, |r| {
             Ok(Country {
                 alpha2: r.cell("alpha2").to_ascii_uppercase(),
@@ -148,7 +156,8 @@ impl Grid {
                 g_per_kwh: intensity(r, "g_per_kwh")?
                     .ok_or_else(|| r.err("g_per_kwh", "is empty; every country needs a value"))?,
                 year: r.year("year")?,
-                scope: scope(r)?.ok_or_else(|| r.err("scope", "is empty; say lifecycle or direct"))?,
+                scope: scope(r)?
+                    .ok_or_else(|| r.err("scope", "is empty; say lifecycle or direct"))?,
                 source: r.text("source")?,
                 licence: r.cell("licence").to_string(),
             })
@@ -157,7 +166,15 @@ impl Grid {
 
     /// Parse a cloud-regions CSV (the format of `data/regions.csv`).
     pub fn parse_regions(text: &str, file: &str) -> Result<Vec<CloudRegion>, CatalogError> {
-        let req = &["id", "location", "grid", "g_per_kwh", "year", "scope", "source"];
+        let req = &[
+            "id",
+            "location",
+            "grid",
+            "g_per_kwh",
+            "year",
+            "scope",
+            "source",
+        ];
         table::parse(text, file, req, |r| {
             let id = r.text("id")?.to_ascii_lowercase();
             if !id.contains(':') {
@@ -272,6 +289,24 @@ impl Grid {
         }
     }
 
+    /// Every entry resolved: the world row, countries by name, then cloud regions by id.
+    pub fn all(&self) -> Vec<GridIntensity> {
+        let mut out: Vec<GridIntensity> = self
+            .world()
+            .map(Self::country_intensity)
+            .into_iter()
+            .collect();
+        let mut countries: Vec<&Country> = self
+            .countries
+            .iter()
+            .filter(|c| c.alpha3 != "WLD")
+            .collect();
+        countries.sort_by(|a, b| a.name.cmp(&b.name));
+        out.extend(countries.into_iter().map(Self::country_intensity));
+        out.extend(self.regions.iter().filter_map(|r| self.region_intensity(r)));
+        out
+    }
+
     /// Resolve a code: ISO alpha-2 (`FR`), alpha-3 (`FRA`), a country name (`France`), a cloud region
     /// (`aws:eu-west-3`, or `eu-west-3` when only one provider has it) or `world`. Case-insensitive.
     pub fn lookup(&self, code: &str) -> Result<GridIntensity, CatalogError> {
@@ -370,7 +405,10 @@ mod tests {
         // Google publishes europe-west1 (St. Ghislain) at 122 g/kWh (via codecarbon's impact.csv).
         let gcp = lookup("gcp:europe-west1").unwrap();
         assert_eq!(gcp.g_per_kwh, GramsPerKwh(122.0));
-        assert_eq!(lookup("azure:francecentral").unwrap().g_per_kwh, aws.g_per_kwh);
+        assert_eq!(
+            lookup("azure:francecentral").unwrap().g_per_kwh,
+            aws.g_per_kwh
+        );
         assert_eq!(lookup("francecentral").unwrap().code, "azure:francecentral");
     }
 
@@ -379,7 +417,10 @@ mod tests {
         let e = lookup("Frnace").unwrap_err().to_string();
         assert!(e.contains("France"), "{e}");
         let e = lookup("aws:eu-west-9").unwrap_err().to_string();
-        assert!(e.contains("aws:eu-west-3") || e.contains("aws:eu-west-1"), "{e}");
+        assert!(
+            e.contains("aws:eu-west-3") || e.contains("aws:eu-west-1"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -393,7 +434,11 @@ mod tests {
     fn every_embedded_value_in_range_with_source() {
         let g = embedded().unwrap();
         for c in g.countries() {
-            assert!((0.0..=MAX_G_PER_KWH).contains(&c.g_per_kwh.get()), "{}", c.name);
+            assert!(
+                (0.0..=MAX_G_PER_KWH).contains(&c.g_per_kwh.get()),
+                "{}",
+                c.name
+            );
             assert!(!c.source.is_empty());
         }
         for r in g.regions() {

@@ -40,6 +40,25 @@ pub enum CatalogError {
     },
 }
 
+/// A catalog listing, the `amdahl catalog --json` result (`"schema": "amdahl.catalog/1"`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Listing<T: serde::Serialize> {
+    pub schema: &'static str,
+    /// `devices`, `regions`, `models` or `pue`.
+    pub catalog: &'static str,
+    pub items: Vec<T>,
+}
+
+impl<T: serde::Serialize> Listing<T> {
+    pub fn new(catalog: &'static str, items: Vec<T>) -> Self {
+        Self {
+            schema: "amdahl.catalog/1",
+            catalog,
+            items,
+        }
+    }
+}
+
 /// Which catalog a user file extends, recognised from its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -104,8 +123,12 @@ impl Catalogs {
         })?;
         match kind {
             Kind::Devices => self.devices.merge(devices::Devices::parse(text, file)?),
-            Kind::Countries => self.grid.merge_countries(grid::Grid::parse_countries(text, file)?),
-            Kind::Regions => self.grid.merge_regions(grid::Grid::parse_regions(text, file)?),
+            Kind::Countries => self
+                .grid
+                .merge_countries(grid::Grid::parse_countries(text, file)?),
+            Kind::Regions => self
+                .grid
+                .merge_regions(grid::Grid::parse_regions(text, file)?),
             Kind::Models => self.models.merge(models::Models::parse(text, file)?),
             Kind::Pue => self.pue.merge(pue::PuePresets::parse(text, file)?),
         }
@@ -140,7 +163,8 @@ mod tests {
     #[test]
     fn user_file_overrides_by_name() {
         let mut c = Catalogs::embedded().unwrap();
-        let user = "name,pue,year,source\nhyperscale,1.2,2025,my datacentre\nlab,1.4,2025,facility team\n";
+        let user =
+            "name,pue,year,source\nhyperscale,1.2,2025,my datacentre\nlab,1.4,2025,facility team\n";
         assert_eq!(c.add_user_file(user, "mine.csv").unwrap(), Kind::Pue);
         assert_eq!(c.pue.lookup("hyperscale").unwrap().pue, 1.2);
         assert_eq!(c.pue.lookup("lab").unwrap().pue, 1.4);

@@ -36,8 +36,7 @@ pub struct ModelShape {
 impl ModelShape {
     /// Per-head width: the explicit `head_dim`, else hidden / heads.
     pub fn head_dim(&self) -> Option<u32> {
-        self.head_dim
-            .or_else(|| Some(self.hidden? / self.heads?))
+        self.head_dim.or_else(|| Some(self.hidden? / self.heads?))
     }
 
     /// Training FLOPs for `tokens` tokens: 6·P·D (Kaplan et al. 2020, Section 2.1: 2 FLOPs per
@@ -132,14 +131,23 @@ mod tests {
     /// Decoder parameter count from the shape: 12·l·h² (attention 4h² + MLP 8h² with ffn = 4h) plus
     /// the embedding V·h (Kaplan et al. 2020 Table 1, which leaves out biases and layer norms).
     fn approx_params(m: &ModelShape) -> Option<f64> {
-        let (l, h, v, f) = (m.layers? as f64, m.hidden? as f64, m.vocab? as f64, m.ffn? as f64);
+        let (l, h, v, f) = (
+            m.layers? as f64,
+            m.hidden? as f64,
+            m.vocab? as f64,
+            m.ffn? as f64,
+        );
         let d = m.head_dim()? as f64;
         // Attention: Q and O are h×(heads·d), K and V h×(kv_heads·d) (grouped/multi-query).
         let attn = 2.0 * h * d * (m.heads? as f64 + m.kv_heads? as f64);
         // SwiGLU (three ffn×h matrices) for LLaMA-family and PaLM, two otherwise; LLaMA-family
         // models also have untied input and output embeddings.
         let llama = m.name.starts_with("LLaMA") || m.name.starts_with("Llama");
-        let mats = if llama || m.name.starts_with("PaLM") { 3.0 } else { 2.0 };
+        let mats = if llama || m.name.starts_with("PaLM") {
+            3.0
+        } else {
+            2.0
+        };
         let emb = if llama { 2.0 } else { 1.0 };
         Some(l * (attn + mats * h * f) + emb * v * h)
     }
@@ -150,14 +158,22 @@ mod tests {
         for m in embedded().unwrap().iter().filter(|m| m.arch == "decoder") {
             let p = approx_params(m).unwrap();
             let r = p / m.params;
-            assert!((0.94..1.10).contains(&r), "{}: shape gives {p:.3e}, published {:.3e}", m.name, m.params);
+            assert!(
+                (0.94..1.10).contains(&r),
+                "{}: shape gives {p:.3e}, published {:.3e}",
+                m.name,
+                m.params
+            );
         }
     }
 
     #[test]
     fn gpt3_175b() {
         let m = lookup("gpt3").unwrap();
-        assert_eq!((m.layers, m.hidden, m.heads), (Some(96), Some(12288), Some(96)));
+        assert_eq!(
+            (m.layers, m.hidden, m.heads),
+            (Some(96), Some(12288), Some(96))
+        );
         // 6·P·D for 300e9 tokens = 3.15e23 FLOP (Brown et al. 2020 Table D.1: 3.14e23).
         assert!((m.training_flops(300e9).get() / 3.14e23 - 1.0).abs() < 0.01);
     }

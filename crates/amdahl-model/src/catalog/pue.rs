@@ -28,7 +28,10 @@ impl PuePresets {
         let items = table::parse(text, file, &["name", "pue", "year", "source"], |r| {
             let pue = r.positive("pue")?;
             if pue < 1.0 {
-                return Err(r.err("pue", format!("{pue} is below 1; PUE = facility / IT energy ≥ 1")));
+                return Err(r.err(
+                    "pue",
+                    format!("{pue} is below 1; PUE = facility / IT energy ≥ 1"),
+                ));
             }
             Ok(PuePreset {
                 name: r.text("name")?,
@@ -89,6 +92,9 @@ mod tests {
     #[test]
     fn pue_below_one_rejected() {
         let e = PuePresets::parse("name,pue,year,source\nx,0.9,2024,me\n", "p.csv").unwrap_err();
-        assert!(e.to_string().starts_with("p.csv: line 2, column `pue`"), "{e}");
+        assert!(
+            e.to_string().starts_with("p.csv: line 2, column `pue`"),
+            "{e}"
+        );
     }
 }

@@ -18,7 +18,10 @@ pub(crate) fn distance(a: &str, b: &str) -> usize {
 
 /// The (up to) three candidates nearest to `query`, compared case-insensitively; a candidate that
 /// contains the query as a substring counts as near. Deduplicated, best first.
-pub(crate) fn nearest<'a>(query: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+pub(crate) fn nearest<'a>(
+    query: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
     let q = query.to_lowercase();
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()

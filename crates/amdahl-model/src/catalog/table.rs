@@ -30,10 +30,7 @@ pub(crate) fn parse<T>(
         .comment(Some(b'#'))
         .trim(csv::Trim::All)
         .from_reader(text.as_bytes());
-    let headers = reader
-        .headers()
-        .map_err(|e| file_error(file, &e))?
-        .clone();
+    let headers = reader.headers().map_err(|e| file_error(file, &e))?.clone();
     for col in required {
         if !headers.iter().any(|h| h == *col) {
             return Err(CatalogError::File {
@@ -175,7 +172,10 @@ mod tests {
     fn line_numbers_count_comments_and_header() {
         let text = "# comment\nname,v\na,1\nb,x\n";
         let e = parse(text, "t.csv", &["name", "v"], |r| r.positive("v")).unwrap_err();
-        assert_eq!(e.to_string(), "t.csv: line 4, column `v`: `x` is not a number");
+        assert_eq!(
+            e.to_string(),
+            "t.csv: line 4, column `v`: `x` is not a number"
+        );
     }
 
     #[test]
