@@ -5,19 +5,45 @@ use crate::sig;
 use crate::table::{Align, Table};
 use amdahl_model::carbon::{CarbonReport, Statement};
 
+/// `sig` without trailing zeros, with thousands separators: 1.10 → "1.1", 1291159 → "1,291,159".
+fn num(x: f64, digits: usize) -> String {
+    let s = sig(x, digits);
+    if s.contains('e') || !x.is_finite() {
+        return s;
+    }
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    let (sign, rest) = s.strip_prefix('-').map_or(("", s.as_str()), |r| ("-", r));
+    let (int, frac) = rest.split_once('.').map_or((rest, None), |(i, f)| (i, Some(f)));
+    let mut grouped = String::new();
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
 fn kg(x: f64) -> String {
     if x >= 1e4 {
-        format!("{} t", sig(x / 1e3, 4))
+        format!("{} t", num(x / 1e3, 4))
     } else {
-        format!("{} kg", sig(x, 4))
+        format!("{} kg", num(x, 4))
     }
 }
 
 fn kwh(x: f64) -> String {
     if x >= 1e4 {
-        format!("{} MWh", sig(x / 1e3, 4))
+        format!("{} MWh", num(x / 1e3, 4))
     } else {
-        format!("{} kWh", sig(x, 4))
+        format!("{} kWh", num(x, 4))
     }
 }
 
@@ -32,25 +58,25 @@ pub fn table(r: &CarbonReport) -> String {
     }
     let mut dur = format!(
         "{} days ({} h)",
-        sig(r.duration_days, 4),
-        sig(r.duration_s / 3600.0, 4)
+        num(r.duration_days, 4),
+        num(r.duration_s / 3600.0, 4)
     );
     if let Some(h) = r.device_hours {
-        dur.push_str(&format!(", {} device-hours", sig(h, 4)));
+        dur.push_str(&format!(", {} device-hours", num(h, 4)));
     }
     kv("duration", dur);
     if let Some(w) = r.power_per_device_w {
-        kv("power per device", format!("{} W", sig(w, 4)));
+        kv("power per device", format!("{} W", num(w, 4)));
     }
     kv("IT energy", kwh(r.it_energy_kwh));
-    kv("PUE", format!("{} ({})", sig(r.pue.value, 3), r.pue.source));
+    kv("PUE", format!("{} ({})", num(r.pue.value, 3), r.pue.source));
     kv("facility energy", kwh(r.energy_kwh));
     let g = &r.intensity;
     kv(
         "grid",
         format!(
             "{} gCO2e/kWh, {} ({}, {}; {})",
-            sig(g.g_per_kwh.get(), 4),
+            num(g.g_per_kwh.get(), 4),
             g.name,
             g.year,
             g.scope.name(),
@@ -64,8 +90,8 @@ pub fn table(r: &CarbonReport) -> String {
             format!(
                 "{} ({}% of a {}-year life; LLMCarbon)",
                 kg(e.co2e.kg()),
-                sig(e.life_share * 100.0, 3),
-                sig(e.lifetime_years, 3)
+                num(e.life_share * 100.0, 3),
+                num(e.lifetime_years, 3)
             ),
         );
     }
@@ -75,8 +101,8 @@ pub fn table(r: &CarbonReport) -> String {
         "equivalent to",
         format!(
             "{} km by car; {} passenger round trips New York-San Francisco",
-            sig(q.car_km, 3),
-            sig(q.flights_ny_sf, 3)
+            num(q.car_km, 3),
+            num(q.flights_ny_sf, 3)
         ),
     );
     let mut out = t.render();
@@ -97,11 +123,11 @@ pub fn table(r: &CarbonReport) -> String {
             c.row([
                 x.intensity.code.clone(),
                 x.intensity.name.clone(),
-                sig(x.intensity.g_per_kwh.get(), 4),
+                num(x.intensity.g_per_kwh.get(), 4),
                 x.intensity.year.to_string(),
                 x.intensity.scope.name().to_string(),
                 kg(x.co2e_kg),
-                sig(x.ratio, 3),
+                num(x.ratio, 3),
             ]);
         }
         out.push_str(&c.render());
@@ -174,10 +200,10 @@ fn statement(s: &Statement, m: &Markup) -> String {
     let mut out = format!(
         "The computation ran on {} for {} hours",
         e(&s.hardware).replace('×', m.times),
-        sig(s.duration_hours, 4)
+        num(s.duration_hours, 4)
     );
     if let Some(h) = s.device_hours {
-        out.push_str(&format!(" ({} device-hours)", sig(h, 4)));
+        out.push_str(&format!(" ({} device-hours)", num(h, 4)));
     }
     let how = match s.basis {
         amdahl_model::carbon::Basis::Measured => "measured",
@@ -185,28 +211,28 @@ fn statement(s: &Statement, m: &Markup) -> String {
     };
     out.push_str(&format!(
         ". Its IT energy was {how} at {} kWh ({}). With a power usage effectiveness (PUE) of {} ({}), the facility energy was {} kWh. ",
-        sig(s.it_energy_kwh, 4),
+        num(s.it_energy_kwh, 4),
         e(&s.method),
-        sig(s.pue, 3),
+        num(s.pue, 3),
         e(&s.pue_source),
-        sig(s.energy_kwh, 4),
+        num(s.energy_kwh, 4),
     ));
     out.push_str(&format!(
         "At a grid carbon intensity of {} g{co2}/kWh ({}, {}, {} emissions; source: {}), this corresponds to {} kg{co2} of operational emissions",
-        sig(s.intensity_g_per_kwh, 4),
+        num(s.intensity_g_per_kwh, 4),
         e(&s.intensity_region),
         s.intensity_year,
         s.intensity_scope,
         e(&s.intensity_source),
-        sig(s.co2e_kg, 4),
+        num(s.co2e_kg, 4),
         co2 = m.co2,
     ));
     if let (Some(kg), Some(y)) = (s.embodied_co2e_kg, s.embodied_lifetime_years) {
         out.push_str(&format!(
             ", plus {} kg{} embodied in the hardware (its share of a {}-year service life, after LLMCarbon, Faiz et al. 2024)",
-            sig(kg, 4),
+            num(kg, 4),
             m.co2,
-            sig(y, 3)
+            num(y, 3)
         ));
     }
     out.push_str(". Computed with amdahl.\n");
@@ -281,9 +307,18 @@ mod tests {
     }
 
     #[test]
+    fn numbers_are_trimmed_and_grouped() {
+        assert_eq!(num(1.10, 3), "1.1");
+        assert_eq!(num(1291159.4, 4), "1,291,159");
+        assert_eq!(num(-1234.5, 5), "-1,234.5");
+        assert_eq!(num(5.0, 3), "5");
+        assert_eq!(num(7.19e-7, 3), "7.19e-7");
+    }
+
+    #[test]
     fn table_has_facility_energy_and_emissions() {
         let s = table(&gpt3());
-        assert!(s.contains("facility energy   1289 MWh"), "{s}");
+        assert!(s.contains("facility energy   1,289 MWh"), "{s}");
         assert!(s.contains("operational CO2e  553.1 t"), "{s}");
         assert!(s.contains("FR"), "{s}");
     }
