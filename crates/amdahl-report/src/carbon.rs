@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use amdahl_model::carbon::{CarbonReport, Statement};
 
 /// `sig` without trailing zeros, with thousands separators: 1.10 → "1.1", 1291159 → "1,291,159".
-fn num(x: f64, digits: usize) -> String {
+pub(crate) fn num(x: f64, digits: usize) -> String {
     let s = sig(x, digits);
     if s.contains('e') || !x.is_finite() {
         return s;

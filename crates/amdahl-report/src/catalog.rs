@@ -1,6 +1,6 @@
 //! Rendering of the catalogs: listing tables and CSV, and one device in full with its sources.
 
-use crate::sig;
+use crate::carbon::num as sig;
 use crate::table::{Align, Table};
 use amdahl_model::catalog::devices::{Device, Precision};
 use amdahl_model::catalog::grid::GridIntensity;
@@ -265,7 +265,7 @@ mod tests {
     #[test]
     fn device_detail_shows_sources_and_sparse() {
         let s = device_detail(devices::lookup("h100").unwrap());
-        assert!(s.contains("989.4 TFLOP/s (2:4 sparse 1979)"), "{s}");
+        assert!(s.contains("989.4 TFLOP/s (2:4 sparse 1,979)"), "{s}");
         assert!(s.contains("NVIDIA H100 Tensor Core GPU datasheet"), "{s}");
     }
 
