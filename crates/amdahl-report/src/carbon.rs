@@ -17,7 +17,9 @@ pub(crate) fn num(x: f64, digits: usize) -> String {
         s
     };
     let (sign, rest) = s.strip_prefix('-').map_or(("", s.as_str()), |r| ("-", r));
-    let (int, frac) = rest.split_once('.').map_or((rest, None), |(i, f)| (i, Some(f)));
+    let (int, frac) = rest
+        .split_once('.')
+        .map_or((rest, None), |(i, f)| (i, Some(f)));
     let mut grouped = String::new();
     for (i, ch) in int.chars().enumerate() {
         if i > 0 && (int.len() - i) % 3 == 0 {

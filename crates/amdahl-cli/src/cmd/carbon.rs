@@ -24,8 +24,15 @@ pub enum StatementFormat {
     Json,
 }
 
+/// The subcommand's arguments; boxed because they are many (keeps `Command` small).
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    #[command(flatten)]
+    pub options: Box<Options>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Options {
     /// Device name or alias from `amdahl catalog devices` (e.g. h100, v100, tpuv4).
     #[arg(long)]
     pub device: Option<String>,
@@ -33,37 +40,42 @@ pub struct Args {
     #[arg(long)]
     pub count: Option<u32>,
     /// Wall-clock duration in hours.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub hours: Option<f64>,
     /// Wall-clock duration in days.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub days: Option<f64>,
     /// Total device-hours (e.g. "GPU-hours" in a paper); with --count the wall-clock time is H / count.
-    #[arg(long, value_name = "H")]
+    #[arg(allow_negative_numbers = true, long, value_name = "H")]
     pub device_hours: Option<f64>,
     /// Average power per device in watts.
-    #[arg(long, value_name = "W")]
+    #[arg(allow_negative_numbers = true, long, value_name = "W")]
     pub power: Option<f64>,
     /// Average utilisation in (0, 1]: power = device TDP × utilisation.
-    #[arg(long, alias = "utilization", value_name = "U")]
+    #[arg(
+        allow_negative_numbers = true,
+        long,
+        alias = "utilization",
+        value_name = "U"
+    )]
     pub utilisation: Option<f64>,
     /// Model parameters (compute path: FLOPs = 6·P·D).
-    #[arg(long, value_name = "P")]
+    #[arg(allow_negative_numbers = true, long, value_name = "P")]
     pub params: Option<f64>,
     /// Take the parameter count from `amdahl catalog models`.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
     /// Training tokens D (compute path).
-    #[arg(long, value_name = "D")]
+    #[arg(allow_negative_numbers = true, long, value_name = "D")]
     pub tokens: Option<f64>,
     /// A FLOP count instead of 6·P·D.
-    #[arg(long, value_name = "F")]
+    #[arg(allow_negative_numbers = true, long, value_name = "F")]
     pub flops: Option<f64>,
     /// Model FLOPs utilisation in (0, 1]: achieved ÷ peak.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub mfu: Option<f64>,
     /// Achieved TFLOP/s per device (instead of --mfu).
-    #[arg(long, value_name = "T")]
+    #[arg(allow_negative_numbers = true, long, value_name = "T")]
     pub achieved_tflops: Option<f64>,
     /// Precision whose peak the compute path uses (fp64, fp32, tf32, bf16/fp16, fp8, int8).
     #[arg(long, default_value = "fp16")]
@@ -78,7 +90,7 @@ pub struct Args {
     #[arg(long)]
     pub region: Option<String>,
     /// Explicit grid intensity in gCO2e/kWh (0-2000) instead of --region.
-    #[arg(long, value_name = "G")]
+    #[arg(allow_negative_numbers = true, long, value_name = "G")]
     pub intensity: Option<f64>,
     /// Scope of --intensity.
     #[arg(long, value_name = "lifecycle|direct", default_value = "lifecycle")]
@@ -93,7 +105,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "CODES")]
     pub compare: Vec<String>,
     /// Service life over which embodied carbon is spread, in years.
-    #[arg(long, default_value_t = embodied::DEFAULT_LIFETIME_YEARS)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = embodied::DEFAULT_LIFETIME_YEARS)]
     pub lifetime_years: f64,
     /// Leave embodied carbon out.
     #[arg(long)]
@@ -112,7 +124,10 @@ pub struct Args {
 fn exclusive(pairs: &[(&str, bool)]) -> Result<()> {
     let given: Vec<&str> = pairs.iter().filter(|p| p.1).map(|p| p.0).collect();
     if given.len() > 1 {
-        bail!("{} cannot be combined; give one of them", given.join(" and "));
+        bail!(
+            "{} cannot be combined; give one of them",
+            given.join(" and ")
+        );
     }
     Ok(())
 }
@@ -126,8 +141,11 @@ fn current_year() -> u16 {
 }
 
 /// Power per device: given, TDP × utilisation, or TDP (with a warning).
-fn power(args: &Args, device: Option<&Device>) -> Result<(Watts, String)> {
-    exclusive(&[("--power", args.power.is_some()), ("--utilisation", args.utilisation.is_some())])?;
+fn power(args: &Options, device: Option<&Device>) -> Result<(Watts, String)> {
+    exclusive(&[
+        ("--power", args.power.is_some()),
+        ("--utilisation", args.utilisation.is_some()),
+    ])?;
     if let Some(w) = args.power {
         check_positive("--power", w)?;
         return Ok((Watts(w), format!("{w} W average per device, given")));
@@ -154,16 +172,26 @@ fn power(args: &Args, device: Option<&Device>) -> Result<(Watts, String)> {
 }
 
 /// IT energy by path (a), (b) or (c).
-fn it_energy(args: &Args, c: &Catalogs, device: Option<&Device>) -> Result<ItEnergy> {
+fn it_energy(args: &Options, c: &Catalogs, device: Option<&Device>) -> Result<ItEnergy> {
     let time = [
         ("--hours", args.hours.is_some()),
         ("--days", args.days.is_some()),
         ("--device-hours", args.device_hours.is_some()),
     ];
-    let compute = args.params.is_some() || args.model.is_some() || args.tokens.is_some() || args.flops.is_some();
+    let compute = args.params.is_some()
+        || args.model.is_some()
+        || args.tokens.is_some()
+        || args.flops.is_some();
     exclusive(&time)?;
-    exclusive(&[("--params", args.params.is_some()), ("--model", args.model.is_some()), ("--flops", args.flops.is_some())])?;
-    exclusive(&[("--mfu", args.mfu.is_some()), ("--achieved-tflops", args.achieved_tflops.is_some())])?;
+    exclusive(&[
+        ("--params", args.params.is_some()),
+        ("--model", args.model.is_some()),
+        ("--flops", args.flops.is_some()),
+    ])?;
+    exclusive(&[
+        ("--mfu", args.mfu.is_some()),
+        ("--achieved-tflops", args.achieved_tflops.is_some()),
+    ])?;
     let any_time = time.iter().any(|t| t.1);
     if let Some(path) = &args.from {
         for (flag, set) in time.iter().copied().chain([
@@ -175,7 +203,8 @@ fn it_energy(args: &Args, c: &Catalogs, device: Option<&Device>) -> Result<ItEne
                 bail!("--from and {flag} cannot be combined: the result file already holds the energy");
             }
         }
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let mut e = from_result::it_energy(&text, &path.display().to_string())?;
         e.count = args.count.filter(|_| device.is_some());
         return Ok(e);
@@ -193,18 +222,34 @@ fn it_energy(args: &Args, c: &Catalogs, device: Option<&Device>) -> Result<ItEne
         }
         let flops = match (args.flops, args.params, args.model.as_deref(), args.tokens) {
             (Some(f), _, _, None) => Flops(f),
-            (Some(_), _, _, Some(_)) => bail!("--flops and --tokens cannot be combined; --tokens goes with --params or --model"),
-            (None, Some(p), None, Some(d)) => {
-                carbon::training_flops(check_positive("--params", p)?, check_positive("--tokens", d)?)
-            }
-            (None, None, Some(m), Some(d)) => c.models.lookup(m)?.training_flops(check_positive("--tokens", d)?),
-            _ => bail!("the compute path needs --tokens D with --params P or --model NAME, or --flops F"),
+            (Some(_), _, _, Some(_)) => bail!(
+                "--flops and --tokens cannot be combined; --tokens goes with --params or --model"
+            ),
+            (None, Some(p), None, Some(d)) => carbon::training_flops(
+                check_positive("--params", p)?,
+                check_positive("--tokens", d)?,
+            ),
+            (None, None, Some(m), Some(d)) => c
+                .models
+                .lookup(m)?
+                .training_flops(check_positive("--tokens", d)?),
+            _ => bail!(
+                "the compute path needs --tokens D with --params P or --model NAME, or --flops F"
+            ),
         };
         let d = device.context("the compute path needs --device NAME for its peak FLOP/s")?;
         let precision: Precision = args.precision.parse().map_err(anyhow::Error::msg)?;
         let peak = d.peak(precision).with_context(|| {
-            let have: Vec<&str> = Precision::ALL.iter().filter(|p| d.peak(**p).is_some()).map(|p| p.name()).collect();
-            format!("{} has no published {precision} peak; use --precision {}", d.name, have.join("|"))
+            let have: Vec<&str> = Precision::ALL
+                .iter()
+                .filter(|p| d.peak(**p).is_some())
+                .map(|p| p.name())
+                .collect();
+            format!(
+                "{} has no published {precision} peak; use --precision {}",
+                d.name,
+                have.join("|")
+            )
         })?;
         let mfu = match (args.mfu, args.achieved_tflops) {
             (Some(m), None) => m,
@@ -233,8 +278,12 @@ fn check_positive(flag: &str, v: f64) -> Result<f64> {
     }
 }
 
-fn pue(args: &Args, c: &Catalogs) -> Result<Pue> {
-    let default = if args.from.is_some() { "local" } else { "industry" };
+fn pue(args: &Options, c: &Catalogs) -> Result<Pue> {
+    let default = if args.from.is_some() {
+        "local"
+    } else {
+        "industry"
+    };
     let s = args.pue.as_deref().unwrap_or(default);
     Ok(match s.parse::<f64>() {
         Ok(v) => Pue::new(v, "given")?,
@@ -245,8 +294,11 @@ fn pue(args: &Args, c: &Catalogs) -> Result<Pue> {
     })
 }
 
-fn grid(args: &Args, c: &Catalogs) -> Result<GridIntensity> {
-    exclusive(&[("--region", args.region.is_some()), ("--intensity", args.intensity.is_some())])?;
+fn grid(args: &Options, c: &Catalogs) -> Result<GridIntensity> {
+    exclusive(&[
+        ("--region", args.region.is_some()),
+        ("--intensity", args.intensity.is_some()),
+    ])?;
     match args.intensity {
         Some(g) => {
             let scope = match args.intensity_scope.as_str() {
@@ -254,8 +306,9 @@ fn grid(args: &Args, c: &Catalogs) -> Result<GridIntensity> {
                 "direct" => Scope::Direct,
                 s => bail!("--intensity-scope `{s}` is not lifecycle or direct"),
             };
-            let mut i = GridIntensity::custom(g, scope, args.intensity_year.unwrap_or_else(current_year))
-                .map_err(anyhow::Error::msg)?;
+            let mut i =
+                GridIntensity::custom(g, scope, args.intensity_year.unwrap_or_else(current_year))
+                    .map_err(anyhow::Error::msg)?;
             if let Some(s) = &args.intensity_source {
                 i.source = s.clone();
             }
@@ -266,11 +319,16 @@ fn grid(args: &Args, c: &Catalogs) -> Result<GridIntensity> {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    let args = *args.options;
     let c = load(&args.catalogs)?;
     if args.statement.is_some() && args.format.format() != Format::Table {
         bail!("--statement and --json/--csv cannot be combined; --statement json prints the statement as JSON");
     }
-    let device = args.device.as_deref().map(|d| c.devices.lookup(d)).transpose()?;
+    let device = args
+        .device
+        .as_deref()
+        .map(|d| c.devices.lookup(d))
+        .transpose()?;
     let it = it_energy(&args, &c, device)?;
     let pue = pue(&args, &c)?;
     let grid = grid(&args, &c)?;
@@ -282,14 +340,31 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let embodied = match device {
         Some(d) if !args.no_embodied => {
             let f = factors::embedded()?;
-            embodied::share(d, f, it.count.unwrap_or(1), it.duration, args.lifetime_years)?
+            embodied::share(
+                d,
+                f,
+                it.count.unwrap_or(1),
+                it.duration,
+                args.lifetime_years,
+            )?
         }
         _ => None,
     };
-    let report = carbon::estimate(&it, device.map(|d| d.name.as_str()), pue, grid, embodied, compare);
+    let report = carbon::estimate(
+        &it,
+        device.map(|d| d.name.as_str()),
+        pue,
+        grid,
+        embodied,
+        compare,
+    );
     let text = match (args.statement, args.format.format()) {
-        (Some(StatementFormat::Md), _) => render::statement_markdown(&Statement::from_report(&report)),
-        (Some(StatementFormat::Tex), _) => render::statement_latex(&Statement::from_report(&report)),
+        (Some(StatementFormat::Md), _) => {
+            render::statement_markdown(&Statement::from_report(&report))
+        }
+        (Some(StatementFormat::Tex), _) => {
+            render::statement_latex(&Statement::from_report(&report))
+        }
         (Some(StatementFormat::Json), _) => to_json(&Statement::from_report(&report))?,
         (None, Format::Json) => to_json(&report)?,
         (None, Format::Csv) => render::csv(&report)?,

@@ -59,7 +59,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             match (format, name) {
                 (Format::Json, _) => to_json(&Listing::new("devices", items))?,
                 (Format::Csv, _) => render::devices_csv(&items)?,
-                (Format::Table, Some(_)) => items.iter().map(|d| render::device_detail(d)).collect(),
+                (Format::Table, Some(_)) => {
+                    items.iter().map(|d| render::device_detail(d)).collect()
+                }
                 (Format::Table, None) => render::devices_table(&items),
             }
         }
@@ -82,12 +84,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
             match format {
                 Format::Json => to_json(&Listing::new("models", items))?,
                 Format::Csv => render::csv_rows(
-                    &["name", "arch", "params", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "source"],
+                    &[
+                        "name", "arch", "params", "layers", "hidden", "heads", "kv_heads", "ffn",
+                        "vocab", "seq", "source",
+                    ],
                     items.iter().map(|m| {
                         let n = |x: Option<u32>| x.map(|v| v.to_string()).unwrap_or_default();
                         vec![
-                            m.name.clone(), m.arch.clone(), m.params.to_string(), n(m.layers), n(m.hidden),
-                            n(m.heads), n(m.kv_heads), n(m.ffn), n(m.vocab), n(m.seq), m.source.clone(),
+                            m.name.clone(),
+                            m.arch.clone(),
+                            m.params.to_string(),
+                            n(m.layers),
+                            n(m.hidden),
+                            n(m.heads),
+                            n(m.kv_heads),
+                            n(m.ffn),
+                            n(m.vocab),
+                            n(m.seq),
+                            m.source.clone(),
                         ]
                     }),
                 )?,
@@ -111,9 +125,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 Format::Json => to_json(&Listing::new("pue", items))?,
                 Format::Csv => render::csv_rows(
                     &["name", "pue", "year", "source"],
-                    items
-                        .iter()
-                        .map(|p| vec![p.name.clone(), p.pue.to_string(), p.year.to_string(), p.source.clone()]),
+                    items.iter().map(|p| {
+                        vec![
+                            p.name.clone(),
+                            p.pue.to_string(),
+                            p.year.to_string(),
+                            p.source.clone(),
+                        ]
+                    }),
                 )?,
                 Format::Table => render::pue_table(&items),
             }
