@@ -283,7 +283,7 @@ impl Grid {
                     g_per_kwh: c.g_per_kwh,
                     year: c.year,
                     scope: c.scope,
-                    source: format!("{} (region {})", c.source, r.source),
+                    source: format!("{}; region: {}", c.source, r.source),
                 })
             }
         }
