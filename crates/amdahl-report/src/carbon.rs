@@ -199,9 +199,14 @@ struct Markup {
 
 fn statement(s: &Statement, m: &Markup) -> String {
     let e = m.escape;
+    let hardware = match (&s.device, s.count) {
+        (Some(d), Some(n)) => format!("{} {} {}", num(f64::from(n), 10), m.times, e(d)),
+        (Some(d), None) => e(d),
+        (None, Some(n)) => format!("{} devices", num(f64::from(n), 10)),
+        (None, None) => "the measured hardware".into(),
+    };
     let mut out = format!(
-        "The computation ran on {} for {} hours",
-        e(&s.hardware).replace('×', m.times),
+        "The computation ran on {hardware} for {} hours",
         num(s.duration_hours, 4)
     );
     if let Some(h) = s.device_hours {
@@ -331,8 +336,17 @@ mod tests {
         r.intensity.source = "100% made_up & co".into();
         let s = statement_latex(&Statement::from_report(&r));
         assert!(s.contains("100\\% made\\_up \\& co"), "{s}");
-        assert!(s.contains("10000 $\\times$ V100"), "{s}");
+        assert!(s.contains("10,000 $\\times$ V100"), "{s}");
         assert!(s.contains("was estimated at"), "{s}");
+    }
+
+    /// The statement is what people paste into papers: any change to its wording shows up here.
+    #[test]
+    fn statement_snapshots() {
+        let s = Statement::from_report(&gpt3());
+        insta::assert_snapshot!("statement_md", statement_markdown(&s));
+        insta::assert_snapshot!("statement_tex", statement_latex(&s));
+        insta::assert_snapshot!("carbon_table", table(&gpt3()));
     }
 
     #[test]

@@ -9,8 +9,10 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Statement {
     pub schema: &'static str,
-    /// "10000 × V100 SXM2 16GB" or "the measured hardware".
-    pub hardware: String,
+    /// The device name, when known.
+    pub device: Option<String>,
+    /// How many devices, when known.
+    pub count: Option<u32>,
     pub duration_hours: f64,
     pub device_hours: Option<f64>,
     pub basis: Basis,
@@ -31,15 +33,10 @@ pub struct Statement {
 
 impl Statement {
     pub fn from_report(r: &CarbonReport) -> Self {
-        let hardware = match (&r.device, r.count) {
-            (Some(d), Some(n)) => format!("{n} × {d}"),
-            (Some(d), None) => d.clone(),
-            (None, Some(n)) => format!("{n} devices"),
-            (None, None) => "the measured hardware".into(),
-        };
         Self {
             schema: "amdahl.statement/1",
-            hardware,
+            device: r.device.clone(),
+            count: r.count,
             duration_hours: r.duration_s / 3600.0,
             device_hours: r.device_hours,
             basis: r.basis,
