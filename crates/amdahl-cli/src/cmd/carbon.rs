@@ -37,8 +37,8 @@ pub struct Options {
     #[arg(long)]
     pub device: Option<String>,
     /// Number of devices working in parallel.
-    #[arg(long)]
-    pub count: Option<u32>,
+    #[arg(long, allow_negative_numbers = true)]
+    pub count: Option<i64>,
     /// Wall-clock duration in hours.
     #[arg(long, allow_negative_numbers = true)]
     pub hours: Option<f64>,
@@ -206,15 +206,10 @@ fn it_energy(args: &Options, c: &Catalogs, device: Option<&Device>) -> Result<It
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let mut e = from_result::it_energy(&text, &path.display().to_string())?;
-        e.count = args.count.filter(|_| device.is_some());
+        e.count = count(args)?.filter(|_| device.is_some());
         return Ok(e);
     }
-    if let Some(n) = args.count {
-        if n == 0 {
-            bail!("--count must be at least 1");
-        }
-    }
-    let count = args.count.unwrap_or(1);
+    let count = count(args)?.unwrap_or(1);
     let (watts, how) = power(args, device)?;
     let duration = if compute {
         if any_time {
@@ -268,6 +263,16 @@ fn it_energy(args: &Options, c: &Catalogs, device: Option<&Device>) -> Result<It
         }
     };
     Ok(ItEnergy::from_power(count, duration, watts, how)?)
+}
+
+/// `--count`, parsed wide so that 0 and negative counts get a clear error (exit 1), not a usage error.
+fn count(args: &Options) -> Result<Option<u32>> {
+    args.count
+        .map(|n| match u32::try_from(n) {
+            Ok(n) if n > 0 => Ok(n),
+            _ => bail!("--count must be at least 1 (got {n})"),
+        })
+        .transpose()
 }
 
 fn check_positive(flag: &str, v: f64) -> Result<f64> {

@@ -424,6 +424,17 @@ mod tests {
     }
 
     #[test]
+    fn every_country_resolves_by_each_of_its_codes() {
+        let g = embedded().unwrap();
+        for c in g.countries().iter().filter(|c| c.alpha3 != "WLD") {
+            let by3 = g.lookup(&c.alpha3).unwrap();
+            assert_eq!(by3.g_per_kwh, c.g_per_kwh, "{}", c.alpha3);
+            assert_eq!(g.lookup(&c.alpha2).unwrap(), by3, "{}", c.alpha2);
+            assert_eq!(g.lookup(&c.name.to_uppercase()).unwrap(), by3, "{}", c.name);
+        }
+    }
+
+    #[test]
     fn custom_intensity_range() {
         assert!(GridIntensity::custom(300.0, Scope::Lifecycle, 2024).is_ok());
         assert!(GridIntensity::custom(-1.0, Scope::Lifecycle, 2024).is_err());
