@@ -253,6 +253,24 @@ impl Devices {
             })
     }
 
+    /// Recognise a device in a model string reported by the system (`nvidia-smi` names such as
+    /// "NVIDIA H100 PCIe" or "Tesla V100-SXM2-32GB", `/proc/cpuinfo` names such as "AMD EPYC 7763
+    /// 64-Core Processor"): the catalogued name or alias contained in the string, longest first.
+    /// A heuristic: `None` when nothing matches.
+    pub fn identify(&self, reported: &str) -> Option<&Device> {
+        let text = normalise(reported);
+        self.items
+            .iter()
+            .flat_map(|d| {
+                std::iter::once(&d.name)
+                    .chain(&d.aliases)
+                    .map(move |n| (normalise(n), d))
+            })
+            .filter(|(n, _)| !n.is_empty() && text.contains(n.as_str()))
+            .max_by_key(|(n, _)| n.len())
+            .map(|(_, d)| d)
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &Device> {
         self.items.iter()
     }
@@ -269,6 +287,11 @@ pub fn embedded() -> Result<&'static Devices, CatalogError> {
     CELL.get_or_init(|| Devices::parse(TEXT, FILE))
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// Recognise a system-reported model string in the embedded catalog (see [`Devices::identify`]).
+pub fn identify(reported: &str) -> Option<&'static Device> {
+    embedded().ok()?.identify(reported)
 }
 
 /// Look a device up in the embedded catalog.
@@ -341,6 +364,26 @@ mod tests {
         ] {
             assert!(lookup(n).is_ok(), "{n} missing");
         }
+    }
+
+    #[test]
+    fn identify_reported_names() {
+        for (reported, want) in [
+            ("NVIDIA H100 80GB HBM3", "H100 SXM5 80GB"),
+            ("NVIDIA H100 PCIe", "H100 PCIe 80GB"),
+            ("Tesla V100-SXM2-32GB", "V100 SXM2 32GB"),
+            ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"),
+            ("NVIDIA L40S", "L40S"),
+            ("AMD EPYC 7763 64-Core Processor", "EPYC 7763"),
+            ("Intel(R) Xeon(R) Platinum 8480+", "Xeon Platinum 8480+"),
+        ] {
+            assert_eq!(
+                identify(reported).map(|d| d.name.as_str()),
+                Some(want),
+                "{reported}"
+            );
+        }
+        assert!(identify("Apple M2").is_none());
     }
 
     #[test]
