@@ -55,7 +55,10 @@ pub fn table(r: &CarbonReport) -> String {
     let mut kv = |k: &str, v: String| t.row([k.to_string(), v]);
     kv("energy", format!("{} ({})", r.basis.name(), r.method));
     if let Some(d) = &r.device {
-        let n = r.count.map(|n| format!("{n} × ")).unwrap_or_default();
+        let n = r
+            .count
+            .map(|n| format!("{} × ", num(f64::from(n), 10)))
+            .unwrap_or_default();
         kv("hardware", format!("{n}{d}"));
     }
     let mut dur = format!(
@@ -108,6 +111,10 @@ pub fn table(r: &CarbonReport) -> String {
         ),
     );
     let mut out = t.render();
+    out.push_str(&format!(
+        "equivalents: {}; {}\n",
+        q.car_source, q.flight_source
+    ));
     if !r.compare.is_empty() {
         out.push('\n');
         let mut c = Table::new([
