@@ -6,5 +6,7 @@
 //! every function is a function of its arguments, so it can be tested exhaustively and reused by
 //! the measuring and rendering crates.
 
+pub mod carbon;
+pub mod catalog;
 pub mod scaling;
 pub mod units;

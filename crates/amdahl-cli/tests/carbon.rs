@@ -1,0 +1,454 @@
+//! `amdahl carbon`: validation against published figures, the three input paths, statements and
+//! bad input (exit 1 with a clear message, never a panic).
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn amdahl() -> Command {
+    Command::cargo_bin("amdahl").unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = amdahl()
+        .args(args)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+fn within(x: f64, want: f64, tol: f64) {
+    assert!(
+        (x / want - 1.0).abs() < tol,
+        "{x} vs {want} (tolerance {tol})"
+    );
+}
+
+#[test]
+fn patterson_2021_gpt3() {
+    // Patterson et al. 2021, Table 4: 10,000 V100 × 14.8 days × 330 W, PUE 1.1, 0.429 kgCO2e/kWh
+    // -> 1,287 MWh, 552 tCO2e.
+    let v = json(&[
+        "carbon",
+        "--device",
+        "v100",
+        "--count",
+        "10000",
+        "--days",
+        "14.8",
+        "--power",
+        "330",
+        "--pue",
+        "1.1",
+        "--intensity",
+        "429",
+        "--no-embodied",
+    ]);
+    assert_eq!(v["schema"], "amdahl.carbon/1");
+    assert_eq!(v["basis"], "estimated");
+    within(num(&v, "energy_kwh"), 1_287_000.0, 0.01);
+    within(num(&v, "co2e_kg"), 552_000.0, 0.01);
+}
+
+#[test]
+fn patterson_2021_t5() {
+    // Patterson et al. 2021, Table 4: 512 TPU v3 × 20 days × 310 W, PUE 1.12, 0.545 -> 85.7 MWh, 46.7 t.
+    let v = json(&[
+        "carbon",
+        "--device",
+        "tpuv3",
+        "--count",
+        "512",
+        "--days",
+        "20",
+        "--power",
+        "310",
+        "--pue",
+        "1.12",
+        "--intensity",
+        "545",
+        "--no-embodied",
+    ]);
+    within(num(&v, "energy_kwh"), 85_700.0, 0.01);
+    within(num(&v, "co2e_kg"), 46_700.0, 0.01);
+}
+
+#[test]
+fn llama_65b_table_15() {
+    // Touvron et al. 2023, Table 15: 1,022,362 GPU-hours at 400 W, PUE 1.1, 0.385 -> 449 MWh, 173 t.
+    let v = json(&[
+        "carbon",
+        "--device-hours",
+        "1022362",
+        "--power",
+        "400",
+        "--pue",
+        "1.1",
+        "--intensity",
+        "385",
+    ]);
+    within(num(&v, "energy_kwh"), 449_000.0, 0.01);
+    within(num(&v, "co2e_kg"), 173_000.0, 0.01);
+}
+
+#[test]
+fn compute_path_gpt3_on_v100() {
+    // 6 · 175e9 · 300e9 FLOP on 10,000 V100 at 24.6 of 125 TFLOP/s: Patterson et al. 2021 report
+    // 14.8 days. Within 10 %.
+    let v = json(&[
+        "carbon",
+        "--params",
+        "175e9",
+        "--tokens",
+        "300e9",
+        "--device",
+        "v100",
+        "--count",
+        "10000",
+        "--achieved-tflops",
+        "24.6",
+        "--power",
+        "330",
+        "--pue",
+        "1.1",
+        "--intensity",
+        "429",
+    ]);
+    within(num(&v, "duration_days"), 14.8, 0.10);
+    // The same through the model catalog and an MFU.
+    let m = json(&[
+        "carbon", "--model", "gpt3", "--tokens", "300e9", "--device", "v100", "--count", "10000",
+        "--mfu", "0.1968", "--power", "330",
+    ]);
+    within(num(&m, "duration_days"), 14.8, 0.10);
+}
+
+#[test]
+fn compare_grids_spans_an_order_of_magnitude() {
+    let v = json(&[
+        "carbon",
+        "--device",
+        "h100",
+        "--count",
+        "8",
+        "--hours",
+        "24",
+        "--utilisation",
+        "0.7",
+        "--region",
+        "aws:eu-west-3",
+        "--compare",
+        "FR,PL,US,IN,NO,AU",
+    ]);
+    let c = v["compare"].as_array().unwrap();
+    assert_eq!(c.len(), 6);
+    let kg: Vec<f64> = c.iter().map(|x| x["co2e_kg"].as_f64().unwrap()).collect();
+    let (lo, hi) = kg
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    assert!(hi / lo > 10.0, "{kg:?}");
+    // TDP 700 W × 0.7 × 8 × 24 h = 94.08 kWh IT; industry PUE 1.56 by default.
+    within(num(&v, "it_energy_kwh"), 94.08, 1e-9);
+    within(num(&v, "energy_kwh"), 94.08 * 1.56, 1e-9);
+    assert!(num(&v, "embodied_co2e_kg") > 0.0);
+}
+
+#[test]
+fn statements() {
+    let base = [
+        "carbon",
+        "--device",
+        "a100",
+        "--count",
+        "64",
+        "--hours",
+        "100",
+        "--power",
+        "300",
+        "--pue",
+        "hyperscale",
+        "--region",
+        "FR",
+    ];
+    amdahl()
+        .args(base)
+        .args(["--statement", "md"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("64 × A100 SXM4 40GB")
+                .and(predicate::str::contains("estimated at 1,920 kWh")),
+        );
+    amdahl()
+        .args(base)
+        .args(["--statement", "tex"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("$\\times$").and(predicate::str::contains("CO$_2$e")));
+    let out = amdahl()
+        .args(base)
+        .args(["--statement", "json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["schema"], "amdahl.statement/1");
+    assert_eq!(v["basis"], "estimated");
+    assert_eq!(v["intensity_year"], 2023);
+}
+
+#[test]
+fn from_a_measured_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("run.json");
+    std::fs::write(
+        &f,
+        r#"{"schema":"amdahl.run/1","total_energy_j":3.6e7,"duration_s":7200}"#,
+    )
+    .unwrap();
+    let v = json(&["carbon", "--from", f.to_str().unwrap(), "--region", "NO"]);
+    assert_eq!(v["basis"], "measured");
+    // 36 MJ = 10 kWh; --from defaults to the local PUE of 1.0.
+    within(num(&v, "energy_kwh"), 10.0, 1e-12);
+    amdahl()
+        .args(["carbon", "--from", f.to_str().unwrap(), "--statement", "md"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("was measured at 10 kWh"));
+}
+
+fn fails(args: &[&str], message: &str) {
+    amdahl()
+        .args(args)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(message).and(predicate::str::contains("panicked").not()));
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    fails(
+        &["carbon", "--device", "h1000", "--hours", "1"],
+        "did you mean",
+    );
+    fails(
+        &[
+            "carbon", "--region", "Frnace", "--hours", "1", "--power", "1",
+        ],
+        "did you mean France",
+    );
+    fails(
+        &["carbon", "--hours", "0", "--power", "300"],
+        "--hours must be a positive number",
+    );
+    fails(
+        &["carbon", "--hours", "-3", "--power", "300"],
+        "--hours must be a positive number",
+    );
+    fails(
+        &["carbon", "--hours", "1", "--power", "-300"],
+        "--power must be a positive number",
+    );
+    fails(
+        &["carbon", "--hours", "1", "--power", "300", "--count", "0"],
+        "--count must be at least 1",
+    );
+    fails(
+        &["carbon", "--hours", "1", "--power", "300", "--pue", "0.9"],
+        "PUE 0.9 is below 1",
+    );
+    fails(
+        &[
+            "carbon", "--hours", "1", "--power", "300", "--pue", "cloudy",
+        ],
+        "unknown PUE preset",
+    );
+    fails(
+        &[
+            "carbon",
+            "--hours",
+            "1",
+            "--power",
+            "300",
+            "--intensity",
+            "2500",
+        ],
+        "outside 0-2000",
+    );
+    fails(
+        &[
+            "carbon",
+            "--hours",
+            "1",
+            "--power",
+            "300",
+            "--intensity",
+            "-1",
+        ],
+        "outside 0-2000",
+    );
+    fails(
+        &["carbon", "--hours", "1", "--days", "1", "--power", "300"],
+        "--hours and --days cannot be combined",
+    );
+    fails(
+        &[
+            "carbon",
+            "--hours",
+            "1",
+            "--power",
+            "3",
+            "--region",
+            "FR",
+            "--intensity",
+            "5",
+        ],
+        "cannot be combined",
+    );
+    fails(
+        &[
+            "carbon",
+            "--hours",
+            "1",
+            "--power",
+            "3",
+            "--statement",
+            "md",
+            "--json",
+        ],
+        "cannot be combined",
+    );
+    fails(&["carbon", "--power", "300"], "say how long");
+    fails(
+        &["carbon", "--hours", "1"],
+        "give --power W, or --device NAME",
+    );
+    fails(
+        &[
+            "carbon", "--params", "1e9", "--tokens", "1e9", "--device", "v100", "--power", "1",
+        ],
+        "--mfu X or --achieved-tflops T",
+    );
+    fails(
+        &[
+            "carbon", "--params", "1e9", "--tokens", "1e9", "--device", "v100", "--mfu", "1.5",
+            "--power", "1",
+        ],
+        "MFU 1.5 is outside (0, 1]",
+    );
+    fails(
+        &[
+            "carbon",
+            "--flops",
+            "1e20",
+            "--device",
+            "t4",
+            "--precision",
+            "fp8",
+            "--mfu",
+            "0.5",
+        ],
+        "no published fp8 peak",
+    );
+    fails(
+        &[
+            "carbon",
+            "--hours",
+            "1",
+            "--device",
+            "h100",
+            "--utilisation",
+            "1.5",
+        ],
+        "outside (0, 1]",
+    );
+    fails(
+        &["carbon", "--from", "/nonexistent/run.json"],
+        "reading /nonexistent/run.json",
+    );
+}
+
+#[test]
+fn bad_result_files_and_catalogs_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, r#"{"schema":"amdahl.plan/1"}"#).unwrap();
+    fails(
+        &["carbon", "--from", plan.to_str().unwrap()],
+        "not supported by `amdahl carbon --from`",
+    );
+    let both = dir.path().join("run.json");
+    std::fs::write(
+        &both,
+        r#"{"schema":"amdahl.run/1","total_energy_j":1,"duration_s":1}"#,
+    )
+    .unwrap();
+    fails(
+        &["carbon", "--from", both.to_str().unwrap(), "--hours", "2"],
+        "--from and --hours cannot be combined",
+    );
+
+    let cat = dir.path().join("devices.csv");
+    std::fs::write(
+        &cat,
+        "name,kind,tdp_w,year,source\nMyGPU,gpu,lots,2025,me\n",
+    )
+    .unwrap();
+    let msg = format!(
+        "{}: line 2, column `tdp_w`: `lots` is not a number",
+        cat.display()
+    );
+    fails(
+        &[
+            "carbon",
+            "--catalog",
+            cat.to_str().unwrap(),
+            "--device",
+            "mygpu",
+            "--hours",
+            "1",
+        ],
+        &msg,
+    );
+}
+
+#[test]
+fn user_catalog_adds_a_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let cat = dir.path().join("devices.csv");
+    std::fs::write(
+        &cat,
+        "name,aliases,kind,tdp_w,year,source\nLab Card,lab,gpu,250,2025,our lab\n",
+    )
+    .unwrap();
+    let v = json(&[
+        "carbon",
+        "--catalog",
+        cat.to_str().unwrap(),
+        "--device",
+        "lab",
+        "--count",
+        "2",
+        "--hours",
+        "10",
+        "--pue",
+        "1",
+        "--intensity",
+        "100",
+    ]);
+    // 2 × 250 W × 10 h = 5 kWh at 100 g/kWh = 0.5 kg.
+    within(num(&v, "energy_kwh"), 5.0, 1e-12);
+    within(num(&v, "co2e_kg"), 0.5, 1e-12);
+}
