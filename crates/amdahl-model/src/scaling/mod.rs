@@ -11,6 +11,8 @@ pub mod input;
 pub mod laws;
 mod lsq;
 pub mod models;
+#[cfg(test)]
+mod validation;
 pub mod whatif;
 
 pub use analysis::{analyse, FitOptions, FitResult, SeriesResult};
