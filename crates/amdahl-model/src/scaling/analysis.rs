@@ -7,6 +7,7 @@ use super::error::ScalingError;
 use super::input::{Dataset, Measure, Series};
 use super::laws;
 use super::models::{fit, ModelFit, ModelKind, Skipped};
+use super::whatif::{WhatIf, WhatIfResult};
 use serde::{Deserialize, Serialize};
 
 /// The `schema` field of [`FitResult`].
@@ -30,6 +31,28 @@ pub struct FitOptions {
     pub predict: Vec<f64>,
     /// What N counts, when the input does not say (overrides nothing the file states).
     pub n_counts: Option<String>,
+    /// Végh's what-if applied to the chosen model's 1−α at the largest predicted (else
+    /// measured) N.
+    pub what_if: Option<WhatIfSpec>,
+}
+
+/// The what-if question without N and 1−α, which come from the fit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfSpec {
+    /// Speed-up of the parallel part.
+    pub k: f64,
+    /// Share of 1−α that is communication, in [0, 1].
+    pub comm_share: f64,
+    /// Factor on the communication bytes (fp32 → bf16: 0.5).
+    pub bytes_ratio: f64,
+}
+
+/// A what-if evaluated for one series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfAt {
+    pub n: f64,
+    pub spec: WhatIfSpec,
+    pub result: WhatIfResult,
 }
 
 /// One measured run, analysed.
@@ -92,6 +115,7 @@ pub struct SeriesResult {
     pub trend_slope_stderr: Option<f64>,
     pub predictions: Vec<Prediction>,
     pub decomposition: Option<Decomposition>,
+    pub what_if: Option<WhatIfAt>,
 }
 
 impl SeriesResult {
@@ -232,7 +256,31 @@ fn analyse_series(
         let runs: Vec<(f64, Vec<f64>)> = s.rows.iter().map(|r| (r.n, r.phases.clone())).collect();
         decompose(&d.phase_names, n0, &runs)
     };
+    let what_if = match opts.what_if {
+        None => None,
+        Some(spec) => {
+            let n = opts
+                .predict
+                .iter()
+                .copied()
+                .fold(ns.iter().copied().fold(0.0, f64::max), f64::max);
+            // 1−α at that N from the chosen model's Karp–Flatt value (equals σ-like constants
+            // for Amdahl; includes the growing overhead for the others).
+            let p = n / n0;
+            let serial = laws::karp_flatt(p, chosen.speedup(n, n0));
+            let result = WhatIf {
+                n: p,
+                serial,
+                k: spec.k,
+                comm_share: spec.comm_share,
+                bytes_ratio: spec.bytes_ratio,
+            }
+            .evaluate()?;
+            Some(WhatIfAt { n, spec, result })
+        }
+    };
     Ok(SeriesResult {
+        what_if,
         label: s.label.clone(),
         n_counts: d.n_counts.clone().or_else(|| opts.n_counts.clone()),
         measure: d.measure,
