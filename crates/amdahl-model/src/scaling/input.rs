@@ -326,6 +326,8 @@ fn build(
         phase_names.push(UNATTRIBUTED.into());
     }
     let mut series: Vec<Series> = Vec::new();
+    // (series index, N bits) → first row, so duplicate detection stays O(1) per row.
+    let mut seen: std::collections::HashMap<(usize, u64), usize> = Default::default();
     for (row, cells) in rows {
         let bad = |column: &str, message: String| ScalingError::Value {
             row,
@@ -397,25 +399,28 @@ fn build(
             Some(Cell::Num(v)) => v.to_string(),
             _ => String::new(),
         };
-        let s = match series.iter_mut().position(|s| s.label == label) {
-            Some(i) => &mut series[i],
+        let idx = match series.iter().position(|s| s.label == label) {
+            Some(i) => i,
             None => {
                 series.push(Series {
                     label: label.clone(),
                     rows: Vec::new(),
                 });
-                let last = series.len() - 1;
-                &mut series[last]
+                series.len() - 1
             }
         };
-        if let Some(first) = s.rows.iter().find(|r| r.n == n) {
+        if let Some(&first_row) = seen.get(&(idx, n.to_bits())) {
             return Err(ScalingError::DuplicateN {
                 label,
                 n,
-                first_row: first.row,
+                first_row,
                 row,
             });
         }
+        seen.insert((idx, n.to_bits()), row);
+        let Some(s) = series.get_mut(idx) else {
+            continue;
+        };
         s.rows.push(Row {
             row,
             n,

@@ -53,7 +53,8 @@ impl Lsq {
             if b == 0.0 {
                 continue;
             }
-            let h = a.hypot(b);
+            // sqrt rather than hypot: ~3× faster, and the rows here are far from overflow.
+            let h = (a * a + b * b).sqrt();
             let (c, s) = (a / h, b / h);
             for k in j..self.p {
                 let (rk, xk) = (self.r[j][k], row[k]);
