@@ -97,7 +97,11 @@ fn json_input_labels_and_baseline() {
         .arg(&f)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["series"].as_array().unwrap().len(), 2);
     assert_eq!(v["series"][1]["label"], "b");
@@ -128,16 +132,48 @@ fn phases_give_a_decomposition() {
 fn bad_input_exits_1_naming_file_row_and_column() {
     let cases: &[(&str, &str, &[&str])] = &[
         ("missing.csv", "time\n1\n", &["missing column `n`"]),
-        ("unknown.csv", "n,time,gpus\n1,1,1\n", &["unknown column `gpus`", "column 3"]),
+        (
+            "unknown.csv",
+            "n,time,gpus\n1,1,1\n",
+            &["unknown column `gpus`", "column 3"],
+        ),
         ("n.csv", "n,time\n1,1\n0,2\n", &["row 3", "column `n`"]),
-        ("eff.csv", "n,efficiency\n1,1\n2,0.9\n4,1.2\n", &["row 4", "column `efficiency`"]),
-        ("eff0.csv", "n,efficiency\n1,1\n2,0\n", &["row 3", "column `efficiency`"]),
-        ("time.csv", "n,time\n1,1\n2,-1\n", &["row 3", "column `time`"]),
-        ("dup.csv", "n,time\n1,1\n2,0.6\n2,0.5\n", &["appears twice", "rows 3 and 4"]),
-        ("few.csv", "n,time\n1,1\n2,0.6\n", &["no model could be fitted", "at least 3"]),
-        ("text.csv", "n,time\n1,fast\n", &["row 2", "column `time`", "not a number"]),
+        (
+            "eff.csv",
+            "n,efficiency\n1,1\n2,0.9\n4,1.2\n",
+            &["row 4", "column `efficiency`"],
+        ),
+        (
+            "eff0.csv",
+            "n,efficiency\n1,1\n2,0\n",
+            &["row 3", "column `efficiency`"],
+        ),
+        (
+            "time.csv",
+            "n,time\n1,1\n2,-1\n",
+            &["row 3", "column `time`"],
+        ),
+        (
+            "dup.csv",
+            "n,time\n1,1\n2,0.6\n2,0.5\n",
+            &["appears twice", "rows 3 and 4"],
+        ),
+        (
+            "few.csv",
+            "n,time\n1,1\n2,0.6\n",
+            &["no model could be fitted", "at least 3"],
+        ),
+        (
+            "text.csv",
+            "n,time\n1,fast\n",
+            &["row 2", "column `time`", "not a number"],
+        ),
         ("ragged.csv", "n,time\n1,1,3\n", &["line 2"]),
-        ("bad.json", "[{\"n\": 1, \"time\": }]", &["line 1", "column"]),
+        (
+            "bad.json",
+            "[{\"n\": 1, \"time\": }]",
+            &["line 1", "column"],
+        ),
         ("shape.json", "{\"n\": 1}", &["rows"]),
         ("empty.csv", "", &["no data rows"]),
     ];

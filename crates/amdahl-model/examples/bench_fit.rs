@@ -54,7 +54,11 @@ fn main() {
     println!("amdahl fit benchmark: {points} (n, time) points, {reps} calls each, release build expected");
     println!("{:<34} {:>12}", "step", "ms per call");
     println!("{:<34} {:>12.1}", "parse CSV", parse * 1e3);
-    println!("{:<34} {:>12.1}", "analyse (all models + choice)", whole * 1e3);
+    println!(
+        "{:<34} {:>12.1}",
+        "analyse (all models + choice)",
+        whole * 1e3
+    );
     for kind in ModelKind::ALL {
         let t = per_call(reps, || fit(kind, &ns, &ts, 1.0).map(|m| m.rss_rel).ok());
         println!("{:<34} {:>12.1}", format!("  fit {}", kind.name()), t * 1e3);

@@ -1,9 +1,9 @@
 //! Renderers of [`FitResult`] (`amdahl fit`): a terminal report, CSV of points and predictions,
 //! and a two-panel SVG (speedup and efficiency against N on log axes).
 
+use crate::sig;
 use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
-use crate::sig;
 use amdahl_model::scaling::analysis::{FitResult, SeriesResult};
 use amdahl_model::scaling::models::ModelFit;
 use std::fmt::Write as _;
@@ -73,8 +73,16 @@ pub fn table(r: &FitResult) -> String {
         }
         out.push_str(&t.render());
         out.push('\n');
-        let mut m = Table::new(["model", "parameters (± 1 s.e.)", "AICc", "1-α", "S_max", "N(E=50%)", "N_opt"])
-            .align(1, Align::Left);
+        let mut m = Table::new([
+            "model",
+            "parameters (± 1 s.e.)",
+            "AICc",
+            "1-α",
+            "S_max",
+            "N(E=50%)",
+            "N_opt",
+        ])
+        .align(1, Align::Left);
         for f in &s.models {
             let mut name = f.model.name().to_string();
             if f.model == s.chosen_model {
@@ -117,9 +125,15 @@ pub fn table(r: &FitResult) -> String {
             _ => " (fewer than 3 points beyond the baseline: not tested)".into(),
         };
         let meaning = match s.trend {
-            amdahl_model::scaling::analysis::Trend::Constant => "a true serial part; Amdahl's law holds",
-            amdahl_model::scaling::analysis::Trend::Rising => "overhead grows with N (communication, synchronisation)",
-            amdahl_model::scaling::analysis::Trend::Falling => "serial share shrinks with N (superlinear effects or a costly baseline)",
+            amdahl_model::scaling::analysis::Trend::Constant => {
+                "a true serial part; Amdahl's law holds"
+            }
+            amdahl_model::scaling::analysis::Trend::Rising => {
+                "overhead grows with N (communication, synchronisation)"
+            }
+            amdahl_model::scaling::analysis::Trend::Falling => {
+                "serial share shrinks with N (superlinear effects or a costly baseline)"
+            }
         };
         let _ = writeln!(
             out,
@@ -130,9 +144,15 @@ pub fn table(r: &FitResult) -> String {
         );
         if !s.predictions.is_empty() {
             out.push('\n');
-            let mut p = Table::new(["predict n", "speedup", "efficiency", "alpha_eff"]).align(0, Align::Right);
+            let mut p = Table::new(["predict n", "speedup", "efficiency", "alpha_eff"])
+                .align(0, Align::Right);
             for q in &s.predictions {
-                p.row([fmt_n(q.n), sig(q.speedup, 4), sig(q.efficiency, 4), opt(q.alpha_eff, 6)]);
+                p.row([
+                    fmt_n(q.n),
+                    sig(q.speedup, 4),
+                    sig(q.efficiency, 4),
+                    opt(q.alpha_eff, 6),
+                ]);
             }
             out.push_str(&p.render());
         }
@@ -182,7 +202,8 @@ fn trend_name(s: &SeriesResult) -> &'static str {
 }
 
 fn num(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite()).map_or_else(String::new, |x| format!("{x}"))
+    v.filter(|x| x.is_finite())
+        .map_or_else(String::new, |x| format!("{x}"))
 }
 
 /// CSV: one row per measured point (`kind` = measured) and per prediction of the chosen model
@@ -190,7 +211,14 @@ fn num(v: Option<f64>) -> String {
 pub fn csv(r: &FitResult) -> Result<String, csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
-        "label", "kind", "model", "n", "speedup", "efficiency", "alpha_eff", "karp_flatt",
+        "label",
+        "kind",
+        "model",
+        "n",
+        "speedup",
+        "efficiency",
+        "alpha_eff",
+        "karp_flatt",
     ])?;
     for s in &r.series {
         for p in &s.points {
@@ -218,14 +246,18 @@ pub fn csv(r: &FitResult) -> Result<String, csv::Error> {
             ])?;
         }
     }
-    let bytes = w.into_inner().map_err(|e| csv::Error::from(e.into_error()))?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| csv::Error::from(e.into_error()))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Log-spaced N from `lo` to `hi`.
 fn grid(lo: f64, hi: f64, k: usize) -> Vec<f64> {
     let (a, b) = (lo.ln(), hi.ln());
-    (0..=k).map(|i| (a + (b - a) * i as f64 / k as f64).exp()).collect()
+    (0..=k)
+        .map(|i| (a + (b - a) * i as f64 / k as f64).exp())
+        .collect()
 }
 
 /// Two panels: speedup and efficiency against N (log axes), measured points, the fitted curves
@@ -242,10 +274,12 @@ pub fn svg(r: &FitResult) -> String {
         Axis::new(Scale::Linear, "efficiency E = S/(N/N0)"),
     );
     let single = r.series.len() == 1;
-    let all_n = r
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.n).chain(s.predictions.iter().map(|p| p.n)));
+    let all_n = r.series.iter().flat_map(|s| {
+        s.points
+            .iter()
+            .map(|p| p.n)
+            .chain(s.predictions.iter().map(|p| p.n))
+    });
     let (lo, hi) = all_n.fold((f64::INFINITY, 0.0f64), |(a, b), n| (a.min(n), b.max(n)));
     if !(lo.is_finite() && hi >= lo) {
         return figure(&[sp, ef], 480.0, 360.0);
@@ -256,12 +290,17 @@ pub fn svg(r: &FitResult) -> String {
     sp.series.push(
         Series::new("ideal", "#888888", Style::DashedLine).points(g.iter().map(|&n| (n, n / n0))),
     );
-    ef.series
-        .push(Series::new("ideal", "#888888", Style::DashedLine).points(g.iter().map(|&n| (n, 1.0))));
+    ef.series.push(
+        Series::new("ideal", "#888888", Style::DashedLine).points(g.iter().map(|&n| (n, 1.0))),
+    );
     let mut ymax: f64 = 1.05;
     for (i, s) in r.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let name = if single { "measured".to_string() } else { label(s).to_string() };
+        let name = if single {
+            "measured".to_string()
+        } else {
+            label(s).to_string()
+        };
         sp.series.push(
             Series::new(name.clone(), color, Style::Points)
                 .points(s.points.iter().map(|p| (p.n, p.speedup))),
@@ -270,7 +309,11 @@ pub fn svg(r: &FitResult) -> String {
             Series::new(name, color, Style::Points)
                 .points(s.points.iter().map(|p| (p.n, p.efficiency))),
         );
-        ymax = s.points.iter().map(|p| p.efficiency * 1.05).fold(ymax, f64::max);
+        ymax = s
+            .points
+            .iter()
+            .map(|p| p.efficiency * 1.05)
+            .fold(ymax, f64::max);
         for (j, m) in s.models.iter().enumerate() {
             let chosen = m.model == s.chosen_model;
             if !single && !chosen {
@@ -279,24 +322,30 @@ pub fn svg(r: &FitResult) -> String {
             let (c, style) = if single {
                 (
                     PALETTE[(j + 1) % PALETTE.len()],
-                    if chosen { Style::Line } else { Style::DashedLine },
+                    if chosen {
+                        Style::Line
+                    } else {
+                        Style::DashedLine
+                    },
                 )
             } else {
                 (color, Style::Line)
             };
             let lbl = if single {
-                format!("{}{}", m.model.name(), if chosen { " (chosen)" } else { "" })
+                format!(
+                    "{}{}",
+                    m.model.name(),
+                    if chosen { " (chosen)" } else { "" }
+                )
             } else {
                 format!("{} {}", label(s), m.model.name())
             };
             let b = s.baseline_n;
             sp.series.push(
-                Series::new(lbl.clone(), c, style)
-                    .points(g.iter().map(|&n| (n, m.speedup(n, b)))),
+                Series::new(lbl.clone(), c, style).points(g.iter().map(|&n| (n, m.speedup(n, b)))),
             );
             ef.series.push(
-                Series::new(lbl, c, style)
-                    .points(g.iter().map(|&n| (n, m.efficiency(n, b)))),
+                Series::new(lbl, c, style).points(g.iter().map(|&n| (n, m.efficiency(n, b)))),
             );
         }
     }
@@ -321,7 +370,14 @@ mod tests {
     #[test]
     fn table_names_models_choice_and_trend() {
         let t = table(&cisco());
-        for want in ["usl", "amdahl_log2", "chosen:", "Karp-Flatt trend:", "predict n", "concurrent clients"] {
+        for want in [
+            "usl",
+            "amdahl_log2",
+            "chosen:",
+            "Karp-Flatt trend:",
+            "predict n",
+            "concurrent clients",
+        ] {
             assert!(t.contains(want), "missing {want}:\n{t}");
         }
     }
@@ -341,7 +397,10 @@ mod tests {
         assert_eq!(s.matches("Speedup vs N").count(), 1);
         assert_eq!(s.matches("Efficiency vs N").count(), 1);
         // 32 points per panel, each with a white outline.
-        assert_eq!(s.matches(r#"stroke="white" stroke-width="0.8""#).count(), 64);
+        assert_eq!(
+            s.matches(r#"stroke="white" stroke-width="0.8""#).count(),
+            64
+        );
         assert!(s.contains("(chosen)"));
     }
 }

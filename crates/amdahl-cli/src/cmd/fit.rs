@@ -42,10 +42,20 @@ pub struct Args {
     #[arg(long, value_name = "K")]
     pub accelerate: Option<f64>,
     /// With --accelerate: share of 1-α that is communication, in [0, 1].
-    #[arg(long, value_name = "SHARE", default_value_t = 0.0, requires = "accelerate")]
+    #[arg(
+        long,
+        value_name = "SHARE",
+        default_value_t = 0.0,
+        requires = "accelerate"
+    )]
     pub comm_share: f64,
     /// With --accelerate: factor on communication bytes (fp32 -> bf16 gradients: 0.5).
-    #[arg(long, value_name = "RATIO", default_value_t = 1.0, requires = "accelerate")]
+    #[arg(
+        long,
+        value_name = "RATIO",
+        default_value_t = 1.0,
+        requires = "accelerate"
+    )]
     pub bytes_ratio: f64,
     /// Also write the speedup and efficiency plot to this SVG file.
     #[arg(long, value_name = "FILE")]
@@ -67,7 +77,11 @@ fn load(path: &Path, hint: Option<InputFormat>) -> Result<Dataset> {
     let format = match hint {
         Some(InputFormat::Csv) => input::Format::Csv,
         Some(InputFormat::Json) => input::Format::Json,
-        None => match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase) {
+        None => match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+        {
             Some(e) if e == "json" => input::Format::Json,
             Some(e) if e == "csv" => input::Format::Csv,
             _ => input::Format::sniff(&text),

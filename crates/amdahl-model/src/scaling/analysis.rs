@@ -167,7 +167,7 @@ fn analyse_series(
     let n0 = opts
         .baseline_n
         .unwrap_or(if measured_baseline { min_n } else { 1.0 });
-    if !(n0 >= 1.0) {
+    if n0.is_nan() || n0 < 1.0 {
         return Err(ScalingError::Argument {
             name: "baseline-n".into(),
             value: n0,
@@ -325,12 +325,22 @@ fn choose(models: &[ModelFit]) -> (usize, String) {
         let pick = with_aicc
             .iter()
             .filter(|(_, a)| *a - best_a <= AICC_TIE)
-            .min_by(|x, y| k(&models[x.0]).cmp(&k(&models[y.0])).then(x.1.total_cmp(&y.1)))
+            .min_by(|x, y| {
+                k(&models[x.0])
+                    .cmp(&k(&models[y.0]))
+                    .then(x.1.total_cmp(&y.1))
+            })
             .map_or(best, |x| x.0);
         let others: Vec<String> = with_aicc
             .iter()
             .filter(|(i, _)| *i != pick)
-            .map(|(i, a)| format!("{} {:+.2}", models[*i].model.name(), a - models[pick].aicc.unwrap_or(best_a)))
+            .map(|(i, a)| {
+                format!(
+                    "{} {:+.2}",
+                    models[*i].model.name(),
+                    a - models[pick].aicc.unwrap_or(best_a)
+                )
+            })
             .collect();
         let mut why = if pick == best {
             format!("lowest AICc ({:.2})", best_a)
@@ -395,7 +405,7 @@ fn trend(points: &[PointResult]) -> (Trend, Option<f64>, Option<f64>) {
     let my = xy.iter().map(|v| v.1).sum::<f64>() / m;
     let sxx: f64 = xy.iter().map(|v| (v.0 - mx).powi(2)).sum();
     let sxy: f64 = xy.iter().map(|v| (v.0 - mx) * (v.1 - my)).sum();
-    if !(sxx > 0.0) {
+    if sxx.is_nan() || sxx <= 0.0 {
         return (Trend::Constant, None, None);
     }
     let slope = sxy / sxx;
@@ -451,7 +461,10 @@ mod tests {
             baseline_n: Some(3.0),
             ..Default::default()
         };
-        assert!(matches!(analyse(&d, &opts), Err(ScalingError::BaselineMissing { .. })));
+        assert!(matches!(
+            analyse(&d, &opts),
+            Err(ScalingError::BaselineMissing { .. })
+        ));
     }
 
     #[test]

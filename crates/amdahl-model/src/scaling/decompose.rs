@@ -37,7 +37,7 @@ pub struct Decomposition {
 pub fn decompose(phases: &[String], n0: f64, runs: &[(f64, Vec<f64>)]) -> Option<Decomposition> {
     let base = &runs.iter().find(|(n, _)| *n == n0)?.1;
     let t0: f64 = base.iter().sum();
-    if !(t0 > 0.0) {
+    if t0.is_nan() || t0 <= 0.0 {
         return None;
     }
     let rows = runs
@@ -79,7 +79,9 @@ mod tests {
 
     #[test]
     fn contributions_sum_to_karp_flatt_and_name_the_dominant_phase() {
-        let names: Vec<String> = ["compute", "communication", "serial"].map(String::from).to_vec();
+        let names: Vec<String> = ["compute", "communication", "serial"]
+            .map(String::from)
+            .to_vec();
         // Compute scales perfectly from 100 s, serial is a constant 1 s, communication 0.5·log2 N.
         let runs: Vec<(f64, Vec<f64>)> = [1.0, 4.0, 64.0, 1024.0]
             .iter()

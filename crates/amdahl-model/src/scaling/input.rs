@@ -222,7 +222,16 @@ struct Layout {
 fn layout(header: &[String]) -> Result<Layout, ScalingError> {
     let mut seen: Vec<&str> = Vec::new();
     for (i, h) in header.iter().enumerate() {
-        let known = ["n", "label", "time", "throughput", "speedup", "efficiency", "rmax", "rpeak"];
+        let known = [
+            "n",
+            "label",
+            "time",
+            "throughput",
+            "speedup",
+            "efficiency",
+            "rmax",
+            "rpeak",
+        ];
         if !known.contains(&h.as_str()) && !PHASES.contains(&h.as_str()) {
             return Err(ScalingError::UnknownColumn {
                 column: h.clone(),
@@ -342,7 +351,10 @@ fn build(
         for &i in &lay.phases {
             let v = number(&cells, i, row, &header[i])?;
             if v < 0.0 {
-                return Err(bad(&header[i], format!("{v} is negative; phase times are ≥ 0")));
+                return Err(bad(
+                    &header[i],
+                    format!("{v} is negative; phase times are ≥ 0"),
+                ));
             }
             phases.push(v);
         }
@@ -366,7 +378,7 @@ fn build(
                     }
                     Measure::Rmax => {
                         let peak = number(&cells, lay.rpeak.unwrap_or(usize::MAX), row, "rpeak")?;
-                        if !(v > 0.0) || !(peak > 0.0) {
+                        if v <= 0.0 || peak <= 0.0 {
                             return Err(bad(col, "Rmax and Rpeak must be positive".into()));
                         }
                         if v > peak {
@@ -456,20 +468,45 @@ mod tests {
     #[test]
     fn errors_name_row_and_column() {
         let e = parse_csv("n,time\n1,10\n2,-3\n").unwrap_err();
-        assert!(matches!(e, ScalingError::Value { row: 3, ref column, .. } if column == "time"), "{e}");
+        assert!(
+            matches!(e, ScalingError::Value { row: 3, ref column, .. } if column == "time"),
+            "{e}"
+        );
         let e = parse_csv("n,time,foo\n1,1,1\n").unwrap_err();
-        assert!(matches!(e, ScalingError::UnknownColumn { index: 3, .. }), "{e}");
+        assert!(
+            matches!(e, ScalingError::UnknownColumn { index: 3, .. }),
+            "{e}"
+        );
         let e = parse_csv("n,efficiency\n1,1\n4,85\n").unwrap_err();
         assert!(e.to_string().contains("row 3, column `efficiency`"), "{e}");
         let e = parse_csv("n,time\n1,1\n1,2\n").unwrap_err();
-        assert!(matches!(e, ScalingError::DuplicateN { first_row: 2, row: 3, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                ScalingError::DuplicateN {
+                    first_row: 2,
+                    row: 3,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let e = parse_csv("n,time\n0.5,1\n").unwrap_err();
         assert!(e.to_string().contains("below 1"), "{e}");
         let e = parse_csv("n,time\n1,1,7\n").unwrap_err();
         assert!(matches!(e, ScalingError::Csv { line: 2, .. }), "{e}");
-        assert!(matches!(parse_csv("time\n1\n").unwrap_err(), ScalingError::MissingColumn { .. }));
-        assert!(matches!(parse_csv("n,time,speedup\n1,1,1\n").unwrap_err(), ScalingError::AmbiguousMeasure { .. }));
-        assert!(matches!(parse_csv("n,time\n").unwrap_err(), ScalingError::Empty));
+        assert!(matches!(
+            parse_csv("time\n1\n").unwrap_err(),
+            ScalingError::MissingColumn { .. }
+        ));
+        assert!(matches!(
+            parse_csv("n,time,speedup\n1,1,1\n").unwrap_err(),
+            ScalingError::AmbiguousMeasure { .. }
+        ));
+        assert!(matches!(
+            parse_csv("n,time\n").unwrap_err(),
+            ScalingError::Empty
+        ));
     }
 
     #[test]

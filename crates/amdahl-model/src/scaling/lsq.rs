@@ -5,6 +5,9 @@
 //! (Golub & Van Loan, *Matrix Computations*, §5.1.8) — the normal equations would square the
 //! condition number of columns like 1, 1/N and N that span six decades.
 
+// Dense triangular algebra reads as the textbook does with explicit indices.
+#![allow(clippy::needless_range_loop)]
+
 /// Most parameters any scaling model here has (a, b, c or σ, κ, λ).
 pub const MAX_P: usize = 3;
 
@@ -79,7 +82,7 @@ impl Lsq {
     pub fn solve(&self) -> Option<Solution> {
         let p = self.p;
         let big = (0..p).map(|j| self.r[j][j].abs()).fold(0.0, f64::max);
-        if !(big > 0.0) || (0..p).any(|j| self.r[j][j].abs() <= big * 1e-13) {
+        if big.is_nan() || big <= 0.0 || (0..p).any(|j| self.r[j][j].abs() <= big * 1e-13) {
             return None;
         }
         let mut x = vec![0.0; p];

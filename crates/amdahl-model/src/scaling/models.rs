@@ -237,7 +237,8 @@ fn derive(f: &mut ModelFit, n0: f64) {
 /// N ≥ n0 where g(N) = 0, by bisection on log N (g(n0) > 0 is efficiency 1 − 0.5).
 fn solve_half(g: impl Fn(f64) -> f64, n0: f64) -> Option<f64> {
     let (mut lo, mut hi) = (n0.ln(), (1e18f64).ln());
-    if !(g(n0) > 0.0) {
+    let g0 = g(n0);
+    if g0.is_nan() || g0 <= 0.0 {
         return None;
     }
     // Walk up by decades to the first sign change (efficiency may recover for odd fits).

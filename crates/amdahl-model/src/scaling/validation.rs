@@ -148,7 +148,9 @@ fn predictions_behave() {
     let r = analyse(&parse_csv(&csv).unwrap(), &opts).unwrap();
     let s = &r.series[0];
     for p in &s.points {
-        assert!(p.speedup <= p.p * (1.0 + 1e-12) && p.efficiency > 0.0 && p.efficiency <= 1.0 + 1e-12);
+        assert!(
+            p.speedup <= p.p * (1.0 + 1e-12) && p.efficiency > 0.0 && p.efficiency <= 1.0 + 1e-12
+        );
     }
     let (a, b) = (&s.predictions[0], &s.predictions[1]);
     assert!(b.efficiency < a.efficiency && b.speedup > a.speedup);
