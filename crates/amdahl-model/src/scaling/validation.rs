@@ -159,3 +159,34 @@ fn predictions_behave() {
     assert!((s.serial_fraction - serial).abs() < 1e-10);
     assert!((a.speedup - laws::amdahl_speedup(1024.0, serial)).abs() < 1e-6);
 }
+
+mod never_panics {
+    use super::super::analysis::{analyse, FitOptions};
+    use super::super::input::{parse_csv, parse_json};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Arbitrary text is an error or a dataset, never a panic; a dataset analyses without
+        /// panicking either.
+        #[test]
+        fn readers_and_analysis_never_panic(text in "[-0-9a-z,.#\"{}\\[\\]:\n eE]{0,200}") {
+            for d in [parse_csv(&text), parse_json(&text)].into_iter().flatten() {
+                let _ = analyse(&d, &FitOptions { predict: vec![1e6], ..Default::default() });
+            }
+        }
+
+        #[test]
+        fn numeric_tables_never_panic(
+            rows in proptest::collection::vec((1.0f64..1e7, 1e-9f64..1e9), 0..12),
+            col in prop::sample::select(vec!["time", "throughput", "speedup", "efficiency"]),
+        ) {
+            let mut csv = format!("n,{col}\n");
+            for (n, v) in &rows {
+                csv.push_str(&format!("{n},{v}\n"));
+            }
+            if let Ok(d) = parse_csv(&csv) {
+                let _ = analyse(&d, &FitOptions::default());
+            }
+        }
+    }
+}
