@@ -124,17 +124,23 @@ pub fn parse_csv(text: &str) -> Result<Dataset, ScalingError> {
         .iter()
         .map(|h| h.trim_start_matches('\u{feff}').to_ascii_lowercase())
         .collect();
+    let label_col = header.iter().position(|h| h == "label");
     let mut rows = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.map_err(csv_err)?;
+    // One reused record and numbers parsed on the spot: a million rows stay cheap.
+    let mut rec = csv::StringRecord::new();
+    while rdr.read_record(&mut rec).map_err(csv_err)? {
         let line = rec.position().map(|p| p.line()).unwrap_or(0) as usize;
         let cells = rec
             .iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
                 if s.is_empty() {
                     Cell::Empty
-                } else {
+                } else if Some(i) == label_col {
                     Cell::Text(s.to_string())
+                } else {
+                    s.parse::<f64>()
+                        .map_or_else(|_| Cell::Text(s.to_string()), Cell::Num)
                 }
             })
             .collect();
@@ -336,7 +342,8 @@ fn build(
     }
     let mut series: Vec<Series> = Vec::new();
     // (series index, N bits) → first row, so duplicate detection stays O(1) per row.
-    let mut seen: std::collections::HashMap<(usize, u64), usize> = Default::default();
+    let mut seen: std::collections::HashMap<(usize, u64), usize> =
+        std::collections::HashMap::with_capacity(rows.len());
     for (row, cells) in rows {
         let bad = |column: &str, message: String| ScalingError::Value {
             row,

@@ -58,7 +58,8 @@ impl Lsq {
             }
             // sqrt rather than hypot: ~3× faster, and the rows here are far from overflow.
             let h = (a * a + b * b).sqrt();
-            let (c, s) = (a / h, b / h);
+            let inv = 1.0 / h;
+            let (c, s) = (a * inv, b * inv);
             for k in j..self.p {
                 let (rk, xk) = (self.r[j][k], row[k]);
                 self.r[j][k] = c * rk + s * xk;
