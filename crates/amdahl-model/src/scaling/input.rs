@@ -125,33 +125,32 @@ pub fn parse_csv(text: &str) -> Result<Dataset, ScalingError> {
         .map(|h| h.trim_start_matches('\u{feff}').to_ascii_lowercase())
         .collect();
     let label_col = header.iter().position(|h| h == "label");
-    let mut rows = Vec::new();
-    // One reused record and numbers parsed on the spot: a million rows stay cheap.
-    let mut rec = csv::StringRecord::new();
-    while rdr.read_record(&mut rec).map_err(csv_err)? {
-        let line = rec.position().map(|p| p.line()).unwrap_or(0) as usize;
-        let cells = rec
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                if s.is_empty() {
-                    Cell::Empty
-                } else if Some(i) == label_col {
-                    Cell::Text(s.to_string())
-                } else {
-                    s.parse::<f64>()
-                        .map_or_else(|_| Cell::Text(s.to_string()), Cell::Num)
-                }
-            })
-            .collect();
-        rows.push((line, cells));
-    }
     let n_counts = text
         .lines()
+        .take_while(|l| l.trim().is_empty() || l.trim_start().starts_with('#') || !l.contains(','))
         .filter_map(|l| l.trim().strip_prefix('#'))
         .find_map(|l| l.trim().strip_prefix("n_counts:"))
         .map(|s| s.trim().to_string());
-    build(&header, rows, n_counts)
+    let mut b = Builder::new(&header, n_counts)?;
+    // One reused record and cell buffer, numbers parsed on the spot: a million rows stay cheap.
+    let mut rec = csv::StringRecord::new();
+    let mut cells = Vec::with_capacity(header.len());
+    while rdr.read_record(&mut rec).map_err(csv_err)? {
+        let line = rec.position().map(|p| p.line()).unwrap_or(0) as usize;
+        cells.clear();
+        cells.extend(rec.iter().enumerate().map(|(i, s)| {
+            if s.is_empty() {
+                Cell::Empty
+            } else if Some(i) == label_col {
+                Cell::Text(s.to_string())
+            } else {
+                s.parse::<f64>()
+                    .map_or_else(|_| Cell::Text(s.to_string()), Cell::Num)
+            }
+        }));
+        b.push(line, &cells)?;
+    }
+    b.finish()
 }
 
 /// Parse JSON: an array of row objects, or an object with `rows` (and optional `n_counts`).
@@ -195,10 +194,10 @@ pub fn parse_json(text: &str) -> Result<Dataset, ScalingError> {
             }
         }
     }
-    let mut rows = Vec::new();
+    let mut b = Builder::new(&header, n_counts)?;
     for (i, item) in arr.iter().enumerate() {
         let obj = item.as_object();
-        let cells = header
+        let cells: Vec<Cell> = header
             .iter()
             .map(|h| {
                 let val = obj.and_then(|o| o.iter().find(|(k, _)| k.eq_ignore_ascii_case(h)));
@@ -210,9 +209,9 @@ pub fn parse_json(text: &str) -> Result<Dataset, ScalingError> {
                 }
             })
             .collect();
-        rows.push((i + 1, cells));
+        b.push(i + 1, &cells)?;
     }
-    build(&header, rows, n_counts)
+    b.finish()
 }
 
 /// Where each known column sits in the header.
@@ -326,25 +325,76 @@ fn number(cells: &[Cell], idx: usize, row: usize, column: &str) -> Result<f64, S
     Ok(v)
 }
 
-fn build(
-    header: &[String],
-    rows: Vec<(usize, Vec<Cell>)>,
+/// Turns rows of cells into series, validating each row as it arrives.
+struct Builder<'h> {
+    header: &'h [String],
+    lay: Layout,
+    phase_names: Vec<String>,
+    split_rest: bool,
     n_counts: Option<String>,
-) -> Result<Dataset, ScalingError> {
-    if rows.is_empty() {
-        return Err(ScalingError::Empty);
+    series: Vec<Series>,
+}
+
+impl<'h> Builder<'h> {
+    fn new(header: &'h [String], n_counts: Option<String>) -> Result<Self, ScalingError> {
+        if header.is_empty() {
+            return Err(ScalingError::Empty);
+        }
+        let lay = layout(header)?;
+        let mut phase_names: Vec<String> = lay.phases.iter().map(|&i| header[i].clone()).collect();
+        let split_rest = !lay.phases.is_empty() && lay.value.is_some();
+        if split_rest {
+            phase_names.push(UNATTRIBUTED.into());
+        }
+        Ok(Self {
+            header,
+            lay,
+            phase_names,
+            split_rest,
+            n_counts,
+            series: Vec::new(),
+        })
     }
-    let lay = layout(header)?;
-    let mut phase_names: Vec<String> = lay.phases.iter().map(|&i| header[i].clone()).collect();
-    let split_rest = !lay.phases.is_empty() && lay.value.is_some();
-    if split_rest {
-        phase_names.push(UNATTRIBUTED.into());
+
+    /// Duplicate N within a series, found by sorting (O(n log n), no hashing per row). The
+    /// reported pair is the earliest repeat in file order.
+    fn check_duplicates(&self) -> Result<(), ScalingError> {
+        for s in &self.series {
+            let mut keys: Vec<(u64, usize)> =
+                s.rows.iter().map(|r| (r.n.to_bits(), r.row)).collect();
+            keys.sort_unstable();
+            let dup = keys
+                .windows(2)
+                .filter(|w| w[0].0 == w[1].0)
+                .min_by_key(|w| w[1].1);
+            if let Some(w) = dup {
+                return Err(ScalingError::DuplicateN {
+                    label: s.label.clone(),
+                    n: f64::from_bits(w[0].0),
+                    first_row: w[0].1,
+                    row: w[1].1,
+                });
+            }
+        }
+        Ok(())
     }
-    let mut series: Vec<Series> = Vec::new();
-    // (series index, N bits) → first row, so duplicate detection stays O(1) per row.
-    let mut seen: std::collections::HashMap<(usize, u64), usize> =
-        std::collections::HashMap::with_capacity(rows.len());
-    for (row, cells) in rows {
+
+    fn finish(self) -> Result<Dataset, ScalingError> {
+        if self.series.is_empty() {
+            return Err(ScalingError::Empty);
+        }
+        self.check_duplicates()?;
+        Ok(Dataset {
+            measure: self.lay.measure,
+            n_counts: self.n_counts,
+            phase_names: self.phase_names,
+            series: self.series,
+        })
+    }
+
+    fn push(&mut self, row: usize, cells: &[Cell]) -> Result<(), ScalingError> {
+        let (header, lay, split_rest) = (self.header, &self.lay, self.split_rest);
+        let phase_names = &self.phase_names;
         let bad = |column: &str, message: String| ScalingError::Value {
             row,
             column: column.into(),
@@ -418,41 +468,27 @@ fn build(
             Some(Cell::Num(v)) => v.to_string(),
             _ => String::new(),
         };
+        let series = &mut self.series;
         let idx = match series.iter().position(|s| s.label == label) {
             Some(i) => i,
             None => {
                 series.push(Series {
-                    label: label.clone(),
+                    label,
                     rows: Vec::new(),
                 });
                 series.len() - 1
             }
         };
-        if let Some(&first_row) = seen.get(&(idx, n.to_bits())) {
-            return Err(ScalingError::DuplicateN {
-                label,
-                n,
-                first_row,
+        if let Some(s) = series.get_mut(idx) {
+            s.rows.push(Row {
                 row,
+                n,
+                value,
+                phases,
             });
         }
-        seen.insert((idx, n.to_bits()), row);
-        let Some(s) = series.get_mut(idx) else {
-            continue;
-        };
-        s.rows.push(Row {
-            row,
-            n,
-            value,
-            phases,
-        });
+        Ok(())
     }
-    Ok(Dataset {
-        measure: lay.measure,
-        n_counts,
-        phase_names,
-        series,
-    })
 }
 
 #[cfg(test)]
