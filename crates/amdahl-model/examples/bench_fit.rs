@@ -10,13 +10,16 @@ use amdahl_model::scaling::{analyse, FitOptions};
 use std::fmt::Write as _;
 use std::time::Instant;
 
-/// Time `f` over `reps` calls; seconds per call.
+/// Seconds per call of `f`: the best of `reps` calls (the least disturbed by other processes on
+/// a shared machine).
 fn per_call<T>(reps: u32, mut f: impl FnMut() -> T) -> f64 {
-    let t = Instant::now();
-    for _ in 0..reps {
-        std::hint::black_box(f());
-    }
-    t.elapsed().as_secs_f64() / f64::from(reps)
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(f());
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
 }
 
 fn main() {
@@ -51,7 +54,7 @@ fn main() {
     let reps = 3;
     let parse = per_call(reps, || parse_csv(&csv).map(|d| d.series.len()));
     let whole = per_call(reps, || analyse(&d, &opts).map(|r| r.series.len()));
-    println!("amdahl fit benchmark: {points} (n, time) points, {reps} calls each, release build expected");
+    println!("amdahl fit benchmark: {points} (n, time) points, best of {reps} calls, release build expected");
     println!("{:<34} {:>12}", "step", "ms per call");
     println!("{:<34} {:>12.1}", "parse CSV", parse * 1e3);
     println!(

@@ -400,13 +400,13 @@ impl<'h> Builder<'h> {
             column: column.into(),
             message,
         };
-        let n = number(&cells, lay.n, row, "n")?;
+        let n = number(cells, lay.n, row, "n")?;
         if n < 1.0 {
             return Err(bad("n", format!("{n} is below 1; N counts processors")));
         }
         let mut phases = Vec::with_capacity(phase_names.len());
         for &i in &lay.phases {
-            let v = number(&cells, i, row, &header[i])?;
+            let v = number(cells, i, row, &header[i])?;
             if v < 0.0 {
                 return Err(bad(
                     &header[i],
@@ -428,13 +428,13 @@ impl<'h> Builder<'h> {
             }
             (m, Some(i)) => {
                 let col = header[i].as_str();
-                let v = number(&cells, i, row, col)?;
+                let v = number(cells, i, row, col)?;
                 match m {
                     Measure::Efficiency if !(v > 0.0 && v <= 1.0) => {
                         return Err(bad(col, format!("{v} is outside (0, 1]; give efficiency as a fraction (0.85, not 85)")));
                     }
                     Measure::Rmax => {
-                        let peak = number(&cells, lay.rpeak.unwrap_or(usize::MAX), row, "rpeak")?;
+                        let peak = number(cells, lay.rpeak.unwrap_or(usize::MAX), row, "rpeak")?;
                         if v <= 0.0 || peak <= 0.0 {
                             return Err(bad(col, "Rmax and Rpeak must be positive".into()));
                         }

@@ -305,6 +305,7 @@ fn usl_eval(n: f64, th: &[f64; MAX_P]) -> (f64, [f64; MAX_P]) {
 /// Levenberg–Marquardt (Marquardt 1963, with diag(JᵀJ) scaling) on Σ (X_i − X(N_i))², X = 1/t.
 /// Started from the weighted linear fit of t = a + b/N + c·N, which is USL rewritten:
 /// a = (σ−κ)/λ, b = (1−σ)/λ, c = κ/λ (so λ = 1/(a+b+c), σ = 1 − bλ, κ = cλ).
+#[allow(clippy::needless_range_loop)]
 fn fit_usl(n: &[f64], t: &[f64]) -> Option<Fitted> {
     let (lin, _) = fit_linear(ModelKind::AmdahlLinear, n, t)?;
     let (a, b, c) = (lin[0], lin[1], lin[2]);
@@ -317,52 +318,50 @@ fn fit_usl(n: &[f64], t: &[f64]) -> Option<Fitted> {
         let i = (0..n.len()).min_by(|&i, &j| n[i].total_cmp(&n[j]))?;
         th[2] = 1.0 / (t[i] * n[i]);
     }
-    // One pass gives the SSE, the QR of J and diag(JᵀJ) at θ, so an accepted trial step is
-    // already the next iteration's system (one pass per iteration, not two).
-    let system = |th: &[f64; MAX_P]| -> (f64, Lsq, [f64; MAX_P]) {
-        let mut l = Lsq::new(3);
-        let mut diag = [0.0; MAX_P];
+    // One pass gives the SSE, JᵀJ and Jᵀr at θ, so an accepted trial step is already the next
+    // iteration's system. Steps use the (Jacobi-scaled, damped) normal equations — cheap to
+    // accumulate, and a step only has to be a good descent direction; the covariance at the
+    // solution comes from the stable QR below.
+    type Normal = (f64, [[f64; MAX_P]; MAX_P], [f64; MAX_P]);
+    let system = |th: &[f64; MAX_P]| -> Normal {
+        let mut jtj = [[0.0; MAX_P]; MAX_P];
+        let mut jtr = [0.0; MAX_P];
         let mut sse = 0.0;
         for (&ni, &ti) in n.iter().zip(t) {
             let (x, g) = usl_eval(ni, th);
-            for (d, gi) in diag.iter_mut().zip(g) {
-                *d += gi * gi;
-            }
             let r = 1.0 / ti - x;
             sse += r * r;
-            l.add(&g, r, 1.0);
+            for i in 0..MAX_P {
+                jtr[i] += g[i] * r;
+                for j in i..MAX_P {
+                    jtj[i][j] += g[i] * g[j];
+                }
+            }
         }
-        (sse, l, diag)
+        (sse, jtj, jtr)
     };
-    let (mut cur, mut l, mut diag) = system(&th);
+    let (mut cur, mut jtj, mut jtr) = system(&th);
     let mut mu = 1e-3;
     let mut converged = false;
     for _ in 0..500 {
         let mut improved = false;
         for _ in 0..40 {
-            let mut ld = l.clone();
-            for j in 0..3 {
-                let mut row = [0.0; MAX_P];
-                row[j] = (mu * diag[j]).sqrt();
-                ld.add(&row, 0.0, 1.0);
-            }
-            let Some(step) = ld.solve() else {
+            let Some(step) = damped_step(&jtj, &jtr, mu) else {
                 mu *= 10.0;
                 continue;
             };
             let mut next = th;
-            for (v, d) in next.iter_mut().zip(&step.x) {
+            for (v, d) in next.iter_mut().zip(&step) {
                 *v += d;
             }
-            let (s, nl, nd) = system(&next);
+            let (s, nj, nr) = system(&next);
             if s.is_finite() && s <= cur {
                 let rel = (cur - s) / cur.max(f64::MIN_POSITIVE);
                 th = next;
-                (cur, l, diag) = (s, nl, nd);
+                (cur, jtj, jtr) = (s, nj, nr);
                 mu = (mu * 0.3).max(1e-15);
                 improved = true;
                 let small = step
-                    .x
                     .iter()
                     .zip(&th)
                     .all(|(d, v)| d.abs() <= 1e-10 * v.abs().max(1e-300));
@@ -382,9 +381,64 @@ fn fit_usl(n: &[f64], t: &[f64]) -> Option<Fitted> {
     if !converged || th.iter().any(|v| !v.is_finite()) {
         return None;
     }
+    // Covariance (JᵀJ)⁻¹ at the solution by streaming QR.
+    let mut l = Lsq::new(3);
+    for (&ni, &ti) in n.iter().zip(t) {
+        let (x, g) = usl_eval(ni, &th);
+        l.add(&g, 1.0 / ti - x, 1.0);
+    }
     let s = l.solve()?;
     let var = cur / (n.len() as f64 - 3.0);
     Some((th.to_vec(), scale(&s.cov_unscaled, var)))
+}
+
+/// Marquardt step: solve (C + μI) z = g with C = D⁻¹JᵀJD⁻¹, g = D⁻¹Jᵀr, D = √diag(JᵀJ), by
+/// Cholesky; δ = D⁻¹z. `jtj` holds the upper triangle. None if not positive definite.
+// Dense 3×3 algebra reads as the textbook does with explicit indices.
+#[allow(clippy::needless_range_loop)]
+fn damped_step(jtj: &[[f64; MAX_P]; MAX_P], jtr: &[f64; MAX_P], mu: f64) -> Option<[f64; MAX_P]> {
+    let mut d = [0.0; MAX_P];
+    for i in 0..MAX_P {
+        d[i] = jtj[i][i].sqrt();
+        if d[i].is_nan() || d[i] <= 0.0 {
+            return None;
+        }
+    }
+    let mut a = [[0.0; MAX_P]; MAX_P];
+    for i in 0..MAX_P {
+        for j in 0..MAX_P {
+            let v = if i <= j { jtj[i][j] } else { jtj[j][i] };
+            a[i][j] = v / (d[i] * d[j]) + if i == j { mu } else { 0.0 };
+        }
+    }
+    // Cholesky A = LLᵀ.
+    let mut l = [[0.0; MAX_P]; MAX_P];
+    for i in 0..MAX_P {
+        for j in 0..=i {
+            let s: f64 = a[i][j] - (0..j).map(|k| l[i][k] * l[j][k]).sum::<f64>();
+            if i == j {
+                if s.is_nan() || s <= 0.0 {
+                    return None;
+                }
+                l[i][i] = s.sqrt();
+            } else {
+                l[i][j] = s / l[j][j];
+            }
+        }
+    }
+    let mut y = [0.0; MAX_P];
+    for i in 0..MAX_P {
+        y[i] = (jtr[i] / d[i] - (0..i).map(|k| l[i][k] * y[k]).sum::<f64>()) / l[i][i];
+    }
+    let mut z = [0.0; MAX_P];
+    for i in (0..MAX_P).rev() {
+        z[i] = (y[i] - (i + 1..MAX_P).map(|k| l[k][i] * z[k]).sum::<f64>()) / l[i][i];
+    }
+    let mut out = [0.0; MAX_P];
+    for i in 0..MAX_P {
+        out[i] = z[i] / d[i];
+    }
+    Some(out)
 }
 
 #[cfg(test)]
