@@ -10,16 +10,32 @@ use amdahl_model::scaling::{analyse, FitOptions};
 use std::fmt::Write as _;
 use std::time::Instant;
 
-/// Seconds per call of `f`: the best of `reps` calls (the least disturbed by other processes on
-/// a shared machine).
-fn per_call<T>(reps: u32, mut f: impl FnMut() -> T) -> f64 {
+/// On-CPU time of this thread in seconds (Linux `/proc/thread-self/schedstat`, first field, ns):
+/// unlike wall time it does not count time spent waiting for a core on a shared machine.
+fn cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns * 1e-9)
+}
+
+/// (wall, CPU) seconds per call of `f`: the best of `reps` calls (the least disturbed by other
+/// processes on a shared machine). CPU is NaN where schedstat is unavailable.
+fn per_call<T>(reps: u32, mut f: impl FnMut() -> T) -> (f64, f64) {
     (0..reps)
         .map(|_| {
+            let c = cpu_seconds();
             let t = Instant::now();
             std::hint::black_box(f());
-            t.elapsed().as_secs_f64()
+            let wall = t.elapsed().as_secs_f64();
+            let cpu = match (c, cpu_seconds()) {
+                (Some(a), Some(b)) => b - a,
+                _ => f64::NAN,
+            };
+            (wall, cpu)
         })
-        .fold(f64::INFINITY, f64::min)
+        .fold((f64::INFINITY, f64::INFINITY), |(w, c), (a, b)| {
+            (w.min(a), c.min(b))
+        })
 }
 
 fn main() {
@@ -55,18 +71,17 @@ fn main() {
     let parse = per_call(reps, || parse_csv(&csv).map(|d| d.series.len()));
     let whole = per_call(reps, || analyse(&d, &opts).map(|r| r.series.len()));
     println!("amdahl fit benchmark: {points} (n, time) points, best of {reps} calls, release build expected");
-    println!("{:<34} {:>12}", "step", "ms per call");
-    println!("{:<34} {:>12.1}", "parse CSV", parse * 1e3);
-    println!(
-        "{:<34} {:>12.1}",
-        "analyse (all models + choice)",
-        whole * 1e3
-    );
+    let row = |name: &str, (wall, cpu): (f64, f64)| {
+        println!("{name:<34} {:>10.1} {:>10.1}", wall * 1e3, cpu * 1e3);
+    };
+    println!("{:<34} {:>10} {:>10}", "step (ms per call)", "wall", "cpu");
+    row("parse CSV", parse);
+    row("analyse (all models + choice)", whole);
     for kind in ModelKind::ALL {
         let t = per_call(reps, || fit(kind, &ns, &ts, 1.0).map(|m| m.rss_rel).ok());
-        println!("{:<34} {:>12.1}", format!("  fit {}", kind.name()), t * 1e3);
+        row(&format!("  fit {}", kind.name()), t);
     }
-    println!("{:<34} {:>12.1}", "parse + analyse", (parse + whole) * 1e3);
+    row("parse + analyse", (parse.0 + whole.0, parse.1 + whole.1));
     if let Ok(r) = analyse(&d, &opts) {
         let s = &r.series[0];
         println!(
