@@ -205,3 +205,41 @@ fn usage_errors_exit_2_and_missing_file_exits_1() {
         .code(1)
         .stderr(predicate::str::contains("predict"));
 }
+
+#[test]
+fn accelerate_what_if_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(&dir, "runs.csv", STRONG);
+    amdahl()
+        .arg("fit")
+        .arg(&f)
+        .args([
+            "--accelerate",
+            "4",
+            "--comm-share",
+            "0.5",
+            "--bytes-ratio",
+            "0.5",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("payload gain"));
+    let out = amdahl()
+        .arg("fit")
+        .arg(&f)
+        .args(["--json", "--accelerate", "4", "--predict", "1024"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let w = &v["series"][0]["what_if"];
+    assert_eq!(w["n"], 1024.0);
+    // A 4× faster parallel part raises 1−α and lowers E; the same job still runs faster.
+    let r = &w["result"];
+    assert!(r["serial_after"].as_f64().unwrap() > r["serial_before"].as_f64().unwrap());
+    assert!(r["efficiency_after"].as_f64().unwrap() < r["efficiency_before"].as_f64().unwrap());
+    assert!(r["payload_gain"].as_f64().unwrap() > 1.0);
+    amdahl()
+        .args(["fit", "--builtin", "--comm-share", "0.5"])
+        .assert()
+        .code(2);
+}

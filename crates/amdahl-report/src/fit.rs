@@ -284,15 +284,17 @@ pub fn svg(r: &FitResult) -> String {
     if !(lo.is_finite() && hi >= lo) {
         return figure(&[sp, ef], 480.0, 360.0);
     }
-    let hi = hi.max(lo * 2.0);
+    // A little past the last run or prediction, to show where the curves head.
+    let hi = (hi * 1.5).max(lo * 2.0);
     let n0 = r.series.first().map_or(1.0, |s| s.baseline_n);
     let g = grid(lo, hi, 120);
     sp.series.push(
         Series::new("ideal", "#888888", Style::DashedLine).points(g.iter().map(|&n| (n, n / n0))),
     );
-    ef.series.push(
-        Series::new("ideal", "#888888", Style::DashedLine).points(g.iter().map(|&n| (n, 1.0))),
-    );
+    // One legend (on the speedup panel) serves both panels: the efficiency panel's series are
+    // unlabelled, so no legend covers the curves that start at its top left.
+    ef.series
+        .push(Series::new("", "#888888", Style::DashedLine).points(g.iter().map(|&n| (n, 1.0))));
     let mut ymax: f64 = 1.05;
     for (i, s) in r.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
@@ -306,7 +308,7 @@ pub fn svg(r: &FitResult) -> String {
                 .points(s.points.iter().map(|p| (p.n, p.speedup))),
         );
         ef.series.push(
-            Series::new(name, color, Style::Points)
+            Series::new("", color, Style::Points)
                 .points(s.points.iter().map(|p| (p.n, p.efficiency))),
         );
         ymax = s
@@ -344,9 +346,8 @@ pub fn svg(r: &FitResult) -> String {
             sp.series.push(
                 Series::new(lbl.clone(), c, style).points(g.iter().map(|&n| (n, m.speedup(n, b)))),
             );
-            ef.series.push(
-                Series::new(lbl, c, style).points(g.iter().map(|&n| (n, m.efficiency(n, b)))),
-            );
+            ef.series
+                .push(Series::new("", c, style).points(g.iter().map(|&n| (n, m.efficiency(n, b)))));
         }
     }
     ef.y = ef.y.range(0.0, ymax.min(2.0));
