@@ -5,6 +5,7 @@
 
 pub mod carbon;
 pub mod catalog;
+pub mod fit;
 pub mod svg;
 pub mod table;
 
