@@ -6,5 +6,6 @@
 //! every function is a function of its arguments, so it can be tested exhaustively and reused by
 //! the measuring and rendering crates.
 
+pub mod plan;
 pub mod scaling;
 pub mod units;

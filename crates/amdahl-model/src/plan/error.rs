@@ -1,0 +1,160 @@
+//! Errors of the planning model: each names the violated constraint and the nearest valid values.
+
+use thiserror::Error;
+
+/// Format `(below, above)` nearest valid values for a message.
+pub(crate) fn nearest(below: Option<u64>, above: Option<u64>) -> String {
+    match (below, above) {
+        (Some(a), Some(b)) if a == b => format!("{a}"),
+        (Some(a), Some(b)) => format!("{a} or {b}"),
+        (Some(a), None) | (None, Some(a)) => format!("{a}"),
+        (None, None) => "none".into(),
+    }
+}
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum PlanError {
+    #[error("{what} must be at least 1 (got {value})")]
+    Zero { what: &'static str, value: u64 },
+    #[error(
+        "tensor-parallel size --tp {tp} does not divide the {heads} attention heads; \
+         nearest valid --tp: {nearest}"
+    )]
+    TpHeads { tp: u32, heads: u32, nearest: String },
+    #[error(
+        "tensor-parallel size --tp {tp} does not divide the {kv_heads} key/value heads \
+         (grouped-query attention); nearest valid --tp: {nearest}"
+    )]
+    TpKvHeads {
+        tp: u32,
+        kv_heads: u32,
+        nearest: String,
+    },
+    #[error(
+        "--kv-heads {kv_heads} must divide --heads {heads}; nearest valid --kv-heads: {nearest}"
+    )]
+    KvHeads {
+        kv_heads: u32,
+        heads: u32,
+        nearest: String,
+    },
+    #[error(
+        "tensor parallelism must stay within a node: --tp {tp} > {gpus_per_node} GPUs per node; \
+         nearest valid --tp: {nearest}"
+    )]
+    TpNode {
+        tp: u32,
+        gpus_per_node: u32,
+        nearest: String,
+    },
+    #[error(
+        "pipeline size --pp {pp} does not divide the {layers} layers; nearest valid --pp: {nearest}"
+    )]
+    PpLayers {
+        pp: u32,
+        layers: u32,
+        nearest: String,
+    },
+    #[error(
+        "--gpus {gpus} is not --tp × --pp × --dp = {tp} × {pp} × {dp} = {product}; {hint}"
+    )]
+    GpuProduct {
+        gpus: u64,
+        tp: u32,
+        pp: u32,
+        dp: u64,
+        product: u64,
+        hint: String,
+    },
+    #[error(
+        "--gpus {gpus} is not divisible by --tp × --pp = {tp_pp}; nearest valid --gpus: {nearest}"
+    )]
+    GpusNotDivisible {
+        gpus: u64,
+        tp_pp: u64,
+        nearest: String,
+    },
+    #[error(
+        "global batch --batch {batch} is not divisible by DP × microbatch = {dp} × {mbs} = {unit}; \
+         nearest valid --batch: {nearest}"
+    )]
+    Batch {
+        batch: u64,
+        dp: u64,
+        mbs: u32,
+        unit: u64,
+        nearest: String,
+    },
+    #[error(
+        "--interleave {v} needs pipeline parallelism (--pp > 1) and must divide the {per_stage} \
+         layers per stage; nearest valid --interleave: {nearest}"
+    )]
+    Interleave {
+        v: u32,
+        per_stage: u32,
+        nearest: String,
+    },
+    #[error(
+        "the interleaved schedule needs the number of microbatches ({microbatches}) to be a \
+         multiple of --pp {pp}; nearest valid --batch: {nearest}"
+    )]
+    InterleaveMicrobatches {
+        microbatches: u64,
+        pp: u32,
+        nearest: String,
+    },
+    #[error("--zero {zero} is not a ZeRO stage; use 0, 1, 2 or 3 (3 = FSDP)")]
+    ZeroStage { zero: u8 },
+    #[error(
+        "ZeRO stage {zero} shards gradients across data-parallel ranks, which pipeline \
+         parallelism does not support (DeepSpeed, Megatron); use --zero 0 or 1 with --pp {pp}, \
+         or --pp 1"
+    )]
+    ZeroWithPipeline { zero: u8, pp: u32 },
+    #[error("sequence parallelism needs tensor parallelism (--tp > 1)")]
+    SequenceParallelWithoutTp,
+    #[error("{device} has no {precision} arithmetic; use --precision bf16 or fp32")]
+    Precision {
+        device: String,
+        precision: &'static str,
+    },
+    #[error(
+        "the model does not fit: it needs {need_gib:.1} GiB per device, the device has \
+         {have_gib:.1} GiB{hint}"
+    )]
+    DoesNotFit {
+        need_gib: f64,
+        have_gib: f64,
+        hint: String,
+    },
+    #[error(
+        "no layout of this model fits on {gpus} × {device}: the leanest needs {need_gib:.1} GiB \
+         per device (ZeRO-3/full recomputation, {layout}), the device has {have_gib:.1} GiB; \
+         use more devices or a device with more memory"
+    )]
+    FitsNowhere {
+        gpus: u64,
+        device: String,
+        need_gib: f64,
+        have_gib: f64,
+        layout: String,
+    },
+}
+
+/// Largest divisor of `n` below `x` and smallest above `x` (both `None` where none exists).
+pub(crate) fn nearest_divisors(n: u64, x: u64, max: Option<u64>) -> String {
+    let ok = |d: u64| d >= 1 && n % d == 0 && max.is_none_or(|m| d <= m);
+    let below = (1..=x.min(n)).rev().find(|&d| ok(d));
+    let above = (x.saturating_add(1)..=n).find(|&d| ok(d));
+    nearest(below, above)
+}
+
+/// Nearest multiples of `unit` around `x` (the lower one omitted when it would be 0).
+pub(crate) fn nearest_multiples(x: u64, unit: u64) -> String {
+    if unit == 0 {
+        return "none".into();
+    }
+    let lo = x / unit * unit;
+    let hi = lo + unit;
+    nearest((lo > 0).then_some(lo), Some(hi))
+}
