@@ -128,9 +128,9 @@ pub enum PlanError {
         hint: String,
     },
     #[error(
-        "no layout of this model fits on {gpus} × {device}: the leanest needs {need_gib:.1} GiB \
-         per device (ZeRO-3/full recomputation, {layout}), the device has {have_gib:.1} GiB; \
-         use more devices or a device with more memory"
+        "no layout of this model fits on {gpus} × {device}: the leanest ({layout}) needs \
+         {need_gib:.1} GiB per device, {have_gib:.1} GiB are usable; use more devices \
+         (--up-to considers fewer), a larger --batch, or a device with more memory"
     )]
     FitsNowhere {
         gpus: u64,

@@ -14,6 +14,7 @@ pub mod hardware;
 pub mod layout;
 pub mod memory;
 pub mod perf;
+pub mod result;
 pub mod scaling;
 pub mod search;
 pub mod shape;
@@ -30,6 +31,7 @@ pub use hardware::{
 pub use layout::{validate, Layout, Recompute};
 pub use memory::Memory;
 pub use perf::{estimate, evaluate, Breakdown, Estimate};
+pub use result::{PlanResult, RankedLayout, SearchResult, PLAN_SCHEMA, SEARCH_SCHEMA};
 pub use scaling::{scaling, Scaling, ScalingPoint};
-pub use search::{search, Objective, SearchOutcome, SearchSpace};
+pub use search::{search, space_size, Candidate, Objective, Rejections, SearchOutcome, SearchSpace};
 pub use shape::{builtin_model, builtin_models, BuiltinModel, ModelShape};
