@@ -293,7 +293,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             return Err(PlanError::GpusNotDivisible {
                 gpus: a.gpus,
                 tp_pp,
-                nearest: nearest_multiples(a.gpus, tp_pp),
+                nearest: amdahl_model::plan::error::nearest_multiples(a.gpus, tp_pp),
             }
             .into())
         }
@@ -339,15 +339,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
         write_file(p, &amdahl_report::plan::plan_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn nearest_multiples(x: u64, unit: u64) -> String {
-    let lo = x / unit * unit;
-    if lo == 0 {
-        format!("{unit}")
-    } else {
-        format!("{lo} or {}", lo + unit)
-    }
 }
 
 fn run_search(

@@ -119,15 +119,6 @@ pub enum PlanError {
         precision: &'static str,
     },
     #[error(
-        "the model does not fit: it needs {need_gib:.1} GiB per device, the device has \
-         {have_gib:.1} GiB{hint}"
-    )]
-    DoesNotFit {
-        need_gib: f64,
-        have_gib: f64,
-        hint: String,
-    },
-    #[error(
         "no layout of this model fits on {gpus} × {device}: the leanest ({layout}) needs \
          {need_gib:.1} GiB per device, {have_gib:.1} GiB are usable; use more devices \
          (--up-to considers fewer), a larger --batch, or a device with more memory"
@@ -150,7 +141,7 @@ pub(crate) fn nearest_divisors(n: u64, x: u64, max: Option<u64>) -> String {
 }
 
 /// Nearest multiples of `unit` around `x` (the lower one omitted when it would be 0).
-pub(crate) fn nearest_multiples(x: u64, unit: u64) -> String {
+pub fn nearest_multiples(x: u64, unit: u64) -> String {
     if unit == 0 {
         return "none".into();
     }

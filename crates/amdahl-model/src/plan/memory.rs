@@ -164,18 +164,6 @@ mod tests {
     #[test]
     fn zero_stages_shard_16_bytes_per_parameter() {
         // ZeRO §5, Figure 1: Ψ = 7.5B, N_d = 64: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB for stages 0–3.
-        let m = ModelShape {
-            name: "x".into(),
-            layers: 1,
-            hidden: 1,
-            heads: 1,
-            kv_heads: 1,
-            ffn: 1,
-            vocab: 1,
-            seq: 1,
-            gated_mlp: false,
-        };
-        let _ = m;
         let psi = 7.5e9;
         let d = 64.0;
         let (w, g, o) = bytes_per_param(Precision::Bf16);

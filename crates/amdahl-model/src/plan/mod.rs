@@ -21,6 +21,8 @@ pub mod shape;
 
 #[cfg(test)]
 mod validation;
+#[cfg(test)]
+mod properties;
 
 pub use cost::{cost, Cost, CostInputs};
 pub use error::PlanError;

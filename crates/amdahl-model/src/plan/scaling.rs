@@ -1,10 +1,10 @@
 //! Végh's view of one layout: effective parallelism α_eff and efficiency as N grows.
 //!
-//! The work a single device would do is W = compute + memory-bound time summed over devices, so
-//! at N devices E = (W/N)/T with T the step time. Then (Végh, arXiv:2005.00872; DESIGN.md)
-//! 1−α_eff = (1−E)/(E·(N−1)), and because T = W/N + C + B + S (communication, bubble, serial:
-//! optimizer and other), 1−α_eff = N·(C + B + S)/(W_dev·N·(N−1))·N… which reduces to
-//! 1−α = N/(N−1) · (C + B + S)/(N·W/N) — each part contributes N/(N−1)·part/(N·(W/N)).
+//! With W the per-device work (compute + memory-bound time, what a single device would also
+//! do) and T = W + C + B + S the step (exposed communication, bubble, serial: optimizer and
+//! other), the efficiency is E = W/T and (Végh, arXiv:2005.00872; Karp–Flatt 1990)
+//! 1−α_eff = (1−E)/(E·(N−1)) = (C + B + S)/(W·(N−1)), so each cause contributes
+//! part/(W·(N−1)) and the three contributions sum to 1−α_eff exactly.
 //! Strong scaling keeps the global batch and grows DP; weak scaling keeps the per-replica batch.
 
 use super::hardware::{Hardware, Network, Precision};
