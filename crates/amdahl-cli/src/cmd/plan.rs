@@ -102,6 +102,9 @@ pub struct Args {
     pub overlap: bool,
     #[arg(long, value_enum, default_value = "bf16")]
     pub precision: PrecisionArg,
+    /// Fused attention (FlashAttention): no s × s score tensors stored or streamed.
+    #[arg(long)]
+    pub flash: bool,
 
     /// Inter-node bandwidth per GPU in Gbit/s (default: the device's usual node).
     #[arg(long)]
@@ -315,6 +318,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         sp: a.sp,
         precision: precision(a.precision),
         overlap_dp: a.overlap,
+        flash_attention: a.flash,
     };
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;
@@ -369,6 +373,7 @@ fn run_search(
         microbatches: a.search_mbs.clone(),
         max_interleave: a.max_interleave,
         precisions: vec![precision],
+        flash_attention: a.flash,
         objective: match a.objective {
             ObjectiveArg::Time => Objective::Time,
             ObjectiveArg::Energy => Objective::Energy,

@@ -60,6 +60,9 @@ pub struct Layout {
     pub precision: Precision,
     /// Overlap data-parallel gradient communication with the backward pass.
     pub overlap_dp: bool,
+    /// Fused attention that never materialises the s × s scores (FlashAttention, Dao et al.
+    /// 2022; FlashAttention-2, Dao 2023).
+    pub flash_attention: bool,
 }
 
 impl Layout {
@@ -75,7 +78,7 @@ impl Layout {
     /// A one-line description, e.g. `tp8 pp35 dp9 v1 mbs1 B2520 full zero1 sp bf16 ovl`.
     pub fn label(&self) -> String {
         format!(
-            "tp{} pp{} dp{} v{} mbs{} B{} {} zero{}{} {}{}",
+            "tp{} pp{} dp{} v{} mbs{} B{} {} zero{}{} {}{}{}",
             self.tp,
             self.pp,
             self.dp,
@@ -87,6 +90,7 @@ impl Layout {
             if self.sp { " sp" } else { "" },
             self.precision.name(),
             if self.overlap_dp { " ovl" } else { "" },
+            if self.flash_attention { " flash" } else { "" },
         )
     }
 }

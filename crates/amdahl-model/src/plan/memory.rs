@@ -55,7 +55,12 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
     let sbh = s * b * h;
     let split = 4.0 + 4.0 * model.kv_ratio() + if model.gated_mlp { 6.0 } else { 4.0 } * f / h;
     let unsplit = if l.sp { 10.0 / t } else { 10.0 };
-    let scores = 5.0 * a * s / h / t;
+    // FlashAttention keeps no score-sized tensor (only per-row softmax statistics).
+    let scores = if l.flash_attention {
+        0.0
+    } else {
+        5.0 * a * s / h / t
+    };
     scale
         * sbh
         * match mode {
@@ -73,7 +78,12 @@ pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
     let params = (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
     let (wb, gb, ob) = bytes_per_param(l.precision);
     let shard = |stage: u8| if l.zero >= stage { d } else { 1.0 };
-    let weights = params * wb / shard(3);
+    let mut weights = params * wb / shard(3);
+    if l.zero == 3 && l.dp > 1 {
+        // ZeRO-3 gathers each layer's full (TP-split) weights before use: the layer being
+        // computed and the one being prefetched (DeepSpeed's prefetch bucket).
+        weights += 2.0 * model.layer_params() / t * wb;
+    }
     let gradients = params * gb / shard(2);
     let optimizer = params * ob / shard(1);
 
@@ -135,6 +145,7 @@ mod tests {
             sp,
             precision: Precision::Bf16,
             overlap_dp: false,
+            flash_attention: false,
         }
     }
 

@@ -115,15 +115,26 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     // --- one layer, one microbatch, per device -------------------------------------------
     let g = model.layer_gemms(b);
     let nm = model.mlp_matrices();
-    let attn_core = gemm(g[1] / t) + gemm(g[2] / t);
-    let fwd_gemm = gemm(g[0] / t) + attn_core + gemm(g[3] / t) + nm * gemm(g[4] / t / nm);
+    // Core attention: two batched GEMMs, or one fused FlashAttention kernel whose backward
+    // re-computes QKᵀ: 5 GEMM-sized products against the forward's 2 (Dao 2023, §3.1.2).
+    let (attn_fwd, attn_bwd) = if l.flash_attention {
+        let k = gemm((g[1] + g[2]) / t);
+        (k, 2.5 * (k - latency) + latency)
+    } else {
+        let k = gemm(g[1] / t) + gemm(g[2] / t);
+        (k, 2.0 * k)
+    };
+    let dense_fwd = gemm(g[0] / t) + gemm(g[3] / t) + nm * gemm(g[4] / t / nm);
+    let fwd_gemm = dense_fwd + attn_fwd;
     let recompute_gemm = match l.recompute {
         Recompute::None => 0.0,
-        Recompute::Selective => attn_core,
+        // FlashAttention's backward already re-computes the core attention.
+        Recompute::Selective if l.flash_attention => 0.0,
+        Recompute::Selective => attn_fwd,
         Recompute::Full => fwd_gemm,
     };
     // Backward: a data-gradient and a weight-gradient GEMM per forward GEMM.
-    let layer_gemm = 3.0 * fwd_gemm + recompute_gemm;
+    let layer_gemm = fwd_gemm + 2.0 * dense_fwd + attn_bwd + recompute_gemm;
 
     // Element-wise traffic, bytes per element (docs: "Memory-bound work"): LayerNorms 2×4,
     // bias-dropout-adds 2×7 on the token-hidden tensor; GeLU 4 (SwiGLU 6) per MLP element;
@@ -132,7 +143,11 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let sbh = s * b * h;
     let unsplit = if l.sp { sbh / t } else { sbh };
     let mlp_el = sbh * f / h / t * if model.gated_mlp { 6.0 } else { 4.0 };
-    let score_el = 9.0 * a * s * s * b / t;
+    let score_el = if l.flash_attention {
+        0.0
+    } else {
+        9.0 * a * s * s * b / t
+    };
     let fwd_mem = scale * (22.0 * unsplit + mlp_el + score_el) / mem_rate;
     let recompute_mem = match l.recompute {
         Recompute::None => 0.0,
@@ -176,7 +191,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
     let (wb, gb, _) = bytes_per_param(l.precision);
     let dp_link = link(net, u64::from(l.tp) * u64::from(l.dp));
-    let backward_one_mb = layers_per_stage * (2.0 * fwd_gemm + 2.0 * fwd_mem + layer_tp / 2.0);
+    let backward_one_mb = layers_per_stage * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0);
     let dp_comm = if l.dp <= 1 {
         0.0
     } else if l.zero == 3 {
@@ -226,11 +241,17 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let model_flops = model.model_flops(batch);
     let g_all = model.layer_gemms(batch);
     let recompute_flops = f64::from(model.layers)
-        * match l.recompute {
+        * (match l.recompute {
             Recompute::None => 0.0,
+            Recompute::Selective if l.flash_attention => 0.0,
             Recompute::Selective => g_all[1] + g_all[2],
             Recompute::Full => g_all.iter().sum(),
-        };
+        } + if l.flash_attention {
+            // FlashAttention's backward re-computes the scores QKᵀ.
+            g_all[1]
+        } else {
+            0.0
+        });
     let executed = model_flops + recompute_flops;
     let n = l.gpus() as f64;
     let busy = (breakdown.work().get() + optimizer) / step;

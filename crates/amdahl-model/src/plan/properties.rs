@@ -45,7 +45,7 @@ proptest! {
     #[test]
     fn more_devices_never_increase_compute_per_device(
         layers_k in 1u32..8, hidden_k in 8u32..64, tp_e in 0u32..3, pp_e in 0u32..3,
-        dp_e in 0u32..6, mbs_e in 0u32..3, rc in 0u8..3, which in 0u8..3,
+        dp_e in 0u32..6, mbs_e in 0u32..3, rc in 0u8..3, which in 0u8..3, flash: bool,
     ) {
         let (hw, net) = a100();
         let m = model(layers_k * 8, hidden_k, 32);
@@ -53,7 +53,7 @@ proptest! {
         let batch = 2 * 64 * 4; // divisible by every dp × mbs below, doubled included
         let base = Layout {
             tp, pp, dp, interleave: 1, mbs, batch, recompute: recompute(rc), zero: 0, sp: false,
-            precision: Precision::Bf16, overlap_dp: false,
+            precision: Precision::Bf16, overlap_dp: false, flash_attention: flash,
         };
         let more = match which {
             0 => Layout { dp: dp * 2, ..base },
@@ -71,7 +71,7 @@ proptest! {
     #[test]
     fn non_fitting_layouts_are_never_ranked(
         layers_k in 1u32..6, hidden_k in 16u32..160, nodes in 1u64..6, batch in 8u32..600,
-        obj in 0u8..3,
+        obj in 0u8..3, flash: bool,
     ) {
         let (hw, net) = a100();
         let m = model(layers_k * 12, hidden_k, 32);
@@ -82,6 +82,7 @@ proptest! {
             microbatches: vec![1, 2, 4],
             max_interleave: 3,
             precisions: vec![Precision::Bf16],
+            flash_attention: flash,
             objective: [Objective::Time, Objective::Energy, Objective::Cost][usize::from(obj)],
             top_k: 5,
             cost: CostInputs {

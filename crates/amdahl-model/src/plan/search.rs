@@ -50,6 +50,8 @@ pub struct SearchSpace {
     /// Largest interleaving factor tried (each divisor of the layers per stage up to it).
     pub max_interleave: u32,
     pub precisions: Vec<Precision>,
+    /// Attention kernel of every layout (an implementation given, not a layout choice).
+    pub flash_attention: bool,
     pub objective: Objective,
     pub top_k: usize,
     pub cost: CostInputs,
@@ -320,6 +322,7 @@ fn search_cell(
                                 sp,
                                 precision,
                                 overlap_dp,
+                                flash_attention: space.flash_attention,
                             };
                             if v > 1 && microbatches % u64::from(c.pp) != 0 {
                                 acc.rejected.interleave_microbatches += 1;

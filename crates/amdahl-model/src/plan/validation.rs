@@ -51,6 +51,7 @@ fn sc21_table1_within_15_percent_and_fits() {
             sp: false,
             precision: Precision::Bf16,
             overlap_dp: false,
+            flash_attention: false,
         };
         let e = match evaluate(&model, &hw, &net, &layout) {
             Ok(e) => e,
