@@ -16,7 +16,11 @@ fn json(args: &[&str]) -> serde_json::Value {
         Ok(o) => o,
         Err(e) => panic!("running amdahl: {e}"),
     };
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     match serde_json::from_slice(&out.stdout) {
         Ok(v) => v,
         Err(e) => panic!("not JSON: {e}"),
@@ -24,8 +28,22 @@ fn json(args: &[&str]) -> serde_json::Value {
 }
 
 const SC21_530B: [&str; 16] = [
-    "plan", "--model", "megatron-530b", "--system", "a100-80gb", "--gpus", "2520", "--tp", "8",
-    "--pp", "35", "--mbs", "1", "--batch", "2520", "--recompute=full",
+    "plan",
+    "--model",
+    "megatron-530b",
+    "--system",
+    "a100-80gb",
+    "--gpus",
+    "2520",
+    "--tp",
+    "8",
+    "--pp",
+    "35",
+    "--mbs",
+    "1",
+    "--batch",
+    "2520",
+    "--recompute=full",
 ];
 
 #[test]
@@ -50,7 +68,14 @@ fn json_has_the_documented_fields() {
     // The breakdown is in seconds and sums to the step time (to rounding).
     let b = &v["breakdown"];
     let sum: f64 = [
-        "compute", "memory_bound", "tp_comm", "pp_comm", "dp_comm", "bubble", "optimizer", "other",
+        "compute",
+        "memory_bound",
+        "tp_comm",
+        "pp_comm",
+        "dp_comm",
+        "bubble",
+        "optimizer",
+        "other",
     ]
     .iter()
     .map(|k| b[*k].as_f64().unwrap_or(f64::NAN))
@@ -61,7 +86,9 @@ fn json_has_the_documented_fields() {
     let ratio = v["hfu"].as_f64().unwrap_or(0.0) / v["mfu"].as_f64().unwrap_or(1.0);
     assert!(ratio > 1.3 && ratio < 1.34, "{ratio}");
     // The Végh view has strong and weak series and the fp8 what-if (hypothetical on A100).
-    assert!(v["scaling"]["strong"].as_array().is_some_and(|a| a.len() > 3));
+    assert!(v["scaling"]["strong"]
+        .as_array()
+        .is_some_and(|a| a.len() > 3));
     assert_eq!(v["scaling"]["precision_whatif"]["hypothetical_peak"], true);
 }
 
@@ -86,8 +113,17 @@ fn table_and_svg_render() {
 #[test]
 fn search_ranks_and_counts() {
     let v = json(&[
-        "plan", "--model", "llama2-7b", "--gpus", "16", "--batch", "64", "--search", "--quiet",
-        "--top", "3",
+        "plan",
+        "--model",
+        "llama2-7b",
+        "--gpus",
+        "16",
+        "--batch",
+        "64",
+        "--search",
+        "--quiet",
+        "--top",
+        "3",
     ]);
     assert_eq!(v["schema"], "amdahl.plan-search/1");
     let evaluated = v["evaluated"].as_u64().unwrap_or(0);
@@ -112,7 +148,19 @@ fn fails_with(args: &[&str], needles: &[&str]) {
 fn tp_not_dividing_heads_names_nearest_values() {
     // 530B has 128 heads: --tp 6 → 4 or 8.
     fails_with(
-        &["plan", "--model", "megatron-530b", "--gpus", "2520", "--tp", "6", "--pp", "35", "--batch", "2520"],
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2520",
+            "--tp",
+            "6",
+            "--pp",
+            "35",
+            "--batch",
+            "2520",
+        ],
         &["does not divide the 128 attention heads", "4 or 8"],
     );
 }
@@ -120,11 +168,37 @@ fn tp_not_dividing_heads_names_nearest_values() {
 #[test]
 fn gpus_not_a_product_names_nearest_values() {
     fails_with(
-        &["plan", "--model", "megatron-530b", "--gpus", "2500", "--tp", "8", "--pp", "35", "--batch", "2520"],
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2500",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--batch",
+            "2520",
+        ],
         &["not divisible by --tp × --pp = 280", "2240 or 2520"],
     );
     fails_with(
-        &["plan", "--model", "megatron-530b", "--gpus", "2520", "--tp", "8", "--pp", "35", "--dp", "8", "--batch", "2520"],
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2520",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--dp",
+            "8",
+            "--batch",
+            "2520",
+        ],
         &["is not --tp × --pp × --dp", "--dp 9"],
     );
 }
@@ -132,19 +206,62 @@ fn gpus_not_a_product_names_nearest_values() {
 #[test]
 fn batch_not_divisible_names_nearest_values() {
     fails_with(
-        &["plan", "--model", "megatron-530b", "--gpus", "2520", "--tp", "8", "--pp", "35", "--mbs", "2", "--batch", "2500"],
-        &["not divisible by DP × microbatch = 9 × 2 = 18", "2484 or 2502"],
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2520",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--mbs",
+            "2",
+            "--batch",
+            "2500",
+        ],
+        &[
+            "not divisible by DP × microbatch = 9 × 2 = 18",
+            "2484 or 2502",
+        ],
     );
 }
 
 #[test]
 fn pp_not_dividing_layers_and_bad_interleave() {
     fails_with(
-        &["plan", "--model", "megatron-530b", "--gpus", "2560", "--tp", "8", "--pp", "32", "--batch", "2560"],
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2560",
+            "--tp",
+            "8",
+            "--pp",
+            "32",
+            "--batch",
+            "2560",
+        ],
         &["does not divide the 105 layers", "21 or 35"],
     );
     fails_with(
-        &["plan", "--model", "megatron-530b", "--gpus", "2520", "--tp", "8", "--pp", "35", "--interleave", "2", "--batch", "2520"],
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2520",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--interleave",
+            "2",
+            "--batch",
+            "2520",
+        ],
         &["--interleave 2", "3 layers per stage", "1 or 3"],
     );
 }
@@ -152,7 +269,19 @@ fn pp_not_dividing_layers_and_bad_interleave() {
 #[test]
 fn model_that_fits_nowhere_says_what_it_needs() {
     fails_with(
-        &["plan", "--model", "megatron-1t", "--system", "v100-32gb", "--gpus", "8", "--batch", "8", "--search", "--quiet"],
+        &[
+            "plan",
+            "--model",
+            "megatron-1t",
+            "--system",
+            "v100-32gb",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--search",
+            "--quiet",
+        ],
         &["no layout of this model fits", "GiB per device"],
     );
 }
@@ -160,7 +289,17 @@ fn model_that_fits_nowhere_says_what_it_needs() {
 #[test]
 fn fp8_on_a100_is_refused() {
     fails_with(
-        &["plan", "--model", "llama2-7b", "--gpus", "8", "--batch", "8", "--precision", "fp8"],
+        &[
+            "plan",
+            "--model",
+            "llama2-7b",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--precision",
+            "fp8",
+        ],
         &["a100-80gb has no fp8"],
     );
 }

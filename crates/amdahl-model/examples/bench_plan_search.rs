@@ -39,8 +39,14 @@ fn main() {
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("530B (h 20480, l 105, a 128, s 2048) on 5,128 A100 80 GB, global batch <= 2,520");
-    println!("{:<26} {:>8} {:>12} {:>10} {:>10} {:>16}", "space", "threads", "evaluated", "fitting", "wall s", "layouts/s");
-    for (name, up_to) in [("exactly 5,128 devices", false), ("up to 5,128 (whole nodes)", true)] {
+    println!(
+        "{:<26} {:>8} {:>12} {:>10} {:>10} {:>16}",
+        "space", "threads", "evaluated", "fitting", "wall s", "layouts/s"
+    );
+    for (name, up_to) in [
+        ("exactly 5,128 devices", false),
+        ("up to 5,128 (whole nodes)", true),
+    ] {
         for threads in [1, cores] {
             let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
                 Ok(p) => p,

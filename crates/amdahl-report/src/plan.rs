@@ -74,7 +74,10 @@ pub fn plan_table(r: &PlanResult) -> String {
     out.push_str(&format!("\ntraining on {} tokens\n", sig(c.tokens, 3)));
     let mut t = Table::new(["quantity", "value"]);
     t.row(["steps".to_string(), sig(c.steps, 4)]);
-    t.row(["wall time".to_string(), format!("{} days", sig(c.train_time.days(), 3))]);
+    t.row([
+        "wall time".to_string(),
+        format!("{} days", sig(c.train_time.days(), 3)),
+    ]);
     t.row(["device-hours".to_string(), sig(c.device_hours, 4)]);
     t.row([
         "power per device".to_string(),
@@ -82,7 +85,11 @@ pub fn plan_table(r: &PlanResult) -> String {
     ]);
     t.row([
         "energy (× PUE)".to_string(),
-        format!("{} MWh (PUE {})", sig(c.facility_energy.kwh() / 1e3, 4), sig(c.pue, 3)),
+        format!(
+            "{} MWh (PUE {})",
+            sig(c.facility_energy.kwh() / 1e3, 4),
+            sig(c.pue, 3)
+        ),
     ]);
     t.row([
         "emissions".to_string(),
@@ -216,7 +223,8 @@ pub fn plan_svg(r: &PlanResult) -> String {
     for (i, (name, f)) in [
         (
             "communication",
-            (&|p: &ScalingPoint| p.parts.map(|x| x.communication)) as &dyn Fn(&ScalingPoint) -> Option<f64>,
+            (&|p: &ScalingPoint| p.parts.map(|x| x.communication))
+                as &dyn Fn(&ScalingPoint) -> Option<f64>,
         ),
         ("bubble", &|p: &ScalingPoint| p.parts.map(|x| x.bubble)),
         ("serial", &|p: &ScalingPoint| p.parts.map(|x| x.serial)),
@@ -224,9 +232,9 @@ pub fn plan_svg(r: &PlanResult) -> String {
     .into_iter()
     .enumerate()
     {
-        parts.series.push(
-            Series::new(name, PALETTE[i + 3], Style::LinePoints).points(pts(s, f)),
-        );
+        parts
+            .series
+            .push(Series::new(name, PALETTE[i + 3], Style::LinePoints).points(pts(s, f)));
     }
     figure(&[eff, parts], 520.0, 380.0)
 }
@@ -361,7 +369,8 @@ pub fn search_svg(r: &SearchResult) -> String {
     );
     p.series
         .push(Series::new("Pareto front", PALETTE[1], Style::LinePoints).points(xy(&r.pareto)));
-    p.series
-        .push(Series::new(format!("top {}", r.top.len()), PALETTE[0], Style::Points).points(xy(&r.top)));
+    p.series.push(
+        Series::new(format!("top {}", r.top.len()), PALETTE[0], Style::Points).points(xy(&r.top)),
+    );
     figure(&[p], 640.0, 420.0)
 }

@@ -36,8 +36,15 @@ pub enum ObjectiveArg {
 }
 
 /// Predict step time, memory and cost of distributed training; search for the best layout.
+/// The options live behind a `Box` so the subcommand enum stays small.
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    #[command(flatten)]
+    opts: Box<Options>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Options {
     /// Built-in model (gpt3-175b, mt-nlg-530b, llama2-7b, llama2-70b, megatron-1.7b … megatron-1t).
     #[arg(long, conflicts_with_all = ["model_file", "layers"])]
     pub model: Option<String>,
@@ -169,11 +176,14 @@ pub struct Args {
     pub svg: Option<PathBuf>,
 }
 
-fn model_of(a: &Args) -> Result<ModelShape> {
+fn model_of(a: &Options) -> Result<ModelShape> {
     if let Some(name) = &a.model {
         return builtin_model(name).map(|m| m.shape).ok_or_else(|| {
             let known: Vec<String> = builtin_models().into_iter().map(|m| m.shape.name).collect();
-            anyhow!("unknown --model `{name}`; built-in models: {}", known.join(", "))
+            anyhow!(
+                "unknown --model `{name}`; built-in models: {}",
+                known.join(", ")
+            )
         });
     }
     if let Some(path) = &a.model_file {
@@ -206,10 +216,17 @@ fn model_of(a: &Args) -> Result<ModelShape> {
     }
 }
 
-fn system_of(a: &Args) -> Result<(Hardware, Network)> {
+fn system_of(a: &Options) -> Result<(Hardware, Network)> {
     let dev = builtin_device(&a.system).ok_or_else(|| {
-        let known: Vec<String> = builtin_devices().into_iter().map(|d| d.hardware.name).collect();
-        anyhow!("unknown --system `{}`; built-in devices: {}", a.system, known.join(", "))
+        let known: Vec<String> = builtin_devices()
+            .into_iter()
+            .map(|d| d.hardware.name)
+            .collect();
+        anyhow!(
+            "unknown --system `{}`; built-in devices: {}",
+            a.system,
+            known.join(", ")
+        )
     })?;
     let mut hw = dev.hardware;
     let mut net = Network::node_of(&hw, a.inter_gbit.unwrap_or(dev.inter_node_gbit));
@@ -242,12 +259,15 @@ fn system_of(a: &Args) -> Result<(Hardware, Network)> {
         }
     }
     if !(hw.idle_power.get() >= 0.0 && hw.idle_power.get() <= hw.tdp.get()) {
-        bail!("--idle-w must be between 0 and the TDP ({} W)", hw.tdp.get());
+        bail!(
+            "--idle-w must be between 0 and the TDP ({} W)",
+            hw.tdp.get()
+        );
     }
     Ok((hw, net))
 }
 
-fn cost_of(a: &Args) -> Result<CostInputs> {
+fn cost_of(a: &Options) -> Result<CostInputs> {
     let intensity = match (a.intensity, a.region.as_deref()) {
         (Some(g), _) if g >= 0.0 && g.is_finite() => GramsPerKwh(g),
         (Some(g), _) => bail!("--intensity {g} must be a non-negative number of gCO2e/kWh"),
@@ -280,7 +300,8 @@ fn precision(p: PrecisionArg) -> Precision {
     }
 }
 
-pub fn run(a: Args) -> Result<ExitCode> {
+pub fn run(args: Args) -> Result<ExitCode> {
+    let a = *args.opts;
     let model = model_of(&a)?;
     let (hw, net) = system_of(&a)?;
     let inputs = cost_of(&a)?;
@@ -290,8 +311,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let tp_pp = u64::from(a.tp) * u64::from(a.pp);
     let dp = match a.dp {
         Some(d) => d,
-        None if tp_pp > 0 && a.gpus % tp_pp == 0 => u32::try_from(a.gpus / tp_pp)
-            .map_err(|_| anyhow!("--gpus {} is too large", a.gpus))?,
+        None if tp_pp > 0 && a.gpus % tp_pp == 0 => {
+            u32::try_from(a.gpus / tp_pp).map_err(|_| anyhow!("--gpus {} is too large", a.gpus))?
+        }
         None if tp_pp > 0 => {
             return Err(PlanError::GpusNotDivisible {
                 gpus: a.gpus,
@@ -346,7 +368,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
 }
 
 fn run_search(
-    a: &Args,
+    a: &Options,
     model: &ModelShape,
     hw: &Hardware,
     net: &Network,
@@ -360,7 +382,7 @@ fn run_search(
         }
         .into());
     }
-    if a.gpus == 0 || a.batch == 0 || a.search_mbs.iter().any(|&m| m == 0) {
+    if a.gpus == 0 || a.batch == 0 || a.search_mbs.contains(&0) {
         bail!("--gpus, --batch and --search-mbs must be at least 1");
     }
     if a.top == 0 {

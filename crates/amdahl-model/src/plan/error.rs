@@ -20,7 +20,11 @@ pub enum PlanError {
         "tensor-parallel size --tp {tp} does not divide the {heads} attention heads; \
          nearest valid --tp: {nearest}"
     )]
-    TpHeads { tp: u32, heads: u32, nearest: String },
+    TpHeads {
+        tp: u32,
+        heads: u32,
+        nearest: String,
+    },
     #[error(
         "tensor-parallel size --tp {tp} does not divide the {kv_heads} key/value heads \
          (grouped-query attention); nearest valid --tp: {nearest}"
@@ -55,9 +59,7 @@ pub enum PlanError {
         layers: u32,
         nearest: String,
     },
-    #[error(
-        "--gpus {gpus} is not --tp × --pp × --dp = {tp} × {pp} × {dp} = {product}; {hint}"
-    )]
+    #[error("--gpus {gpus} is not --tp × --pp × --dp = {tp} × {pp} × {dp} = {product}; {hint}")]
     GpuProduct {
         gpus: u64,
         tp: u32,

@@ -135,14 +135,22 @@ pub fn validate(
         return Err(PlanError::TpNode {
             tp: l.tp,
             gpus_per_node: net.gpus_per_node,
-            nearest: nearest_divisors(model.heads.into(), l.tp.into(), Some(net.gpus_per_node.into())),
+            nearest: nearest_divisors(
+                model.heads.into(),
+                l.tp.into(),
+                Some(net.gpus_per_node.into()),
+            ),
         });
     }
     if model.heads % l.tp != 0 {
         return Err(PlanError::TpHeads {
             tp: l.tp,
             heads: model.heads,
-            nearest: nearest_divisors(model.heads.into(), l.tp.into(), Some(net.gpus_per_node.into())),
+            nearest: nearest_divisors(
+                model.heads.into(),
+                l.tp.into(),
+                Some(net.gpus_per_node.into()),
+            ),
         });
     }
     if model.kv_heads % l.tp != 0 {

@@ -38,8 +38,8 @@ pub fn bytes_per_param(p: Precision) -> (f64, f64, f64) {
 
 /// Activation bytes of one layer for one microbatch of `b` sequences, per tensor-parallel rank
 /// (Korthikanti et al. 2022, Table 2), generalised to GQA and gated MLPs:
-/// per token-hidden element, attention keeps 2 (LN out) + 2 (Q) + 4·k/a (K, V) + 2 (context)
-/// + 1 (dropout mask) bytes, plus 5 bytes per score element (softmax out, dropout mask and out);
+/// per token-hidden element, attention keeps 2 (LN out), 2 (Q), 4·k/a (K, V), 2 (context) and
+/// 1 (dropout mask) bytes, plus 5 bytes per score element (softmax out, dropout mask and out);
 /// the MLP keeps 2 + 4f/h (6f/h gated) + 1; the two LayerNorm inputs 4. Their sum is 34 + 5as/h
 /// for a GPT layer. The 10 bytes of LayerNorm/dropout tensors are split by TP only with
 /// sequence parallelism.
@@ -75,7 +75,8 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
 pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
     let (t, p, d) = (f64::from(l.tp), f64::from(l.pp), f64::from(l.dp));
     // First stage: its layers and the (tied) embedding, split by TP.
-    let params = (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
+    let params =
+        (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
     let (wb, gb, ob) = bytes_per_param(l.precision);
     let shard = |stage: u8| if l.zero >= stage { d } else { 1.0 };
     let mut weights = params * wb / shard(3);
@@ -153,14 +154,18 @@ mod tests {
     fn korthikanti_table2_forms() {
         // GPT-3 175B: s = 2048, h = 12288, a = 96, b = 1.
         let m = builtin_model("gpt3-175b").map(|m| m.shape);
-        let Some(m) = m else { panic!("built-in model missing") };
+        let Some(m) = m else {
+            panic!("built-in model missing")
+        };
         let (s, h, a, t) = (2048.0, 12288.0, 96.0, 8.0);
         let sbh = s * h;
         // No parallelism: sbh(34 + 5as/h).
-        let got = layer_activation_bytes(&m, &layout(1, false, Recompute::None), 1.0, Recompute::None);
+        let got =
+            layer_activation_bytes(&m, &layout(1, false, Recompute::None), 1.0, Recompute::None);
         assert!((got / (sbh * (34.0 + 5.0 * a * s / h)) - 1.0).abs() < 1e-12);
         // TP: sbh(10 + 24/t + 5as/(ht)).
-        let got = layer_activation_bytes(&m, &layout(8, false, Recompute::None), 1.0, Recompute::None);
+        let got =
+            layer_activation_bytes(&m, &layout(8, false, Recompute::None), 1.0, Recompute::None);
         let want = sbh * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
         assert!((got / want - 1.0).abs() < 1e-12);
         // TP + SP + selective: 34·sbh/t.
@@ -168,7 +173,8 @@ mod tests {
         let got = layer_activation_bytes(&m, &l, 1.0, Recompute::Selective);
         assert!((got / (34.0 * sbh / t) - 1.0).abs() < 1e-12);
         // Full recompute: 2·sbh (input only).
-        let got = layer_activation_bytes(&m, &layout(8, false, Recompute::Full), 1.0, Recompute::Full);
+        let got =
+            layer_activation_bytes(&m, &layout(8, false, Recompute::Full), 1.0, Recompute::Full);
         assert!((got / (2.0 * sbh) - 1.0).abs() < 1e-12);
     }
 

@@ -20,9 +20,9 @@ pub mod search;
 pub mod shape;
 
 #[cfg(test)]
-mod validation;
-#[cfg(test)]
 mod properties;
+#[cfg(test)]
+mod validation;
 
 pub use cost::{cost, Cost, CostInputs};
 pub use error::PlanError;
@@ -35,5 +35,7 @@ pub use memory::Memory;
 pub use perf::{estimate, evaluate, Breakdown, Estimate};
 pub use result::{PlanResult, RankedLayout, SearchResult, PLAN_SCHEMA, SEARCH_SCHEMA};
 pub use scaling::{scaling, Scaling, ScalingPoint};
-pub use search::{search, space_size, Candidate, Objective, Rejections, SearchOutcome, SearchSpace};
+pub use search::{
+    search, space_size, Candidate, Objective, Rejections, SearchOutcome, SearchSpace,
+};
 pub use shape::{builtin_model, builtin_models, BuiltinModel, ModelShape};

@@ -168,7 +168,8 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
 
     // Output layer and loss, on the last stage (the slowest when p > 1).
     let logits = model.logit_flops(b) / t;
-    let logit_time = 3.0 * gemm(logits) + 3.0 * 12.0 * s * b * f64::from(model.vocab) / t / mem_rate;
+    let logit_time =
+        3.0 * gemm(logits) + 3.0 * 12.0 * s * b * f64::from(model.vocab) / t / mem_rate;
 
     let layers_per_stage = f64::from(model.layers) / p;
     let mb_compute = layers_per_stage * layer_gemm + 3.0 * gemm(logits);
@@ -191,14 +192,16 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
     let (wb, gb, _) = bytes_per_param(l.precision);
     let dp_link = link(net, u64::from(l.tp) * u64::from(l.dp));
-    let backward_one_mb = layers_per_stage * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0);
+    let backward_one_mb =
+        layers_per_stage * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0);
     let dp_comm = if l.dp <= 1 {
         0.0
     } else if l.zero == 3 {
         // ZeRO-3/FSDP: per microbatch all-gather weights (forward, backward) + reduce-scatter
         // gradients (Rajbhandari et al. 2020 §7.2: 1.5× the all-reduce volume).
-        let c = m * (2.0 * all_gather(dp_link, d, stage_params * wb)
-            + all_gather(dp_link, d, stage_params * gb));
+        let c = m
+            * (2.0 * all_gather(dp_link, d, stage_params * wb)
+                + all_gather(dp_link, d, stage_params * gb));
         if l.overlap_dp {
             (c - m * mb_time).max(0.0)
         } else {

@@ -146,7 +146,9 @@ pub fn scaling(model: &ModelShape, hw: &Hardware, net: &Network, base: &Layout) 
     let precision_whatif = (base.precision != Precision::Fp8).then(|| {
         let hypothetical = hw.peak_fp8.is_none();
         let mut hw8 = hw.clone();
-        let peak = hw.peak_fp8.unwrap_or(FlopsPerSecond(2.0 * hw.peak_bf16.get()));
+        let peak = hw
+            .peak_fp8
+            .unwrap_or(FlopsPerSecond(2.0 * hw.peak_bf16.get()));
         hw8.peak_fp8 = Some(peak);
         let l8 = Layout {
             precision: Precision::Fp8,

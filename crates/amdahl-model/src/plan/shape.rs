@@ -159,7 +159,17 @@ pub fn builtin_models() -> Vec<BuiltinModel> {
         // Smith et al. 2022, "Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B",
         // §3: 105 layers, hidden 20480, 128 heads, sequence 2048; vocabulary 51,200 (§3.2).
         BuiltinModel {
-            shape: shape("mt-nlg-530b", 105, 20480, 128, 128, 81920, 51200, 2048, false),
+            shape: shape(
+                "mt-nlg-530b",
+                105,
+                20480,
+                128,
+                128,
+                81920,
+                51200,
+                2048,
+                false,
+            ),
             source: "Smith et al. 2022, MT-NLG 530B, §3",
         },
         // Touvron et al. 2023, "Llama 2", Table 1 and the released configs: SwiGLU MLP,
@@ -175,7 +185,17 @@ pub fn builtin_models() -> Vec<BuiltinModel> {
     ];
     for (name, heads, hidden, layers) in SC21_SHAPES {
         v.push(BuiltinModel {
-            shape: shape(name, layers, hidden, heads, heads, 4 * hidden, 51200, 2048, false),
+            shape: shape(
+                name,
+                layers,
+                hidden,
+                heads,
+                heads,
+                4 * hidden,
+                51200,
+                2048,
+                false,
+            ),
             source: "Narayanan et al. 2021 (SC21), Table 1",
         });
     }

@@ -33,12 +33,16 @@ fn sc21_row(name: &str) -> Option<ModelShape> {
 #[test]
 fn sc21_table1_within_15_percent_and_fits() {
     let dev = builtin_device("a100-80gb").map(|d| (d.hardware.clone(), d.inter_node_gbit));
-    let Some((hw, gbit)) = dev else { panic!("a100-80gb missing") };
+    let Some((hw, gbit)) = dev else {
+        panic!("a100-80gb missing")
+    };
     let net = Network::node_of(&hw, gbit);
     let mut report = String::new();
     let mut worst: f64 = 0.0;
     for (name, tp, pp, gpus, batch, published) in SC21_TABLE1 {
-        let Some(model) = sc21_row(name) else { panic!("{name} missing") };
+        let Some(model) = sc21_row(name) else {
+            panic!("{name} missing")
+        };
         let layout = Layout {
             tp,
             pp,
@@ -80,8 +84,15 @@ fn mt_nlg_530b_flop_formula_within_1_percent() {
     let Some(m) = builtin_model("mt-nlg-530b").map(|m| m.shape) else {
         panic!("mt-nlg-530b missing")
     };
-    for (secs, gpus, published) in [(60.1, 2240.0, 126.0), (50.2, 2800.0, 121.0), (44.4, 3360.0, 113.0)] {
+    for (secs, gpus, published) in [
+        (60.1, 2240.0, 126.0),
+        (50.2, 2800.0, 121.0),
+        (44.4, 3360.0, 113.0),
+    ] {
         let tflops = m.megatron_flops(1920.0) / secs / gpus / 1e12;
-        assert!((tflops / published - 1.0).abs() < 0.01, "{tflops} vs {published}");
+        assert!(
+            (tflops / published - 1.0).abs() < 0.01,
+            "{tflops} vs {published}"
+        );
     }
 }
