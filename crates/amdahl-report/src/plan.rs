@@ -374,3 +374,62 @@ pub fn search_svg(r: &SearchResult) -> String {
     );
     figure(&[p], 640.0, 420.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdahl_model::plan::{
+        builtin_device, builtin_model, cost::WORLD_INTENSITY, evaluate, CostInputs, Layout,
+        Network, Precision, Recompute,
+    };
+
+    fn result() -> PlanResult {
+        let (Some(d), Some(m)) = (builtin_device("a100-80gb"), builtin_model("megatron-39b"))
+        else {
+            panic!("built-ins missing")
+        };
+        let net = Network::node_of(&d.hardware, d.inter_node_gbit);
+        let l = Layout {
+            tp: 8,
+            pp: 2,
+            dp: 32,
+            interleave: 1,
+            mbs: 1,
+            batch: 1536,
+            recompute: Recompute::Full,
+            zero: 0,
+            sp: false,
+            precision: Precision::Bf16,
+            overlap_dp: false,
+            flash_attention: false,
+        };
+        let e = evaluate(&m.shape, &d.hardware, &net, &l).unwrap_or_else(|e| panic!("{e}"));
+        let inputs = CostInputs {
+            tokens: 1e9,
+            pue: 1.1,
+            intensity: WORLD_INTENSITY,
+            price_per_device_hour: None,
+        };
+        PlanResult::new(&m.shape, &d.hardware, &net, &e, &inputs)
+    }
+
+    #[test]
+    fn table_csv_svg_carry_the_result() {
+        let r = result();
+        let t = plan_table(&r);
+        for needle in [
+            "step time",
+            "pipeline bubble",
+            "α_eff",
+            "fp8",
+            "hypothetical",
+        ] {
+            assert!(t.contains(needle), "{needle} missing:\n{t}");
+        }
+        let csv = plan_csv(&r);
+        assert!(csv.starts_with("quantity,value\nstep_time_s,"));
+        assert_eq!(csv.lines().count(), 19);
+        let svg = plan_svg(&r);
+        assert!(svg.starts_with("<svg") && svg.contains("1-α_eff by cause"));
+    }
+}

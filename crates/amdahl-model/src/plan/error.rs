@@ -151,3 +151,17 @@ pub fn nearest_multiples(x: u64, unit: u64) -> String {
     let hi = lo + unit;
     nearest((lo > 0).then_some(lo), Some(hi))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_values() {
+        assert_eq!(nearest_divisors(128, 6, Some(8)), "4 or 8");
+        assert_eq!(nearest_divisors(128, 16, Some(8)), "8");
+        assert_eq!(nearest_divisors(105, 32, None), "21 or 35");
+        assert_eq!(nearest_multiples(2500, 18), "2484 or 2502");
+        assert_eq!(nearest_multiples(5, 18), "18");
+    }
+}

@@ -283,3 +283,106 @@ fn link(net: &Network, span: u64) -> &Link {
         &net.inter
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::hardware::{builtin_device, Precision};
+    use crate::plan::shape::builtin_model;
+
+    fn setup() -> (ModelShape, Hardware, Network) {
+        let (Some(d), Some(m)) = (builtin_device("a100-80gb"), builtin_model("megatron-145b"))
+        else {
+            panic!("built-ins missing")
+        };
+        let net = Network::node_of(&d.hardware, d.inter_node_gbit);
+        (m.shape, d.hardware, net)
+    }
+
+    fn base() -> Layout {
+        Layout {
+            tp: 8,
+            pp: 8,
+            dp: 24,
+            interleave: 1,
+            mbs: 1,
+            batch: 2304,
+            recompute: Recompute::Full,
+            zero: 0,
+            sp: false,
+            precision: Precision::Bf16,
+            overlap_dp: false,
+            flash_attention: false,
+        }
+    }
+
+    #[test]
+    fn bubble_is_p_minus_1_over_v_microbatch_times() {
+        // SC21 §2.2: bubble / ideal = (p−1)/(v·m).
+        let (m, hw, net) = setup();
+        for v in [1, 2, 5] {
+            let l = Layout {
+                interleave: v,
+                ..base()
+            };
+            let e = evaluate(&m, &hw, &net, &l).unwrap_or_else(|err| panic!("{err}"));
+            let ideal = e.breakdown.compute + e.breakdown.memory_bound + e.breakdown.tp_comm;
+            let mb = f64::from(l.batch / (l.dp * l.mbs));
+            let want = 7.0 / (f64::from(v) * mb);
+            assert!((e.breakdown.bubble / ideal - want).abs() < 1e-12, "v = {v}");
+        }
+    }
+
+    #[test]
+    fn overlap_and_zero_do_what_they_say() {
+        let (m, hw, net) = setup();
+        let plain = estimate(&m, &hw, &net, &base());
+        let ovl = estimate(
+            &m,
+            &hw,
+            &net,
+            &Layout {
+                overlap_dp: true,
+                ..base()
+            },
+        );
+        assert!(ovl.breakdown.dp_comm <= plain.breakdown.dp_comm);
+        assert_eq!(ovl.breakdown.compute, plain.breakdown.compute);
+        let z1 = estimate(&m, &hw, &net, &Layout { zero: 1, ..base() });
+        // ZeRO-1 divides the optimizer state by DP = 24 and its update time likewise.
+        assert!((plain.memory.optimizer / z1.memory.optimizer - 24.0).abs() < 1e-9);
+        assert!((plain.breakdown.optimizer / z1.breakdown.optimizer - 24.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn hfu_over_mfu_is_4_over_3_with_full_recompute() {
+        // Executed = model + one more forward: 96/72 for the transformer layers, logits 3/3.
+        let (m, hw, net) = setup();
+        let e = estimate(&m, &hw, &net, &base());
+        let r = e.hfu / e.mfu;
+        assert!(r > 1.32 && r < 4.0 / 3.0, "{r}");
+        let full = m.megatron_flops(f64::from(base().batch));
+        assert!((e.executed_flops.get() / full - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn breakdown_sums_to_step_and_selective_saves_memory() {
+        let (m, hw, net) = setup();
+        let sel = Layout {
+            recompute: Recompute::Selective,
+            sp: true,
+            ..base()
+        };
+        let none = Layout {
+            recompute: Recompute::None,
+            ..base()
+        };
+        let es = estimate(&m, &hw, &net, &sel);
+        let en = estimate(&m, &hw, &net, &none);
+        assert!((es.breakdown.total() / es.step_time - 1.0).abs() < 1e-12);
+        assert!(es.memory.activations < en.memory.activations);
+        // Selective recomputation costs far less time than full.
+        let ef = estimate(&m, &hw, &net, &base());
+        assert!(es.step_time < ef.step_time);
+    }
+}

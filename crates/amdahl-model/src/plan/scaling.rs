@@ -170,3 +170,56 @@ pub fn scaling(model: &ModelShape, hw: &Hardware, net: &Network, base: &Layout) 
         precision_whatif,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::hardware::builtin_device;
+    use crate::plan::layout::Recompute;
+    use crate::plan::shape::builtin_model;
+    use crate::scaling::laws::serial_from_efficiency;
+
+    #[test]
+    fn parts_sum_to_serial_fraction_of_vegh() {
+        let (Some(d), Some(m)) = (builtin_device("a100-80gb"), builtin_model("megatron-39b"))
+        else {
+            panic!("built-ins missing")
+        };
+        let net = Network::node_of(&d.hardware, d.inter_node_gbit);
+        let base = Layout {
+            tp: 8,
+            pp: 2,
+            dp: 32,
+            interleave: 1,
+            mbs: 1,
+            batch: 1536,
+            recompute: Recompute::Full,
+            zero: 0,
+            sp: false,
+            precision: Precision::Bf16,
+            overlap_dp: false,
+            flash_attention: false,
+        };
+        let s = scaling(&m.shape, &d.hardware, &net, &base);
+        assert!(s.strong.len() > 5 && s.weak.len() > 3);
+        for p in s.strong.iter().chain(s.weak.iter()) {
+            let (Some(total), Some(parts)) = (p.serial_total, p.parts) else {
+                continue;
+            };
+            let sum = parts.communication + parts.bubble + parts.serial;
+            assert!((sum - total).abs() <= 1e-12 * total.max(1e-30));
+            // Same number as the scaling law applied to the efficiency (Végh; Karp–Flatt).
+            let law = serial_from_efficiency(p.gpus as f64, p.efficiency);
+            assert!((law / total - 1.0).abs() < 1e-9, "{law} vs {total}");
+        }
+        // Strong scaling at fixed batch: efficiency falls as N grows (bubble grows as m shrinks).
+        let e: Vec<f64> = s.strong.iter().map(|p| p.efficiency).collect();
+        assert!(e.windows(2).all(|w| w[1] <= w[0] + 1e-12), "{e:?}");
+        // A100 has no fp8: the what-if is flagged hypothetical and is faster per step.
+        let Some(w) = s.precision_whatif else {
+            panic!("no what-if")
+        };
+        assert!(w.hypothetical_peak);
+        assert!(w.whatif.step_time_s < w.base.step_time_s);
+    }
+}
