@@ -303,3 +303,56 @@ fn fp8_on_a100_is_refused() {
         &["a100-80gb has no fp8"],
     );
 }
+
+#[test]
+fn model_file_and_csv() {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    let f = dir.path().join("m.json");
+    let shape = r#"{"name":"my-13b","layers":40,"hidden":5120,"heads":40,"kv_heads":40,"ffn":13824,"vocab":32000,"seq":4096,"gated_mlp":true}"#;
+    if let Err(e) = std::fs::write(&f, shape) {
+        panic!("{e}");
+    }
+    amdahl()
+        .args(["plan", "--model-file"])
+        .arg(&f)
+        .args([
+            "--gpus", "32", "--tp", "4", "--pp", "2", "--batch", "256", "--csv",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("quantity,value\nstep_time_s,"));
+    // A malformed file names the file and the expected fields.
+    if let Err(e) = std::fs::write(&f, "{\"layers\": 4}") {
+        panic!("{e}");
+    }
+    amdahl()
+        .args(["plan", "--model-file"])
+        .arg(&f)
+        .args(["--gpus", "8", "--batch", "8"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("m.json").and(predicate::str::contains("expected JSON")));
+}
+
+#[test]
+fn tp_beyond_the_node_is_refused() {
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2240",
+            "--tp",
+            "16",
+            "--pp",
+            "35",
+            "--batch",
+            "2240",
+        ],
+        &["within a node", "--tp 16 > 8", "nearest valid --tp: 8"],
+    );
+}

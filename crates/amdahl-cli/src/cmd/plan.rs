@@ -3,8 +3,9 @@
 use crate::output::{print, write_file, Format, FormatArgs};
 use amdahl_model::plan::{
     builtin_device, builtin_devices, builtin_model, builtin_models, cost::WORLD_INTENSITY,
-    evaluate, search, space_size, validate, CostInputs, Hardware, Layout, ModelShape, Network,
-    Objective, PlanError, PlanResult, Precision, Recompute, SearchResult, SearchSpace,
+    evaluate, search, space_size, validate, validate_model, CostInputs, Hardware, Layout,
+    ModelShape, Network, Objective, PlanError, PlanResult, Precision, Recompute, SearchResult,
+    SearchSpace,
 };
 use amdahl_model::units::{BytesPerSecond, GramsPerKwh, Seconds, Watts};
 use anyhow::{anyhow, bail, Context, Result};
@@ -232,6 +233,9 @@ fn system_of(a: &Options) -> Result<(Hardware, Network)> {
     let mut net = Network::node_of(&hw, a.inter_gbit.unwrap_or(dev.inter_node_gbit));
     net.gpus_per_node = a.gpus_per_node;
     if let Some(x) = a.inter_latency_us {
+        if !(x >= 0.0 && x.is_finite()) {
+            bail!("--inter-latency-us {x} must be a non-negative number");
+        }
         net.inter.latency = Seconds(x * 1e-6);
     }
     if let Some(x) = a.inter_eff {
@@ -305,6 +309,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let model = model_of(&a)?;
     let (hw, net) = system_of(&a)?;
     let inputs = cost_of(&a)?;
+    if a.gpus == 0 {
+        bail!("--gpus must be at least 1");
+    }
     if a.search {
         return run_search(&a, &model, &hw, &net, inputs);
     }
@@ -382,11 +389,20 @@ fn run_search(
         }
         .into());
     }
-    if a.gpus == 0 || a.batch == 0 || a.search_mbs.contains(&0) {
-        bail!("--gpus, --batch and --search-mbs must be at least 1");
+    validate_model(model)?;
+    if a.gpus == 0 || a.batch == 0 || a.search_mbs.contains(&0) || a.gpus_per_node == 0 {
+        bail!("--gpus, --gpus-per-node, --batch and --search-mbs must be at least 1");
     }
     if a.top == 0 {
         bail!("--top must be at least 1");
+    }
+    // --up-to enumerates every node count; a million of them is already far beyond any cluster.
+    if a.up_to && a.gpus / u64::from(a.gpus_per_node) > 1_000_000 {
+        bail!(
+            "--up-to with --gpus {} would enumerate more than a million node counts;              give at most {} GPUs",
+            a.gpus,
+            1_000_000 * u64::from(a.gpus_per_node)
+        );
     }
     let space = SearchSpace {
         gpus: a.gpus,

@@ -134,11 +134,33 @@ pub enum PlanError {
     },
 }
 
-/// Largest divisor of `n` below `x` and smallest above `x` (both `None` where none exists).
+/// All divisors of `n` in increasing order, in O(√n).
+pub fn divisors(n: u64) -> Vec<u64> {
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    let mut d = 1u64;
+    while d.saturating_mul(d) <= n {
+        if n % d == 0 {
+            small.push(d);
+            if d != n / d {
+                large.push(n / d);
+            }
+        }
+        d += 1;
+    }
+    small.extend(large.into_iter().rev());
+    small
+}
+
+/// Largest divisor of `n` not above `x` (other than `x` itself) and smallest above `x`, both
+/// capped at `max`.
 pub(crate) fn nearest_divisors(n: u64, x: u64, max: Option<u64>) -> String {
-    let ok = |d: u64| d >= 1 && n % d == 0 && max.is_none_or(|m| d <= m);
-    let below = (1..=x.min(n)).rev().find(|&d| ok(d));
-    let above = (x.saturating_add(1)..=n).find(|&d| ok(d));
+    let ds: Vec<u64> = divisors(n)
+        .into_iter()
+        .filter(|&d| max.is_none_or(|m| d <= m))
+        .collect();
+    let below = ds.iter().rev().find(|&&d| d <= x).copied();
+    let above = ds.iter().find(|&&d| d > x).copied();
     nearest(below, above)
 }
 
@@ -155,6 +177,14 @@ pub fn nearest_multiples(x: u64, unit: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn divisors_in_order() {
+        assert_eq!(divisors(105), [1, 3, 5, 7, 15, 21, 35, 105]);
+        assert_eq!(divisors(16), [1, 2, 4, 8, 16]);
+        assert_eq!(divisors(1), [1]);
+        assert!(divisors(0).is_empty());
+    }
 
     #[test]
     fn nearest_values() {

@@ -95,6 +95,34 @@ impl Layout {
     }
 }
 
+/// Check the model's own shape: every dimension at least 1, KV heads dividing the heads.
+pub fn validate_model(model: &ModelShape) -> Result<(), PlanError> {
+    for (what, v) in [
+        ("--layers", model.layers),
+        ("--hidden", model.hidden),
+        ("--heads", model.heads),
+        ("--kv-heads", model.kv_heads),
+        ("--ffn", model.ffn),
+        ("--vocab", model.vocab),
+        ("--seq", model.seq),
+    ] {
+        if v == 0 {
+            return Err(PlanError::Zero {
+                what,
+                value: v.into(),
+            });
+        }
+    }
+    if model.heads % model.kv_heads != 0 {
+        return Err(PlanError::KvHeads {
+            kv_heads: model.kv_heads,
+            heads: model.heads,
+            nearest: nearest_divisors(model.heads.into(), model.kv_heads.into(), None),
+        });
+    }
+    Ok(())
+}
+
 /// Check a layout against the model, device and node; `gpus` is the user's --gpus where given.
 /// Every error names the violated constraint and the nearest valid values.
 pub fn validate(
@@ -104,14 +132,8 @@ pub fn validate(
     l: &Layout,
     gpus: Option<u64>,
 ) -> Result<(), PlanError> {
+    validate_model(model)?;
     for (what, v) in [
-        ("--layers", u64::from(model.layers)),
-        ("--hidden", u64::from(model.hidden)),
-        ("--heads", u64::from(model.heads)),
-        ("--kv-heads", u64::from(model.kv_heads)),
-        ("--ffn", u64::from(model.ffn)),
-        ("--vocab", u64::from(model.vocab)),
-        ("--seq", u64::from(model.seq)),
         ("--gpus-per-node", u64::from(net.gpus_per_node)),
         ("--tp", u64::from(l.tp)),
         ("--pp", u64::from(l.pp)),
@@ -123,13 +145,6 @@ pub fn validate(
         if v == 0 {
             return Err(PlanError::Zero { what, value: v });
         }
-    }
-    if model.heads % model.kv_heads != 0 {
-        return Err(PlanError::KvHeads {
-            kv_heads: model.kv_heads,
-            heads: model.heads,
-            nearest: nearest_divisors(model.heads.into(), model.kv_heads.into(), None),
-        });
     }
     if l.tp > net.gpus_per_node {
         return Err(PlanError::TpNode {

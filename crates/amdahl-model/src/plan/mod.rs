@@ -30,7 +30,7 @@ pub use hardware::{
     builtin_device, builtin_devices, BuiltinDevice, DeviceClass, GemmCurve, Hardware, Link,
     Network, Precision,
 };
-pub use layout::{validate, Layout, Recompute};
+pub use layout::{validate, validate_model, Layout, Recompute};
 pub use memory::Memory;
 pub use perf::{estimate, evaluate, Breakdown, Estimate};
 pub use result::{PlanResult, RankedLayout, SearchResult, PLAN_SCHEMA, SEARCH_SCHEMA};

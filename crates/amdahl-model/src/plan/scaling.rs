@@ -7,6 +7,7 @@
 //! part/(W·(N−1)) and the three contributions sum to 1−α_eff exactly.
 //! Strong scaling keeps the global batch and grows DP; weak scaling keeps the per-replica batch.
 
+use super::error::divisors;
 use super::hardware::{Hardware, Network, Precision};
 use super::layout::{validate, Layout};
 use super::perf::{estimate, Estimate};
@@ -130,7 +131,13 @@ pub fn scaling(model: &ModelShape, hw: &Hardware, net: &Network, base: &Layout) 
     let per_replica = base.batch / base.dp.max(1);
     // Strong: every DP that divides B/mbs (one microbatch per replica at the top).
     let top = base.batch / unit;
-    let strong_dps = thin((1..=top).filter(|d| top % d == 0).collect(), 24);
+    let strong_dps = thin(
+        divisors(top.into())
+            .into_iter()
+            .filter_map(|d| u32::try_from(d).ok())
+            .collect(),
+        24,
+    );
     let strong = series(model, hw, net, base, &strong_dps, &|_| Some(base.batch));
     // Weak: powers of two up to 16× the configured DP, and the configured DP itself.
     let mut weak_dps: Vec<u32> = (0..=20)

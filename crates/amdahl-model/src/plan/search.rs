@@ -4,6 +4,7 @@
 //! ranking. Parallel with rayon; progress is an atomic counter the caller may poll.
 
 use super::cost::{cost, Cost, CostInputs};
+use super::error::divisors;
 use super::hardware::{Hardware, Network, Precision};
 use super::layout::{Layout, Recompute};
 use super::memory::memory;
@@ -118,10 +119,6 @@ struct Cell {
     mbs: u32,
 }
 
-fn divisors(n: u64) -> Vec<u64> {
-    (1..=n).filter(|d| n % d == 0).collect()
-}
-
 fn cells(model: &ModelShape, net: &Network, space: &SearchSpace) -> Vec<Cell> {
     let gpn = u64::from(net.gpus_per_node.max(1));
     let mut counts: Vec<u64> = if space.up_to && space.gpus >= gpn {
@@ -167,8 +164,10 @@ fn interleaves(model: &ModelShape, pp: u32, max: u32) -> Vec<u32> {
         return vec![1];
     }
     let per_stage = model.layers / pp;
-    (1..=max.max(1).min(per_stage))
-        .filter(|v| per_stage % v == 0)
+    divisors(per_stage.into())
+        .into_iter()
+        .filter(|&v| v <= u64::from(max.max(1)))
+        .filter_map(|v| u32::try_from(v).ok())
         .collect()
 }
 
