@@ -359,16 +359,17 @@ pub fn search_csv(r: &SearchResult) -> String {
 pub fn search_svg(r: &SearchResult) -> String {
     let xy = |v: &[RankedLayout]| {
         v.iter()
-            .map(|x| (x.train_time_s / 86_400.0, x.energy_kwh / 1e3))
+            .map(|x| (x.train_time_s / 86_400.0, x.energy_kwh))
             .collect::<Vec<_>>()
     };
     let mut p = Plot::new(
         format!("{}: time vs energy", r.model.name),
-        Axis::new(Scale::Log10, "training time (days)"),
-        Axis::new(Scale::Log10, "energy (MWh)"),
+        Axis::new(Scale::Linear, "training time (days)"),
+        Axis::new(Scale::Linear, "energy (kWh)"),
     );
+    // The front can hold hundreds of layouts: a line, with the top K as points on top.
     p.series
-        .push(Series::new("Pareto front", PALETTE[1], Style::LinePoints).points(xy(&r.pareto)));
+        .push(Series::new("Pareto front", PALETTE[1], Style::Line).points(xy(&r.pareto)));
     p.series.push(
         Series::new(format!("top {}", r.top.len()), PALETTE[0], Style::Points).points(xy(&r.top)),
     );
