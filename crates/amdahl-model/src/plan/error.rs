@@ -122,8 +122,8 @@ pub enum PlanError {
     },
     #[error(
         "no layout of this model fits on {gpus} × {device}: the leanest ({layout}) needs \
-         {need_gib:.1} GiB per device, {have_gib:.1} GiB are usable; use more devices \
-         (--up-to considers fewer), a larger --batch, or a device with more memory"
+         {need_gib:.1} GiB per device, {have_gib:.1} GiB are usable; use more devices or a \
+         device with more memory"
     )]
     FitsNowhere {
         gpus: u64,
