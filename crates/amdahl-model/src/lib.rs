@@ -8,5 +8,6 @@
 
 pub mod carbon;
 pub mod catalog;
+pub mod plan;
 pub mod scaling;
 pub mod units;

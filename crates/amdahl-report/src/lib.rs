@@ -6,6 +6,7 @@
 pub mod carbon;
 pub mod catalog;
 pub mod fit;
+pub mod plan;
 pub mod svg;
 pub mod table;
 

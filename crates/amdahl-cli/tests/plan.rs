@@ -1,0 +1,358 @@
+//! `amdahl plan` end to end: JSON contract, search, and bad input (exit 1, actionable message).
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn amdahl() -> Command {
+    match Command::cargo_bin("amdahl") {
+        Ok(c) => c,
+        Err(e) => panic!("binary not built: {e}"),
+    }
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = amdahl().args(args).arg("--json").output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => panic!("running amdahl: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match serde_json::from_slice(&out.stdout) {
+        Ok(v) => v,
+        Err(e) => panic!("not JSON: {e}"),
+    }
+}
+
+const SC21_530B: [&str; 16] = [
+    "plan",
+    "--model",
+    "megatron-530b",
+    "--system",
+    "a100-80gb",
+    "--gpus",
+    "2520",
+    "--tp",
+    "8",
+    "--pp",
+    "35",
+    "--mbs",
+    "1",
+    "--batch",
+    "2520",
+    "--recompute=full",
+];
+
+#[test]
+fn json_has_the_documented_fields() {
+    let v = json(&SC21_530B);
+    assert_eq!(v["schema"], "amdahl.plan/1");
+    for k in [
+        "step_time_s",
+        "tflops_per_gpu",
+        "mfu",
+        "hfu",
+        "tokens_per_s",
+        "memory_per_gpu_bytes",
+        "fits",
+    ] {
+        assert!(!v[k].is_null(), "missing {k}");
+    }
+    assert_eq!(v["fits"], true);
+    // SC21 Table 1 publishes 163 TFLOP/s per GPU for this row; the model is within 15 %.
+    let tf = v["tflops_per_gpu"].as_f64().unwrap_or(0.0);
+    assert!((tf / 163.0 - 1.0).abs() < 0.15, "{tf}");
+    // The breakdown is in seconds and sums to the step time (to rounding).
+    let b = &v["breakdown"];
+    let sum: f64 = [
+        "compute",
+        "memory_bound",
+        "tp_comm",
+        "pp_comm",
+        "dp_comm",
+        "bubble",
+        "optimizer",
+        "other",
+    ]
+    .iter()
+    .map(|k| b[*k].as_f64().unwrap_or(f64::NAN))
+    .sum();
+    let step = v["step_time_s"].as_f64().unwrap_or(0.0);
+    assert!((sum / step - 1.0).abs() < 1e-9, "{sum} vs {step}");
+    // MFU counts model FLOPs, HFU executed ones: with full recomputation HFU/MFU ≈ 4/3.
+    let ratio = v["hfu"].as_f64().unwrap_or(0.0) / v["mfu"].as_f64().unwrap_or(1.0);
+    assert!(ratio > 1.3 && ratio < 1.34, "{ratio}");
+    // The Végh view has strong and weak series and the fp8 what-if (hypothetical on A100).
+    assert!(v["scaling"]["strong"]
+        .as_array()
+        .is_some_and(|a| a.len() > 3));
+    assert_eq!(v["scaling"]["precision_whatif"]["hypothetical_peak"], true);
+}
+
+#[test]
+fn table_and_svg_render() {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    let svg = dir.path().join("plan.svg");
+    amdahl()
+        .args(SC21_530B)
+        .arg("--svg")
+        .arg(&svg)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("pipeline bubble").and(predicate::str::contains("α_eff")));
+    let text = std::fs::read_to_string(&svg).unwrap_or_default();
+    assert!(text.starts_with("<svg"), "{text}");
+}
+
+#[test]
+fn search_ranks_and_counts() {
+    let v = json(&[
+        "plan",
+        "--model",
+        "llama2-7b",
+        "--gpus",
+        "16",
+        "--batch",
+        "64",
+        "--search",
+        "--quiet",
+        "--top",
+        "3",
+    ]);
+    assert_eq!(v["schema"], "amdahl.plan-search/1");
+    let evaluated = v["evaluated"].as_u64().unwrap_or(0);
+    let fitting = v["fitting"].as_u64().unwrap_or(0);
+    let rejected = v["rejected_total"].as_u64().unwrap_or(0);
+    assert!(evaluated > 100);
+    assert_eq!(evaluated, fitting + rejected);
+    assert!(v["rejected"]["memory"].as_u64().is_some());
+    assert_eq!(v["top"].as_array().map(Vec::len), Some(3));
+    assert!(v["pareto"].as_array().is_some_and(|a| !a.is_empty()));
+}
+
+fn fails_with(args: &[&str], needles: &[&str]) {
+    let mut a = amdahl().args(args).assert().code(1);
+    for n in needles {
+        a = a.stderr(predicate::str::contains(*n));
+    }
+    a.stderr(predicate::str::contains("panicked").not());
+}
+
+#[test]
+fn tp_not_dividing_heads_names_nearest_values() {
+    // 530B has 128 heads: --tp 6 → 4 or 8.
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2520",
+            "--tp",
+            "6",
+            "--pp",
+            "35",
+            "--batch",
+            "2520",
+        ],
+        &["does not divide the 128 attention heads", "4 or 8"],
+    );
+}
+
+#[test]
+fn gpus_not_a_product_names_nearest_values() {
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2500",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--batch",
+            "2520",
+        ],
+        &["not divisible by --tp × --pp = 280", "2240 or 2520"],
+    );
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2520",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--dp",
+            "8",
+            "--batch",
+            "2520",
+        ],
+        &["is not --tp × --pp × --dp", "--dp 9"],
+    );
+}
+
+#[test]
+fn batch_not_divisible_names_nearest_values() {
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2520",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--mbs",
+            "2",
+            "--batch",
+            "2500",
+        ],
+        &[
+            "not divisible by DP × microbatch = 9 × 2 = 18",
+            "2484 or 2502",
+        ],
+    );
+}
+
+#[test]
+fn pp_not_dividing_layers_and_bad_interleave() {
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2560",
+            "--tp",
+            "8",
+            "--pp",
+            "32",
+            "--batch",
+            "2560",
+        ],
+        &["does not divide the 105 layers", "21 or 35"],
+    );
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2520",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--interleave",
+            "2",
+            "--batch",
+            "2520",
+        ],
+        &["--interleave 2", "3 layers per stage", "1 or 3"],
+    );
+}
+
+#[test]
+fn model_that_fits_nowhere_says_what_it_needs() {
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-1t",
+            "--system",
+            "v100-32gb",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--search",
+            "--quiet",
+        ],
+        &["no layout of this model fits", "GiB per device"],
+    );
+}
+
+#[test]
+fn fp8_on_a100_is_refused() {
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "llama2-7b",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--precision",
+            "fp8",
+        ],
+        &["a100-80gb has no fp8"],
+    );
+}
+
+#[test]
+fn model_file_and_csv() {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    let f = dir.path().join("m.json");
+    let shape = r#"{"name":"my-13b","layers":40,"hidden":5120,"heads":40,"kv_heads":40,"ffn":13824,"vocab":32000,"seq":4096,"gated_mlp":true}"#;
+    if let Err(e) = std::fs::write(&f, shape) {
+        panic!("{e}");
+    }
+    amdahl()
+        .args(["plan", "--model-file"])
+        .arg(&f)
+        .args([
+            "--gpus", "32", "--tp", "4", "--pp", "2", "--batch", "256", "--csv",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("quantity,value\nstep_time_s,"));
+    // A malformed file names the file and the expected fields.
+    if let Err(e) = std::fs::write(&f, "{\"layers\": 4}") {
+        panic!("{e}");
+    }
+    amdahl()
+        .args(["plan", "--model-file"])
+        .arg(&f)
+        .args(["--gpus", "8", "--batch", "8"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("m.json").and(predicate::str::contains("expected JSON")));
+}
+
+#[test]
+fn tp_beyond_the_node_is_refused() {
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "2240",
+            "--tp",
+            "16",
+            "--pp",
+            "35",
+            "--batch",
+            "2240",
+        ],
+        &["within a node", "--tp 16 > 8", "nearest valid --tp: 8"],
+    );
+}

@@ -1,0 +1,65 @@
+//! Time, device-hours, energy and carbon to train on D tokens.
+//!
+//! Power model: each device draws P = P_idle + u·(TDP − P_idle), u the fraction of the step it
+//! computes or streams memory (a linear utilisation–power model, as used by e.g. the ML CO2
+//! Impact calculator (Lacoste et al. 2019) at u = 1 and by Patterson et al. 2021 with measured
+//! averages). Facility energy = IT energy × PUE; emissions = kWh × PUE × gCO2e/kWh.
+
+use super::hardware::Hardware;
+use super::perf::Estimate;
+use crate::units::{GramsCo2e, GramsPerKwh, Joules, Seconds, Watts};
+use serde::{Deserialize, Serialize};
+
+/// What the cost depends on beyond the estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CostInputs {
+    /// Training tokens D.
+    pub tokens: f64,
+    pub pue: f64,
+    pub intensity: GramsPerKwh,
+    /// Price of one device-hour, in the user's currency; `None` = report device-hours only.
+    pub price_per_device_hour: Option<f64>,
+}
+
+/// World-average grid intensity, IEA 2019 (475 gCO2/kWh), the default until a region is given.
+pub const WORLD_INTENSITY: GramsPerKwh = GramsPerKwh(475.0);
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub tokens: f64,
+    pub steps: f64,
+    pub train_time: Seconds,
+    pub device_hours: f64,
+    pub power_per_device: Watts,
+    pub it_energy: Joules,
+    pub facility_energy: Joules,
+    pub pue: f64,
+    pub intensity: GramsPerKwh,
+    pub emissions: GramsCo2e,
+    pub price: Option<f64>,
+}
+
+pub fn cost(est: &Estimate, hw: &Hardware, inp: &CostInputs) -> Cost {
+    let tokens_per_step = est.tokens_per_s * est.step_time.get();
+    let steps = inp.tokens / tokens_per_step;
+    let train_time = est.step_time * steps;
+    let n = est.gpus as f64;
+    let u = est.busy_fraction.clamp(0.0, 1.0);
+    let power = hw.idle_power + (hw.tdp - hw.idle_power) * u;
+    let it_energy = power * train_time * n;
+    let facility_energy = it_energy * inp.pue;
+    let device_hours = train_time.hours() * n;
+    Cost {
+        tokens: inp.tokens,
+        steps,
+        train_time,
+        device_hours,
+        power_per_device: power,
+        it_energy,
+        facility_energy,
+        pue: inp.pue,
+        intensity: inp.intensity,
+        emissions: facility_energy * inp.intensity,
+        price: inp.price_per_device_hour.map(|p| p * device_hours),
+    }
+}

@@ -1,0 +1,255 @@
+//! A parallel layout of one training job and the constraints it must satisfy.
+
+use super::error::{nearest_divisors, nearest_multiples, PlanError};
+use super::hardware::{Hardware, Network, Precision};
+use super::shape::ModelShape;
+use serde::{Deserialize, Serialize};
+
+/// Activation recomputation (Korthikanti et al. 2022, "Reducing Activation Recomputation in
+/// Large Transformer Models").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recompute {
+    /// Keep every activation.
+    None,
+    /// Recompute only the core attention (QKᵀ, softmax, dropout, ·V), whose activations grow
+    /// with s² but whose FLOPs are small.
+    Selective,
+    /// Keep only each layer's input; re-run the whole forward during the backward pass.
+    Full,
+}
+
+impl Recompute {
+    pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::Full => "full",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" => Some(Recompute::None),
+            "selective" => Some(Recompute::Selective),
+            "full" => Some(Recompute::Full),
+            _ => None,
+        }
+    }
+}
+
+/// Everything that defines how one job is laid out on the devices.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Layout {
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    /// Model chunks per pipeline stage (interleaved 1F1B, Narayanan et al. 2021 §2.2.2); 1 = none.
+    pub interleave: u32,
+    /// Microbatch size in sequences.
+    pub mbs: u32,
+    /// Global batch in sequences.
+    pub batch: u32,
+    pub recompute: Recompute,
+    /// ZeRO stage 0–3 (Rajbhandari et al. 2020); 3 is what PyTorch calls FSDP.
+    pub zero: u8,
+    /// Sequence parallelism (Korthikanti et al. 2022 §4.2.2).
+    pub sp: bool,
+    pub precision: Precision,
+    /// Overlap data-parallel gradient communication with the backward pass.
+    pub overlap_dp: bool,
+    /// Fused attention that never materialises the s × s scores (FlashAttention, Dao et al.
+    /// 2022; FlashAttention-2, Dao 2023).
+    pub flash_attention: bool,
+}
+
+impl Layout {
+    pub fn gpus(&self) -> u64 {
+        u64::from(self.tp) * u64::from(self.pp) * u64::from(self.dp)
+    }
+
+    /// Microbatches per pipeline per iteration, m = B / (DP · mbs).
+    pub fn microbatches(&self) -> u64 {
+        u64::from(self.batch) / (u64::from(self.dp) * u64::from(self.mbs)).max(1)
+    }
+
+    /// A one-line description, e.g. `tp8 pp35 dp9 v1 mbs1 B2520 full zero1 sp bf16 ovl`.
+    pub fn label(&self) -> String {
+        format!(
+            "tp{} pp{} dp{} v{} mbs{} B{} {} zero{}{} {}{}{}",
+            self.tp,
+            self.pp,
+            self.dp,
+            self.interleave,
+            self.mbs,
+            self.batch,
+            self.recompute.name(),
+            self.zero,
+            if self.sp { " sp" } else { "" },
+            self.precision.name(),
+            if self.overlap_dp { " ovl" } else { "" },
+            if self.flash_attention { " flash" } else { "" },
+        )
+    }
+}
+
+/// Check the model's own shape: every dimension at least 1, KV heads dividing the heads.
+pub fn validate_model(model: &ModelShape) -> Result<(), PlanError> {
+    for (what, v) in [
+        ("--layers", model.layers),
+        ("--hidden", model.hidden),
+        ("--heads", model.heads),
+        ("--kv-heads", model.kv_heads),
+        ("--ffn", model.ffn),
+        ("--vocab", model.vocab),
+        ("--seq", model.seq),
+    ] {
+        if v == 0 {
+            return Err(PlanError::Zero {
+                what,
+                value: v.into(),
+            });
+        }
+    }
+    if model.heads % model.kv_heads != 0 {
+        return Err(PlanError::KvHeads {
+            kv_heads: model.kv_heads,
+            heads: model.heads,
+            nearest: nearest_divisors(model.heads.into(), model.kv_heads.into(), None),
+        });
+    }
+    Ok(())
+}
+
+/// Check a layout against the model, device and node; `gpus` is the user's --gpus where given.
+/// Every error names the violated constraint and the nearest valid values.
+pub fn validate(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    l: &Layout,
+    gpus: Option<u64>,
+) -> Result<(), PlanError> {
+    validate_model(model)?;
+    for (what, v) in [
+        ("--gpus-per-node", u64::from(net.gpus_per_node)),
+        ("--tp", u64::from(l.tp)),
+        ("--pp", u64::from(l.pp)),
+        ("--dp", u64::from(l.dp)),
+        ("--interleave", u64::from(l.interleave)),
+        ("--mbs", u64::from(l.mbs)),
+        ("--batch", u64::from(l.batch)),
+    ] {
+        if v == 0 {
+            return Err(PlanError::Zero { what, value: v });
+        }
+    }
+    if l.tp > net.gpus_per_node {
+        return Err(PlanError::TpNode {
+            tp: l.tp,
+            gpus_per_node: net.gpus_per_node,
+            nearest: nearest_divisors(
+                model.heads.into(),
+                l.tp.into(),
+                Some(net.gpus_per_node.into()),
+            ),
+        });
+    }
+    if model.heads % l.tp != 0 {
+        return Err(PlanError::TpHeads {
+            tp: l.tp,
+            heads: model.heads,
+            nearest: nearest_divisors(
+                model.heads.into(),
+                l.tp.into(),
+                Some(net.gpus_per_node.into()),
+            ),
+        });
+    }
+    if model.kv_heads % l.tp != 0 {
+        return Err(PlanError::TpKvHeads {
+            tp: l.tp,
+            kv_heads: model.kv_heads,
+            nearest: nearest_divisors(model.kv_heads.into(), l.tp.into(), None),
+        });
+    }
+    if model.layers % l.pp != 0 {
+        return Err(PlanError::PpLayers {
+            pp: l.pp,
+            layers: model.layers,
+            nearest: nearest_divisors(model.layers.into(), l.pp.into(), None),
+        });
+    }
+    let tp_pp = u64::from(l.tp) * u64::from(l.pp);
+    if let Some(n) = gpus {
+        if n != l.gpus() {
+            let hint = if n % tp_pp == 0 {
+                format!("use --dp {} (or omit --dp)", n / tp_pp)
+            } else {
+                format!(
+                    "--gpus must be a multiple of --tp × --pp = {tp_pp}: nearest valid --gpus: {}",
+                    nearest_multiples(n, tp_pp)
+                )
+            };
+            return Err(PlanError::GpuProduct {
+                gpus: n,
+                tp: l.tp,
+                pp: l.pp,
+                dp: l.dp.into(),
+                product: l.gpus(),
+                hint,
+            });
+        }
+    }
+    let unit = u64::from(l.dp) * u64::from(l.mbs);
+    if u64::from(l.batch) % unit != 0 {
+        return Err(PlanError::Batch {
+            batch: l.batch.into(),
+            dp: l.dp.into(),
+            mbs: l.mbs,
+            unit,
+            nearest: nearest_multiples(l.batch.into(), unit),
+        });
+    }
+    let per_stage = model.layers / l.pp;
+    if l.interleave > 1 && (l.pp == 1 || per_stage % l.interleave != 0) {
+        return Err(PlanError::Interleave {
+            v: l.interleave,
+            per_stage,
+            nearest: if l.pp == 1 {
+                "1".into()
+            } else {
+                nearest_divisors(per_stage.into(), l.interleave.into(), None)
+            },
+        });
+    }
+    let m = l.microbatches();
+    if l.interleave > 1 && m % u64::from(l.pp) != 0 {
+        return Err(PlanError::InterleaveMicrobatches {
+            microbatches: m,
+            pp: l.pp,
+            nearest: nearest_multiples(l.batch.into(), unit * u64::from(l.pp)),
+        });
+    }
+    if l.zero > 3 {
+        return Err(PlanError::ZeroStage { zero: l.zero });
+    }
+    if l.zero >= 2 && l.pp > 1 {
+        return Err(PlanError::ZeroWithPipeline {
+            zero: l.zero,
+            pp: l.pp,
+        });
+    }
+    if l.sp && l.tp == 1 {
+        return Err(PlanError::SequenceParallelWithoutTp);
+    }
+    if hw.peak(l.precision).is_none() {
+        return Err(PlanError::Precision {
+            device: hw.name.clone(),
+            precision: l.precision.name(),
+        });
+    }
+    Ok(())
+}

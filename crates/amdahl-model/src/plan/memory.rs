@@ -1,0 +1,198 @@
+//! Memory per device: weights, gradients, optimizer state (by ZeRO stage), activations.
+//!
+//! Sources: Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion
+//! Parameter Models", §3.1 (mixed-precision Adam: 2 + 2 + 12 bytes per parameter) and §5
+//! (stages 1–3 shard optimizer state, gradients, parameters over DP); Korthikanti et al. 2022,
+//! "Reducing Activation Recomputation in Large Transformer Models", §4 (activation bytes per
+//! layer, eqs. 1–5) and §4.2.3 (pipeline: the first stage holds p microbatches, ×(1 + (p−1)/(pv))
+//! when interleaved).
+
+use super::hardware::Precision;
+use super::layout::{Layout, Recompute};
+use super::shape::ModelShape;
+use crate::units::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// Memory of the most loaded device (the first pipeline stage).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    pub weights: Bytes,
+    pub gradients: Bytes,
+    pub optimizer: Bytes,
+    pub activations: Bytes,
+    pub total: Bytes,
+    pub capacity: Bytes,
+    pub fits: bool,
+}
+
+/// Bytes per parameter of (weights, gradients, optimizer state) before ZeRO sharding.
+/// Mixed precision (bf16, fp8): bf16 weights and gradients, fp32 master weights + Adam m and v
+/// (ZeRO §3.1: K = 12). fp8 (Transformer Engine) keeps bf16 weights and casts per GEMM.
+/// fp32: fp32 weights and gradients, Adam m and v.
+pub fn bytes_per_param(p: Precision) -> (f64, f64, f64) {
+    match p {
+        Precision::Fp32 => (4.0, 4.0, 8.0),
+        Precision::Bf16 | Precision::Fp8 => (2.0, 2.0, 12.0),
+    }
+}
+
+/// Activation bytes of one layer for one microbatch of `b` sequences, per tensor-parallel rank
+/// (Korthikanti et al. 2022, Table 2), generalised to GQA and gated MLPs:
+/// per token-hidden element, attention keeps 2 (LN out), 2 (Q), 4·k/a (K, V), 2 (context) and
+/// 1 (dropout mask) bytes, plus 5 bytes per score element (softmax out, dropout mask and out);
+/// the MLP keeps 2 + 4f/h (6f/h gated) + 1; the two LayerNorm inputs 4. Their sum is 34 + 5as/h
+/// for a GPT layer. The 10 bytes of LayerNorm/dropout tensors are split by TP only with
+/// sequence parallelism.
+pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Recompute) -> f64 {
+    let (s, h, a, f) = (
+        f64::from(model.seq),
+        f64::from(model.hidden),
+        f64::from(model.heads),
+        f64::from(model.ffn),
+    );
+    let t = f64::from(l.tp);
+    let scale = l.precision.activation_bytes() / 2.0;
+    let sbh = s * b * h;
+    let split = 4.0 + 4.0 * model.kv_ratio() + if model.gated_mlp { 6.0 } else { 4.0 } * f / h;
+    let unsplit = if l.sp { 10.0 / t } else { 10.0 };
+    // FlashAttention keeps no score-sized tensor (only per-row softmax statistics).
+    let scores = if l.flash_attention {
+        0.0
+    } else {
+        5.0 * a * s / h / t
+    };
+    scale
+        * sbh
+        * match mode {
+            Recompute::None => unsplit + split / t + scores,
+            Recompute::Selective => unsplit + split / t,
+            // Only the layer input (2 bytes per element) is kept; split by TP with SP.
+            Recompute::Full => 2.0 / if l.sp { t } else { 1.0 },
+        }
+}
+
+/// Memory of the first pipeline stage, the most loaded device.
+pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
+    let (t, p, d) = (f64::from(l.tp), f64::from(l.pp), f64::from(l.dp));
+    // First stage: its layers and the (tied) embedding, split by TP.
+    let params =
+        (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
+    let (wb, gb, ob) = bytes_per_param(l.precision);
+    let shard = |stage: u8| if l.zero >= stage { d } else { 1.0 };
+    let mut weights = params * wb / shard(3);
+    if l.zero == 3 && l.dp > 1 {
+        // ZeRO-3 gathers each layer's full (TP-split) weights before use: the layer being
+        // computed and the one being prefetched (DeepSpeed's prefetch bucket).
+        weights += 2.0 * model.layer_params() / t * wb;
+    }
+    let gradients = params * gb / shard(2);
+    let optimizer = params * ob / shard(1);
+
+    let b = f64::from(l.mbs);
+    let m = l.microbatches() as f64;
+    let v = f64::from(l.interleave);
+    // 1F1B: the first stage holds min(m, p) microbatches in flight; interleaving adds
+    // (p−1)/(p·v) of a stage's worth (Korthikanti et al. 2022, §4.2.3).
+    let in_flight = m.min(p)
+        * if l.interleave > 1 {
+            1.0 + (p - 1.0) / (p * v)
+        } else {
+            1.0
+        };
+    let layers_per_stage = f64::from(model.layers) / p;
+    let per_layer = layer_activation_bytes(model, l, b, l.recompute);
+    let mut activations = layers_per_stage * per_layer * in_flight;
+    if l.recompute == Recompute::Full {
+        // Re-running one layer's forward materialises its full activations once.
+        activations += layer_activation_bytes(model, l, b, Recompute::None);
+    }
+    if l.pp == 1 {
+        // Logits in fp32 for the loss: 4·s·b·V/t bytes (the last stage; here also the first).
+        activations += 4.0 * f64::from(model.seq) * b * f64::from(model.vocab) / t;
+    }
+    let total = weights + gradients + optimizer + activations;
+    Memory {
+        weights: Bytes(weights),
+        gradients: Bytes(gradients),
+        optimizer: Bytes(optimizer),
+        activations: Bytes(activations),
+        total: Bytes(total),
+        capacity,
+        fits: total <= usable(capacity).get(),
+    }
+}
+
+/// Memory a job may use: the capacity less 5 % for the CUDA context, NCCL buffers and allocator
+/// fragmentation (an estimate; PyTorch reports 1–3 GiB of such overhead on 80 GB devices).
+pub fn usable(capacity: Bytes) -> Bytes {
+    capacity * 0.95
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::shape::builtin_model;
+
+    fn layout(tp: u32, sp: bool, rc: Recompute) -> Layout {
+        Layout {
+            tp,
+            pp: 1,
+            dp: 1,
+            interleave: 1,
+            mbs: 1,
+            batch: 1,
+            recompute: rc,
+            zero: 0,
+            sp,
+            precision: Precision::Bf16,
+            overlap_dp: false,
+            flash_attention: false,
+        }
+    }
+
+    #[test]
+    fn korthikanti_table2_forms() {
+        // GPT-3 175B: s = 2048, h = 12288, a = 96, b = 1.
+        let m = builtin_model("gpt3-175b").map(|m| m.shape);
+        let Some(m) = m else {
+            panic!("built-in model missing")
+        };
+        let (s, h, a, t) = (2048.0, 12288.0, 96.0, 8.0);
+        let sbh = s * h;
+        // No parallelism: sbh(34 + 5as/h).
+        let got =
+            layer_activation_bytes(&m, &layout(1, false, Recompute::None), 1.0, Recompute::None);
+        assert!((got / (sbh * (34.0 + 5.0 * a * s / h)) - 1.0).abs() < 1e-12);
+        // TP: sbh(10 + 24/t + 5as/(ht)).
+        let got =
+            layer_activation_bytes(&m, &layout(8, false, Recompute::None), 1.0, Recompute::None);
+        let want = sbh * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
+        assert!((got / want - 1.0).abs() < 1e-12);
+        // TP + SP + selective: 34·sbh/t.
+        let l = layout(8, true, Recompute::Selective);
+        let got = layer_activation_bytes(&m, &l, 1.0, Recompute::Selective);
+        assert!((got / (34.0 * sbh / t) - 1.0).abs() < 1e-12);
+        // Full recompute: 2·sbh (input only).
+        let got =
+            layer_activation_bytes(&m, &layout(8, false, Recompute::Full), 1.0, Recompute::Full);
+        assert!((got / (2.0 * sbh) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn zero_stages_shard_16_bytes_per_parameter() {
+        // ZeRO §5, Figure 1: Ψ = 7.5B, N_d = 64: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB for stages 0–3.
+        let psi = 7.5e9;
+        let d = 64.0;
+        let (w, g, o) = bytes_per_param(Precision::Bf16);
+        let stage = [
+            (w + g + o) * psi,
+            (w + g) * psi + o * psi / d,
+            w * psi + (g + o) * psi / d,
+            (w + g + o) * psi / d,
+        ];
+        let want = [120e9, 31.4e9, 16.6e9, 1.9e9];
+        for (s, w) in stage.iter().zip(want) {
+            assert!((s / w - 1.0).abs() < 0.02, "{s} vs {w}");
+        }
+    }
+}

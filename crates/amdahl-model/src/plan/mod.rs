@@ -1,0 +1,41 @@
+//! Distributed-training performance model and layout search (`amdahl plan`).
+//!
+//! Given a dense transformer ([`ModelShape`]), a device ([`Hardware`]) on a two-tier network
+//! ([`Network`]) and a parallel [`Layout`] (DP × TP × PP, interleaving, sequence parallelism,
+//! ZeRO, microbatch, recomputation, precision), [`evaluate`] predicts the iteration time and
+//! where it goes, memory per device, throughput, MFU/HFU; [`cost`] turns it into time, energy
+//! and carbon to train D tokens; [`scaling`] gives Végh's view (α_eff vs N); [`search`] ranks
+//! every valid layout. Every formula's source: docs/methodology/plan.md.
+
+pub mod collective;
+pub mod cost;
+pub mod error;
+pub mod hardware;
+pub mod layout;
+pub mod memory;
+pub mod perf;
+pub mod result;
+pub mod scaling;
+pub mod search;
+pub mod shape;
+
+#[cfg(test)]
+mod properties;
+#[cfg(test)]
+mod validation;
+
+pub use cost::{cost, Cost, CostInputs};
+pub use error::PlanError;
+pub use hardware::{
+    builtin_device, builtin_devices, BuiltinDevice, DeviceClass, GemmCurve, Hardware, Link,
+    Network, Precision,
+};
+pub use layout::{validate, validate_model, Layout, Recompute};
+pub use memory::Memory;
+pub use perf::{estimate, evaluate, Breakdown, Estimate};
+pub use result::{PlanResult, RankedLayout, SearchResult, PLAN_SCHEMA, SEARCH_SCHEMA};
+pub use scaling::{scaling, Scaling, ScalingPoint};
+pub use search::{
+    search, space_size, Candidate, Objective, Rejections, SearchOutcome, SearchSpace,
+};
+pub use shape::{builtin_model, builtin_models, BuiltinModel, ModelShape};

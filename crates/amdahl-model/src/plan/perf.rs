@@ -1,0 +1,388 @@
+//! Per-iteration time of one layout: compute, memory-bound work, communication, bubble,
+//! optimizer. Formulas and their sources: docs/methodology/plan.md.
+
+use super::collective::{all_gather, all_reduce, p2p};
+use super::error::PlanError;
+use super::hardware::{Hardware, Link, Network};
+use super::layout::{validate, Layout, Recompute};
+use super::memory::{bytes_per_param, memory, Memory};
+use super::shape::ModelShape;
+use crate::units::{Flops, Seconds};
+use serde::{Deserialize, Serialize};
+
+/// Where one iteration's time goes on the slowest pipeline stage; the parts sum to the step.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// GEMMs (forward, backward, recomputation) outside the bubble.
+    pub compute: Seconds,
+    /// Memory-bound element-wise work (LayerNorm, softmax, dropout, GeLU, residuals, loss).
+    pub memory_bound: Seconds,
+    /// Tensor-parallel all-reduces / all-gathers + reduce-scatters (not overlapped).
+    pub tp_comm: Seconds,
+    /// Pipeline point-to-point sends that sit on the critical path.
+    pub pp_comm: Seconds,
+    /// Data-parallel gradient (and ZeRO-3 parameter) traffic not hidden behind the backward.
+    pub dp_comm: Seconds,
+    /// Pipeline fill and drain, (p−1)/v microbatch times.
+    pub bubble: Seconds,
+    /// Adam step over the parameters this device owns.
+    pub optimizer: Seconds,
+    /// Tied-embedding gradient all-reduce between the first and last stage.
+    pub other: Seconds,
+}
+
+impl Breakdown {
+    pub fn total(&self) -> Seconds {
+        self.compute
+            + self.memory_bound
+            + self.tp_comm
+            + self.pp_comm
+            + self.dp_comm
+            + self.bubble
+            + self.optimizer
+            + self.other
+    }
+
+    /// Work a single device would also do: compute and memory-bound time.
+    pub fn work(&self) -> Seconds {
+        self.compute + self.memory_bound
+    }
+
+    /// Exposed communication of all three kinds.
+    pub fn communication(&self) -> Seconds {
+        self.tp_comm + self.pp_comm + self.dp_comm
+    }
+}
+
+/// The prediction for one layout.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub layout: Layout,
+    pub gpus: u64,
+    pub step_time: Seconds,
+    pub breakdown: Breakdown,
+    pub tokens_per_s: f64,
+    /// Executed (hardware) FLOP/s per device, the figure Megatron papers report.
+    pub tflops_per_gpu: f64,
+    /// Model FLOP/s per device (no recomputation counted).
+    pub model_tflops_per_gpu: f64,
+    pub mfu: f64,
+    pub hfu: f64,
+    /// Fraction of the step the device computes or streams memory (drives the power model).
+    pub busy_fraction: f64,
+    pub model_flops: Flops,
+    pub executed_flops: Flops,
+    pub memory: Memory,
+}
+
+/// Validate `layout` and predict its iteration.
+pub fn evaluate(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    layout: &Layout,
+) -> Result<Estimate, PlanError> {
+    validate(model, hw, net, layout, None)?;
+    Ok(estimate(model, hw, net, layout))
+}
+
+/// Predict an iteration of a layout the caller has validated (the search's hot path).
+pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) -> Estimate {
+    let curve = hw.class.curve();
+    let peak = hw.peak(l.precision).unwrap_or(hw.peak_bf16).get();
+    let rate = curve.max_efficiency * peak;
+    let latency = curve.latency.get();
+    // One GEMM kernel of `f` FLOPs (docs: "GEMM efficiency").
+    let gemm = |f: f64| latency + f / rate;
+    let mem_rate = hw.memory_bandwidth.get() * curve.memory_efficiency;
+
+    let (t, p, d, v) = (
+        f64::from(l.tp),
+        f64::from(l.pp),
+        f64::from(l.dp),
+        f64::from(l.interleave),
+    );
+    let b = f64::from(l.mbs);
+    let m = l.microbatches() as f64;
+    let (s, h, a, f) = (
+        f64::from(model.seq),
+        f64::from(model.hidden),
+        f64::from(model.heads),
+        f64::from(model.ffn),
+    );
+    let act = l.precision.activation_bytes();
+
+    // --- one layer, one microbatch, per device -------------------------------------------
+    let g = model.layer_gemms(b);
+    let nm = model.mlp_matrices();
+    // Core attention: two batched GEMMs, or one fused FlashAttention kernel whose backward
+    // re-computes QKᵀ: 5 GEMM-sized products against the forward's 2 (Dao 2023, §3.1.2).
+    let (attn_fwd, attn_bwd) = if l.flash_attention {
+        let k = gemm((g[1] + g[2]) / t);
+        (k, 2.5 * (k - latency) + latency)
+    } else {
+        let k = gemm(g[1] / t) + gemm(g[2] / t);
+        (k, 2.0 * k)
+    };
+    let dense_fwd = gemm(g[0] / t) + gemm(g[3] / t) + nm * gemm(g[4] / t / nm);
+    let fwd_gemm = dense_fwd + attn_fwd;
+    let recompute_gemm = match l.recompute {
+        Recompute::None => 0.0,
+        // FlashAttention's backward already re-computes the core attention.
+        Recompute::Selective if l.flash_attention => 0.0,
+        Recompute::Selective => attn_fwd,
+        Recompute::Full => fwd_gemm,
+    };
+    // Backward: a data-gradient and a weight-gradient GEMM per forward GEMM.
+    let layer_gemm = fwd_gemm + 2.0 * dense_fwd + attn_bwd + recompute_gemm;
+
+    // Element-wise traffic, bytes per element (docs: "Memory-bound work"): LayerNorms 2×4,
+    // bias-dropout-adds 2×7 on the token-hidden tensor; GeLU 4 (SwiGLU 6) per MLP element;
+    // fused scale-mask-softmax + dropout 9 per attention-score element. Backward ≈ 2× forward.
+    let scale = act / 2.0;
+    let sbh = s * b * h;
+    let unsplit = if l.sp { sbh / t } else { sbh };
+    let mlp_el = sbh * f / h / t * if model.gated_mlp { 6.0 } else { 4.0 };
+    let score_el = if l.flash_attention {
+        0.0
+    } else {
+        9.0 * a * s * s * b / t
+    };
+    let fwd_mem = scale * (22.0 * unsplit + mlp_el + score_el) / mem_rate;
+    let recompute_mem = match l.recompute {
+        Recompute::None => 0.0,
+        Recompute::Selective => scale * score_el / mem_rate,
+        Recompute::Full => fwd_mem,
+    };
+    let layer_mem = 3.0 * fwd_mem + recompute_mem;
+
+    // Tensor parallelism: 2 all-reduces forward, 2 backward, 2 more when the forward is re-run
+    // (Shoeybi et al. 2019, Fig. 4); with SP the same volume as all-gather + reduce-scatter
+    // (Korthikanti et al. 2022 §4.2.2). Within the node.
+    let tp_msgs = if l.recompute == Recompute::Full {
+        6.0
+    } else {
+        4.0
+    };
+    let layer_tp = tp_msgs * all_reduce(&net.intra, t, sbh * act);
+
+    // Output layer and loss, on the last stage (the slowest when p > 1).
+    let logits = model.logit_flops(b) / t;
+    let logit_time =
+        3.0 * gemm(logits) + 3.0 * 12.0 * s * b * f64::from(model.vocab) / t / mem_rate;
+
+    let layers_per_stage = f64::from(model.layers) / p;
+    let mb_compute = layers_per_stage * layer_gemm + 3.0 * gemm(logits);
+    let mb_mem = layers_per_stage * layer_mem + (logit_time - 3.0 * gemm(logits));
+    let mb_tp = layers_per_stage * layer_tp;
+    let mb_time = mb_compute + mb_mem + mb_tp;
+
+    // Pipeline: bubble (p−1)/v microbatch times (Narayanan et al. 2021, §2.2); p2p of the
+    // scattered activation b·s·h/t on the critical path once per chunk forward and backward.
+    let bubble = (p - 1.0) / v * mb_time;
+    let pp_link = link(net, l.gpus());
+    let pp_comm = if l.pp > 1 {
+        2.0 * (v * m + p - 1.0) * p2p(pp_link, sbh * act / t)
+    } else {
+        0.0
+    };
+
+    // Data parallelism over ranks `tp` apart: inside the node while tp·dp fits in it.
+    let stage_params =
+        (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
+    let (wb, gb, _) = bytes_per_param(l.precision);
+    let dp_link = link(net, u64::from(l.tp) * u64::from(l.dp));
+    let backward_one_mb =
+        layers_per_stage * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0);
+    let dp_comm = if l.dp <= 1 {
+        0.0
+    } else if l.zero == 3 {
+        // ZeRO-3/FSDP: per microbatch all-gather weights (forward, backward) + reduce-scatter
+        // gradients (Rajbhandari et al. 2020 §7.2: 1.5× the all-reduce volume).
+        let c = m
+            * (2.0 * all_gather(dp_link, d, stage_params * wb)
+                + all_gather(dp_link, d, stage_params * gb));
+        if l.overlap_dp {
+            (c - m * mb_time).max(0.0)
+        } else {
+            c
+        }
+    } else {
+        // All-reduce, or reduce-scatter + all-gather (ZeRO-1/2): the same volume.
+        let c = all_reduce(dp_link, d, stage_params * gb);
+        if l.overlap_dp {
+            (c - backward_one_mb).max(0.0)
+        } else {
+            c
+        }
+    };
+
+    // Adam over the parameters this device updates: 28 bytes streamed per parameter
+    // (read weights/master, m, v, gradient; write them back).
+    let owned = stage_params / if l.zero >= 1 { d } else { 1.0 };
+    let optimizer = owned * 28.0 / mem_rate;
+
+    // Tied embedding: its gradient is all-reduced between the first and last stage.
+    let other = if l.pp > 1 {
+        all_reduce(&net.inter, 2.0, model.embedding_params() / t * gb)
+    } else {
+        0.0
+    };
+
+    let breakdown = Breakdown {
+        compute: Seconds(m * mb_compute),
+        memory_bound: Seconds(m * mb_mem),
+        tp_comm: Seconds(m * mb_tp),
+        pp_comm: Seconds(pp_comm),
+        dp_comm: Seconds(dp_comm),
+        bubble: Seconds(bubble),
+        optimizer: Seconds(optimizer),
+        other: Seconds(other),
+    };
+    let step = breakdown.total().get();
+    let batch = f64::from(l.batch);
+    let model_flops = model.model_flops(batch);
+    let g_all = model.layer_gemms(batch);
+    let recompute_flops = f64::from(model.layers)
+        * (match l.recompute {
+            Recompute::None => 0.0,
+            Recompute::Selective if l.flash_attention => 0.0,
+            Recompute::Selective => g_all[1] + g_all[2],
+            Recompute::Full => g_all.iter().sum(),
+        } + if l.flash_attention {
+            // FlashAttention's backward re-computes the scores QKᵀ.
+            g_all[1]
+        } else {
+            0.0
+        });
+    let executed = model_flops + recompute_flops;
+    let n = l.gpus() as f64;
+    let busy = (breakdown.work().get() + optimizer) / step;
+    Estimate {
+        layout: *l,
+        gpus: l.gpus(),
+        step_time: Seconds(step),
+        breakdown,
+        tokens_per_s: batch * s / step,
+        tflops_per_gpu: executed / step / n / 1e12,
+        model_tflops_per_gpu: model_flops / step / n / 1e12,
+        mfu: model_flops / step / n / peak,
+        hfu: executed / step / n / peak,
+        busy_fraction: busy,
+        model_flops: Flops(model_flops),
+        executed_flops: Flops(executed),
+        memory: memory(model, l, hw.memory),
+    }
+}
+
+/// The tier a group of `span` consecutive ranks crosses.
+fn link(net: &Network, span: u64) -> &Link {
+    if span <= u64::from(net.gpus_per_node) {
+        &net.intra
+    } else {
+        &net.inter
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::hardware::{builtin_device, Precision};
+    use crate::plan::shape::builtin_model;
+
+    fn setup() -> (ModelShape, Hardware, Network) {
+        let (Some(d), Some(m)) = (builtin_device("a100-80gb"), builtin_model("megatron-145b"))
+        else {
+            panic!("built-ins missing")
+        };
+        let net = Network::node_of(&d.hardware, d.inter_node_gbit);
+        (m.shape, d.hardware, net)
+    }
+
+    fn base() -> Layout {
+        Layout {
+            tp: 8,
+            pp: 8,
+            dp: 24,
+            interleave: 1,
+            mbs: 1,
+            batch: 2304,
+            recompute: Recompute::Full,
+            zero: 0,
+            sp: false,
+            precision: Precision::Bf16,
+            overlap_dp: false,
+            flash_attention: false,
+        }
+    }
+
+    #[test]
+    fn bubble_is_p_minus_1_over_v_microbatch_times() {
+        // SC21 §2.2: bubble / ideal = (p−1)/(v·m).
+        let (m, hw, net) = setup();
+        for v in [1, 2, 5] {
+            let l = Layout {
+                interleave: v,
+                ..base()
+            };
+            let e = evaluate(&m, &hw, &net, &l).unwrap_or_else(|err| panic!("{err}"));
+            let ideal = e.breakdown.compute + e.breakdown.memory_bound + e.breakdown.tp_comm;
+            let mb = f64::from(l.batch / (l.dp * l.mbs));
+            let want = 7.0 / (f64::from(v) * mb);
+            assert!((e.breakdown.bubble / ideal - want).abs() < 1e-12, "v = {v}");
+        }
+    }
+
+    #[test]
+    fn overlap_and_zero_do_what_they_say() {
+        let (m, hw, net) = setup();
+        let plain = estimate(&m, &hw, &net, &base());
+        let ovl = estimate(
+            &m,
+            &hw,
+            &net,
+            &Layout {
+                overlap_dp: true,
+                ..base()
+            },
+        );
+        assert!(ovl.breakdown.dp_comm <= plain.breakdown.dp_comm);
+        assert_eq!(ovl.breakdown.compute, plain.breakdown.compute);
+        let z1 = estimate(&m, &hw, &net, &Layout { zero: 1, ..base() });
+        // ZeRO-1 divides the optimizer state by DP = 24 and its update time likewise.
+        assert!((plain.memory.optimizer / z1.memory.optimizer - 24.0).abs() < 1e-9);
+        assert!((plain.breakdown.optimizer / z1.breakdown.optimizer - 24.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn hfu_over_mfu_is_4_over_3_with_full_recompute() {
+        // Executed = model + one more forward: 96/72 for the transformer layers, logits 3/3.
+        let (m, hw, net) = setup();
+        let e = estimate(&m, &hw, &net, &base());
+        let r = e.hfu / e.mfu;
+        assert!(r > 1.32 && r < 4.0 / 3.0, "{r}");
+        let full = m.megatron_flops(f64::from(base().batch));
+        assert!((e.executed_flops.get() / full - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn breakdown_sums_to_step_and_selective_saves_memory() {
+        let (m, hw, net) = setup();
+        let sel = Layout {
+            recompute: Recompute::Selective,
+            sp: true,
+            ..base()
+        };
+        let none = Layout {
+            recompute: Recompute::None,
+            ..base()
+        };
+        let es = estimate(&m, &hw, &net, &sel);
+        let en = estimate(&m, &hw, &net, &none);
+        assert!((es.breakdown.total() / es.step_time - 1.0).abs() < 1e-12);
+        assert!(es.memory.activations < en.memory.activations);
+        // Selective recomputation costs far less time than full.
+        let ef = estimate(&m, &hw, &net, &base());
+        assert!(es.step_time < ef.step_time);
+    }
+}

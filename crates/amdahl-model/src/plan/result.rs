@@ -1,0 +1,165 @@
+//! The serialisable results of `amdahl plan` (schema `amdahl.plan/1`) and `amdahl plan
+//! --search` (schema `amdahl.plan-search/1`), documented in docs/usage/plan.md.
+
+use super::cost::{cost, Cost, CostInputs};
+use super::hardware::{Hardware, Network};
+use super::layout::Layout;
+use super::memory::Memory;
+use super::perf::{Breakdown, Estimate};
+use super::scaling::{scaling, Scaling};
+use super::search::{Candidate, Objective, Rejections, SearchOutcome, SearchSpace};
+use super::shape::ModelShape;
+use serde::{Deserialize, Serialize};
+
+pub const PLAN_SCHEMA: &str = "amdahl.plan/1";
+pub const SEARCH_SCHEMA: &str = "amdahl.plan-search/1";
+
+/// Result of predicting one layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanResult {
+    pub schema: String,
+    pub model: ModelShape,
+    pub parameters: f64,
+    pub device: Hardware,
+    pub network: Network,
+    pub layout: Layout,
+    pub gpus: u64,
+    pub microbatches: u64,
+    pub step_time_s: f64,
+    pub tokens_per_s: f64,
+    pub tflops_per_gpu: f64,
+    pub model_tflops_per_gpu: f64,
+    pub mfu: f64,
+    pub hfu: f64,
+    pub memory_per_gpu_bytes: f64,
+    pub fits: bool,
+    /// Seconds per iteration by cause; sums to `step_time_s`.
+    pub breakdown: Breakdown,
+    pub memory: Memory,
+    pub training: Cost,
+    pub scaling: Scaling,
+}
+
+impl PlanResult {
+    pub fn new(
+        model: &ModelShape,
+        hw: &Hardware,
+        net: &Network,
+        e: &Estimate,
+        inputs: &CostInputs,
+    ) -> Self {
+        PlanResult {
+            schema: PLAN_SCHEMA.into(),
+            model: model.clone(),
+            parameters: model.params(),
+            device: hw.clone(),
+            network: *net,
+            layout: e.layout,
+            gpus: e.gpus,
+            microbatches: e.layout.microbatches(),
+            step_time_s: e.step_time.get(),
+            tokens_per_s: e.tokens_per_s,
+            tflops_per_gpu: e.tflops_per_gpu,
+            model_tflops_per_gpu: e.model_tflops_per_gpu,
+            mfu: e.mfu,
+            hfu: e.hfu,
+            memory_per_gpu_bytes: e.memory.total.get(),
+            fits: e.memory.fits,
+            breakdown: e.breakdown,
+            memory: e.memory,
+            training: cost(e, hw, inputs),
+            scaling: scaling(model, hw, net, &e.layout),
+        }
+    }
+}
+
+/// One ranked layout in a search result, flattened for readers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankedLayout {
+    pub rank: usize,
+    pub label: String,
+    pub layout: Layout,
+    pub gpus: u64,
+    pub score: f64,
+    pub step_time_s: f64,
+    pub tflops_per_gpu: f64,
+    pub mfu: f64,
+    pub memory_per_gpu_bytes: f64,
+    pub train_time_s: f64,
+    pub device_hours: f64,
+    pub energy_kwh: f64,
+    pub emissions_kg: f64,
+    pub breakdown: Breakdown,
+}
+
+impl RankedLayout {
+    fn new(rank: usize, c: &Candidate) -> Self {
+        RankedLayout {
+            rank,
+            label: c.estimate.layout.label(),
+            layout: c.estimate.layout,
+            gpus: c.estimate.gpus,
+            score: c.score,
+            step_time_s: c.estimate.step_time.get(),
+            tflops_per_gpu: c.estimate.tflops_per_gpu,
+            mfu: c.estimate.mfu,
+            memory_per_gpu_bytes: c.estimate.memory.total.get(),
+            train_time_s: c.cost.train_time.get(),
+            device_hours: c.cost.device_hours,
+            energy_kwh: c.cost.facility_energy.kwh(),
+            emissions_kg: c.cost.emissions.kg(),
+            breakdown: c.estimate.breakdown,
+        }
+    }
+}
+
+/// Result of `amdahl plan --search`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub schema: String,
+    pub model: ModelShape,
+    pub device: Hardware,
+    pub network: Network,
+    pub space: SearchSpace,
+    pub objective: Objective,
+    pub evaluated: u64,
+    pub fitting: u64,
+    pub rejected_total: u64,
+    pub rejected: Rejections,
+    pub wall_time_s: f64,
+    pub top: Vec<RankedLayout>,
+    pub pareto: Vec<RankedLayout>,
+}
+
+impl SearchResult {
+    pub fn new(
+        model: &ModelShape,
+        hw: &Hardware,
+        net: &Network,
+        space: &SearchSpace,
+        out: &SearchOutcome,
+        wall_time_s: f64,
+    ) -> Self {
+        let rank = |v: &[Candidate]| {
+            v.iter()
+                .enumerate()
+                .map(|(i, c)| RankedLayout::new(i + 1, c))
+                .collect()
+        };
+        SearchResult {
+            schema: SEARCH_SCHEMA.into(),
+            model: model.clone(),
+            device: hw.clone(),
+            network: *net,
+            space: space.clone(),
+            objective: space.objective,
+            evaluated: out.evaluated,
+            fitting: out.fitting,
+            rejected_total: out.rejected.total(),
+            rejected: out.rejected,
+            wall_time_s,
+            top: rank(&out.top),
+            pareto: rank(&out.pareto),
+        }
+    }
+}

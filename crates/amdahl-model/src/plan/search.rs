@@ -1,0 +1,399 @@
+//! Exhaustive search over layouts: every TP × PP × DP factorisation (TP within a node and
+//! dividing the heads, PP dividing the layers), microbatch sizes, interleaving, recomputation,
+//! ZeRO stages, sequence parallelism and DP-overlap; non-fitting layouts are rejected before
+//! ranking. Parallel with rayon; progress is an atomic counter the caller may poll.
+
+use super::cost::{cost, Cost, CostInputs};
+use super::error::divisors;
+use super::hardware::{Hardware, Network, Precision};
+use super::layout::{Layout, Recompute};
+use super::memory::memory;
+use super::perf::{estimate, Estimate};
+use super::shape::ModelShape;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+
+/// What to minimise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Objective {
+    /// Wall time to train the requested tokens.
+    Time,
+    /// Facility energy to train them.
+    Energy,
+    /// Device-hours (× price where given).
+    Cost,
+}
+
+impl Objective {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "time" => Some(Objective::Time),
+            "energy" => Some(Objective::Energy),
+            "cost" => Some(Objective::Cost),
+            _ => None,
+        }
+    }
+}
+
+/// The space to search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchSpace {
+    /// Devices available.
+    pub gpus: u64,
+    /// Also consider jobs on fewer devices: every whole number of nodes up to `gpus`.
+    pub up_to: bool,
+    /// Largest global batch; each layout uses the largest multiple of DP × mbs not above it.
+    pub max_batch: u32,
+    pub microbatches: Vec<u32>,
+    /// Largest interleaving factor tried (each divisor of the layers per stage up to it).
+    pub max_interleave: u32,
+    pub precisions: Vec<Precision>,
+    /// Attention kernel of every layout (an implementation given, not a layout choice).
+    pub flash_attention: bool,
+    pub objective: Objective,
+    pub top_k: usize,
+    pub cost: CostInputs,
+}
+
+/// One ranked layout.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub estimate: Estimate,
+    pub cost: Cost,
+    /// The objective's value (seconds, joules or device-hours/price).
+    pub score: f64,
+}
+
+/// Why layouts were rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Rejections {
+    /// Does not fit in device memory.
+    pub memory: u64,
+    /// Interleaving needs the microbatch count to be a multiple of PP.
+    pub interleave_microbatches: u64,
+    /// ZeRO-2/3 with pipeline parallelism (unsupported by DeepSpeed and Megatron).
+    pub zero_with_pipeline: u64,
+    /// DP × mbs exceeds the largest global batch.
+    pub batch_too_small: u64,
+}
+
+impl Rejections {
+    pub fn total(&self) -> u64 {
+        self.memory + self.interleave_microbatches + self.zero_with_pipeline + self.batch_too_small
+    }
+    fn add(&mut self, o: &Rejections) {
+        self.memory += o.memory;
+        self.interleave_microbatches += o.interleave_microbatches;
+        self.zero_with_pipeline += o.zero_with_pipeline;
+        self.batch_too_small += o.batch_too_small;
+    }
+}
+
+/// The leanest layout seen, for "fits nowhere" messages.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Leanest {
+    pub layout: Layout,
+    pub memory_bytes: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchOutcome {
+    pub evaluated: u64,
+    pub fitting: u64,
+    pub rejected: Rejections,
+    pub top: Vec<Candidate>,
+    /// Layouts no other beats on both training time and energy, fastest first.
+    pub pareto: Vec<Candidate>,
+    pub leanest: Option<Leanest>,
+}
+
+/// One (devices, TP, PP, DP, mbs) cell; the inner knobs are enumerated inside it.
+#[derive(Debug, Clone, Copy)]
+struct Cell {
+    tp: u32,
+    pp: u32,
+    dp: u32,
+    mbs: u32,
+}
+
+fn cells(model: &ModelShape, net: &Network, space: &SearchSpace) -> Vec<Cell> {
+    let gpn = u64::from(net.gpus_per_node.max(1));
+    let mut counts: Vec<u64> = if space.up_to && space.gpus >= gpn {
+        (1..=space.gpus / gpn).map(|k| k * gpn).collect()
+    } else if space.up_to {
+        (1..=space.gpus).collect()
+    } else {
+        vec![space.gpus]
+    };
+    if !counts.contains(&space.gpus) {
+        counts.push(space.gpus);
+    }
+    let tps: Vec<u64> = divisors(gpn)
+        .into_iter()
+        .filter(|t| model.heads as u64 % t == 0 && model.kv_heads as u64 % t == 0)
+        .collect();
+    let pps = divisors(model.layers.into());
+    let mut out = Vec::new();
+    for &n in &counts {
+        for &tp in &tps {
+            for &pp in &pps {
+                let tpp = tp * pp;
+                if n % tpp != 0 {
+                    continue;
+                }
+                let dp = n / tpp;
+                let (Ok(tp), Ok(pp), Ok(dp)) =
+                    (u32::try_from(tp), u32::try_from(pp), u32::try_from(dp))
+                else {
+                    continue;
+                };
+                for &mbs in &space.microbatches {
+                    out.push(Cell { tp, pp, dp, mbs });
+                }
+            }
+        }
+    }
+    out
+}
+
+fn interleaves(model: &ModelShape, pp: u32, max: u32) -> Vec<u32> {
+    if pp <= 1 {
+        return vec![1];
+    }
+    let per_stage = model.layers / pp;
+    divisors(per_stage.into())
+        .into_iter()
+        .filter(|&v| v <= u64::from(max.max(1)))
+        .filter_map(|v| u32::try_from(v).ok())
+        .collect()
+}
+
+fn cell_size(model: &ModelShape, c: &Cell, space: &SearchSpace) -> u64 {
+    let v = interleaves(model, c.pp, space.max_interleave).len() as u64;
+    let sp = if c.tp > 1 { 2 } else { 1 };
+    let ovl = if c.dp > 1 { 2 } else { 1 };
+    v * 3 * 4 * sp * ovl * space.precisions.len() as u64
+}
+
+/// How many layouts [`search`] will evaluate (for a progress bar's length).
+pub fn space_size(model: &ModelShape, net: &Network, space: &SearchSpace) -> u64 {
+    cells(model, net, space)
+        .iter()
+        .map(|c| cell_size(model, c, space))
+        .sum()
+}
+
+/// Deterministic order: score, then time, then the layout's fields.
+fn rank(a: &Candidate, b: &Candidate) -> Ordering {
+    a.score
+        .total_cmp(&b.score)
+        .then(a.cost.train_time.get().total_cmp(&b.cost.train_time.get()))
+        .then_with(|| key(&a.estimate.layout).cmp(&key(&b.estimate.layout)))
+}
+
+type Key = (u32, u32, u32, u32, u32, u32, u8, u8, bool, u8, bool);
+fn key(l: &Layout) -> Key {
+    (
+        l.tp,
+        l.pp,
+        l.dp,
+        l.interleave,
+        l.mbs,
+        l.batch,
+        l.recompute as u8,
+        l.zero,
+        l.sp,
+        l.precision as u8,
+        l.overlap_dp,
+    )
+}
+
+#[derive(Default)]
+struct Acc {
+    evaluated: u64,
+    fitting: u64,
+    rejected: Rejections,
+    top: Vec<Candidate>,
+    front: Vec<Candidate>,
+    leanest: Option<Leanest>,
+}
+
+impl Acc {
+    fn push_top(&mut self, c: Candidate, k: usize) {
+        self.top.push(c);
+        if self.top.len() >= 2 * k.max(1) {
+            self.top.sort_by(rank);
+            self.top.truncate(k);
+        }
+    }
+
+    fn push_front(&mut self, c: Candidate) {
+        let (t, e) = (c.cost.train_time.get(), c.cost.facility_energy.get());
+        let dominated = self.front.iter().any(|f| {
+            let (ft, fe) = (f.cost.train_time.get(), f.cost.facility_energy.get());
+            ft <= t && fe <= e && (ft < t || fe < e || rank(f, &c) != Ordering::Greater)
+        });
+        if dominated {
+            return;
+        }
+        self.front.retain(|f| {
+            let (ft, fe) = (f.cost.train_time.get(), f.cost.facility_energy.get());
+            !(t <= ft && e <= fe)
+        });
+        self.front.push(c);
+    }
+
+    fn see_memory(&mut self, l: &Layout, bytes: f64) {
+        if self.leanest.is_none_or(|x| bytes < x.memory_bytes) {
+            self.leanest = Some(Leanest {
+                layout: *l,
+                memory_bytes: bytes,
+            });
+        }
+    }
+
+    fn merge(mut self, other: Acc, k: usize) -> Acc {
+        self.evaluated += other.evaluated;
+        self.fitting += other.fitting;
+        self.rejected.add(&other.rejected);
+        for c in other.top {
+            self.push_top(c, k);
+        }
+        for c in other.front {
+            self.push_front(c);
+        }
+        if let Some(l) = other.leanest {
+            self.see_memory(&l.layout, l.memory_bytes);
+        }
+        self
+    }
+}
+
+fn score(objective: Objective, c: &Cost) -> f64 {
+    match objective {
+        Objective::Time => c.train_time.get(),
+        Objective::Energy => c.facility_energy.get(),
+        Objective::Cost => c.price.unwrap_or(c.device_hours),
+    }
+}
+
+fn search_cell(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    space: &SearchSpace,
+    c: &Cell,
+    acc: &mut Acc,
+) {
+    let size = cell_size(model, c, space);
+    acc.evaluated += size;
+    let unit = u64::from(c.dp) * u64::from(c.mbs);
+    let batch = u64::from(space.max_batch) / unit * unit;
+    if batch == 0 {
+        acc.rejected.batch_too_small += size;
+        return;
+    }
+    let Ok(batch) = u32::try_from(batch) else {
+        acc.rejected.batch_too_small += size;
+        return;
+    };
+    let microbatches = u64::from(batch) / unit;
+    let sps: &[bool] = if c.tp > 1 { &[false, true] } else { &[false] };
+    let ovls: &[bool] = if c.dp > 1 { &[false, true] } else { &[false] };
+    for v in interleaves(model, c.pp, space.max_interleave) {
+        for &precision in &space.precisions {
+            for recompute in Recompute::ALL {
+                for zero in 0..=3u8 {
+                    for &sp in sps {
+                        for &overlap_dp in ovls {
+                            let l = Layout {
+                                tp: c.tp,
+                                pp: c.pp,
+                                dp: c.dp,
+                                interleave: v,
+                                mbs: c.mbs,
+                                batch,
+                                recompute,
+                                zero,
+                                sp,
+                                precision,
+                                overlap_dp,
+                                flash_attention: space.flash_attention,
+                            };
+                            if v > 1 && microbatches % u64::from(c.pp) != 0 {
+                                acc.rejected.interleave_microbatches += 1;
+                                continue;
+                            }
+                            if zero >= 2 && c.pp > 1 {
+                                acc.rejected.zero_with_pipeline += 1;
+                                continue;
+                            }
+                            let mem = memory(model, &l, hw.memory);
+                            acc.see_memory(&l, mem.total.get());
+                            if !mem.fits {
+                                acc.rejected.memory += 1;
+                                continue;
+                            }
+                            acc.fitting += 1;
+                            let e = estimate(model, hw, net, &l);
+                            let k = cost(&e, hw, &space.cost);
+                            let cand = Candidate {
+                                estimate: e,
+                                cost: k,
+                                score: score(space.objective, &k),
+                            };
+                            acc.push_front(cand);
+                            acc.push_top(cand, space.top_k);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Evaluate every layout in `space`; `progress` counts evaluated layouts as the search runs.
+/// Precisions the device lacks are skipped. Never ranks a layout that does not fit.
+pub fn search(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    space: &SearchSpace,
+    progress: &AtomicU64,
+) -> SearchOutcome {
+    let mut space = space.clone();
+    space.precisions.retain(|p| hw.peak(*p).is_some());
+    let k = space.top_k;
+    let cells = cells(model, net, &space);
+    let acc = cells
+        .par_iter()
+        .fold(Acc::default, |mut acc, c| {
+            let before = acc.evaluated;
+            search_cell(model, hw, net, &space, c, &mut acc);
+            progress.fetch_add(acc.evaluated - before, AtomicOrdering::Relaxed);
+            acc
+        })
+        .reduce(Acc::default, |a, b| a.merge(b, k));
+    let mut top = acc.top;
+    top.sort_by(rank);
+    top.truncate(k);
+    let mut pareto = acc.front;
+    pareto.sort_by(|a, b| {
+        a.cost
+            .train_time
+            .get()
+            .total_cmp(&b.cost.train_time.get())
+            .then_with(|| key(&a.estimate.layout).cmp(&key(&b.estimate.layout)))
+    });
+    SearchOutcome {
+        evaluated: acc.evaluated,
+        fitting: acc.fitting,
+        rejected: acc.rejected,
+        top,
+        pareto,
+        leanest: acc.leanest,
+    }
+}

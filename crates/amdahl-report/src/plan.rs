@@ -1,0 +1,436 @@
+//! Rendering of `amdahl plan` results: tables, CSV and SVG from [`PlanResult`] and
+//! [`SearchResult`]. Pure functions.
+
+use crate::sig;
+use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
+use crate::table::{Align, Table};
+use amdahl_model::plan::{PlanResult, RankedLayout, ScalingPoint, SearchResult};
+
+fn gib(b: f64) -> String {
+    format!("{} GiB", sig(b / (1024.0 * 1024.0 * 1024.0), 3))
+}
+
+fn pct(x: f64) -> String {
+    format!("{} %", sig(100.0 * x, 3))
+}
+
+/// Human-readable report of one prediction.
+pub fn plan_table(r: &PlanResult) -> String {
+    let l = &r.layout;
+    let mut out = format!(
+        "{} ({} B parameters) on {} × {}: {}\n\n",
+        r.model.name,
+        sig(r.parameters / 1e9, 4),
+        r.gpus,
+        r.device.name,
+        l.label()
+    );
+    let mut t = Table::new(["quantity", "value"]);
+    let rows: Vec<(&str, String)> = vec![
+        ("step time", format!("{} s", sig(r.step_time_s, 4))),
+        ("microbatches per step", r.microbatches.to_string()),
+        ("tokens/s", sig(r.tokens_per_s, 4)),
+        ("TFLOP/s per GPU (executed)", sig(r.tflops_per_gpu, 4)),
+        ("TFLOP/s per GPU (model)", sig(r.model_tflops_per_gpu, 4)),
+        ("MFU", pct(r.mfu)),
+        ("HFU", pct(r.hfu)),
+        (
+            "memory per GPU",
+            format!(
+                "{} of {} ({})",
+                gib(r.memory_per_gpu_bytes),
+                gib(r.memory.capacity.get()),
+                if r.fits { "fits" } else { "DOES NOT FIT" }
+            ),
+        ),
+        ("  weights", gib(r.memory.weights.get())),
+        ("  gradients", gib(r.memory.gradients.get())),
+        ("  optimizer state", gib(r.memory.optimizer.get())),
+        ("  activations", gib(r.memory.activations.get())),
+    ];
+    for (k, v) in rows {
+        t.row([k.to_string(), v]);
+    }
+    out.push_str(&t.render());
+
+    out.push_str("\nwhere the step goes\n");
+    let b = &r.breakdown;
+    let mut t = Table::new(["part", "seconds", "share"]);
+    for (k, v) in [
+        ("compute (GEMM)", b.compute.get()),
+        ("memory-bound", b.memory_bound.get()),
+        ("TP communication", b.tp_comm.get()),
+        ("PP communication", b.pp_comm.get()),
+        ("DP communication", b.dp_comm.get()),
+        ("pipeline bubble", b.bubble.get()),
+        ("optimizer", b.optimizer.get()),
+        ("other", b.other.get()),
+    ] {
+        t.row([k.to_string(), sig(v, 3), pct(v / r.step_time_s)]);
+    }
+    out.push_str(&t.render());
+
+    let c = &r.training;
+    out.push_str(&format!("\ntraining on {} tokens\n", sig(c.tokens, 3)));
+    let mut t = Table::new(["quantity", "value"]);
+    t.row(["steps".to_string(), sig(c.steps, 4)]);
+    t.row([
+        "wall time".to_string(),
+        format!("{} days", sig(c.train_time.days(), 3)),
+    ]);
+    t.row(["device-hours".to_string(), sig(c.device_hours, 4)]);
+    t.row([
+        "power per device".to_string(),
+        format!("{} W", sig(c.power_per_device.get(), 3)),
+    ]);
+    t.row([
+        "energy (× PUE)".to_string(),
+        format!(
+            "{} MWh (PUE {})",
+            sig(c.facility_energy.kwh() / 1e3, 4),
+            sig(c.pue, 3)
+        ),
+    ]);
+    t.row([
+        "emissions".to_string(),
+        format!(
+            "{} t CO2e at {} g/kWh",
+            sig(c.emissions.tonnes(), 4),
+            sig(c.intensity.get(), 3)
+        ),
+    ]);
+    if let Some(p) = c.price {
+        t.row(["price".to_string(), sig(p, 4)]);
+    }
+    out.push_str(&t.render());
+
+    out.push_str("\nVégh view: strong scaling at fixed global batch (N counts GPUs)\n");
+    out.push_str(&scaling_table(&r.scaling.strong));
+    out.push_str("\nweak scaling at fixed batch per replica\n");
+    out.push_str(&scaling_table(&r.scaling.weak));
+    if let Some(w) = &r.scaling.precision_whatif {
+        out.push_str(&format!(
+            "\nprecision what-if {} → {} (peak {} TFLOP/s{}; communication bytes unchanged)\n",
+            w.from.name(),
+            w.to.name(),
+            sig(w.peak_tflops, 4),
+            if w.hypothetical_peak {
+                ", hypothetical 2 × bf16: the device has no fp8"
+            } else {
+                ""
+            }
+        ));
+        out.push_str(&scaling_table(&[w.base, w.whatif]));
+    }
+    out
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map(|v| sig(v, 4)).unwrap_or_else(|| "-".into())
+}
+
+fn scaling_table(pts: &[ScalingPoint]) -> String {
+    let mut t = Table::new([
+        "N", "DP", "batch", "step s", "TFLOP/s", "E", "α_eff", "1-α", "comm", "bubble", "serial",
+        "fits",
+    ]);
+    for p in pts {
+        let parts = p.parts;
+        t.row([
+            p.gpus.to_string(),
+            p.dp.to_string(),
+            p.batch.to_string(),
+            sig(p.step_time_s, 4),
+            sig(p.tflops_per_gpu, 4),
+            sig(p.efficiency, 4),
+            opt(p.alpha_eff.map(|a| a.min(1.0))),
+            opt(p.serial_total),
+            opt(parts.map(|x| x.communication)),
+            opt(parts.map(|x| x.bubble)),
+            opt(parts.map(|x| x.serial)),
+            if p.fits { "yes" } else { "no" }.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+/// `quantity,value` rows of the headline numbers and the breakdown.
+pub fn plan_csv(r: &PlanResult) -> String {
+    let b = &r.breakdown;
+    let rows: [(&str, f64); 18] = [
+        ("step_time_s", r.step_time_s),
+        ("tokens_per_s", r.tokens_per_s),
+        ("tflops_per_gpu", r.tflops_per_gpu),
+        ("mfu", r.mfu),
+        ("hfu", r.hfu),
+        ("memory_per_gpu_bytes", r.memory_per_gpu_bytes),
+        ("fits", if r.fits { 1.0 } else { 0.0 }),
+        ("compute_s", b.compute.get()),
+        ("memory_bound_s", b.memory_bound.get()),
+        ("tp_comm_s", b.tp_comm.get()),
+        ("pp_comm_s", b.pp_comm.get()),
+        ("dp_comm_s", b.dp_comm.get()),
+        ("bubble_s", b.bubble.get()),
+        ("optimizer_s", b.optimizer.get()),
+        ("other_s", b.other.get()),
+        ("train_time_s", r.training.train_time.get()),
+        ("energy_kwh", r.training.facility_energy.kwh()),
+        ("emissions_kg", r.training.emissions.kg()),
+    ];
+    let mut s = String::from("quantity,value\n");
+    for (k, v) in rows {
+        s.push_str(&format!("{k},{v}\n"));
+    }
+    s
+}
+
+/// Efficiency and 1−α parts vs N (strong scaling, with the fp8 what-if), and weak scaling.
+pub fn plan_svg(r: &PlanResult) -> String {
+    let pts = |v: &[ScalingPoint], f: &dyn Fn(&ScalingPoint) -> Option<f64>| {
+        v.iter()
+            .filter_map(|p| Some((p.gpus as f64, f(p)?)))
+            .collect::<Vec<_>>()
+    };
+    let mut eff = Plot::new(
+        format!("{}: efficiency vs N", r.model.name),
+        Axis::new(Scale::Log10, "GPUs N"),
+        Axis::new(Scale::Linear, "efficiency E").range(0.0, 1.0),
+    );
+    eff.series.push(
+        Series::new("strong (fixed batch)", PALETTE[0], Style::LinePoints)
+            .points(pts(&r.scaling.strong, &|p| Some(p.efficiency))),
+    );
+    eff.series.push(
+        Series::new("weak (fixed batch/replica)", PALETTE[1], Style::LinePoints)
+            .points(pts(&r.scaling.weak, &|p| Some(p.efficiency))),
+    );
+    if let Some(w) = &r.scaling.precision_whatif {
+        eff.series.push(
+            Series::new(
+                format!("strong, {} what-if", w.to.name()),
+                PALETTE[2],
+                Style::DashedLine,
+            )
+            .points(pts(&w.strong, &|p| Some(p.efficiency))),
+        );
+    }
+    let mut parts = Plot::new(
+        "1-α_eff by cause (strong scaling)",
+        Axis::new(Scale::Log10, "GPUs N"),
+        Axis::new(Scale::Log10, "contribution to 1-α_eff"),
+    );
+    let s = &r.scaling.strong;
+    for (i, (name, f)) in [
+        (
+            "communication",
+            (&|p: &ScalingPoint| p.parts.map(|x| x.communication))
+                as &dyn Fn(&ScalingPoint) -> Option<f64>,
+        ),
+        ("bubble", &|p: &ScalingPoint| p.parts.map(|x| x.bubble)),
+        ("serial", &|p: &ScalingPoint| p.parts.map(|x| x.serial)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        parts
+            .series
+            .push(Series::new(name, PALETTE[i + 3], Style::LinePoints).points(pts(s, f)));
+    }
+    figure(&[eff, parts], 520.0, 380.0)
+}
+
+fn ranked_table(rows: &[RankedLayout]) -> String {
+    let mut t = Table::new([
+        "#", "layout", "GPUs", "step s", "TFLOP/s", "MFU", "mem", "days", "GPU-h", "MWh", "t CO2e",
+    ])
+    .align(1, Align::Left);
+    for r in rows {
+        t.row([
+            r.rank.to_string(),
+            r.label.clone(),
+            r.gpus.to_string(),
+            sig(r.step_time_s, 4),
+            sig(r.tflops_per_gpu, 4),
+            pct(r.mfu),
+            gib(r.memory_per_gpu_bytes),
+            sig(r.train_time_s / 86_400.0, 3),
+            sig(r.device_hours, 4),
+            sig(r.energy_kwh / 1e3, 4),
+            sig(r.emissions_kg / 1e3, 4),
+        ]);
+    }
+    t.render()
+}
+
+/// At most `k` rows spread evenly over `v`, keeping the first and last.
+fn thin(v: &[RankedLayout], k: usize) -> Vec<RankedLayout> {
+    if v.len() <= k || k < 2 {
+        return v.to_vec();
+    }
+    let last = v.len() - 1;
+    let mut idx: Vec<usize> = (0..k).map(|i| i * last / (k - 1)).collect();
+    idx.dedup();
+    idx.iter().filter_map(|&i| v.get(i).cloned()).collect()
+}
+
+/// Human-readable search result: counts, top K, Pareto front.
+pub fn search_table(r: &SearchResult) -> String {
+    let rj = &r.rejected;
+    let mut out = format!(
+        "{} on {}{} × {}: {} layouts evaluated in {} s, {} fit, {} rejected \
+         (memory {}, interleave/microbatches {}, ZeRO-2/3 with PP {}, batch too small {})\n\n",
+        r.model.name,
+        if r.space.up_to { "up to " } else { "" },
+        r.space.gpus,
+        r.device.name,
+        r.evaluated,
+        sig(r.wall_time_s, 3),
+        r.fitting,
+        r.rejected_total,
+        rj.memory,
+        rj.interleave_microbatches,
+        rj.zero_with_pipeline,
+        rj.batch_too_small,
+    );
+    out.push_str(&format!(
+        "top {} by {:?} (training on {} tokens)\n",
+        r.top.len(),
+        r.objective,
+        sig(r.space.cost.tokens, 3)
+    ));
+    out.push_str(&ranked_table(&r.top));
+    // The front can hold hundreds of near-identical layouts; the table shows an even sample
+    // of it (the JSON and CSV keep all).
+    let shown = thin(&r.pareto, r.top.len().max(2));
+    out.push_str(&format!(
+        "\nPareto front: training time vs energy ({} layouts{})\n",
+        r.pareto.len(),
+        if shown.len() < r.pareto.len() {
+            format!(", {} shown", shown.len())
+        } else {
+            String::new()
+        }
+    ));
+    out.push_str(&ranked_table(&shown));
+    out
+}
+
+/// CSV of the top K then the Pareto front, one layout per row.
+pub fn search_csv(r: &SearchResult) -> String {
+    let mut s = String::from(
+        "set,rank,layout,gpus,tp,pp,dp,interleave,mbs,batch,recompute,zero,sp,precision,\
+         overlap_dp,step_time_s,tflops_per_gpu,mfu,memory_per_gpu_bytes,train_time_s,\
+         device_hours,energy_kwh,emissions_kg\n",
+    );
+    for (set, rows) in [("top", &r.top), ("pareto", &r.pareto)] {
+        for x in rows.iter() {
+            let l = &x.layout;
+            s.push_str(&format!(
+                "{set},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                x.rank,
+                x.label,
+                x.gpus,
+                l.tp,
+                l.pp,
+                l.dp,
+                l.interleave,
+                l.mbs,
+                l.batch,
+                l.recompute.name(),
+                l.zero,
+                l.sp,
+                l.precision.name(),
+                l.overlap_dp,
+                x.step_time_s,
+                x.tflops_per_gpu,
+                x.mfu,
+                x.memory_per_gpu_bytes,
+                x.train_time_s,
+                x.device_hours,
+                x.energy_kwh,
+                x.emissions_kg
+            ));
+        }
+    }
+    s
+}
+
+/// Training time vs energy of the top K and the Pareto front.
+pub fn search_svg(r: &SearchResult) -> String {
+    let xy = |v: &[RankedLayout]| {
+        v.iter()
+            .map(|x| (x.train_time_s / 86_400.0, x.energy_kwh))
+            .collect::<Vec<_>>()
+    };
+    let mut p = Plot::new(
+        format!("{}: time vs energy", r.model.name),
+        Axis::new(Scale::Linear, "training time (days)"),
+        Axis::new(Scale::Linear, "energy (kWh)"),
+    );
+    // The front can hold hundreds of layouts: a line, with the top K as points on top.
+    p.series
+        .push(Series::new("Pareto front", PALETTE[1], Style::Line).points(xy(&r.pareto)));
+    p.series.push(
+        Series::new(format!("top {}", r.top.len()), PALETTE[0], Style::Points).points(xy(&r.top)),
+    );
+    figure(&[p], 640.0, 420.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdahl_model::plan::{
+        builtin_device, builtin_model, cost::WORLD_INTENSITY, evaluate, CostInputs, Layout,
+        Network, Precision, Recompute,
+    };
+
+    fn result() -> PlanResult {
+        let (Some(d), Some(m)) = (builtin_device("a100-80gb"), builtin_model("megatron-39b"))
+        else {
+            panic!("built-ins missing")
+        };
+        let net = Network::node_of(&d.hardware, d.inter_node_gbit);
+        let l = Layout {
+            tp: 8,
+            pp: 2,
+            dp: 32,
+            interleave: 1,
+            mbs: 1,
+            batch: 1536,
+            recompute: Recompute::Full,
+            zero: 0,
+            sp: false,
+            precision: Precision::Bf16,
+            overlap_dp: false,
+            flash_attention: false,
+        };
+        let e = evaluate(&m.shape, &d.hardware, &net, &l).unwrap_or_else(|e| panic!("{e}"));
+        let inputs = CostInputs {
+            tokens: 1e9,
+            pue: 1.1,
+            intensity: WORLD_INTENSITY,
+            price_per_device_hour: None,
+        };
+        PlanResult::new(&m.shape, &d.hardware, &net, &e, &inputs)
+    }
+
+    #[test]
+    fn table_csv_svg_carry_the_result() {
+        let r = result();
+        let t = plan_table(&r);
+        for needle in [
+            "step time",
+            "pipeline bubble",
+            "α_eff",
+            "fp8",
+            "hypothetical",
+        ] {
+            assert!(t.contains(needle), "{needle} missing:\n{t}");
+        }
+        let csv = plan_csv(&r);
+        assert!(csv.starts_with("quantity,value\nstep_time_s,"));
+        assert_eq!(csv.lines().count(), 19);
+        let svg = plan_svg(&r);
+        assert!(svg.starts_with("<svg") && svg.contains("1-α_eff by cause"));
+    }
+}
