@@ -380,16 +380,15 @@ pub fn search_svg(r: &SearchResult) -> String {
 mod tests {
     use super::*;
     use amdahl_model::plan::{
-        builtin_device, builtin_model, cost::WORLD_INTENSITY, evaluate, CostInputs, Layout,
-        Network, Precision, Recompute,
+        catalog_model, catalog_system, cost::WORLD_INTENSITY, evaluate, CostInputs, Layout,
+        Precision, Recompute,
     };
 
     fn result() -> PlanResult {
-        let (Some(d), Some(m)) = (builtin_device("a100-80gb"), builtin_model("megatron-39b"))
+        let (Ok((hw, net)), Ok(m)) = (catalog_system("a100-80gb"), catalog_model("megatron-39b"))
         else {
-            panic!("built-ins missing")
+            panic!("catalog entries missing")
         };
-        let net = Network::node_of(&d.hardware, d.inter_node_gbit);
         let l = Layout {
             tp: 8,
             pp: 2,
@@ -404,14 +403,14 @@ mod tests {
             overlap_dp: false,
             flash_attention: false,
         };
-        let e = evaluate(&m.shape, &d.hardware, &net, &l).unwrap_or_else(|e| panic!("{e}"));
+        let e = evaluate(&m, &hw, &net, &l).unwrap_or_else(|e| panic!("{e}"));
         let inputs = CostInputs {
             tokens: 1e9,
             pue: 1.1,
             intensity: WORLD_INTENSITY,
             price_per_device_hour: None,
         };
-        PlanResult::new(&m.shape, &d.hardware, &net, &e, &inputs)
+        PlanResult::new(&m, &hw, &net, &e, &inputs)
     }
 
     #[test]

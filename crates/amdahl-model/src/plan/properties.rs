@@ -1,7 +1,7 @@
 //! Property tests of the model's laws.
 
 use super::cost::{CostInputs, WORLD_INTENSITY};
-use super::hardware::{builtin_device, Network, Precision};
+use super::hardware::{catalog_system, Network, Precision};
 use super::layout::{validate, Layout, Recompute};
 use super::perf::estimate;
 use super::search::{search, Objective, SearchSpace};
@@ -10,12 +10,9 @@ use proptest::prelude::*;
 use std::sync::atomic::AtomicU64;
 
 fn a100() -> (super::hardware::Hardware, Network) {
-    match builtin_device("a100-80gb") {
-        Some(d) => {
-            let net = Network::node_of(&d.hardware, d.inter_node_gbit);
-            (d.hardware, net)
-        }
-        None => panic!("a100-80gb missing"),
+    match catalog_system("a100-80gb") {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
     }
 }
 
