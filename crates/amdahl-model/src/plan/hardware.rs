@@ -342,7 +342,9 @@ mod tests {
     fn overrides_fill_in_and_replace() {
         let d = crate::catalog::devices::lookup("tpuv4").unwrap();
         // TPU v4 has no catalogued per-chip link bandwidth and no reference server.
-        let e = system(d, &Overrides::default(), None).unwrap_err().to_string();
+        let e = system(d, &Overrides::default(), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("TPU v4") && e.contains("--intra-gbs"), "{e}");
         let o = Overrides {
             intra_node_bandwidth: Some(BytesPerSecond(100e9)),

@@ -28,8 +28,8 @@ mod validation;
 pub use cost::{cost, Cost, CostInputs};
 pub use error::PlanError;
 pub use hardware::{
-    catalog_system, system, DeviceClass, GemmCurve, Hardware, Link, Network, Overrides,
-    Precision, IDLE_FRACTION_OF_TDP,
+    catalog_system, system, DeviceClass, GemmCurve, Hardware, Link, Network, Overrides, Precision,
+    IDLE_FRACTION_OF_TDP,
 };
 pub use layout::{validate, validate_model, Layout, Recompute};
 pub use memory::Memory;

@@ -114,7 +114,11 @@ impl ModelShape {
         if m.arch != "decoder" {
             return Err(refuse(format!(
                 "the planner models decoder-only transformers, this is `{}`",
-                if m.arch.is_empty() { "unknown" } else { &m.arch }
+                if m.arch.is_empty() {
+                    "unknown"
+                } else {
+                    &m.arch
+                }
             )));
         }
         let need = |v: Option<u32>, what: &str| {
@@ -185,7 +189,9 @@ mod tests {
     #[test]
     fn gpt3_has_175b_parameters() {
         // Brown et al. 2020 report 175.0B; our count (weights + tied embedding) within 1 %.
-        let p = catalog_model("gpt3-175b").map(|m| m.params()).unwrap_or(0.0);
+        let p = catalog_model("gpt3-175b")
+            .map(|m| m.params())
+            .unwrap_or(0.0);
         assert!((p / 175.0e9 - 1.0).abs() < 0.01, "{p}");
     }
 
