@@ -289,7 +289,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // PUE: given; else the one a plan assumed; else local for a measurement (one machine) and the
     // industry average for an estimated data-centre job.
     let pue = match (args.pue.as_deref(), saved.as_ref().and_then(|s| s.pue)) {
-        (None, Some(p)) => Pue::new(p, "as assumed by the plan (--pue of amdahl plan)")?,
+        (None, Some(p)) => Pue::new(
+            p,
+            match saved.as_ref().and_then(|s| s.pue_source.as_deref()) {
+                Some(src) => format!("as in the plan: {src}"),
+                None => "as in the plan".into(),
+            },
+        )?,
         (spec, _) => resolve_pue(spec, if saved.is_some() { "local" } else { "industry" }, &c)?,
     };
     let grid = args.grid.resolve(&c)?;

@@ -19,6 +19,8 @@ pub struct Saved {
     pub energy: ItEnergy,
     pub device: Option<String>,
     pub pue: Option<f64>,
+    /// Where that PUE came from, as the producer recorded it.
+    pub pue_source: Option<String>,
 }
 
 /// Read a result file's text (`file` names it in errors).
@@ -58,6 +60,7 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
                 energy,
                 device: None,
                 pue: None,
+                pue_source: None,
             })
         }
         "amdahl.plan/1" => {
@@ -74,14 +77,14 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
             let method = format!(
-                "estimated by `amdahl plan` ({file}): {} on {count} × {}, {:e} tokens; predicted \
-                 training time × {:.0} W per device (idle + busy share of TDP − idle{})",
+                "`amdahl plan` prediction ({file}): {} on {count} × {}, {:e} tokens, {:.0} W per \
+                 device{}",
                 text_at("model.name").as_deref().unwrap_or("a model"),
                 device.as_deref().unwrap_or("devices"),
                 number("training.tokens")?,
                 power.get(),
                 if idle_estimated {
-                    "; idle power estimated as 1/8 of TDP"
+                    " (idle power estimated as 1/8 of TDP)"
                 } else {
                     ""
                 },
@@ -92,6 +95,7 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
                 energy,
                 device,
                 pue: Some(number("training.pue")?),
+                pue_source: text_at("pue_source"),
             })
         }
         other => Err(err(format!(
