@@ -6,8 +6,7 @@
 //! Run: `cargo run --release -p amdahl-model --example bench_plan_search`
 
 use amdahl_model::plan::{
-    catalog_model, catalog_system, cost::WORLD_INTENSITY, search, CostInputs, Objective, Precision,
-    SearchSpace,
+    catalog_model, catalog_system, search, CostInputs, Objective, Precision, SearchSpace,
 };
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
@@ -16,6 +15,13 @@ fn main() {
     let (hw, net, model) = match (catalog_system("a100-80gb"), catalog_model("mt-nlg-530b")) {
         (Ok((hw, net)), Ok(model)) => (hw, net, model),
         (Err(e), _) | (_, Err(e)) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let intensity = match amdahl_model::catalog::grid::lookup("world") {
+        Ok(g) => g.g_per_kwh,
+        Err(e) => {
             eprintln!("{e}");
             std::process::exit(1);
         }
@@ -33,7 +39,7 @@ fn main() {
         cost: CostInputs {
             tokens: 300e9,
             pue: 1.0,
-            intensity: WORLD_INTENSITY,
+            intensity,
             price_per_device_hour: None,
         },
     };

@@ -422,8 +422,7 @@ pub fn search_svg(r: &SearchResult) -> String {
 mod tests {
     use super::*;
     use amdahl_model::plan::{
-        catalog_model, catalog_system, cost::WORLD_INTENSITY, evaluate, CostInputs, Layout,
-        Precision, Recompute,
+        catalog_model, catalog_system, evaluate, CostInputs, Layout, Precision, Recompute,
     };
 
     fn result() -> PlanResult {
@@ -449,7 +448,9 @@ mod tests {
         let inputs = CostInputs {
             tokens: 1e9,
             pue: 1.1,
-            intensity: WORLD_INTENSITY,
+            intensity: amdahl_model::catalog::grid::lookup("world")
+                .unwrap_or_else(|e| panic!("{e}"))
+                .g_per_kwh,
             price_per_device_hour: None,
         };
         PlanResult::new(&m, &hw, &net, &e, &inputs)

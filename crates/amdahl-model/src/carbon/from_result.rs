@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn plan_result_is_the_estimated_training_run() {
         // A plan's own JSON: its IT energy is power per device × training time × devices.
-        use crate::plan::{catalog_model, catalog_system, cost::WORLD_INTENSITY, evaluate};
+        use crate::plan::{catalog_model, catalog_system, evaluate};
         use crate::plan::{CostInputs, Layout, PlanResult, Precision, Recompute};
         let (hw, net) = catalog_system("a100-80gb").unwrap();
         let m = catalog_model("megatron-39b").unwrap();
@@ -147,7 +147,7 @@ mod tests {
         let inputs = CostInputs {
             tokens: 1e9,
             pue: 1.1,
-            intensity: WORLD_INTENSITY,
+            intensity: crate::catalog::grid::lookup("world").unwrap().g_per_kwh,
             price_per_device_hour: None,
         };
         let plan = PlanResult::new(&m, &hw, &net, &e, &inputs);
