@@ -383,11 +383,17 @@ fn bad_input_is_an_error_not_a_panic() {
 #[test]
 fn bad_result_files_and_catalogs_name_the_file() {
     let dir = tempfile::tempdir().unwrap();
+    let fit = dir.path().join("fit.json");
+    std::fs::write(&fit, r#"{"schema":"amdahl.fit/1"}"#).unwrap();
+    fails(
+        &["carbon", "--from", fit.to_str().unwrap()],
+        "not supported by `amdahl carbon --from`",
+    );
     let plan = dir.path().join("plan.json");
     std::fs::write(&plan, r#"{"schema":"amdahl.plan/1"}"#).unwrap();
     fails(
         &["carbon", "--from", plan.to_str().unwrap()],
-        "not supported by `amdahl carbon --from`",
+        "field `gpus` is missing",
     );
     let both = dir.path().join("run.json");
     std::fs::write(

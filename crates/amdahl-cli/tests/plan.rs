@@ -300,7 +300,7 @@ fn fp8_on_a100_is_refused() {
             "--precision",
             "fp8",
         ],
-        &["a100-80gb has no fp8"],
+        &["A100 SXM4 80GB has no fp8"],
     );
 }
 
@@ -355,4 +355,139 @@ fn tp_beyond_the_node_is_refused() {
         ],
         &["within a node", "--tp 16 > 8", "nearest valid --tp: 8"],
     );
+}
+
+const LLAMA_16: [&str; 11] = [
+    "plan",
+    "--model",
+    "llama2-7b",
+    "--gpus",
+    "16",
+    "--tp",
+    "2",
+    "--batch",
+    "64",
+    "--recompute",
+    "full",
+];
+
+#[test]
+fn system_alias_resolves_through_the_device_catalog() {
+    // `h100` is an alias of "H100 SXM5 80GB" in data/devices.csv: datasheet bf16 989.4 and fp8
+    // 1,978.9 TFLOP/s dense, NVLink 4 900 GB/s total = 450 per direction, DGX H100 8 × NDR 400.
+    let v = json(&[&LLAMA_16[..], &["--system", "h100"]].concat());
+    let d = &v["device"];
+    assert_eq!(d["name"], "H100 SXM5 80GB");
+    assert_eq!(d["class"], "hopper");
+    assert_eq!(d["peak_bf16"].as_f64(), Some(989.4e12));
+    assert_eq!(d["peak_fp8"].as_f64(), Some(1978.9e12));
+    assert_eq!(d["intra_node_bandwidth"].as_f64(), Some(450e9));
+    assert_eq!(
+        v["network"]["inter"]["bandwidth"].as_f64(),
+        Some(400e9 / 8.0)
+    );
+    // No idle_w in the catalog: 1/8 of the 700 W TDP, flagged as an estimate.
+    assert_eq!(d["idle_power"].as_f64(), Some(87.5));
+    assert_eq!(d["idle_power_estimated"], true);
+    let v = json(&[&LLAMA_16[..], &["--system", "h100", "--idle-w", "60"]].concat());
+    assert_eq!(v["device"]["idle_power_estimated"], false);
+    assert_eq!(v["device"]["idle_power"].as_f64(), Some(60.0));
+}
+
+#[test]
+fn region_and_pue_resolve_through_the_catalogs() {
+    // FR in data/grid.csv (Our World in Data / Ember); hyperscale PUE 1.10 (Google 2023).
+    let v = json(&[&LLAMA_16[..], &["--region", "FR", "--pue", "hyperscale"]].concat());
+    let t = &v["training"];
+    let g = t["intensity"].as_f64().unwrap_or(f64::NAN);
+    assert_eq!(v["grid"]["code"], "FR");
+    assert_eq!(v["grid"]["g_per_kwh"].as_f64(), Some(g));
+    assert!(g > 0.0 && g < 100.0, "France's grid is low-carbon: {g}");
+    assert_eq!(t["pue"].as_f64(), Some(1.1));
+    assert!(v["pue_source"]
+        .as_str()
+        .unwrap_or("")
+        .contains("hyperscale"));
+    // emissions = facility kWh × g/kWh.
+    let kwh = t["facility_energy"].as_f64().unwrap_or(0.0) / 3.6e6;
+    let g_total = t["emissions"].as_f64().unwrap_or(0.0);
+    assert!((g_total / (kwh * g) - 1.0).abs() < 1e-9);
+    // A cloud region and the table's provenance note.
+    amdahl()
+        .args(LLAMA_16)
+        .args(["--region", "aws:eu-west-3"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("France grid"));
+}
+
+#[test]
+fn unknown_system_model_and_region_suggest_nearest_names() {
+    fails_with(
+        &[&LLAMA_16[..], &["--system", "h10"]].concat(),
+        &["--system", "unknown device `h10`", "did you mean", "h100"],
+    );
+    fails_with(
+        &[&LLAMA_16[..], &["--region", "FRR"]].concat(),
+        &["unknown grid region `FRR`", "did you mean", "FR"],
+    );
+    fails_with(
+        &["plan", "--model", "lama2-7b", "--gpus", "8", "--batch", "8"],
+        &["--model", "unknown model", "llama2-7b"],
+    );
+    fails_with(
+        &["plan", "--model", "palm", "--gpus", "8", "--batch", "8"],
+        &["PaLM-540B cannot be planned", "head width"],
+    );
+    fails_with(
+        &[&LLAMA_16[..], &["--system", "tpuv4"]].concat(),
+        &["TPU v4", "--intra-gbs"],
+    );
+}
+
+#[test]
+fn user_catalog_adds_a_device() {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    let f = dir.path().join("devices.csv");
+    let csv = "name,kind,fp32_tflops,fp16_tflops,memory_gb,memory_bw_gbs,link_gbs,tdp_w,idle_w,arch,scale_out_gbit,year,source\n\
+               Lab GPU,gpu,20,300,96,2500,600,450,45,Hopper,200,2025,lab measurement\n";
+    if let Err(e) = std::fs::write(&f, csv) {
+        panic!("{e}");
+    }
+    let f = f.to_string_lossy().to_string();
+    let v = json(&[&LLAMA_16[..], &["--catalog", &f, "--system", "lab gpu"]].concat());
+    assert_eq!(v["device"]["name"], "Lab GPU");
+    assert_eq!(v["device"]["idle_power"].as_f64(), Some(45.0));
+    assert_eq!(v["device"]["idle_power_estimated"], false);
+    assert_eq!(v["device"]["class"], "hopper");
+}
+
+#[test]
+fn carbon_reads_a_saved_plan() {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    let plan = json(&[&LLAMA_16[..], &["--pue", "1.2"]].concat());
+    let f = dir.path().join("plan.json");
+    if let Err(e) = std::fs::write(&f, plan.to_string()) {
+        panic!("{e}");
+    }
+    let f = f.to_string_lossy().to_string();
+    let v = json(&["carbon", "--from", &f, "--region", "FR"]);
+    assert_eq!(v["basis"], "estimated");
+    assert_eq!(v["device"], "A100 SXM4 80GB");
+    assert_eq!(v["count"].as_u64(), Some(16));
+    // The plan's energy, PUE and device-hours carry over unchanged.
+    let t = &plan["training"];
+    let kwh = t["it_energy"].as_f64().unwrap_or(0.0) / 3.6e6;
+    let got = v["it_energy_kwh"].as_f64().unwrap_or(0.0);
+    assert!((got / kwh - 1.0).abs() < 1e-9, "{got} vs {kwh}");
+    assert_eq!(v["pue"]["value"].as_f64(), Some(1.2));
+    let dh = v["device_hours"].as_f64().unwrap_or(0.0);
+    let want = t["device_hours"].as_f64().unwrap_or(f64::NAN);
+    assert!((dh / want - 1.0).abs() < 1e-9, "{dh} vs {want}");
 }

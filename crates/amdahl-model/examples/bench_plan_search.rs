@@ -6,20 +6,26 @@
 //! Run: `cargo run --release -p amdahl-model --example bench_plan_search`
 
 use amdahl_model::plan::{
-    builtin_device, builtin_model, cost::WORLD_INTENSITY, search, CostInputs, Network, Objective,
-    Precision, SearchSpace,
+    catalog_model, catalog_system, search, CostInputs, Objective, Precision, SearchSpace,
 };
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 fn main() {
-    let (Some(dev), Some(model)) = (builtin_device("a100-80gb"), builtin_model("mt-nlg-530b"))
-    else {
-        eprintln!("built-in device or model missing");
-        std::process::exit(1);
+    let (hw, net, model) = match (catalog_system("a100-80gb"), catalog_model("mt-nlg-530b")) {
+        (Ok((hw, net)), Ok(model)) => (hw, net, model),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
     };
-    let hw = dev.hardware;
-    let net = Network::node_of(&hw, dev.inter_node_gbit);
+    let intensity = match amdahl_model::catalog::grid::lookup("world") {
+        Ok(g) => g.g_per_kwh,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
     let space = |up_to: bool| SearchSpace {
         gpus: 5128,
         up_to,
@@ -33,7 +39,7 @@ fn main() {
         cost: CostInputs {
             tokens: 300e9,
             pue: 1.0,
-            intensity: WORLD_INTENSITY,
+            intensity,
             price_per_device_hour: None,
         },
     };
@@ -63,7 +69,7 @@ fn main() {
             let mut last = None;
             for _ in 0..3 {
                 let t0 = Instant::now();
-                let out = pool.install(|| search(&model.shape, &hw, &net, &s, &AtomicU64::new(0)));
+                let out = pool.install(|| search(&model, &hw, &net, &s, &AtomicU64::new(0)));
                 best = best.min(t0.elapsed().as_secs_f64());
                 last = Some(out);
             }

@@ -94,6 +94,15 @@ pub fn device_detail(d: &Device) -> String {
     );
     kv("TDP", opt(d.tdp, |w| format!("{} W", sig(w.get(), 4))));
     kv("idle", opt(d.idle, |w| format!("{} W", sig(w.get(), 4))));
+    if !d.arch.is_empty() {
+        kv("architecture", d.arch.clone());
+    }
+    if let Some(g) = d.scale_out_gbit {
+        kv(
+            "scale-out",
+            format!("{} Gbit/s per device ({})", sig(g, 4), d.scale_out_source),
+        );
+    }
     if let Some(c) = d.cores {
         kv("cores", c.to_string());
         kv(

@@ -4,7 +4,38 @@
 use crate::sig;
 use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
-use amdahl_model::plan::{PlanResult, RankedLayout, ScalingPoint, SearchResult};
+use amdahl_model::catalog::grid::GridIntensity;
+use amdahl_model::plan::{
+    DeviceClass, Hardware, PlanResult, RankedLayout, ScalingPoint, SearchResult,
+    IDLE_FRACTION_OF_TDP,
+};
+
+/// "(France, 2023, lifecycle)": where an intensity comes from.
+fn grid_note(g: Option<&GridIntensity>) -> String {
+    g.map(|g| format!(" ({}, {}, {})", g.name, g.year, g.scope.name()))
+        .unwrap_or_default()
+}
+
+/// The GEMM-efficiency curve a device is modelled with; `generic` says it borrows Ampere's.
+fn class_note(hw: &Hardware) -> String {
+    match hw.class {
+        DeviceClass::Generic => "generic (Ampere constants: no curve for this architecture)".into(),
+        c => c.name().into(),
+    }
+}
+
+/// "idle 50 W, an estimate: 1/8 of TDP" when the idle power was not catalogued or given.
+fn idle_note(hw: &Hardware) -> String {
+    if hw.idle_power_estimated {
+        format!(
+            "idle {} W, an estimate: {} × TDP; set --idle-w",
+            sig(hw.idle_power.get(), 3),
+            IDLE_FRACTION_OF_TDP
+        )
+    } else {
+        format!("idle {} W", sig(hw.idle_power.get(), 3))
+    }
+}
 
 fn gib(b: f64) -> String {
     format!("{} GiB", sig(b / (1024.0 * 1024.0 * 1024.0), 3))
@@ -34,6 +65,7 @@ pub fn plan_table(r: &PlanResult) -> String {
         ("TFLOP/s per GPU (model)", sig(r.model_tflops_per_gpu, 4)),
         ("MFU", pct(r.mfu)),
         ("HFU", pct(r.hfu)),
+        ("GEMM-efficiency curve", class_note(&r.device)),
         (
             "memory per GPU",
             format!(
@@ -81,7 +113,11 @@ pub fn plan_table(r: &PlanResult) -> String {
     t.row(["device-hours".to_string(), sig(c.device_hours, 4)]);
     t.row([
         "power per device".to_string(),
-        format!("{} W", sig(c.power_per_device.get(), 3)),
+        format!(
+            "{} W ({})",
+            sig(c.power_per_device.get(), 3),
+            idle_note(&r.device)
+        ),
     ]);
     t.row([
         "energy (× PUE)".to_string(),
@@ -94,9 +130,10 @@ pub fn plan_table(r: &PlanResult) -> String {
     t.row([
         "emissions".to_string(),
         format!(
-            "{} t CO2e at {} g/kWh",
+            "{} t CO2e at {} g/kWh{}",
             sig(c.emissions.tonnes(), 4),
-            sig(c.intensity.get(), 3)
+            sig(c.intensity.get(), 3),
+            grid_note(r.grid.as_ref())
         ),
     ]);
     if let Some(p) = c.price {
@@ -293,10 +330,15 @@ pub fn search_table(r: &SearchResult) -> String {
         rj.batch_too_small,
     );
     out.push_str(&format!(
-        "top {} by {:?} (training on {} tokens)\n",
+        "top {} by {:?} (training on {} tokens; {} g/kWh{}, PUE {}; {}; GEMM curve {})\n",
         r.top.len(),
         r.objective,
-        sig(r.space.cost.tokens, 3)
+        sig(r.space.cost.tokens, 3),
+        sig(r.space.cost.intensity.get(), 3),
+        grid_note(r.grid.as_ref()),
+        sig(r.space.cost.pue, 3),
+        idle_note(&r.device),
+        class_note(&r.device)
     ));
     out.push_str(&ranked_table(&r.top));
     // The front can hold hundreds of near-identical layouts; the table shows an even sample
@@ -380,16 +422,14 @@ pub fn search_svg(r: &SearchResult) -> String {
 mod tests {
     use super::*;
     use amdahl_model::plan::{
-        builtin_device, builtin_model, cost::WORLD_INTENSITY, evaluate, CostInputs, Layout,
-        Network, Precision, Recompute,
+        catalog_model, catalog_system, evaluate, CostInputs, Layout, Precision, Recompute,
     };
 
     fn result() -> PlanResult {
-        let (Some(d), Some(m)) = (builtin_device("a100-80gb"), builtin_model("megatron-39b"))
+        let (Ok((hw, net)), Ok(m)) = (catalog_system("a100-80gb"), catalog_model("megatron-39b"))
         else {
-            panic!("built-ins missing")
+            panic!("catalog entries missing")
         };
-        let net = Network::node_of(&d.hardware, d.inter_node_gbit);
         let l = Layout {
             tp: 8,
             pp: 2,
@@ -404,14 +444,16 @@ mod tests {
             overlap_dp: false,
             flash_attention: false,
         };
-        let e = evaluate(&m.shape, &d.hardware, &net, &l).unwrap_or_else(|e| panic!("{e}"));
+        let e = evaluate(&m, &hw, &net, &l).unwrap_or_else(|e| panic!("{e}"));
         let inputs = CostInputs {
             tokens: 1e9,
             pue: 1.1,
-            intensity: WORLD_INTENSITY,
+            intensity: amdahl_model::catalog::grid::lookup("world")
+                .unwrap_or_else(|e| panic!("{e}"))
+                .g_per_kwh,
             price_per_device_hour: None,
         };
-        PlanResult::new(&m.shape, &d.hardware, &net, &e, &inputs)
+        PlanResult::new(&m, &hw, &net, &e, &inputs)
     }
 
     #[test]

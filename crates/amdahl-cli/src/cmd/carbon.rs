@@ -5,11 +5,10 @@
 //! Arguments are checked in two stages (raw flags → [`Plan`]) so that conflicting or missing
 //! options are reported with what to do, as ordinary errors (exit 1).
 
-use crate::cmd::catalog::load;
+use crate::cmd::resolve::{exclusive, load, pue as resolve_pue, GridArgs};
 use crate::output::{print, Format, FormatArgs};
 use amdahl_model::carbon::{self, embodied, from_result, ItEnergy, Pue, Statement};
 use amdahl_model::catalog::devices::{Device, Precision};
-use amdahl_model::catalog::grid::{GridIntensity, Scope};
 use amdahl_model::catalog::{embodied as factors, Catalogs};
 use amdahl_model::units::{Flops, Seconds, Watts};
 use amdahl_report::{carbon as render, to_json};
@@ -80,27 +79,16 @@ pub struct Options {
     /// Precision whose peak the compute path uses (fp64, fp32, tf32, bf16/fp16, fp8, int8).
     #[arg(long, default_value = "fp16")]
     pub precision: String,
-    /// Read measured energy from a saved result (`amdahl run --json` output, schema amdahl.run/1).
+    /// Read the energy from a saved result: `amdahl run --json` (measured, amdahl.run/1) or
+    /// `amdahl plan --json` (the estimated training run, amdahl.plan/1).
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
-    /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry). Default: local with --from, else industry.
+    /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry). Default: a plan's own PUE with
+    /// --from plan.json, local with --from run.json, else industry.
     #[arg(long)]
     pub pue: Option<String>,
-    /// Grid: ISO code (FR, FRA), country name, cloud region (aws:eu-west-3, gcp:europe-west1) or world.
-    #[arg(long)]
-    pub region: Option<String>,
-    /// Explicit grid intensity in gCO2e/kWh (0-2000) instead of --region.
-    #[arg(allow_negative_numbers = true, long, value_name = "G")]
-    pub intensity: Option<f64>,
-    /// Scope of --intensity.
-    #[arg(long, value_name = "lifecycle|direct", default_value = "lifecycle")]
-    pub intensity_scope: String,
-    /// Year of --intensity (default: this year).
-    #[arg(long, value_name = "YEAR")]
-    pub intensity_year: Option<u16>,
-    /// Where --intensity comes from (printed in the statement).
-    #[arg(long, value_name = "TEXT")]
-    pub intensity_source: Option<String>,
+    #[command(flatten)]
+    pub grid: GridArgs,
     /// Show the same job on other grids, e.g. FR,PL,US,IN,NO,AU.
     #[arg(long, value_delimiter = ',', value_name = "CODES")]
     pub compare: Vec<String>,
@@ -118,26 +106,6 @@ pub struct Options {
     pub catalogs: Vec<PathBuf>,
     #[command(flatten)]
     pub format: FormatArgs,
-}
-
-/// Reject options that cannot be combined, naming both.
-fn exclusive(pairs: &[(&str, bool)]) -> Result<()> {
-    let given: Vec<&str> = pairs.iter().filter(|p| p.1).map(|p| p.0).collect();
-    if given.len() > 1 {
-        bail!(
-            "{} cannot be combined; give one of them",
-            given.join(" and ")
-        );
-    }
-    Ok(())
-}
-
-fn current_year() -> u16 {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
-    (1970.0 + secs / (365.2425 * 86_400.0)).floor() as u16
 }
 
 /// Power per device: given, TDP × utilisation, or TDP (with a warning).
@@ -171,8 +139,13 @@ fn power(args: &Options, device: Option<&Device>) -> Result<(Watts, String)> {
     }
 }
 
-/// IT energy by path (a), (b) or (c).
-fn it_energy(args: &Options, c: &Catalogs, device: Option<&Device>) -> Result<ItEnergy> {
+/// IT energy by path (a), (b) or (c); `saved` is the result file of path (c), already read.
+fn it_energy(
+    args: &Options,
+    c: &Catalogs,
+    device: Option<&Device>,
+    saved: Option<&from_result::Saved>,
+) -> Result<ItEnergy> {
     let time = [
         ("--hours", args.hours.is_some()),
         ("--days", args.days.is_some()),
@@ -193,7 +166,7 @@ fn it_energy(args: &Options, c: &Catalogs, device: Option<&Device>) -> Result<It
         ("--achieved-tflops", args.achieved_tflops.is_some()),
     ])?;
     let any_time = time.iter().any(|t| t.1);
-    if let Some(path) = &args.from {
+    if let Some(saved) = saved {
         for (flag, set) in time.iter().copied().chain([
             ("--params/--model/--tokens/--flops", compute),
             ("--power", args.power.is_some()),
@@ -203,10 +176,12 @@ fn it_energy(args: &Options, c: &Catalogs, device: Option<&Device>) -> Result<It
                 bail!("--from and {flag} cannot be combined: the result file already holds the energy");
             }
         }
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let mut e = from_result::it_energy(&text, &path.display().to_string())?;
-        e.count = count(args)?.filter(|_| device.is_some());
+        let mut e = saved.energy.clone();
+        // --count applies to a measured total only with a device (for the embodied share); a
+        // plan already knows its device count.
+        if let Some(n) = count(args)?.filter(|_| device.is_some()) {
+            e.count = Some(n);
+        }
         return Ok(e);
     }
     let count = count(args)?.unwrap_or(1);
@@ -283,60 +258,47 @@ fn check_positive(flag: &str, v: f64) -> Result<f64> {
     }
 }
 
-fn pue(args: &Options, c: &Catalogs) -> Result<Pue> {
-    let default = if args.from.is_some() {
-        "local"
-    } else {
-        "industry"
-    };
-    let s = args.pue.as_deref().unwrap_or(default);
-    Ok(match s.parse::<f64>() {
-        Ok(v) => Pue::new(v, "given")?,
-        Err(_) => {
-            let p = c.pue.lookup(s)?;
-            Pue::new(p.pue, format!("{} preset: {}", p.name, p.source))?
-        }
-    })
-}
-
-fn grid(args: &Options, c: &Catalogs) -> Result<GridIntensity> {
-    exclusive(&[
-        ("--region", args.region.is_some()),
-        ("--intensity", args.intensity.is_some()),
-    ])?;
-    match args.intensity {
-        Some(g) => {
-            let scope = match args.intensity_scope.as_str() {
-                "lifecycle" => Scope::Lifecycle,
-                "direct" => Scope::Direct,
-                s => bail!("--intensity-scope `{s}` is not lifecycle or direct"),
-            };
-            let mut i =
-                GridIntensity::custom(g, scope, args.intensity_year.unwrap_or_else(current_year))
-                    .map_err(anyhow::Error::msg)?;
-            if let Some(s) = &args.intensity_source {
-                i.source = s.clone();
-            }
-            Ok(i)
-        }
-        None => Ok(c.grid.lookup(args.region.as_deref().unwrap_or("world"))?),
-    }
-}
-
 pub fn run(args: Args) -> Result<ExitCode> {
     let args = *args.options;
     let c = load(&args.catalogs)?;
     if args.statement.is_some() && args.format.format() != Format::Table {
         bail!("--statement and --json/--csv cannot be combined; --statement json prints the statement as JSON");
     }
-    let device = args
-        .device
-        .as_deref()
-        .map(|d| c.devices.lookup(d))
-        .transpose()?;
-    let it = it_energy(&args, &c, device)?;
-    let pue = pue(&args, &c)?;
-    let grid = grid(&args, &c)?;
+    let saved = match &args.from {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Some(from_result::read(&text, &path.display().to_string())?)
+        }
+        None => None,
+    };
+    let device = match (&args.device, saved.as_ref().and_then(|s| s.device.as_ref())) {
+        (Some(d), _) => Some(c.devices.lookup(d)?),
+        // The device a plan was made for: a catalog name, unless the plan used a --catalog file
+        // this run does not have, in which case the embodied share is left out with a warning.
+        (None, Some(d)) => match c.devices.lookup(d) {
+            Ok(dev) => Some(dev),
+            Err(e) => {
+                eprintln!("warning: {e}; no embodied carbon for the plan's device (give --device or --catalog)");
+                None
+            }
+        },
+        (None, None) => None,
+    };
+    let it = it_energy(&args, &c, device, saved.as_ref())?;
+    // PUE: given; else the one a plan assumed; else local for a measurement (one machine) and the
+    // industry average for an estimated data-centre job.
+    let pue = match (args.pue.as_deref(), saved.as_ref().and_then(|s| s.pue)) {
+        (None, Some(p)) => Pue::new(
+            p,
+            match saved.as_ref().and_then(|s| s.pue_source.as_deref()) {
+                Some(src) => format!("as in the plan: {src}"),
+                None => "as in the plan".into(),
+            },
+        )?,
+        (spec, _) => resolve_pue(spec, if saved.is_some() { "local" } else { "industry" }, &c)?,
+    };
+    let grid = args.grid.resolve(&c)?;
     let compare = args
         .compare
         .iter()

@@ -1,11 +1,12 @@
 //! `amdahl catalog` — list the embedded catalogs (devices, grid regions, models, PUE presets) or
 //! show one entry with its sources.
 
+use crate::cmd::resolve::load;
 use crate::output::{print, Format, FormatArgs};
-use amdahl_model::catalog::{Catalogs, Listing};
+use amdahl_model::catalog::Listing;
 use amdahl_report::catalog as render;
 use amdahl_report::to_json;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -33,17 +34,6 @@ pub struct Args {
     pub catalogs: Vec<PathBuf>,
     #[command(flatten)]
     pub format: FormatArgs,
-}
-
-/// The embedded catalogs extended by the user's files, in order.
-pub fn load(files: &[PathBuf]) -> Result<Catalogs> {
-    let mut c = Catalogs::embedded().context("reading the embedded catalogs")?;
-    for f in files {
-        let text = std::fs::read_to_string(f)
-            .with_context(|| format!("reading catalog file {}", f.display()))?;
-        c.add_user_file(&text, &f.display().to_string())?;
-    }
-    Ok(c)
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {

@@ -1,4 +1,5 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(Args) -> Result<ExitCode>`.
+//! `resolve` holds the catalog-backed options several subcommands share.
 
 pub mod bench;
 pub mod carbon;
@@ -8,6 +9,7 @@ pub mod detect;
 pub mod fit;
 pub mod merge;
 pub mod plan;
+pub mod resolve;
 pub mod run;
 pub mod surface;
 pub mod top500;

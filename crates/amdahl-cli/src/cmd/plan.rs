@@ -1,13 +1,16 @@
 //! `amdahl plan`: predict one training layout, or search every layout (`--search`).
 
+use crate::cmd::resolve::{load, pue, GridArgs};
 use crate::output::{print, write_file, Format, FormatArgs};
+use amdahl_model::carbon::Pue;
+use amdahl_model::catalog::grid::GridIntensity;
+use amdahl_model::catalog::Catalogs;
 use amdahl_model::plan::{
-    builtin_device, builtin_devices, builtin_model, builtin_models, cost::WORLD_INTENSITY,
-    evaluate, search, space_size, validate, validate_model, CostInputs, Hardware, Layout,
-    ModelShape, Network, Objective, PlanError, PlanResult, Precision, Recompute, SearchResult,
-    SearchSpace,
+    evaluate, search, space_size, system, validate, validate_model, CostInputs, Hardware, Layout,
+    ModelShape, Network, Objective, Overrides, PlanError, PlanResult, Precision, Recompute,
+    SearchResult, SearchSpace,
 };
-use amdahl_model::units::{BytesPerSecond, GramsPerKwh, Seconds, Watts};
+use amdahl_model::units::{BytesPerSecond, Seconds, Watts};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
 use std::path::PathBuf;
@@ -46,7 +49,8 @@ pub struct Args {
 
 #[derive(clap::Args, Debug)]
 pub struct Options {
-    /// Built-in model (gpt3-175b, mt-nlg-530b, llama2-7b, llama2-70b, megatron-1.7b … megatron-1t).
+    /// Model from `amdahl catalog models`, by name or alias (gpt3-175b, mt-nlg-530b, llama2-70b,
+    /// llama3-8b, megatron-1.7b … megatron-1t); decoder-only transformers.
     #[arg(long, conflicts_with_all = ["model_file", "layers"])]
     pub model: Option<String>,
     /// Model shape as JSON: {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "gated_mlp"}.
@@ -73,9 +77,13 @@ pub struct Options {
     #[arg(long)]
     pub vocab: Option<u32>,
 
-    /// Device: a100-40gb, a100-80gb (a100), h100-sxm (h100), v100-32gb (v100).
+    /// Device from `amdahl catalog devices`, by name or alias (a100-80gb, a100-40gb, h100,
+    /// h200, v100-32gb, mi300x, …).
     #[arg(long, default_value = "a100-80gb")]
     pub system: String,
+    /// Override or extend a catalog with a CSV file in the format of data/*.csv (repeatable).
+    #[arg(long = "catalog", value_name = "FILE")]
+    pub catalogs: Vec<PathBuf>,
     #[arg(long, default_value_t = 8)]
     pub gpus_per_node: u32,
     /// Devices in the job (with --search: devices available).
@@ -114,7 +122,7 @@ pub struct Options {
     #[arg(long)]
     pub flash: bool,
 
-    /// Inter-node bandwidth per GPU in Gbit/s (default: the device's usual node).
+    /// Inter-node bandwidth per GPU in Gbit/s (default: the catalog's reference server).
     #[arg(long)]
     pub inter_gbit: Option<f64>,
     /// Inter-node latency per message in µs.
@@ -126,7 +134,7 @@ pub struct Options {
     /// Intra-node (NVLink) bandwidth per GPU and direction in GB/s.
     #[arg(long)]
     pub intra_gbs: Option<f64>,
-    /// Device idle power in W (default from the device table).
+    /// Device idle power in W (default: the catalog's idle_w, else 1/8 of TDP, an estimate).
     #[arg(long)]
     pub idle_w: Option<f64>,
     /// Device TDP in W.
@@ -136,15 +144,11 @@ pub struct Options {
     /// Tokens to train on (time, device-hours, energy, carbon).
     #[arg(long, default_value_t = 300e9)]
     pub tokens: f64,
-    /// Grid region; only `world` (IEA 2019, 475 g/kWh) until the region catalog is wired.
+    #[command(flatten)]
+    pub grid: GridArgs,
+    /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry) [default: local = 1.0].
     #[arg(long)]
-    pub region: Option<String>,
-    /// Grid carbon intensity in gCO2e/kWh (overrides --region).
-    #[arg(long)]
-    pub intensity: Option<f64>,
-    /// Power usage effectiveness of the facility.
-    #[arg(long, default_value_t = 1.0)]
-    pub pue: f64,
+    pub pue: Option<String>,
     /// Price of one device-hour (any currency) for --objective cost.
     #[arg(long)]
     pub price: Option<f64>,
@@ -177,15 +181,10 @@ pub struct Options {
     pub svg: Option<PathBuf>,
 }
 
-fn model_of(a: &Options) -> Result<ModelShape> {
+fn model_of(a: &Options, c: &Catalogs) -> Result<ModelShape> {
     if let Some(name) = &a.model {
-        return builtin_model(name).map(|m| m.shape).ok_or_else(|| {
-            let known: Vec<String> = builtin_models().into_iter().map(|m| m.shape.name).collect();
-            anyhow!(
-                "unknown --model `{name}`; built-in models: {}",
-                known.join(", ")
-            )
-        });
+        let m = c.models.lookup(name).context("--model")?;
+        return Ok(ModelShape::from_catalog(m)?);
     }
     if let Some(path) = &a.model_file {
         let text = std::fs::read_to_string(path)
@@ -217,20 +216,14 @@ fn model_of(a: &Options) -> Result<ModelShape> {
     }
 }
 
-fn system_of(a: &Options) -> Result<(Hardware, Network)> {
-    let dev = builtin_device(&a.system).ok_or_else(|| {
-        let known: Vec<String> = builtin_devices()
-            .into_iter()
-            .map(|d| d.hardware.name)
-            .collect();
-        anyhow!(
-            "unknown --system `{}`; built-in devices: {}",
-            a.system,
-            known.join(", ")
-        )
-    })?;
-    let mut hw = dev.hardware;
-    let mut net = Network::node_of(&hw, a.inter_gbit.unwrap_or(dev.inter_node_gbit));
+fn system_of(a: &Options, c: &Catalogs) -> Result<(Hardware, Network)> {
+    let dev = c.devices.lookup(&a.system).context("--system")?;
+    let overrides = Overrides {
+        intra_node_bandwidth: a.intra_gbs.map(|x| BytesPerSecond(x * 1e9)),
+        tdp: a.tdp_w.map(Watts),
+        idle_power: a.idle_w.map(Watts),
+    };
+    let (hw, mut net) = system(dev, &overrides, a.inter_gbit)?;
     net.gpus_per_node = a.gpus_per_node;
     if let Some(x) = a.inter_latency_us {
         if !(x >= 0.0 && x.is_finite()) {
@@ -243,15 +236,6 @@ fn system_of(a: &Options) -> Result<(Hardware, Network)> {
             bail!("--inter-eff {x} must be in (0, 1]");
         }
         net.inter.efficiency = x;
-    }
-    if let Some(x) = a.intra_gbs {
-        net.intra.bandwidth = BytesPerSecond(x * 1e9);
-    }
-    if let Some(x) = a.idle_w {
-        hw.idle_power = Watts(x);
-    }
-    if let Some(x) = a.tdp_w {
-        hw.tdp = Watts(x);
     }
     for (what, v) in [
         ("--inter-gbit", net.inter.bandwidth.get()),
@@ -271,29 +255,22 @@ fn system_of(a: &Options) -> Result<(Hardware, Network)> {
     Ok((hw, net))
 }
 
-fn cost_of(a: &Options) -> Result<CostInputs> {
-    let intensity = match (a.intensity, a.region.as_deref()) {
-        (Some(g), _) if g >= 0.0 && g.is_finite() => GramsPerKwh(g),
-        (Some(g), _) => bail!("--intensity {g} must be a non-negative number of gCO2e/kWh"),
-        (None, None) => WORLD_INTENSITY,
-        (None, Some(r)) if r.eq_ignore_ascii_case("world") => WORLD_INTENSITY,
-        (None, Some(r)) => bail!(
-            "unknown --region `{r}`: regional intensities are not wired into `plan` yet; \
-             give --intensity G (gCO2e/kWh) or --region world"
-        ),
-    };
-    if !(a.pue >= 1.0 && a.pue.is_finite()) {
-        bail!("--pue {} must be at least 1.0", a.pue);
-    }
+/// Cost inputs, with the provenance of the grid intensity and the PUE: `--region` (any
+/// catalogued country or cloud region; default world) or `--intensity`, and `--pue` (a number or
+/// a preset; default local = 1.0), resolved exactly as `amdahl carbon` does.
+fn cost_of(a: &Options, c: &Catalogs) -> Result<(CostInputs, GridIntensity, Pue)> {
+    let grid = a.grid.resolve(c)?;
+    let pue = pue(a.pue.as_deref(), "local", c)?;
     if !(a.tokens > 0.0 && a.tokens.is_finite()) {
         bail!("--tokens must be positive");
     }
-    Ok(CostInputs {
+    let inputs = CostInputs {
         tokens: a.tokens,
-        pue: a.pue,
-        intensity,
+        pue: pue.value,
+        intensity: grid.g_per_kwh,
         price_per_device_hour: a.price,
-    })
+    };
+    Ok((inputs, grid, pue))
 }
 
 fn precision(p: PrecisionArg) -> Precision {
@@ -306,14 +283,15 @@ fn precision(p: PrecisionArg) -> Precision {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let a = *args.opts;
-    let model = model_of(&a)?;
-    let (hw, net) = system_of(&a)?;
-    let inputs = cost_of(&a)?;
+    let c = load(&a.catalogs)?;
+    let model = model_of(&a, &c)?;
+    let (hw, net) = system_of(&a, &c)?;
+    let (inputs, grid, pue) = cost_of(&a, &c)?;
     if a.gpus == 0 {
         bail!("--gpus must be at least 1");
     }
     if a.search {
-        return run_search(&a, &model, &hw, &net, inputs);
+        return run_search(&a, &model, &hw, &net, inputs, (grid, pue));
     }
     let tp_pp = u64::from(a.tp) * u64::from(a.pp);
     let dp = match a.dp {
@@ -351,7 +329,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;
-    let result = PlanResult::new(&model, &hw, &net, &e, &inputs);
+    let mut result = PlanResult::new(&model, &hw, &net, &e, &inputs);
+    result.grid = Some(grid);
+    result.pue_source = Some(pue.source);
     if !result.fits {
         eprintln!(
             "warning: this layout needs {:.1} GiB per device, more than the {:.1} GiB usable \
@@ -380,6 +360,7 @@ fn run_search(
     hw: &Hardware,
     net: &Network,
     inputs: CostInputs,
+    (grid, pue): (GridIntensity, Pue),
 ) -> Result<ExitCode> {
     let precision = precision(a.precision);
     if hw.peak(precision).is_none() {
@@ -454,7 +435,9 @@ fn run_search(
         }
         .into());
     }
-    let result = SearchResult::new(model, hw, net, &space, &outcome, wall);
+    let mut result = SearchResult::new(model, hw, net, &space, &outcome, wall);
+    result.grid = Some(grid);
+    result.pue_source = Some(pue.source);
     let text = match a.format.format() {
         Format::Json => amdahl_report::to_json(&result)?,
         Format::Csv => amdahl_report::plan::search_csv(&result),

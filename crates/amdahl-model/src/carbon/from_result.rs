@@ -1,17 +1,30 @@
 //! IT energy from the saved JSON result of another amdahl command, dispatched on its `schema`.
 //!
-//! Supported: `amdahl.run/1` (measured: `total_energy_j`, `duration_s`). A new producer (e.g.
-//! `amdahl.plan/1`: predicted step time × steps × device power) adds one arm to [`it_energy`].
+//! Supported: `amdahl.run/1` (measured: `total_energy_j`, `duration_s`) and `amdahl.plan/1`
+//! (estimated: the predicted training run — `training.power_per_device` × `training.train_time`
+//! × `gpus`, which is the plan's `training.it_energy` — with the plan's device and PUE). A new
+//! producer adds one arm to [`read`].
 
 use super::{CarbonError, ItEnergy};
-use crate::units::{Joules, Seconds};
+use crate::units::{Joules, Seconds, Watts};
 use serde_json::Value;
 
 /// Schemas `amdahl carbon --from` understands.
-pub const SUPPORTED: &[&str] = &["amdahl.run/1"];
+pub const SUPPORTED: &[&str] = &["amdahl.run/1", "amdahl.plan/1"];
 
-/// Read the IT energy out of a result file's text (`file` names it in errors).
-pub fn it_energy(text: &str, file: &str) -> Result<ItEnergy, CarbonError> {
+/// What a saved result says: its IT energy, and where it knows them the device (a catalog name)
+/// and the PUE it assumed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved {
+    pub energy: ItEnergy,
+    pub device: Option<String>,
+    pub pue: Option<f64>,
+    /// Where that PUE came from, as the producer recorded it.
+    pub pue_source: Option<String>,
+}
+
+/// Read a result file's text (`file` names it in errors).
+pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
     let err = |message: String| CarbonError::Input {
         file: file.into(),
         message,
@@ -20,21 +33,70 @@ pub fn it_energy(text: &str, file: &str) -> Result<ItEnergy, CarbonError> {
     let schema = v.get("schema").and_then(Value::as_str).ok_or_else(|| {
         err("no `schema` field; is this the --json output of an amdahl command?".into())
     })?;
-    let number = |field: &str| -> Result<f64, CarbonError> {
-        v.get(field)
+    // A field by its path (`training.train_time`), which must be a number.
+    let number = |path: &str| -> Result<f64, CarbonError> {
+        path.split('.')
+            .try_fold(&v, |node, key| node.get(key))
             .and_then(Value::as_f64)
-            .ok_or_else(|| err(format!("field `{field}` is missing or not a number")))
+            .ok_or_else(|| err(format!("field `{path}` is missing or not a number")))
+    };
+    let text_at = |path: &str| -> Option<String> {
+        path.split('.')
+            .try_fold(&v, |node, key| node.get(key))
+            .and_then(Value::as_str)
+            .map(String::from)
     };
     match schema {
         "amdahl.run/1" => {
             let j = number("total_energy_j")?;
             let s = number("duration_s")?;
-            ItEnergy::measured(
+            let energy = ItEnergy::measured(
                 Joules(j),
                 Seconds(s),
                 format!("measured by `amdahl run` ({file})"),
             )
-            .map_err(|e| err(e.to_string()))
+            .map_err(|e| err(e.to_string()))?;
+            Ok(Saved {
+                energy,
+                device: None,
+                pue: None,
+                pue_source: None,
+            })
+        }
+        "amdahl.plan/1" => {
+            let gpus = number("gpus")?;
+            let count = u32::try_from(gpus as u64)
+                .ok()
+                .filter(|n| f64::from(*n) == gpus && *n > 0)
+                .ok_or_else(|| err(format!("field `gpus` = {gpus} is not a device count")))?;
+            let time = Seconds(number("training.train_time")?);
+            let power = Watts(number("training.power_per_device")?);
+            let device = text_at("device.name");
+            let idle_estimated = v
+                .pointer("/device/idle_power_estimated")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let method = format!(
+                "`amdahl plan` prediction ({file}): {} on {count} × {}, {:e} tokens, {:.0} W per \
+                 device{}",
+                text_at("model.name").as_deref().unwrap_or("a model"),
+                device.as_deref().unwrap_or("devices"),
+                number("training.tokens")?,
+                power.get(),
+                if idle_estimated {
+                    " (idle power estimated as 1/8 of TDP)"
+                } else {
+                    ""
+                },
+            );
+            let energy =
+                ItEnergy::from_power(count, time, power, method).map_err(|e| err(e.to_string()))?;
+            Ok(Saved {
+                energy,
+                device,
+                pue: Some(number("training.pue")?),
+                pue_source: text_at("pue_source"),
+            })
         }
         other => Err(err(format!(
             "schema `{other}` is not supported by `amdahl carbon --from`; supported: {}",
@@ -50,13 +112,61 @@ mod tests {
 
     #[test]
     fn run_result_is_measured() {
-        let e = it_energy(
+        let e = read(
             r#"{"schema":"amdahl.run/1","total_energy_j":7.2e6,"duration_s":3600,"extra":1}"#,
             "r.json",
         )
-        .unwrap();
+        .unwrap()
+        .energy;
         assert_eq!(e.basis, Basis::Measured);
         assert!((e.energy.kwh() - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn plan_result_is_the_estimated_training_run() {
+        // A plan's own JSON: its IT energy is power per device × training time × devices.
+        use crate::plan::{catalog_model, catalog_system, evaluate};
+        use crate::plan::{CostInputs, Layout, PlanResult, Precision, Recompute};
+        let (hw, net) = catalog_system("a100-80gb").unwrap();
+        let m = catalog_model("megatron-39b").unwrap();
+        let l = Layout {
+            tp: 8,
+            pp: 2,
+            dp: 32,
+            interleave: 1,
+            mbs: 1,
+            batch: 1536,
+            recompute: Recompute::Full,
+            zero: 0,
+            sp: false,
+            precision: Precision::Bf16,
+            overlap_dp: false,
+            flash_attention: false,
+        };
+        let e = evaluate(&m, &hw, &net, &l).unwrap();
+        let inputs = CostInputs {
+            tokens: 1e9,
+            pue: 1.1,
+            intensity: crate::catalog::grid::lookup("world").unwrap().g_per_kwh,
+            price_per_device_hour: None,
+        };
+        let plan = PlanResult::new(&m, &hw, &net, &e, &inputs);
+        let text = serde_json::to_string(&plan).unwrap();
+        let s = read(&text, "plan.json").unwrap();
+        assert_eq!(s.energy.basis, Basis::Estimated);
+        assert_eq!(s.energy.count, Some(512));
+        assert_eq!(s.device.as_deref(), Some("A100 SXM4 80GB"));
+        assert_eq!(s.pue, Some(1.1));
+        let want = plan.training.it_energy.get();
+        assert!((s.energy.energy.get() / want - 1.0).abs() < 1e-12);
+        assert!(
+            (s.energy.device_hours().unwrap() / plan.training.device_hours - 1.0).abs() < 1e-12
+        );
+        assert!(s
+            .energy
+            .method
+            .contains("Megatron-39B on 512 × A100 SXM4 80GB"));
+        assert!(s.energy.method.contains("idle power estimated"));
     }
 
     #[test]
@@ -64,7 +174,12 @@ mod tests {
         for (text, want) in [
             ("{", "not valid JSON"),
             (r#"{"a":1}"#, "no `schema`"),
-            (r#"{"schema":"amdahl.plan/1"}"#, "not supported"),
+            (r#"{"schema":"amdahl.fit/1"}"#, "not supported"),
+            (r#"{"schema":"amdahl.plan/1"}"#, "`gpus` is missing"),
+            (
+                r#"{"schema":"amdahl.plan/1","gpus":8.5}"#,
+                "not a device count",
+            ),
             (
                 r#"{"schema":"amdahl.run/1","duration_s":1}"#,
                 "total_energy_j",
@@ -74,7 +189,7 @@ mod tests {
                 "positive",
             ),
         ] {
-            let e = it_energy(text, "r.json").unwrap_err().to_string();
+            let e = read(text, "r.json").unwrap_err().to_string();
             assert!(e.starts_with("r.json: ") && e.contains(want), "{e}");
         }
     }

@@ -131,6 +131,13 @@ pub struct Device {
     pub year: u16,
     pub source: String,
     pub embodied_source: String,
+    /// Microarchitecture (`Volta`, `Ampere`, `Hopper`, `CDNA 3`, ...).
+    pub arch: String,
+    /// Inter-node (scale-out) network bandwidth per device in the vendor's reference server, Gbit/s
+    /// (DGX A100: 8 × HDR 200 Gb/s for 8 GPUs = 200); `None` where no reference server is catalogued.
+    pub scale_out_gbit: Option<f64>,
+    /// Where `scale_out_gbit` comes from.
+    pub scale_out_source: String,
 }
 
 impl Device {
@@ -224,6 +231,9 @@ impl Devices {
                 year: r.year("year")?,
                 source: r.text("source")?,
                 embodied_source: r.cell("embodied_source").to_string(),
+                arch: r.cell("arch").to_string(),
+                scale_out_gbit: r.opt_positive("scale_out_gbit")?,
+                scale_out_source: r.cell("scale_out_source").to_string(),
             })
         })?;
         Ok(Self { items })

@@ -3,7 +3,7 @@
 
 use super::{normalise, suggest, table, CatalogError};
 use crate::units::GramsPerKwh;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
 const COUNTRIES_FILE: &str = "data/grid.csv";
@@ -17,7 +17,7 @@ const REGIONS_TEXT: &str = include_str!("../../../../data/regions.csv");
 pub const MAX_G_PER_KWH: f64 = 2000.0;
 
 /// Whether an intensity counts only combustion at the plant or the whole life cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// Life-cycle emissions of generation (construction, fuel supply, operation).
@@ -71,7 +71,7 @@ pub struct CloudRegion {
 }
 
 /// A resolved intensity: what a carbon estimate multiplies energy by, with its provenance.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GridIntensity {
     /// The canonical code: ISO alpha-2, a region id, `world` or `custom`.
     pub code: String,

@@ -31,12 +31,20 @@ pub struct ModelShape {
     pub fwd_flops_per_sample: Option<Flops>,
     pub year: u16,
     pub source: String,
+    /// Feed-forward activation: `swiglu`/`geglu` (gated: three `ffn × hidden` matrices), `gelu`,
+    /// `relu`; empty for non-transformers.
+    pub mlp: String,
 }
 
 impl ModelShape {
     /// Per-head width: the explicit `head_dim`, else hidden / heads.
     pub fn head_dim(&self) -> Option<u32> {
         self.head_dim.or_else(|| Some(self.hidden? / self.heads?))
+    }
+
+    /// A gated MLP (SwiGLU, GeGLU): three `ffn × hidden` matrices instead of two.
+    pub fn gated_mlp(&self) -> bool {
+        self.mlp.to_ascii_lowercase().ends_with("glu")
     }
 
     /// Training FLOPs for `tokens` tokens: 6·P·D (Kaplan et al. 2020, Section 2.1: 2 FLOPs per
@@ -72,6 +80,7 @@ impl Models {
                 fwd_flops_per_sample: r.opt_positive("fwd_flops_per_sample")?.map(Flops),
                 year: r.year("year")?,
                 source: r.text("source")?,
+                mlp: r.cell("mlp").to_string(),
             };
             if let (Some(h), Some(kv)) = (shape.heads, shape.kv_heads) {
                 if kv > h || h % kv != 0 {
@@ -140,14 +149,10 @@ mod tests {
         let d = m.head_dim()? as f64;
         // Attention: Q and O are h×(heads·d), K and V h×(kv_heads·d) (grouped/multi-query).
         let attn = 2.0 * h * d * (m.heads? as f64 + m.kv_heads? as f64);
-        // SwiGLU (three ffn×h matrices) for LLaMA-family and PaLM, two otherwise; LLaMA-family
-        // models also have untied input and output embeddings.
+        // Gated MLPs (SwiGLU) have three ffn×h matrices, others two; LLaMA-family models also
+        // have untied input and output embeddings.
         let llama = m.name.starts_with("LLaMA") || m.name.starts_with("Llama");
-        let mats = if llama || m.name.starts_with("PaLM") {
-            3.0
-        } else {
-            2.0
-        };
+        let mats = if m.gated_mlp() { 3.0 } else { 2.0 };
         let emb = if llama { 2.0 } else { 1.0 };
         Some(l * (attn + mats * h * f) + emb * v * h)
     }

@@ -21,9 +21,6 @@ pub struct CostInputs {
     pub price_per_device_hour: Option<f64>,
 }
 
-/// World-average grid intensity, IEA 2019 (475 gCO2/kWh), the default until a region is given.
-pub const WORLD_INTENSITY: GramsPerKwh = GramsPerKwh(475.0);
-
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
     pub tokens: f64,

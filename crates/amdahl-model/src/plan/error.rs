@@ -14,6 +14,17 @@ pub(crate) fn nearest(below: Option<u64>, above: Option<u64>) -> String {
 
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum PlanError {
+    /// An unknown device or model (with the nearest names), or a malformed catalog.
+    #[error(transparent)]
+    Catalog(#[from] crate::catalog::CatalogError),
+    #[error("the catalog has no {what} for {device}; {fix}")]
+    DeviceField {
+        device: String,
+        what: &'static str,
+        fix: &'static str,
+    },
+    #[error("model {model} cannot be planned: {reason}; give its shape with --layers/--hidden/--heads/--seq/--vocab or --model-file")]
+    ModelShape { model: String, reason: String },
     #[error("{what} must be at least 1 (got {value})")]
     Zero { what: &'static str, value: u64 },
     #[error(

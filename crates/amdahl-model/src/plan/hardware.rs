@@ -1,10 +1,14 @@
 //! Devices and networks the performance model runs on.
 //!
-//! `Hardware` carries exactly what the model needs; the catalog (another module) builds it from
-//! its data files. Until that lands, [`builtin_device`] holds a small table whose every figure is
-//! cited next to it. Peaks are *dense* (no 2:4 sparsity) tensor-core figures from the vendor data
-//! sheets.
+//! `Hardware` carries exactly what the model needs. It is built from a device of the catalog
+//! (`data/devices.csv`, [`crate::catalog::devices`]) by [`Hardware::from_catalog`]; the rules that
+//! turn catalog columns into model inputs (link direction, binary memory units, idle power where
+//! the catalog has none, the GEMM-curve family) are documented there and in
+//! docs/methodology/plan.md ("Hardware from the catalog"). Peaks are *dense* (no 2:4 sparsity)
+//! vendor figures.
 
+use super::error::PlanError;
+use crate::catalog::devices::{Device, Precision as CatalogPrecision};
 use crate::units::{Bytes, BytesPerSecond, FlopsPerSecond, Seconds, Watts};
 use serde::{Deserialize, Serialize};
 
@@ -97,6 +101,22 @@ impl DeviceClass {
         }
     }
 
+    /// The class of a catalogued microarchitecture (`arch` column of data/devices.csv). Only
+    /// Volta, Ampere and Hopper have curves of their own; every other architecture is
+    /// [`DeviceClass::Generic`] (the Ampere constants), which the plan output states.
+    pub fn from_arch(arch: &str) -> Self {
+        DeviceClass::parse(arch.trim()).unwrap_or(DeviceClass::Generic)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceClass::Volta => "volta",
+            DeviceClass::Ampere => "ampere",
+            DeviceClass::Hopper => "hopper",
+            DeviceClass::Generic => "generic",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
         match s.to_ascii_lowercase().as_str() {
             "volta" => Some(DeviceClass::Volta),
@@ -114,8 +134,8 @@ pub struct Hardware {
     pub name: String,
     pub class: DeviceClass,
     /// Dense peak for fp32 training (IEEE fp32 FMA units; TF32 is not used by default in
-    /// PyTorch matmuls since 1.12).
-    pub peak_fp32: FlopsPerSecond,
+    /// PyTorch matmuls since 1.12); `None` where the vendor publishes none.
+    pub peak_fp32: Option<FlopsPerSecond>,
     /// Dense tensor-core peak for bf16 (fp16 on Volta, which has no bf16).
     pub peak_bf16: FlopsPerSecond,
     /// Dense tensor-core fp8 peak, where the device has fp8.
@@ -126,13 +146,95 @@ pub struct Hardware {
     pub intra_node_bandwidth: BytesPerSecond,
     pub tdp: Watts,
     pub idle_power: Watts,
+    /// `idle_power` is the [`IDLE_FRACTION_OF_TDP`] estimate, not a catalogued or given figure.
+    #[serde(default)]
+    pub idle_power_estimated: bool,
+}
+
+/// Idle power as a fraction of TDP, used where the catalog has no `idle_w` (no vendor publishes
+/// idle power) and the user gives no `--idle-w`: 1/8. An estimate of the typical draw of an idle
+/// data-centre GPU (A100 SXM 400 W → 50 W), flagged `idle_power_estimated` in every result;
+/// measure it with `amdahl run` and pass `--idle-w` or an `idle_w` column with `--catalog`.
+pub const IDLE_FRACTION_OF_TDP: f64 = 0.125;
+
+/// User values that fill in or replace catalog figures (`--intra-gbs`, `--tdp-w`, `--idle-w`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Overrides {
+    pub intra_node_bandwidth: Option<BytesPerSecond>,
+    pub tdp: Option<Watts>,
+    pub idle_power: Option<Watts>,
+}
+
+/// Bytes of a memory capacity the vendor quotes in "GB". HBM stacks come in binary sizes and
+/// vendors round them to GB: an "80 GB" A100 or H100 has 80 GiB (nvidia-smi reports 81,920 MiB
+/// on A100 80 GB), so the planner reads the catalog's figure as GiB. (The catalog keeps the
+/// vendor's number; embodied-carbon factors are quoted per vendor GB.)
+fn capacity(vendor_gb: f64) -> Bytes {
+    Bytes::from_gib(vendor_gb)
+}
+
+impl Hardware {
+    /// The model's view of a catalogued device.
+    ///
+    /// - peaks: the catalog's dense fp32, 16-bit (`fp16` column: bf16/fp16 tensor) and fp8;
+    /// - memory: vendor GB read as GiB (see `capacity`); bandwidth as catalogued;
+    /// - intra-node link: the catalog's `link_gbs` is the vendor's aggregate over both
+    ///   directions (A100 NVLink 3: 600 GB/s), the α–β model needs one direction: half;
+    /// - idle power: the catalog's `idle_w`, else `--idle-w`, else [`IDLE_FRACTION_OF_TDP`] × TDP
+    ///   (marked estimated);
+    /// - class: from the `arch` column ([`DeviceClass::from_arch`]).
+    ///
+    /// Fails, naming the device and the option that supplies it, when something the model needs
+    /// is neither in the catalog nor in `o`.
+    pub fn from_catalog(d: &Device, o: &Overrides) -> Result<Self, PlanError> {
+        let missing = |what: &'static str, fix: &'static str| PlanError::DeviceField {
+            device: d.name.clone(),
+            what,
+            fix,
+        };
+        let peak_bf16 = d
+            .peak(CatalogPrecision::Fp16)
+            .ok_or_else(|| missing("16-bit (bf16/fp16) peak", "add fp16_tflops with --catalog"))?;
+        let memory = d
+            .memory_gb()
+            .map(capacity)
+            .ok_or_else(|| missing("on-package memory", "add memory_gb with --catalog"))?;
+        let memory_bandwidth = d
+            .memory_bandwidth
+            .ok_or_else(|| missing("memory bandwidth", "add memory_bw_gbs with --catalog"))?;
+        let intra_node_bandwidth = o
+            .intra_node_bandwidth
+            .or(d.link_bandwidth.map(|b| b * 0.5))
+            .ok_or_else(|| missing("intra-node link bandwidth", "give --intra-gbs"))?;
+        let tdp = o
+            .tdp
+            .or(d.tdp)
+            .ok_or_else(|| missing("TDP", "give --tdp-w"))?;
+        let (idle_power, idle_power_estimated) = match o.idle_power.or(d.idle) {
+            Some(w) => (w, false),
+            None => (tdp * IDLE_FRACTION_OF_TDP, true),
+        };
+        Ok(Hardware {
+            name: d.name.clone(),
+            class: DeviceClass::from_arch(&d.arch),
+            peak_fp32: d.peak(CatalogPrecision::Fp32),
+            peak_bf16,
+            peak_fp8: d.peak(CatalogPrecision::Fp8),
+            memory,
+            memory_bandwidth,
+            intra_node_bandwidth,
+            tdp,
+            idle_power,
+            idle_power_estimated,
+        })
+    }
 }
 
 impl Hardware {
     /// Dense peak at `p`, `None` where the device lacks that precision.
     pub fn peak(&self, p: Precision) -> Option<FlopsPerSecond> {
         match p {
-            Precision::Fp32 => Some(self.peak_fp32),
+            Precision::Fp32 => self.peak_fp32,
             Precision::Bf16 => Some(self.peak_bf16),
             Precision::Fp8 => self.peak_fp8,
         }
@@ -166,9 +268,10 @@ pub struct Network {
 }
 
 impl Network {
-    /// The network of the usual 8-GPU node of this device: NVLink inside, one InfiniBand NIC of
-    /// `inter_gbit` Gbit/s per GPU between nodes (DGX A100: 8 × HDR 200; DGX H100: 8 × NDR 400).
-    /// Efficiencies and latencies: typical nccl-tests figures (docs/methodology/plan.md).
+    /// The network of an 8-device node of this device: its intra-node link inside, `inter_gbit`
+    /// Gbit/s per device between nodes (the catalog's `scale_out_gbit`: DGX A100 8 × HDR 200;
+    /// DGX H100 8 × NDR 400). Efficiencies and latencies: typical nccl-tests figures
+    /// (docs/methodology/plan.md).
     pub fn node_of(hw: &Hardware, inter_gbit: f64) -> Self {
         Network {
             gpus_per_node: 8,
@@ -186,128 +289,85 @@ impl Network {
     }
 }
 
-/// A built-in device with the inter-node bandwidth of its usual node (Gbit/s per GPU).
-#[derive(Debug, Clone)]
-pub struct BuiltinDevice {
-    pub hardware: Hardware,
-    pub inter_node_gbit: f64,
-    pub source: &'static str,
+/// A catalogued device of the embedded catalog, with the network of its vendor reference server
+/// (`scale_out_gbit`) and no overrides: what the library's tests and examples plan on.
+pub fn catalog_system(name: &str) -> Result<(Hardware, Network), PlanError> {
+    let d = crate::catalog::devices::lookup(name)?;
+    system(d, &Overrides::default(), None)
 }
 
-const GB: f64 = 1e9;
-const T: f64 = 1e12;
-
-/// Built-in devices, until the shared catalog lands. Names are matched case-insensitively.
-pub fn builtin_devices() -> Vec<BuiltinDevice> {
-    let dev = |name: &str,
-               class,
-               fp32: f64,
-               bf16: f64,
-               fp8: Option<f64>,
-               mem_gib: f64,
-               bw_gbs: f64,
-               nvlink_gbs: f64,
-               tdp: f64,
-               idle: f64| Hardware {
-        name: name.to_string(),
-        class,
-        peak_fp32: FlopsPerSecond(fp32 * T),
-        peak_bf16: FlopsPerSecond(bf16 * T),
-        peak_fp8: fp8.map(|x| FlopsPerSecond(x * T)),
-        memory: Bytes::from_gib(mem_gib),
-        memory_bandwidth: BytesPerSecond(bw_gbs * GB),
-        intra_node_bandwidth: BytesPerSecond(nvlink_gbs * GB),
-        tdp: Watts(tdp),
-        idle_power: Watts(idle),
-    };
-    vec![
-        // NVIDIA A100 Tensor Core GPU data sheet (2021): FP32 19.5, BF16 312 TFLOP/s dense;
-        // 40 GB HBM2 1,555 GB/s; 80 GB HBM2e 2,039 GB/s; NVLink 600 GB/s (300 per direction);
-        // max TDP 400 W (SXM). Idle ~ 50 W: typical nvidia-smi idle draw of an SXM A100 (an
-        // estimate, override with --idle-w).
-        BuiltinDevice {
-            hardware: dev(
-                "a100-40gb",
-                DeviceClass::Ampere,
-                19.5,
-                312.0,
-                None,
-                40.0,
-                1555.0,
-                300.0,
-                400.0,
-                50.0,
-            ),
-            inter_node_gbit: 200.0,
-            source: "NVIDIA A100 data sheet (2021); DGX A100: 8x HDR 200 Gb/s",
-        },
-        BuiltinDevice {
-            hardware: dev(
-                "a100-80gb",
-                DeviceClass::Ampere,
-                19.5,
-                312.0,
-                None,
-                80.0,
-                2039.0,
-                300.0,
-                400.0,
-                50.0,
-            ),
-            inter_node_gbit: 200.0,
-            source: "NVIDIA A100 data sheet (2021); DGX A100: 8x HDR 200 Gb/s",
-        },
-        // NVIDIA H100 Tensor Core GPU data sheet (SXM5): FP32 67, BF16 989, FP8 1,979 TFLOP/s
-        // dense; 80 GB HBM3 3.35 TB/s; NVLink 900 GB/s (450 per direction); up to 700 W.
-        // Idle ~ 70 W (estimate).
-        BuiltinDevice {
-            hardware: dev(
-                "h100-sxm",
-                DeviceClass::Hopper,
-                67.0,
-                989.0,
-                Some(1979.0),
-                80.0,
-                3350.0,
-                450.0,
-                700.0,
-                70.0,
-            ),
-            inter_node_gbit: 400.0,
-            source: "NVIDIA H100 data sheet (SXM5); DGX H100: 8x NDR 400 Gb/s",
-        },
-        // NVIDIA V100 data sheet (SXM2 32 GB): FP32 15.7, FP16 tensor 125 TFLOP/s; HBM2
-        // 900 GB/s; NVLink 300 GB/s (150 per direction); 300 W. DGX-1: 4x EDR 100 Gb/s for 8
-        // GPUs = 50 Gb/s per GPU. Idle ~ 40 W (estimate).
-        BuiltinDevice {
-            hardware: dev(
-                "v100-32gb",
-                DeviceClass::Volta,
-                15.7,
-                125.0,
-                None,
-                32.0,
-                900.0,
-                150.0,
-                300.0,
-                40.0,
-            ),
-            inter_node_gbit: 50.0,
-            source: "NVIDIA V100 data sheet (SXM2); DGX-1: 4x EDR 100 Gb/s per 8 GPUs",
-        },
-    ]
+/// Hardware and network for a catalogued device: `inter_gbit` (Gbit/s per device between nodes)
+/// if given, else the catalog's `scale_out_gbit`, else an error that says to give it.
+pub fn system(
+    d: &Device,
+    o: &Overrides,
+    inter_gbit: Option<f64>,
+) -> Result<(Hardware, Network), PlanError> {
+    let hw = Hardware::from_catalog(d, o)?;
+    let gbit = inter_gbit
+        .or(d.scale_out_gbit)
+        .ok_or_else(|| PlanError::DeviceField {
+            device: d.name.clone(),
+            what: "reference-server inter-node bandwidth",
+            fix: "give --inter-gbit (Gbit/s per device)",
+        })?;
+    let net = Network::node_of(&hw, gbit);
+    Ok((hw, net))
 }
 
-/// Look a built-in device up by name (case-insensitive; `a100` means the 80 GB part).
-pub fn builtin_device(name: &str) -> Option<BuiltinDevice> {
-    let key = match name.to_ascii_lowercase().as_str() {
-        "a100" | "a100-sxm" | "a100-80gb-sxm" => "a100-80gb".to_string(),
-        "a100-40gb-sxm" => "a100-40gb".to_string(),
-        "h100" | "h100-sxm5" | "h100-80gb" => "h100-sxm".to_string(),
-        "v100" | "v100-sxm2" => "v100-32gb".to_string(),
-        other => other.to_string(),
-    };
-    builtin_devices()
-        .into_iter()
-        .find(|d| d.hardware.name == key)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a100_from_the_catalog_matches_the_datasheet() {
+        // NVIDIA A100 datasheet (2021): 19.5 fp32, 312 bf16 TFLOP/s dense, 2,039 GB/s, NVLink
+        // 600 GB/s total = 300 per direction, 400 W; DGX A100: 8 × HDR 200 Gb/s.
+        let (hw, net) = catalog_system("a100-80gb").unwrap();
+        assert_eq!(hw.class, DeviceClass::Ampere);
+        assert_eq!(hw.peak(Precision::Fp32).unwrap().tflops(), 19.5);
+        assert_eq!(hw.peak(Precision::Bf16).unwrap().tflops(), 312.0);
+        assert!(hw.peak(Precision::Fp8).is_none());
+        assert_eq!(hw.memory, Bytes::from_gib(80.0));
+        assert_eq!(hw.memory_bandwidth.get(), 2039e9);
+        assert_eq!(hw.intra_node_bandwidth.get(), 300e9);
+        assert_eq!(net.inter.bandwidth.get(), 200e9 / 8.0);
+        assert_eq!(hw.tdp, Watts(400.0));
+        // No idle_w in the catalog: 1/8 of TDP, marked as an estimate.
+        assert_eq!(hw.idle_power, Watts(50.0));
+        assert!(hw.idle_power_estimated);
+    }
+
+    #[test]
+    fn overrides_fill_in_and_replace() {
+        let d = crate::catalog::devices::lookup("tpuv4").unwrap();
+        // TPU v4 has no catalogued per-chip link bandwidth and no reference server.
+        let e = system(d, &Overrides::default(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("TPU v4") && e.contains("--intra-gbs"), "{e}");
+        let o = Overrides {
+            intra_node_bandwidth: Some(BytesPerSecond(100e9)),
+            idle_power: Some(Watts(30.0)),
+            ..Overrides::default()
+        };
+        let e = system(d, &o, None).unwrap_err().to_string();
+        assert!(e.contains("--inter-gbit"), "{e}");
+        let (hw, _) = system(d, &o, Some(100.0)).unwrap();
+        assert_eq!(hw.class, DeviceClass::Generic);
+        assert_eq!(hw.idle_power, Watts(30.0));
+        assert!(!hw.idle_power_estimated);
+    }
+
+    #[test]
+    fn cpus_cannot_be_planned_and_say_why() {
+        let e = catalog_system("epyc-7763").unwrap_err().to_string();
+        assert!(e.contains("EPYC 7763") && e.contains("16-bit"), "{e}");
+    }
+
+    #[test]
+    fn unknown_device_suggests_names() {
+        let e = catalog_system("h10").unwrap_err().to_string();
+        assert!(e.contains("did you mean") && e.contains("h100"), "{e}");
+    }
 }

@@ -131,7 +131,7 @@ pub fn usable(capacity: Bytes) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::shape::builtin_model;
+    use crate::plan::shape::catalog_model;
 
     fn layout(tp: u32, sp: bool, rc: Recompute) -> Layout {
         Layout {
@@ -153,9 +153,8 @@ mod tests {
     #[test]
     fn korthikanti_table2_forms() {
         // GPT-3 175B: s = 2048, h = 12288, a = 96, b = 1.
-        let m = builtin_model("gpt3-175b").map(|m| m.shape);
-        let Some(m) = m else {
-            panic!("built-in model missing")
+        let Ok(m) = catalog_model("gpt3-175b") else {
+            panic!("gpt3-175b missing from the catalog")
         };
         let (s, h, a, t) = (2048.0, 12288.0, 96.0, 8.0);
         let sbh = s * h;

@@ -5,7 +5,8 @@
 //! ZeRO, microbatch, recomputation, precision), [`evaluate`] predicts the iteration time and
 //! where it goes, memory per device, throughput, MFU/HFU; [`cost`] turns it into time, energy
 //! and carbon to train D tokens; [`scaling`] gives Végh's view (α_eff vs N); [`search`] ranks
-//! every valid layout. Every formula's source: docs/methodology/plan.md.
+//! every valid layout. Devices and models come from the catalogs ([`crate::catalog`]) through
+//! [`system`] and [`ModelShape::from_catalog`]. Every formula's source: docs/methodology/plan.md.
 
 pub mod collective;
 pub mod cost;
@@ -27,8 +28,8 @@ mod validation;
 pub use cost::{cost, Cost, CostInputs};
 pub use error::PlanError;
 pub use hardware::{
-    builtin_device, builtin_devices, BuiltinDevice, DeviceClass, GemmCurve, Hardware, Link,
-    Network, Precision,
+    catalog_system, system, DeviceClass, GemmCurve, Hardware, Link, Network, Overrides, Precision,
+    IDLE_FRACTION_OF_TDP,
 };
 pub use layout::{validate, validate_model, Layout, Recompute};
 pub use memory::Memory;
@@ -38,4 +39,4 @@ pub use scaling::{scaling, Scaling, ScalingPoint};
 pub use search::{
     search, space_size, Candidate, Objective, Rejections, SearchOutcome, SearchSpace,
 };
-pub use shape::{builtin_model, builtin_models, BuiltinModel, ModelShape};
+pub use shape::{catalog_model, ModelShape};

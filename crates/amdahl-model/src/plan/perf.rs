@@ -287,16 +287,15 @@ fn link(net: &Network, span: u64) -> &Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::hardware::{builtin_device, Precision};
-    use crate::plan::shape::builtin_model;
+    use crate::plan::hardware::{catalog_system, Precision};
+    use crate::plan::shape::catalog_model;
 
     fn setup() -> (ModelShape, Hardware, Network) {
-        let (Some(d), Some(m)) = (builtin_device("a100-80gb"), builtin_model("megatron-145b"))
+        let (Ok((hw, net)), Ok(m)) = (catalog_system("a100-80gb"), catalog_model("megatron-145b"))
         else {
-            panic!("built-ins missing")
+            panic!("catalog entries missing")
         };
-        let net = Network::node_of(&d.hardware, d.inter_node_gbit);
-        (m.shape, d.hardware, net)
+        (m, hw, net)
     }
 
     fn base() -> Layout {

@@ -1,7 +1,7 @@
 //! Property tests of the model's laws.
 
-use super::cost::{CostInputs, WORLD_INTENSITY};
-use super::hardware::{builtin_device, Network, Precision};
+use super::cost::CostInputs;
+use super::hardware::{catalog_system, Network, Precision};
 use super::layout::{validate, Layout, Recompute};
 use super::perf::estimate;
 use super::search::{search, Objective, SearchSpace};
@@ -10,12 +10,17 @@ use proptest::prelude::*;
 use std::sync::atomic::AtomicU64;
 
 fn a100() -> (super::hardware::Hardware, Network) {
-    match builtin_device("a100-80gb") {
-        Some(d) => {
-            let net = Network::node_of(&d.hardware, d.inter_node_gbit);
-            (d.hardware, net)
-        }
-        None => panic!("a100-80gb missing"),
+    match catalog_system("a100-80gb") {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The world-average intensity of the grid catalog (IEA 2019).
+fn world() -> crate::units::GramsPerKwh {
+    match crate::catalog::grid::lookup("world") {
+        Ok(g) => g.g_per_kwh,
+        Err(e) => panic!("{e}"),
     }
 }
 
@@ -88,7 +93,7 @@ proptest! {
             cost: CostInputs {
                 tokens: 1e9,
                 pue: 1.1,
-                intensity: WORLD_INTENSITY,
+                intensity: world(),
                 price_per_device_hour: None,
             },
         };

@@ -9,6 +9,7 @@ use super::perf::{Breakdown, Estimate};
 use super::scaling::{scaling, Scaling};
 use super::search::{Candidate, Objective, Rejections, SearchOutcome, SearchSpace};
 use super::shape::ModelShape;
+use crate::catalog::grid::GridIntensity;
 use serde::{Deserialize, Serialize};
 
 pub const PLAN_SCHEMA: &str = "amdahl.plan/1";
@@ -37,6 +38,12 @@ pub struct PlanResult {
     pub breakdown: Breakdown,
     pub memory: Memory,
     pub training: Cost,
+    /// Where `training.intensity` comes from (region, year, scope, source), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<GridIntensity>,
+    /// Where `training.pue` comes from (a preset and its source, or "given").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pue_source: Option<String>,
     pub scaling: Scaling,
 }
 
@@ -68,6 +75,8 @@ impl PlanResult {
             breakdown: e.breakdown,
             memory: e.memory,
             training: cost(e, hw, inputs),
+            grid: None,
+            pue_source: None,
             scaling: scaling(model, hw, net, &e.layout),
         }
     }
@@ -126,6 +135,11 @@ pub struct SearchResult {
     pub fitting: u64,
     pub rejected_total: u64,
     pub rejected: Rejections,
+    /// Provenance of `space.cost.intensity` and `space.cost.pue`, as in `amdahl.plan/1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<GridIntensity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pue_source: Option<String>,
     pub wall_time_s: f64,
     pub top: Vec<RankedLayout>,
     pub pareto: Vec<RankedLayout>,
@@ -157,6 +171,8 @@ impl SearchResult {
             fitting: out.fitting,
             rejected_total: out.rejected.total(),
             rejected: out.rejected,
+            grid: None,
+            pue_source: None,
             wall_time_s,
             top: rank(&out.top),
             pareto: rank(&out.pareto),

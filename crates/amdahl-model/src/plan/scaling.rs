@@ -181,18 +181,17 @@ pub fn scaling(model: &ModelShape, hw: &Hardware, net: &Network, base: &Layout) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::hardware::builtin_device;
+    use crate::plan::hardware::catalog_system;
     use crate::plan::layout::Recompute;
-    use crate::plan::shape::builtin_model;
+    use crate::plan::shape::catalog_model;
     use crate::scaling::laws::serial_from_efficiency;
 
     #[test]
     fn parts_sum_to_serial_fraction_of_vegh() {
-        let (Some(d), Some(m)) = (builtin_device("a100-80gb"), builtin_model("megatron-39b"))
+        let (Ok((hw, net)), Ok(m)) = (catalog_system("a100-80gb"), catalog_model("megatron-39b"))
         else {
-            panic!("built-ins missing")
+            panic!("catalog entries missing")
         };
-        let net = Network::node_of(&d.hardware, d.inter_node_gbit);
         let base = Layout {
             tp: 8,
             pp: 2,
@@ -207,7 +206,7 @@ mod tests {
             overlap_dp: false,
             flash_attention: false,
         };
-        let s = scaling(&m.shape, &d.hardware, &net, &base);
+        let s = scaling(&m, &hw, &net, &base);
         assert!(s.strong.len() > 5 && s.weak.len() > 3);
         for p in s.strong.iter().chain(s.weak.iter()) {
             let (Some(total), Some(parts)) = (p.serial_total, p.parts) else {

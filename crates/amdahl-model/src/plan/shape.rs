@@ -1,5 +1,7 @@
 //! Shape of a dense decoder-only transformer and its FLOP and parameter counts.
 
+use super::error::PlanError;
+use crate::catalog::models as catalog;
 use serde::{Deserialize, Serialize};
 
 /// A dense transformer. `kv_heads < heads` is grouped-query attention; `gated_mlp` is a SwiGLU
@@ -99,124 +101,97 @@ impl ModelShape {
     }
 }
 
-/// A built-in model shape with its source.
-#[derive(Debug, Clone)]
-pub struct BuiltinModel {
-    pub shape: ModelShape,
-    pub source: &'static str,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn shape(
-    name: &str,
-    layers: u32,
-    hidden: u32,
-    heads: u32,
-    kv_heads: u32,
-    ffn: u32,
-    vocab: u32,
-    seq: u32,
-    gated_mlp: bool,
-) -> ModelShape {
-    ModelShape {
-        name: name.into(),
-        layers,
-        hidden,
-        heads,
-        kv_heads,
-        ffn,
-        vocab,
-        seq,
-        gated_mlp,
+impl ModelShape {
+    /// The planner's view of a catalogued model (`data/models.csv`): a dense decoder-only
+    /// transformer whose per-head width is hidden / heads. `kv_heads` defaults to `heads`; a
+    /// `swiglu`/`geglu` MLP is gated. Encoders, encoder–decoders, CNNs, shapes with missing
+    /// dimensions and shapes with a separate `head_dim` (PaLM, T5) are refused with the reason.
+    pub fn from_catalog(m: &catalog::ModelShape) -> Result<Self, PlanError> {
+        let refuse = |reason: String| PlanError::ModelShape {
+            model: m.name.clone(),
+            reason,
+        };
+        if m.arch != "decoder" {
+            return Err(refuse(format!(
+                "the planner models decoder-only transformers, this is `{}`",
+                if m.arch.is_empty() {
+                    "unknown"
+                } else {
+                    &m.arch
+                }
+            )));
+        }
+        let need = |v: Option<u32>, what: &str| {
+            v.ok_or_else(|| refuse(format!("the catalog gives no {what}")))
+        };
+        let layers = need(m.layers, "layers")?;
+        let hidden = need(m.hidden, "hidden size")?;
+        let heads = need(m.heads, "attention heads")?;
+        let ffn = need(m.ffn, "ffn width")?;
+        let vocab = need(m.vocab, "vocabulary")?;
+        let seq = need(m.seq, "sequence length")?;
+        if let Some(d) = m.head_dim {
+            if u64::from(d) * u64::from(heads) != u64::from(hidden) {
+                return Err(refuse(format!(
+                    "its head width {d} × {heads} heads ≠ hidden {hidden}, and the planner assumes \
+                     head width = hidden / heads"
+                )));
+            }
+        }
+        Ok(ModelShape {
+            name: m.name.clone(),
+            layers,
+            hidden,
+            heads,
+            kv_heads: m.kv_heads.unwrap_or(heads),
+            ffn,
+            vocab,
+            seq,
+            gated_mlp: m.gated_mlp(),
+        })
     }
 }
 
-/// The SC21 Table 1 shapes: (name, heads, hidden, layers). Narayanan et al., "Efficient
-/// Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC21, Table 1;
-/// vocabulary 51,200 and sequence 2,048 for all (§5.1); ffn = 4h.
-pub const SC21_SHAPES: [(&str, u32, u32, u32); 10] = [
-    ("megatron-1.7b", 24, 2304, 24),
-    ("megatron-3.6b", 32, 3072, 30),
-    ("megatron-7.5b", 32, 4096, 36),
-    ("megatron-18b", 48, 6144, 40),
-    ("megatron-39b", 64, 8192, 48),
-    ("megatron-76b", 80, 10240, 60),
-    ("megatron-145b", 96, 12288, 80),
-    ("megatron-310b", 128, 16384, 96),
-    ("megatron-530b", 128, 20480, 105),
-    ("megatron-1t", 160, 25600, 128),
-];
-
-/// Built-in models, until the shared catalog lands.
-pub fn builtin_models() -> Vec<BuiltinModel> {
-    let mut v = vec![
-        // Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1 (96 layers,
-        // d_model 12288, 96 heads, context 2048); GPT-2 BPE vocabulary of 50,257.
-        BuiltinModel {
-            shape: shape("gpt3-175b", 96, 12288, 96, 96, 49152, 50257, 2048, false),
-            source: "Brown et al. 2020, Table 2.1",
-        },
-        // Smith et al. 2022, "Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B",
-        // §3: 105 layers, hidden 20480, 128 heads, sequence 2048; vocabulary 51,200 (§3.2).
-        BuiltinModel {
-            shape: shape(
-                "mt-nlg-530b",
-                105,
-                20480,
-                128,
-                128,
-                81920,
-                51200,
-                2048,
-                false,
-            ),
-            source: "Smith et al. 2022, MT-NLG 530B, §3",
-        },
-        // Touvron et al. 2023, "Llama 2", Table 1 and the released configs: SwiGLU MLP,
-        // vocabulary 32,000, context 4,096; 70B uses GQA with 8 KV heads.
-        BuiltinModel {
-            shape: shape("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096, true),
-            source: "Touvron et al. 2023, Llama 2, Table 1; released config.json",
-        },
-        BuiltinModel {
-            shape: shape("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096, true),
-            source: "Touvron et al. 2023, Llama 2, Table 1; released config.json",
-        },
-    ];
-    for (name, heads, hidden, layers) in SC21_SHAPES {
-        v.push(BuiltinModel {
-            shape: shape(
-                name,
-                layers,
-                hidden,
-                heads,
-                heads,
-                4 * hidden,
-                51200,
-                2048,
-                false,
-            ),
-            source: "Narayanan et al. 2021 (SC21), Table 1",
-        });
-    }
-    v
-}
-
-/// Look a built-in model up by name (case-insensitive).
-pub fn builtin_model(name: &str) -> Option<BuiltinModel> {
-    let key = name.to_ascii_lowercase();
-    builtin_models().into_iter().find(|m| m.shape.name == key)
+/// A model of the embedded catalog as the planner sees it (see [`ModelShape::from_catalog`]).
+pub fn catalog_model(name: &str) -> Result<ModelShape, PlanError> {
+    ModelShape::from_catalog(catalog::lookup(name)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[allow(clippy::too_many_arguments)]
+    fn shape(
+        name: &str,
+        layers: u32,
+        hidden: u32,
+        heads: u32,
+        kv_heads: u32,
+        ffn: u32,
+        vocab: u32,
+        seq: u32,
+        gated_mlp: bool,
+    ) -> ModelShape {
+        ModelShape {
+            name: name.into(),
+            layers,
+            hidden,
+            heads,
+            kv_heads,
+            ffn,
+            vocab,
+            seq,
+            gated_mlp,
+        }
+    }
+
     #[test]
     fn gpt3_has_175b_parameters() {
         // Brown et al. 2020 report 175.0B; our count (weights + tied embedding) within 1 %.
-        let m = builtin_model("gpt3-175b").map(|m| m.shape);
-        let p = m.map(|m| m.params()).unwrap_or(0.0);
+        let p = catalog_model("gpt3-175b")
+            .map(|m| m.params())
+            .unwrap_or(0.0);
         assert!((p / 175.0e9 - 1.0).abs() < 0.01, "{p}");
     }
 
@@ -224,9 +199,9 @@ mod tests {
     fn llama2_70b_has_69b_parameters() {
         // Meta's released checkpoint has 68.98B parameters; untied output layer adds 0.26B
         // we do not count (tied embedding assumption), so allow 1 %.
-        let p = builtin_model("llama2-70b")
-            .map(|m| m.shape.params())
-            .unwrap_or(0.0);
+        let m = catalog_model("llama2-70b").unwrap();
+        assert!(m.gated_mlp && m.kv_heads == 8);
+        let p = m.params();
         assert!((p / 68.98e9 - 1.0).abs() < 0.01, "{p}");
     }
 
@@ -237,5 +212,19 @@ mod tests {
         let (b, s, l, h, v) = (8.0, 2048.0, 24.0, 2304.0, 51200.0);
         let expect = 72.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * l * h));
         assert!((m.model_flops(b) / expect - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn catalog_shapes_the_planner_cannot_model_are_refused() {
+        for (name, why) in [
+            ("palm", "head width 256"),
+            ("t5-11b", "encoder-decoder"),
+            ("resnet50", "cnn"),
+        ] {
+            let e = catalog_model(name).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains("--model-file"), "{e}");
+        }
+        let e = catalog_model("gpt4").unwrap_err().to_string();
+        assert!(e.contains("unknown model"), "{e}");
     }
 }
