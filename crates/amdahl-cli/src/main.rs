@@ -43,7 +43,19 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            // `{:#}` prints the whole context chain: "reading runs.csv: row 4, column `time`: ...".
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Run one parsed subcommand. `demo` calls this too, so its tour runs the real commands.
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Fit(a) => cmd::fit::run(a),
         Command::Top500(a) => cmd::top500::run(a),
@@ -55,13 +67,5 @@ fn main() -> ExitCode {
         Command::Merge(a) => cmd::merge::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Bench(a) => cmd::bench::run(a),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            // `{:#}` prints the whole context chain: "reading runs.csv: row 4, column `time`: ...".
-            eprintln!("error: {e:#}");
-            ExitCode::from(1)
-        }
     }
 }

@@ -1,11 +1,80 @@
-//! `amdahl demo` — not implemented yet.
+//! `amdahl demo`: the three questions answered on embedded data, as a scripted tour of the real
+//! subcommands. Each step prints the command line it runs, so a reader can re-run or vary it; the
+//! steps run in-process through the same parser and code as when typed, so the tour cannot drift
+//! from what the commands do.
 
-use anyhow::{bail, Result};
+use crate::output::print;
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Directory for the plots the tour writes (created if missing).
+    #[arg(long, default_value = "amdahl-demo")]
+    pub out: PathBuf,
+}
 
-pub fn run(_args: Args) -> Result<ExitCode> {
-    bail!("`amdahl demo` is not implemented yet")
+/// A step of the tour: the question it answers and the command line (without `amdahl`).
+struct Step {
+    heading: &'static str,
+    argv: Vec<String>,
+}
+
+fn steps(out: &str) -> Vec<Step> {
+    let svg = |name: &str| format!("{out}/{name}");
+    let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+    vec![
+        Step {
+            heading: "1. How far will it scale? A measured series (throughput vs load), four laws fitted",
+            argv: [words("fit --builtin --predict 64,128 --svg"), vec![svg("fit.svg")]].concat(),
+        },
+        Step {
+            heading: "2. Where does the time go? Megatron-LM 530B on 2,520 A100 (SC21, Table 1)",
+            argv: [
+                words(
+                    "plan --model megatron-530b --system a100-80gb --gpus 2520 --tp 8 --pp 35 \
+                     --mbs 1 --batch 2520 --recompute full --region US --svg",
+                ),
+                vec![svg("plan.svg")],
+            ]
+            .concat(),
+        },
+        Step {
+            heading: "3. What does it cost? GPT-3 training as published (Patterson et al. 2021), on six grids",
+            argv: words(
+                "carbon --device v100 --count 10000 --days 14.8 --power 330 --pue 1.1 \
+                 --intensity 429 --compare FR,PL,US,IN,NO,AU",
+            ),
+        },
+    ]
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let out = args.out.to_string_lossy().into_owned();
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating the output directory {out}"))?;
+    for step in steps(&out) {
+        print(&format!(
+            "\n== {}\n$ amdahl {}\n\n",
+            step.heading,
+            step.argv.join(" ")
+        ))?;
+        let argv = std::iter::once("amdahl".to_string()).chain(step.argv.iter().cloned());
+        let cli = crate::Cli::try_parse_from(argv).with_context(|| {
+            format!(
+                "the demo step `amdahl {}` no longer parses",
+                step.argv.join(" ")
+            )
+        })?;
+        let code = crate::dispatch(cli.command)?;
+        if code != ExitCode::SUCCESS {
+            bail!("the demo step `amdahl {}` failed", step.argv.join(" "));
+        }
+    }
+    print(&format!(
+        "\nPlots written to {out}/ (open the .svg files in a browser).\n"
+    ))?;
+    Ok(ExitCode::SUCCESS)
 }
