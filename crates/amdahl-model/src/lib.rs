@@ -7,4 +7,6 @@
 //! the measuring and rendering crates.
 
 pub mod scaling;
+pub mod surface;
+pub mod top500;
 pub mod units;
