@@ -3,8 +3,10 @@
 //! Every function here is a pure function of data it is given; nothing measures, reads sensors or
 //! prints. The binary chooses a sink and writes the returned string where the user asked.
 
+pub mod surface;
 pub mod svg;
 pub mod table;
+pub mod top500;
 
 /// Serialise any result struct as the pretty JSON amdahl writes (trailing newline included).
 pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, serde_json::Error> {

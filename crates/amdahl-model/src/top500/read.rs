@@ -316,13 +316,17 @@ fn parse_sheet(file: &str, g: &Grid, l: Layout) -> Result<ListFile, Top500Error>
         }
     };
     let (rmax_unit, rpeak_unit) = (unit_of(rmax)?, unit_of(rpeak)?);
-    for f in [rmax, rpeak] {
-        let h = raw_headers.get(f).cloned().unwrap_or_default();
-        if flop_unit(&h).is_none() {
-            notes.push(format!(
-                "{file}: header \"{h}\" states no unit: read as GFlop/s, the unit of TOP500 spreadsheets before {TFLOPS_SINCE}"
-            ));
-        }
+    let unitless: Vec<String> = [rmax, rpeak]
+        .iter()
+        .filter_map(|&f| raw_headers.get(f))
+        .filter(|h| flop_unit(h).is_none())
+        .map(|h| format!("\"{h}\""))
+        .collect();
+    if !unitless.is_empty() {
+        notes.push(format!(
+            "{file}: header {} states no unit: read as GFlop/s, the unit of TOP500 spreadsheets before {TFLOPS_SINCE}",
+            unitless.join(" and ")
+        ));
     }
     let hpcg = match find(&|h| h.starts_with("hpcg")) {
         Some(f) => Some((f, unit_of(f)?)),
