@@ -19,8 +19,19 @@ fn builtin_history_surface_has_contours_and_labels() {
         .stdout(predicate::str::contains("TOP500 (N = cores)"));
     let svg = std::fs::read_to_string(&out).unwrap();
     assert!(svg.starts_with("<svg"));
-    assert_eq!(svg.matches("<polyline").count(), 3, "three iso-efficiency contours");
-    for t in ["E = 90 %", "E = 50 %", "E = 10 %", "Piz Daint 2018-11", "Frontier 2023-11", ">1e6<"] {
+    assert_eq!(
+        svg.matches("<polyline").count(),
+        3,
+        "three iso-efficiency contours"
+    );
+    for t in [
+        "E = 90 %",
+        "E = 50 %",
+        "E = 10 %",
+        "Piz Daint 2018-11",
+        "Frontier 2023-11",
+        ">1e6<",
+    ] {
         assert!(svg.contains(t), "{t}");
     }
 }
@@ -49,12 +60,20 @@ fn overlays_top500_json_from_stdin_and_fit_json_from_file() {
         .write_stdin(top.stdout)
         .output()
         .unwrap();
-    assert!(res.status.success(), "{}", String::from_utf8_lossy(&res.stderr));
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&res.stdout).unwrap();
     assert_eq!(v["schema"], "amdahl.surface/1");
     let pts = v["points"].as_array().unwrap();
-    assert!(pts.iter().any(|p| p["label"] == "Piz Daint 2018-11" && p["n"] == 5704.0));
-    assert!(pts.iter().any(|p| p["label"] == "allreduce" && p["n"] == 64.0));
+    assert!(pts
+        .iter()
+        .any(|p| p["label"] == "Piz Daint 2018-11" && p["n"] == 5704.0));
+    assert!(pts
+        .iter()
+        .any(|p| p["label"] == "allreduce" && p["n"] == 64.0));
     let svg = std::fs::read_to_string(&out).unwrap();
     assert!(svg.contains("allreduce (Karp-Flatt e)"));
 }

@@ -18,7 +18,11 @@ fn shared(name: &str) -> PathBuf {
 
 fn json(args: &[&str]) -> serde_json::Value {
     let out = amdahl().args(args).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -43,8 +47,19 @@ fn json_contract_2018_11_piz_daint_and_summit() {
     let systems = v["systems"].as_array().unwrap();
     assert_eq!(systems.len(), 5);
     for key in [
-        "list", "rank", "name", "system", "site", "country", "n", "rmax_tflops", "rpeak_tflops",
-        "efficiency_hpl", "serial_fraction_hpl", "efficiency_hpcg", "serial_fraction_hpcg",
+        "list",
+        "rank",
+        "name",
+        "system",
+        "site",
+        "country",
+        "n",
+        "rmax_tflops",
+        "rpeak_tflops",
+        "efficiency_hpl",
+        "serial_fraction_hpl",
+        "efficiency_hpcg",
+        "serial_fraction_hpcg",
         "gflops_per_watt",
     ] {
         assert!(systems[0].get(key).is_some(), "missing {key}");
@@ -63,7 +78,15 @@ fn json_contract_2018_11_piz_daint_and_summit() {
 #[test]
 fn accelerators_as_n_for_piz_daint() {
     let f = shared("TOP500_201811.xls");
-    let v = json(&["top500", "--json", "--n", "accelerators", "--system", "Piz Daint", f.to_str().unwrap()]);
+    let v = json(&[
+        "top500",
+        "--json",
+        "--n",
+        "accelerators",
+        "--system",
+        "Piz Daint",
+        f.to_str().unwrap(),
+    ]);
     assert_eq!(v["n_counts"], "accelerators");
     let s = &v["systems"][0];
     assert_eq!(s["n"], 5704);
@@ -90,7 +113,10 @@ fn follows_piz_daint_across_all_six_lists() {
     assert!(out.status.success());
     let csv = String::from_utf8(out.stdout).unwrap();
     let lists: Vec<&str> = csv.lines().skip(1).map(|l| &l[..7]).collect();
-    assert_eq!(lists, ["2013-06", "2013-11", "2016-11", "2018-11", "2020-11", "2023-11"]);
+    assert_eq!(
+        lists,
+        ["2013-06", "2013-11", "2016-11", "2018-11", "2020-11", "2023-11"]
+    );
     // The GFlop/s lists note how they were read.
     assert!(String::from_utf8_lossy(&out.stderr).contains("read as GFlop/s"));
 }
@@ -102,7 +128,9 @@ fn nodes_unknown_is_said_not_invented() {
         .args(["top500", "--n", "nodes", "--top", "1", f.to_str().unwrap()])
         .assert()
         .success()
-        .stdout(predicate::str::contains("unknown: the list gives no node count"));
+        .stdout(predicate::str::contains(
+            "unknown: the list gives no node count",
+        ));
 }
 
 fn bad(name: &str, contents: &[u8]) -> (tempfile::TempDir, PathBuf) {
@@ -127,20 +155,39 @@ const HEAD: &str = "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n";
 #[test]
 fn rmax_above_rpeak_names_the_cell() {
     let (_d, p) = bad("list.csv", format!("{HEAD}1,A,8,3,2\n").as_bytes());
-    fails_with(&p, &["list.csv", "sheet \"csv\", row 2, column D (`Rmax [TFlop/s]`)", "exceeds Rpeak"]);
+    fails_with(
+        &p,
+        &[
+            "list.csv",
+            "sheet \"csv\", row 2, column D (`Rmax [TFlop/s]`)",
+            "exceeds Rpeak",
+        ],
+    );
 }
 
 #[test]
 fn zero_cores_names_the_cell() {
-    let (_d, p) = bad("list.csv", format!("{HEAD}1,A,8,1,2\n2,B,0,1,2\n").as_bytes());
-    fails_with(&p, &["row 3, column C (`Total Cores`)", "at least one core"]);
+    let (_d, p) = bad(
+        "list.csv",
+        format!("{HEAD}1,A,8,1,2\n2,B,0,1,2\n").as_bytes(),
+    );
+    fails_with(
+        &p,
+        &["row 3, column C (`Total Cores`)", "at least one core"],
+    );
 }
 
 #[test]
 fn missing_rpeak_column_is_reported() {
-    let (_d, p) = bad("list.csv", b"Rank,Name,Total Cores,Rmax [TFlop/s]\n1,A,8,1\n");
+    let (_d, p) = bad(
+        "list.csv",
+        b"Rank,Name,Total Cores,Rmax [TFlop/s]\n1,A,8,1\n",
+    );
     fails_with(&p, &["list.csv", "no sheet holds a TOP500 list", "Rpeak"]);
-    let (_d, p) = bad("list.csv", b"Rank,Name,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,1,2\n");
+    let (_d, p) = bad(
+        "list.csv",
+        b"Rank,Name,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,1,2\n",
+    );
     fails_with(&p, &["missing column `Total Cores`", "\"Rmax [TFlop/s]\""]);
 }
 
@@ -149,7 +196,10 @@ fn unrecognised_and_corrupt_spreadsheets() {
     let (_d, p) = bad("list.xls", &[0u8, 1, 2, 3, 255, 0, 9]);
     fails_with(&p, &["list.xls", "not a spreadsheet amdahl can read"]);
     // An .xls (OLE) signature followed by garbage, and a zip signature with no archive.
-    let (_d, p) = bad("list.xls", &[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1, 1, 2, 3]);
+    let (_d, p) = bad(
+        "list.xls",
+        &[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1, 1, 2, 3],
+    );
     fails_with(&p, &["list.xls", "the workbook could not be read"]);
     let (_d, p) = bad("list.xlsx", b"PK\x03\x04garbage");
     fails_with(&p, &["list.xlsx", "the workbook could not be read"]);
@@ -163,7 +213,9 @@ fn missing_file_and_unknown_system() {
         .args(["top500", "/nonexistent/TOP500_209906.xls"])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("reading /nonexistent/TOP500_209906.xls"));
+        .stderr(predicate::str::contains(
+            "reading /nonexistent/TOP500_209906.xls",
+        ));
     amdahl()
         .args(["top500", "--system", "Deep Thought"])
         .assert()

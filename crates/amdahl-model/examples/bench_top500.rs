@@ -16,9 +16,12 @@ const FILES: [&str; 6] = [
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::args().nth(1).map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/top500")
-    });
+    let dir = std::env::args()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/top500")
+        });
     let t = Instant::now();
     let files: Vec<(String, Vec<u8>)> = FILES
         .iter()
@@ -57,11 +60,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         call(NCounts::Accelerators)?;
     }
     let per_call = t.elapsed().as_secs_f64() / reps as f64;
-    println!("top500 over {} lists ({} systems), {} calls:", files.len(), systems, reps);
+    println!(
+        "top500 over {} lists ({} systems), {} calls:",
+        files.len(),
+        systems,
+        reps
+    );
     for ((_, s), f) in per_file.iter().zip(FILES) {
         println!("  parse {f:<56} {:>8.1} ms", s * 1e3);
     }
-    println!("  {:<62} {:>8.1} ms", "read the six files from disk (once)", read_s * 1e3);
+    println!(
+        "  {:<62} {:>8.1} ms",
+        "read the six files from disk (once)",
+        read_s * 1e3
+    );
     println!(
         "  {:<62} {:>8.1} ms  (target < 1000 ms)",
         "read_list × 6 + analyse (--n accelerators), per call",

@@ -17,7 +17,8 @@ pub fn iso_efficiency_serial(n: f64, e: f64) -> f64 {
 /// (n_lo > 1). Points are exact; a renderer joins them with straight segments.
 pub fn iso_efficiency_curve(e: f64, n_lo: f64, n_hi: f64, samples: usize) -> Vec<(f64, f64)> {
     let n_lo = n_lo.max(1.0 + 1e-9);
-    if !(e > 0.0 && e < 1.0) || !(n_hi > n_lo) || samples < 2 {
+    let valid = e > 0.0 && e < 1.0 && n_hi > n_lo && samples >= 2;
+    if !valid {
         return Vec::new();
     }
     let (a, b) = (n_lo.ln(), n_hi.ln());

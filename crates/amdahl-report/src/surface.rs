@@ -108,8 +108,10 @@ impl SurfaceResult {
             self.points.len()
         );
         for (g, n) in groups {
-            s.push_str(&format!("
-  {n:>4}  {g}"));
+            s.push_str(&format!(
+                "
+  {n:>4}  {g}"
+            ));
         }
         s.push('\n');
         s
@@ -121,7 +123,9 @@ impl SurfaceResult {
 pub enum SurfaceError {
     #[error("{source_name}: `schema` is {found}; amdahl surface overlays amdahl.top500/1 and amdahl.fit/1 results (produce them with `amdahl top500 --json` or `amdahl fit --json`)")]
     UnknownSchema { source_name: String, found: String },
-    #[error("{source_name}: {field} is missing or not an array; is this a complete {schema} result?")]
+    #[error(
+        "{source_name}: {field} is missing or not an array; is this a complete {schema} result?"
+    )]
     Shape {
         source_name: String,
         schema: String,
@@ -264,7 +268,8 @@ pub fn contour(spec: &SurfaceSpec, e: f64) -> Vec<(f64, f64)> {
     let k = (1.0 - e) / e;
     let start = n_lo.max(1.0 + k / s_hi);
     let end = n_hi.min(1.0 + k / s_lo);
-    if !(e > 0.0 && e < 1.0) || !(end > start) {
+    let visible = e > 0.0 && e < 1.0 && end > start;
+    if !visible {
         return Vec::new();
     }
     let (a, b) = (start.ln(), end.ln());
@@ -362,7 +367,10 @@ pub fn svg(spec: &SurfaceSpec, points: &[SurfacePoint]) -> String {
     let mut labels: Vec<(f64, f64, String)> = Vec::new();
     for p in points {
         let Some(t) = &p.label else { continue };
-        match labels.iter_mut().find(|(n, s, _)| *n == p.n && *s == p.serial) {
+        match labels
+            .iter_mut()
+            .find(|(n, s, _)| *n == p.n && *s == p.serial)
+        {
             Some((_, _, text)) => {
                 let (old_name, new_name) = (text.rsplit_once(' '), t.rsplit_once(' '));
                 match (old_name, new_name) {
@@ -398,7 +406,10 @@ mod tests {
             for (n, s) in c {
                 assert!((efficiency(n, s) - e).abs() < 1e-9);
                 assert!(n >= spec.n_range.0 && n <= spec.n_range.1 * (1.0 + 1e-12));
-                assert!(s >= spec.serial_range.0 * (1.0 - 1e-9) && s <= spec.serial_range.1 * (1.0 + 1e-9));
+                assert!(
+                    s >= spec.serial_range.0 * (1.0 - 1e-9)
+                        && s <= spec.serial_range.1 * (1.0 + 1e-9)
+                );
             }
         }
     }
@@ -424,7 +435,10 @@ mod tests {
         assert!(out.starts_with("<svg"));
         // Three contours are the only polylines; one marker outside the legend.
         assert_eq!(out.matches("<polyline").count(), 3);
-        assert_eq!(out.matches(r#"stroke="white" stroke-width="0.8""#).count(), 1);
+        assert_eq!(
+            out.matches(r#"stroke="white" stroke-width="0.8""#).count(),
+            1
+        );
         for t in ["E = 90 %", "E = 50 %", "E = 10 %", "Piz Daint 2018-11"] {
             assert!(out.contains(t), "{t}");
         }

@@ -156,6 +156,9 @@ mod tests {
         let r = history(NCounts::Cores);
         let c = csv(&r).unwrap();
         assert_eq!(c.lines().count(), r.systems.len() + 1);
-        assert!(c.lines().nth(1).is_some_and(|l| l.contains(",cores,")), "{c}");
+        assert!(
+            c.lines().nth(1).is_some_and(|l| l.contains(",cores,")),
+            "{c}"
+        );
     }
 }

@@ -4,7 +4,9 @@
 use crate::cmd::top500::{load, parse_n};
 use crate::output::{print, write_file, Format, FormatArgs};
 use amdahl_model::top500::{analyse, NCounts, Query};
-use amdahl_report::surface::{points_from_json, svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec};
+use amdahl_report::surface::{
+    points_from_json, svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec,
+};
 use anyhow::{Context, Result};
 use std::io::Read;
 use std::path::PathBuf;

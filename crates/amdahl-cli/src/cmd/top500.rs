@@ -2,7 +2,7 @@
 //! system's HPL efficiency, non-parallel fraction 1−α_eff with the N it counts, HPCG efficiency
 //! and energy efficiency.
 
-use crate::output::{print, FormatArgs, Format};
+use crate::output::{print, Format, FormatArgs};
 use amdahl_model::top500::{analyse, builtin_history, read_list, ListFile, NCounts, Query};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;

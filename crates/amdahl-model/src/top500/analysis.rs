@@ -239,7 +239,7 @@ pub fn analyse(lists: &[ListFile], q: &Query) -> Top500Result {
         .filter(|s| selected(s))
         .map(|s| (s, analyse_system(s, q.n_counts)))
         .collect();
-    systems.sort_by(|a, b| (a.0.list, a.0.rank).cmp(&(b.0.list, b.0.rank)));
+    systems.sort_by_key(|a| (a.0.list, a.0.rank));
     Top500Result {
         schema: SCHEMA.into(),
         n_counts: q.n_counts,

@@ -23,15 +23,30 @@ pub enum Top500Error {
         found: String,
     },
 
-    #[error("{file}: sheet \"{sheet}\", row {row}, column {column} (`{field}`): {problem}")]
-    Cell {
-        file: String,
-        sheet: String,
-        /// 1-based row as a spreadsheet program numbers it.
-        row: u64,
-        /// Column letters as a spreadsheet program names them (A, B, …, AA).
-        column: String,
-        field: String,
-        problem: String,
-    },
+    /// A bad cell (boxed: the location is five strings, and errors travel by value).
+    #[error("{0}")]
+    Cell(Box<CellProblem>),
+}
+
+/// Where a bad value sits and what is wrong with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellProblem {
+    pub file: String,
+    pub sheet: String,
+    /// 1-based row as a spreadsheet program numbers it.
+    pub row: u64,
+    /// Column letters as a spreadsheet program names them (A, B, …, AA).
+    pub column: String,
+    pub field: String,
+    pub problem: String,
+}
+
+impl std::fmt::Display for CellProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: sheet \"{}\", row {}, column {} (`{}`): {}",
+            self.file, self.sheet, self.row, self.column, self.field, self.problem
+        )
+    }
 }

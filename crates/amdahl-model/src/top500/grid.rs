@@ -2,7 +2,7 @@
 //! compound file), Office Open XML (`.xlsx`, a zip archive) or CSV. The list parser only sees
 //! grids, so quirks of the container stay here.
 
-use super::error::Top500Error;
+use super::error::{CellProblem, Top500Error};
 use calamine::{open_workbook_auto_from_rs, Data, Reader};
 use std::io::Cursor;
 
@@ -116,10 +116,12 @@ fn workbook(file: &str, bytes: &[u8]) -> Result<Vec<Grid>, Top500Error> {
     let names = wb.sheet_names();
     let mut grids = Vec::with_capacity(names.len());
     for name in names {
-        let range = wb.worksheet_range(&name).map_err(|e| Top500Error::Workbook {
-            file: file.into(),
-            message: format!("sheet \"{name}\": {e}"),
-        })?;
+        let range = wb
+            .worksheet_range(&name)
+            .map_err(|e| Top500Error::Workbook {
+                file: file.into(),
+                message: format!("sheet \"{name}\": {e}"),
+            })?;
         let origin = range.start().unwrap_or((0, 0));
         let cells = range
             .rows()
@@ -162,16 +164,15 @@ fn csv_grid(file: &str, bytes: &[u8]) -> Result<Grid, Top500Error> {
         .from_reader(bytes);
     let mut cells = Vec::new();
     for (i, rec) in rdr.byte_records().enumerate() {
-        let rec = rec.map_err(|e| Top500Error::Cell {
-            file: file.into(),
-            sheet: "csv".into(),
-            row: e
-                .position()
-                .map(|p| p.line())
-                .unwrap_or(i as u64 + 1),
-            column: "A".into(),
-            field: "record".into(),
-            problem: format!("not valid CSV: {e}"),
+        let rec = rec.map_err(|e| {
+            Top500Error::Cell(Box::new(CellProblem {
+                file: file.into(),
+                sheet: "csv".into(),
+                row: e.position().map(|p| p.line()).unwrap_or(i as u64 + 1),
+                column: "A".into(),
+                field: "record".into(),
+                problem: format!("not valid CSV: {e}"),
+            }))
         })?;
         cells.push(
             rec.iter()
@@ -212,8 +213,14 @@ mod tests {
 
     #[test]
     fn sniff_rejects_empty_and_binary() {
-        assert!(matches!(sniff("f", b""), Err(Top500Error::Unrecognised { .. })));
-        assert!(matches!(sniff("f", b"\x00\x01junk"), Err(Top500Error::Unrecognised { .. })));
+        assert!(matches!(
+            sniff("f", b""),
+            Err(Top500Error::Unrecognised { .. })
+        ));
+        assert!(matches!(
+            sniff("f", b"\x00\x01junk"),
+            Err(Top500Error::Unrecognised { .. })
+        ));
         assert_eq!(sniff("f", b"Rank,Rmax"), Ok(Container::Text));
     }
 

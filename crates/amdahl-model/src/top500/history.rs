@@ -12,5 +12,8 @@ pub const HISTORY_CSV: &str = include_str!("../../../../data/top500/history.csv"
 /// Parse the built-in history. It is checked by the tests, so an error here is a packaging bug;
 /// it is still returned, not unwrapped.
 pub fn builtin_history() -> Result<ListFile, Top500Error> {
-    read_list("built-in history (data/top500/history.csv)", HISTORY_CSV.as_bytes())
+    read_list(
+        "built-in history (data/top500/history.csv)",
+        HISTORY_CSV.as_bytes(),
+    )
 }

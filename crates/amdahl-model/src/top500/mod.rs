@@ -15,9 +15,11 @@ mod history;
 mod read;
 mod record;
 
-pub use analysis::{analyse, analyse_system, count_n, NCount, NCounts, Query, SystemAnalysis, Top500Result, SCHEMA};
+pub use analysis::{
+    analyse, analyse_system, count_n, NCount, NCounts, Query, SystemAnalysis, Top500Result, SCHEMA,
+};
 pub use devices::{device_for, Device};
-pub use error::Top500Error;
+pub use error::{CellProblem, Top500Error};
 pub use history::{builtin_history, HISTORY_CSV};
 pub use read::{read_all_sheets, read_list};
 pub use record::{ListFile, ListId, System};

@@ -12,7 +12,7 @@
 //! - the transposed layout (fields as rows, systems as columns), found by looking for the header
 //!   in the first column as well as in the first row.
 
-use super::error::Top500Error;
+use super::error::{CellProblem, Top500Error};
 use super::grid::{self, Grid, Value};
 use super::record::{ListFile, ListId, System};
 use crate::units::{FlopsPerSecond, Watts};
@@ -26,11 +26,7 @@ pub fn read_list(file: &str, bytes: &[u8]) -> Result<ListFile, Top500Error> {
     let found = locate_all(&grids);
     // Of several list sheets, read the one with the most fields (the shared 2023-11 copy's
     // transposed sheet adds CPU cores, sockets and nodes to the plain one); ties keep the first.
-    let Some(&(g, layout)) = found
-        .iter()
-        .rev()
-        .max_by_key(|(g, l)| field_count(g, *l))
-    else {
+    let Some(&(g, layout)) = found.iter().rev().max_by_key(|(g, l)| field_count(g, *l)) else {
         return Err(no_list(file, &grids));
     };
     let mut list = parse_sheet(file, g, layout)?;
@@ -229,10 +225,15 @@ struct Columns {
 /// Flop/s per unit stated in a header ("Rmax [TFlop/s]" → 1e12); `None` when it states none.
 fn flop_unit(header: &str) -> Option<f64> {
     let h = header.to_ascii_lowercase();
-    [("pflop", 1e15), ("tflop", 1e12), ("gflop", 1e9), ("mflop", 1e6)]
-        .into_iter()
-        .find(|(u, _)| h.contains(u))
-        .map(|(_, s)| s)
+    [
+        ("pflop", 1e15),
+        ("tflop", 1e12),
+        ("gflop", 1e9),
+        ("mflop", 1e6),
+    ]
+    .into_iter()
+    .find(|(u, _)| h.contains(u))
+    .map(|(_, s)| s)
 }
 
 fn power_unit(header: &str) -> f64 {
@@ -277,14 +278,14 @@ fn parse_sheet(file: &str, g: &Grid, l: Layout) -> Result<ListFile, Top500Error>
     let header_err = |field: usize, problem: String| {
         let (r, c) = v.pos(None, field);
         let (row, column) = g.cell_ref(r, c);
-        Top500Error::Cell {
+        Top500Error::Cell(Box::new(CellProblem {
             file: file.into(),
             sheet: g.name.clone(),
             row,
             column,
             field: raw_headers.get(field).cloned().unwrap_or_default(),
             problem,
-        }
+        }))
     };
 
     let list_guess = ListId::from_file_name(file).or_else(|| {
@@ -404,17 +405,19 @@ impl RowCtx<'_> {
     fn err(&self, field: usize, problem: impl Into<String>) -> Top500Error {
         let (r, c) = self.v.pos(Some(self.rec), field);
         let (row, column) = self.v.g.cell_ref(r, c);
-        Top500Error::Cell {
+        Top500Error::Cell(Box::new(CellProblem {
             file: self.file.into(),
             sheet: self.v.g.name.clone(),
             row,
             column,
             field: self.raw_headers.get(field).cloned().unwrap_or_default(),
             problem: problem.into(),
-        }
+        }))
     }
     fn text(&self, field: Option<usize>) -> String {
-        field.map(|f| raw(self.v.get(self.rec, f))).unwrap_or_default()
+        field
+            .map(|f| raw(self.v.get(self.rec, f)))
+            .unwrap_or_default()
     }
     fn num(&self, field: usize) -> Result<Option<f64>, Top500Error> {
         number(self.v.get(self.rec, field)).map_err(|p| self.err(field, p))
@@ -429,7 +432,7 @@ impl RowCtx<'_> {
         match self.num(f)? {
             None => Ok(None),
             Some(x) if x < 0.0 => Err(self.err(f, format!("{x} is negative; a count is ≥ 0"))),
-            Some(x) if x == 0.0 => Ok(None),
+            Some(0.0) => Ok(None),
             Some(x) => Ok(Some(x.round() as u64)),
         }
     }
@@ -440,7 +443,7 @@ impl RowCtx<'_> {
         match self.num(f)? {
             None => Ok(None),
             Some(x) if x < 0.0 => Err(self.err(f, format!("{x} is negative"))),
-            Some(x) if x == 0.0 => Ok(None),
+            Some(0.0) => Ok(None),
             Some(x) => Ok(Some(x * scale)),
         }
     }
@@ -478,13 +481,19 @@ fn parse_system(
 ) -> Result<System, Top500Error> {
     let rank = ctx.required(cols.rank)?;
     if rank < 1.0 || rank.fract() != 0.0 || rank > f64::from(u32::MAX) {
-        return Err(ctx.err(cols.rank, format!("{rank} is not a rank (a whole number ≥ 1)")));
+        return Err(ctx.err(
+            cols.rank,
+            format!("{rank} is not a rank (a whole number ≥ 1)"),
+        ));
     }
     let list = match cols.list {
         Some(f) => {
             let s = ctx.text(Some(f));
             Some(ListId::parse(&s).ok_or_else(|| {
-                ctx.err(f, format!("\"{s}\" is not a list date; write it as YYYY-MM, e.g. 2018-11"))
+                ctx.err(
+                    f,
+                    format!("\"{s}\" is not a list date; write it as YYYY-MM, e.g. 2018-11"),
+                )
             })?)
         }
         None => list_guess,
@@ -600,14 +609,36 @@ mod tests {
     #[test]
     fn bad_cells_name_row_column_and_field() {
         let cases = [
-            ("Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,0,1,2\n", "row 2, column C (`Total Cores`)", "at least one core"),
-            ("Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,8,3,2\n", "row 2, column D (`Rmax [TFlop/s]`)", "exceeds Rpeak"),
-            ("Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,8,x1,2\n", "row 2, column D", "\"x1\" is not a number"),
-            ("Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,8,,2\n", "row 2, column D", "empty"),
-            ("Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,8,inf,2\n", "row 2, column D", "finite"),
+            (
+                "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,0,1,2\n",
+                "row 2, column C (`Total Cores`)",
+                "at least one core",
+            ),
+            (
+                "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,8,3,2\n",
+                "row 2, column D (`Rmax [TFlop/s]`)",
+                "exceeds Rpeak",
+            ),
+            (
+                "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,8,x1,2\n",
+                "row 2, column D",
+                "\"x1\" is not a number",
+            ),
+            (
+                "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,8,,2\n",
+                "row 2, column D",
+                "empty",
+            ),
+            (
+                "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,8,inf,2\n",
+                "row 2, column D",
+                "finite",
+            ),
         ];
         for (csv, at, what) in cases {
-            let msg = read_list("bad.csv", csv.as_bytes()).unwrap_err().to_string();
+            let msg = read_list("bad.csv", csv.as_bytes())
+                .unwrap_err()
+                .to_string();
             assert!(msg.starts_with("bad.csv: sheet \"csv\""), "{msg}");
             assert!(msg.contains(at), "{msg}");
             assert!(msg.contains(what), "{msg}");
@@ -616,13 +647,19 @@ mod tests {
 
     #[test]
     fn missing_columns_are_named() {
-        let msg = read_list("m.csv", b"Rank,Name,Total Cores,Rmax [TFlop/s],Cores\n1,A,1,1,1\n")
-            .unwrap_err()
-            .to_string();
+        let msg = read_list(
+            "m.csv",
+            b"Rank,Name,Total Cores,Rmax [TFlop/s],Cores\n1,A,1,1,1\n",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(msg.contains("no sheet holds a TOP500 list"), "{msg}");
-        let msg = read_list("m.csv", b"Rank,Name,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,1,1\n")
-            .unwrap_err()
-            .to_string();
+        let msg = read_list(
+            "m.csv",
+            b"Rank,Name,Rmax [TFlop/s],Rpeak [TFlop/s]\n1,A,1,1\n",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(msg.contains("missing column `Total Cores`"), "{msg}");
     }
 

@@ -99,17 +99,38 @@ mod tests {
     #[test]
     fn editions_map_to_dates() {
         // TOP500 sheet names in the shared lists: 41 = 2013-06, 52 = 2018-11, 62 = 2023-11.
-        assert_eq!(ListId::from_edition(41).map(|l| l.to_string()).as_deref(), Some("2013-06"));
-        assert_eq!(ListId::from_edition(52).map(|l| l.to_string()).as_deref(), Some("2018-11"));
-        assert_eq!(ListId::from_edition(62).map(|l| l.to_string()).as_deref(), Some("2023-11"));
+        assert_eq!(
+            ListId::from_edition(41).map(|l| l.to_string()).as_deref(),
+            Some("2013-06")
+        );
+        assert_eq!(
+            ListId::from_edition(52).map(|l| l.to_string()).as_deref(),
+            Some("2018-11")
+        );
+        assert_eq!(
+            ListId::from_edition(62).map(|l| l.to_string()).as_deref(),
+            Some("2023-11")
+        );
         assert_eq!(ListId::from_edition(0), None);
     }
 
     #[test]
     fn list_ids_parse_from_names() {
         let l = ListId::from_file_name("data/TOP500_201811.xls");
-        assert_eq!(l, Some(ListId { year: 2018, month: 11 }));
-        assert_eq!(ListId::parse("2013-06"), Some(ListId { year: 2013, month: 6 }));
+        assert_eq!(
+            l,
+            Some(ListId {
+                year: 2018,
+                month: 11
+            })
+        );
+        assert_eq!(
+            ListId::parse("2013-06"),
+            Some(ListId {
+                year: 2013,
+                month: 6
+            })
+        );
         assert_eq!(ListId::parse("2013-13"), None);
         assert_eq!(ListId::from_file_name("list.xls"), None);
     }

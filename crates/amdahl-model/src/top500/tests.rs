@@ -58,7 +58,11 @@ fn piz_daint_and_summit_2018_11() {
     let l = list("TOP500_201811.xls");
     let cores = analyse(std::slice::from_ref(&l), &Query::default());
     let daint = find(&cores, "Piz Daint");
-    assert!((daint.efficiency_hpl - 0.7818).abs() < 5e-5, "{}", daint.efficiency_hpl);
+    assert!(
+        (daint.efficiency_hpl - 0.7818).abs() < 5e-5,
+        "{}",
+        daint.efficiency_hpl
+    );
     let s = daint.serial_fraction_hpl.unwrap();
     assert!((s - 7.19e-7).abs() < 0.005e-7, "{s}");
     let hpcg = daint.efficiency_hpcg.unwrap();
@@ -112,8 +116,14 @@ fn transposed_2023_11_sheet_agrees_with_the_plain_one() {
     assert_eq!(plain.systems.len(), 500);
     assert_eq!(transposed.systems.len(), 500);
     for (a, b) in plain.systems.iter().zip(&transposed.systems) {
-        assert_eq!((a.rank, &a.name, a.rmax, a.rpeak), (b.rank, &b.name, b.rmax, b.rpeak));
-        assert_eq!((a.total_cores, a.hpcg, a.power), (b.total_cores, b.hpcg, b.power));
+        assert_eq!(
+            (a.rank, &a.name, a.rmax, a.rpeak),
+            (b.rank, &b.name, b.rmax, b.rpeak)
+        );
+        assert_eq!(
+            (a.total_cores, a.hpcg, a.power),
+            (b.total_cores, b.hpcg, b.power)
+        );
     }
     // The transposed copy adds Nodes (row 17, Frontier: 8,776), so read_list prefers it.
     let l = read_list(&f, &b).unwrap();
@@ -154,14 +164,20 @@ fn follow_piz_daint_across_lists() {
         },
     );
     let seen: Vec<&str> = r.systems.iter().map(|s| s.list.as_str()).collect();
-    assert_eq!(seen, ["2013-06", "2013-11", "2016-11", "2018-11", "2020-11", "2023-11"]);
+    assert_eq!(
+        seen,
+        ["2013-06", "2013-11", "2016-11", "2018-11", "2020-11", "2023-11"]
+    );
 }
 
 #[test]
 fn builtin_history_parses_and_agrees_with_the_lists() {
     let h = builtin_history().unwrap();
     assert!(h.systems.len() >= 12);
-    assert!(h.systems.iter().all(|s| s.source.starts_with("TOP500 list")));
+    assert!(h
+        .systems
+        .iter()
+        .all(|s| s.source.starts_with("TOP500 list")));
     // Every row typed in must equal the shared spreadsheet's row (where we have that list).
     for (f, id) in FILES.iter().map(|f| (f, ListId::from_file_name(f))) {
         let l = list(f);
