@@ -79,6 +79,23 @@ fn overlays_top500_json_from_stdin_and_fit_json_from_file() {
 }
 
 #[test]
+fn csv_lists_the_placed_points() {
+    let d = tempfile::tempdir().unwrap();
+    let out = amdahl()
+        .args(["surface", "--csv", "-o"])
+        .arg(d.path().join("s.svg"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert!(csv.starts_with("group,label,n,serial_fraction\n"), "{csv}");
+    assert!(
+        csv.contains("TOP500 (N = cores),Piz Daint 2018-11,387872,"),
+        "{csv}"
+    );
+}
+
+#[test]
 fn bad_inputs_fail_cleanly() {
     let d = tempfile::tempdir().unwrap();
     let j = d.path().join("x.json");

@@ -118,6 +118,22 @@ impl SurfaceResult {
     }
 }
 
+/// The placed points as CSV (`group,label,n,serial_fraction`).
+pub fn points_csv(points: &[SurfacePoint]) -> Result<String, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(["group", "label", "n", "serial_fraction"])?;
+    for p in points {
+        w.write_record([
+            p.group.clone(),
+            p.label.clone().unwrap_or_default(),
+            p.n.to_string(),
+            p.serial.to_string(),
+        ])?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Why a JSON result cannot be overlaid.
 #[derive(Debug, Error, PartialEq)]
 pub enum SurfaceError {

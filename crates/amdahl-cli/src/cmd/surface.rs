@@ -5,7 +5,7 @@ use crate::cmd::top500::{load, parse_n};
 use crate::output::{print, write_file, Format, FormatArgs};
 use amdahl_model::top500::{analyse, NCounts, Query};
 use amdahl_report::surface::{
-    points_from_json, svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec,
+    points_csv, points_from_json, svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec,
 };
 use anyhow::{Context, Result};
 use std::io::Read;
@@ -104,7 +104,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let text = match args.format.format() {
         Format::Json => amdahl_report::to_json(&result).context("serialising the result")?,
-        Format::Table | Format::Csv => result.summary(),
+        Format::Csv => points_csv(&result.points).context("writing CSV")?,
+        Format::Table => result.summary(),
     };
     print(&text)?;
     Ok(ExitCode::SUCCESS)
