@@ -83,7 +83,8 @@ pub fn count_n(s: &System, what: NCounts) -> NCount {
             (Some(cores), Some(name)) => match device_for(name) {
                 Some(d) => {
                     let per = u64::from(d.cores_per_device);
-                    let n = (cores + per / 2) / per;
+                    // Rounded in floating point: no overflow for absurd counts.
+                    let n = (cores as f64 / per as f64).round() as u64;
                     let exact = if cores % per == 0 {
                         ""
                     } else {

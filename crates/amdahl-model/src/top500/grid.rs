@@ -23,10 +23,21 @@ pub struct Grid {
     pub name: String,
     /// 0-based (row, column) of `cells[0][0]` in the sheet.
     pub origin: (u32, u32),
-    pub cells: Vec<Vec<Value>>,
+    cells: Vec<Vec<Value>>,
+    /// Longest row, computed once (rows may be ragged; callers ask often).
+    width: usize,
 }
 
 impl Grid {
+    pub fn new(name: String, origin: (u32, u32), cells: Vec<Vec<Value>>) -> Self {
+        let width = cells.iter().map(Vec::len).max().unwrap_or(0);
+        Self {
+            name,
+            origin,
+            cells,
+            width,
+        }
+    }
     pub fn get(&self, row: usize, col: usize) -> &Value {
         self.cells
             .get(row)
@@ -37,7 +48,7 @@ impl Grid {
         self.cells.len()
     }
     pub fn cols(&self) -> usize {
-        self.cells.iter().map(Vec::len).max().unwrap_or(0)
+        self.width
     }
     /// Spreadsheet coordinates (1-based row, column letters) of a grid cell.
     pub fn cell_ref(&self, row: usize, col: usize) -> (u64, String) {
@@ -127,11 +138,7 @@ fn workbook(file: &str, bytes: &[u8]) -> Result<Vec<Grid>, Top500Error> {
             .rows()
             .map(|row| row.iter().map(value_of).collect())
             .collect();
-        grids.push(Grid {
-            name,
-            origin,
-            cells,
-        });
+        grids.push(Grid::new(name, origin, cells));
     }
     Ok(grids)
 }
@@ -190,11 +197,7 @@ fn csv_grid(file: &str, bytes: &[u8]) -> Result<Grid, Top500Error> {
                 .collect(),
         );
     }
-    Ok(Grid {
-        name: "csv".into(),
-        origin: (0, 0),
-        cells,
-    })
+    Ok(Grid::new("csv".into(), (0, 0), cells))
 }
 
 #[cfg(test)]
