@@ -225,3 +225,24 @@ fn unknown_counts_are_not_invented() {
     );
     assert_eq!(r.systems[0].n, None);
 }
+
+#[test]
+fn truncated_and_corrupted_workbooks_give_errors_not_panics() {
+    // Deterministic damage to real files: cut at several points, and overwrite a byte range in
+    // the middle. Either outcome (a parsed list or an error) is fine; a panic is not.
+    for f in ["TOP500_201811.xls", "TOP500_202011.xlsx"] {
+        let (name, bytes) = shared(f);
+        for cut in [16, 512, 4096, bytes.len() / 2, bytes.len() - 1] {
+            let r = read_list(&name, bytes.get(..cut).unwrap_or(&bytes));
+            if let Err(e) = r {
+                assert!(e.to_string().starts_with(&name), "{e}");
+            }
+        }
+        let mut damaged = bytes.clone();
+        let mid = damaged.len() / 2;
+        for b in damaged.iter_mut().skip(mid).take(64) {
+            *b = 0xFF;
+        }
+        let _ = read_list(&name, &damaged);
+    }
+}
