@@ -34,9 +34,27 @@ pub fn parse_n(s: &str) -> Result<NCounts, String> {
     s.parse()
 }
 
+/// Keep panic messages raised inside calamine off the terminal: the reader catches them and
+/// returns an error naming the file (`amdahl_model::top500`), which is what the user should see.
+fn quiet_calamine_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !info
+                .location()
+                .is_some_and(|l| l.file().contains("calamine"))
+            {
+                default(info);
+            }
+        }));
+    });
+}
+
 /// Read every file (or the built-in history when there are none), printing how each was
 /// interpreted to stderr.
 pub fn load(files: &[PathBuf]) -> Result<Vec<ListFile>> {
+    quiet_calamine_panics();
     let lists = if files.is_empty() {
         vec![builtin_history().context("reading the built-in TOP500 history")?]
     } else {

@@ -3,8 +3,10 @@
 //! grids, so quirks of the container stay here.
 
 use super::error::{CellProblem, Top500Error};
-use calamine::{open_workbook_auto_from_rs, Data, Reader};
+use super::guard::{self, MAX_CELLS};
+use calamine::{Data, DataRef, Reader, Xls, Xlsx};
 use std::io::Cursor;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// One cell's value. Numbers stored as text stay text here; the parser decides per field.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,26 +115,46 @@ fn sniff(file: &str, bytes: &[u8]) -> Result<Container, Top500Error> {
 /// Every sheet of a file as a grid: all sheets of a workbook, or the one "sheet" of a CSV file.
 pub fn load(file: &str, bytes: &[u8]) -> Result<Vec<Grid>, Top500Error> {
     match sniff(file, bytes)? {
-        Container::Ole | Container::Zip => workbook(file, bytes),
+        Container::Ole => {
+            guard::xls(bytes).map_err(|m| workbook_err(file, m))?;
+            shielded(file, || xls(file, bytes))
+        }
+        Container::Zip => {
+            guard::xlsx(bytes).map_err(|m| workbook_err(file, m))?;
+            shielded(file, || xlsx(file, bytes))
+        }
         Container::Text => Ok(vec![csv_grid(file, bytes)?]),
     }
 }
 
-fn workbook(file: &str, bytes: &[u8]) -> Result<Vec<Grid>, Top500Error> {
-    let err = |e: &dyn std::fmt::Display| Top500Error::Workbook {
+fn workbook_err(file: &str, message: impl Into<String>) -> Top500Error {
+    Top500Error::Workbook {
         file: file.into(),
-        message: e.to_string(),
-    };
-    let mut wb = open_workbook_auto_from_rs(Cursor::new(bytes)).map_err(|e| err(&e))?;
+        message: message.into(),
+    }
+}
+
+/// Run a calamine call, turning a panic inside it into an error: calamine indexes some record
+/// fields without length checks, and a damaged file must not take the program down.
+fn shielded<T>(file: &str, f: impl FnOnce() -> Result<T, Top500Error>) -> Result<T, Top500Error> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(workbook_err(
+            file,
+            "the spreadsheet parser failed on malformed data (the file is probably damaged)",
+        ))
+    })
+}
+
+/// Legacy Excel: calamine parses every sheet when opening (bounded by `guard::xls` first).
+fn xls(file: &str, bytes: &[u8]) -> Result<Vec<Grid>, Top500Error> {
+    let mut wb: Xls<_> =
+        Xls::new(Cursor::new(bytes)).map_err(|e| workbook_err(file, e.to_string()))?;
     let names = wb.sheet_names();
     let mut grids = Vec::with_capacity(names.len());
     for name in names {
         let range = wb
             .worksheet_range(&name)
-            .map_err(|e| Top500Error::Workbook {
-                file: file.into(),
-                message: format!("sheet \"{name}\": {e}"),
-            })?;
+            .map_err(|e| workbook_err(file, format!("sheet \"{name}\": {e}")))?;
         let origin = range.start().unwrap_or((0, 0));
         let cells = range
             .rows()
@@ -143,19 +165,97 @@ fn workbook(file: &str, bytes: &[u8]) -> Result<Vec<Grid>, Top500Error> {
     Ok(grids)
 }
 
+/// Office Open XML: cells are streamed and laid into a grid only once their extent is known to
+/// be within [`MAX_CELLS`] (calamine's own `worksheet_range` would allocate the extent first).
+fn xlsx(file: &str, bytes: &[u8]) -> Result<Vec<Grid>, Top500Error> {
+    let mut wb: Xlsx<_> =
+        Xlsx::new(Cursor::new(bytes)).map_err(|e| workbook_err(file, e.to_string()))?;
+    let names = wb.sheet_names();
+    let mut grids = Vec::with_capacity(names.len());
+    for name in names {
+        let sheet_err =
+            |e: &dyn std::fmt::Display| workbook_err(file, format!("sheet \"{name}\": {e}"));
+        let mut reader = wb
+            .worksheet_cells_reader(&name)
+            .map_err(|e| sheet_err(&e))?;
+        let mut cells: Vec<((u32, u32), Value)> = Vec::new();
+        while let Some(cell) = reader.next_cell().map_err(|e| sheet_err(&e))? {
+            let v = value_of_ref(cell.get_value());
+            if v != Value::Empty {
+                cells.push((cell.get_position(), v));
+            }
+            if cells.len() as u64 > MAX_CELLS {
+                return Err(sheet_err(&format!(
+                    "more than {MAX_CELLS} cells; amdahl reads lists of up to that size"
+                )));
+            }
+        }
+        grids.push(sparse_grid(file, name, cells)?);
+    }
+    Ok(grids)
+}
+
+/// Lay sparse cells into a dense grid, refusing extents beyond [`MAX_CELLS`].
+fn sparse_grid(
+    file: &str,
+    name: String,
+    cells: Vec<((u32, u32), Value)>,
+) -> Result<Grid, Top500Error> {
+    let Some(r0) = cells.iter().map(|c| c.0 .0).min() else {
+        return Ok(Grid::new(name, (0, 0), Vec::new()));
+    };
+    let r1 = cells.iter().map(|c| c.0 .0).max().unwrap_or(r0);
+    let c0 = cells.iter().map(|c| c.0 .1).min().unwrap_or(0);
+    let c1 = cells.iter().map(|c| c.0 .1).max().unwrap_or(c0);
+    let (rows, cols) = (u64::from(r1 - r0) + 1, u64::from(c1 - c0) + 1);
+    if rows.saturating_mul(cols) > MAX_CELLS {
+        return Err(workbook_err(
+            file,
+            format!(
+                "sheet \"{name}\" spans {rows} rows × {cols} columns, more than the {MAX_CELLS} cells amdahl reads (the file is probably damaged)"
+            ),
+        ));
+    }
+    let mut grid = vec![vec![Value::Empty; cols as usize]; rows as usize];
+    for ((r, c), v) in cells {
+        if let Some(slot) = grid
+            .get_mut((r - r0) as usize)
+            .and_then(|row| row.get_mut((c - c0) as usize))
+        {
+            *slot = v;
+        }
+    }
+    Ok(Grid::new(name, (r0, c0), grid))
+}
+
+fn value_of_ref(d: &DataRef<'_>) -> Value {
+    match d {
+        DataRef::Empty => Value::Empty,
+        DataRef::Int(i) => Value::Num(*i as f64),
+        DataRef::Float(f) => Value::Num(*f),
+        DataRef::Bool(b) => Value::Text(b.to_string()),
+        DataRef::String(s) | DataRef::DateTimeIso(s) | DataRef::DurationIso(s) => text(s),
+        DataRef::SharedString(s) => text(s),
+        DataRef::DateTime(t) => Value::Num(t.as_f64()),
+        DataRef::Error(e) => Value::Text(format!("#{e:?}")),
+    }
+}
+
+fn text(s: &str) -> Value {
+    if s.trim().is_empty() {
+        Value::Empty
+    } else {
+        Value::Text(s.to_string())
+    }
+}
+
 fn value_of(d: &Data) -> Value {
     match d {
         Data::Empty => Value::Empty,
         Data::Int(i) => Value::Num(*i as f64),
         Data::Float(f) => Value::Num(*f),
         Data::Bool(b) => Value::Text(b.to_string()),
-        Data::String(s) | Data::DateTimeIso(s) | Data::DurationIso(s) => {
-            if s.trim().is_empty() {
-                Value::Empty
-            } else {
-                Value::Text(s.clone())
-            }
-        }
+        Data::String(s) | Data::DateTimeIso(s) | Data::DurationIso(s) => text(s),
         Data::DateTime(t) => Value::Num(t.as_f64()),
         Data::Error(e) => Value::Text(format!("#{e:?}")),
     }

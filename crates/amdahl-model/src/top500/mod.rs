@@ -11,6 +11,7 @@ mod analysis;
 mod devices;
 mod error;
 mod grid;
+mod guard;
 mod history;
 mod read;
 mod record;
