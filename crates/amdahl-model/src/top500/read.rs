@@ -34,7 +34,11 @@ pub fn read_list(file: &str, bytes: &[u8]) -> Result<ListFile, Top500Error> {
         list.notes.push(format!(
             "{file}: sheet \"{}\" also holds a list ({}); read sheet \"{}\" only",
             other.name,
-            if l.transposed { "transposed" } else { "rows" },
+            if l.transposed {
+                "transposed: one system per column"
+            } else {
+                "one system per row"
+            },
             g.name
         ));
     }
