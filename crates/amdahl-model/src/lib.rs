@@ -10,4 +10,6 @@ pub mod carbon;
 pub mod catalog;
 pub mod plan;
 pub mod scaling;
+pub mod surface;
+pub mod top500;
 pub mod units;

@@ -7,8 +7,10 @@ pub mod carbon;
 pub mod catalog;
 pub mod fit;
 pub mod plan;
+pub mod surface;
 pub mod svg;
 pub mod table;
+pub mod top500;
 
 /// Serialise any result struct as the pretty JSON amdahl writes (trailing newline included).
 pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, serde_json::Error> {
