@@ -218,6 +218,61 @@ fn log_label(k: i32) -> String {
     }
 }
 
+/// A label's box on the page: (left, top, right, bottom).
+type Rect = (f64, f64, f64, f64);
+
+/// Approximate width of `text` at 10 px sans-serif (average glyph ≈ 5.6 px).
+fn text_width(text: &str) -> f64 {
+    text.chars().count() as f64 * 5.6
+}
+
+/// Choose where a point's label goes: the first of eight candidate spots around the point that
+/// stays inside the frame and overlaps no label placed before it (greedy; labels are few).
+/// Falls back to the first spot inside the frame. Returns the text origin and its anchor.
+fn place_label(
+    x: f64,
+    y: f64,
+    text: &str,
+    frame: Rect,
+    placed: &mut Vec<Rect>,
+) -> (f64, f64, &'static str) {
+    let (w, h) = (text_width(text), 10.0);
+    // (dx, dy, anchor): right-above, right-below, left-above, left-below, then further out.
+    const SPOTS: [(f64, f64, bool); 8] = [
+        (5.0, -5.0, false),
+        (5.0, 12.0, false),
+        (-5.0, -5.0, true),
+        (-5.0, 12.0, true),
+        (5.0, -16.0, false),
+        (5.0, 23.0, false),
+        (-5.0, -16.0, true),
+        (-5.0, 23.0, true),
+    ];
+    let rect = |(dx, dy, left): (f64, f64, bool)| {
+        let tx = x + dx;
+        let ty = y + dy;
+        let (l, r) = if left { (tx - w, tx) } else { (tx, tx + w) };
+        (
+            (tx, ty, if left { "end" } else { "start" }),
+            (l, ty - h, r, ty + 2.0),
+        )
+    };
+    let inside = |b: &Rect| b.0 >= frame.0 && b.2 <= frame.2 && b.1 >= frame.1 && b.3 <= frame.3;
+    let overlaps = |b: &Rect| {
+        placed
+            .iter()
+            .any(|p| b.0 < p.2 && p.0 < b.2 && b.1 < p.3 && p.1 < b.3)
+    };
+    let candidates: Vec<_> = SPOTS.iter().map(|&s| rect(s)).collect();
+    let chosen = candidates
+        .iter()
+        .find(|(_, b)| inside(b) && !overlaps(b))
+        .or_else(|| candidates.iter().find(|(_, b)| inside(b)))
+        .unwrap_or(&candidates[0]);
+    placed.push(chosen.1);
+    chosen.0
+}
+
 impl Plot {
     pub fn new(title: impl Into<String>, x: Axis, y: Axis) -> Self {
         Self {
@@ -348,13 +403,17 @@ impl Plot {
                 }
             }
         }
+        let frame = (x0 + ml, y0 + mt, x0 + ml + pw, y0 + mt + ph);
+        let mut placed: Vec<Rect> = Vec::new();
         for l in &self.labels {
             if let (Some(x), Some(y)) = (self.x.tr(l.x), self.y.tr(l.y)) {
+                let (text_x, text_y, anchor) =
+                    place_label(px(x), py(y), &l.text, frame, &mut placed);
                 let _ = writeln!(
                     out,
-                    r#"<text x="{}" y="{}" font-size="10" paint-order="stroke" stroke="white" stroke-width="2.5">{}</text>"#,
-                    c(px(x) + 5.0),
-                    c(py(y) - 5.0),
+                    r#"<text x="{}" y="{}" font-size="10" text-anchor="{anchor}" paint-order="stroke" stroke="white" stroke-width="2.5">{}</text>"#,
+                    c(text_x),
+                    c(text_y),
                     esc(&l.text)
                 );
             }

@@ -27,7 +27,15 @@ fn steps(out: &str) -> Vec<Step> {
     let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
     vec![
         Step {
-            heading: "1. How far will it scale? A measured series (throughput vs load), four laws fitted",
+            heading: "1a. How far will it scale? Effective parallelism of TOP500 systems, 2013-2023",
+            argv: words("top500"),
+        },
+        Step {
+            heading: "1b. The same systems on the efficiency surface E(N, 1-α)",
+            argv: [words("surface -o"), vec![svg("surface.svg")]].concat(),
+        },
+        Step {
+            heading: "1c. A measured series (throughput vs load), four laws fitted",
             argv: [words("fit --builtin --predict 64,128 --svg"), vec![svg("fit.svg")]].concat(),
         },
         Step {
