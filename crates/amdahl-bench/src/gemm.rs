@@ -147,7 +147,9 @@ pub fn run(cfg: &GemmConfig, hooks: &mut Hooks<'_>) -> Result<GemmReport> {
         .iter()
         .map(|&t| Exec::new(t))
         .collect::<Result<Vec<_>>>()?;
-    let all = execs.last().ok_or_else(|| BenchError::Invalid("no threads".into()))?;
+    let all = execs
+        .last()
+        .ok_or_else(|| BenchError::Invalid("no threads".into()))?;
 
     let total = cfg.precisions.len() * (1 + cfg.sizes.len() * execs.len());
     let mut done = 0;
@@ -170,7 +172,11 @@ pub fn run(cfg: &GemmConfig, hooks: &mut Hooks<'_>) -> Result<GemmReport> {
                     format!("{p} n={n}, {} thread(s)", exec.threads()),
                 );
                 let work = 2.0 * (n as f64).powi(3);
-                let unit = if p == Precision::Int8 { "J/OP" } else { "J/FLOP" };
+                let unit = if p == Precision::Int8 {
+                    "J/OP"
+                } else {
+                    "J/FLOP"
+                };
                 let mut err = None;
                 let (seconds, energy) = hooks.measure(cfg.warmup, cfg.repeats, work, unit, || {
                     if let Err(e) = ops.run(exec, n, n, n) {
@@ -416,10 +422,17 @@ mod tests {
         cfg.sizes = vec![32];
         cfg.repeats = 1;
         let mut steps = Vec::new();
-        let r = run(&cfg, &mut Hooks::default().on_progress(|p| steps.push(p.done))).unwrap();
+        let r = run(
+            &cfg,
+            &mut Hooks::default().on_progress(|p| steps.push(p.done)),
+        )
+        .unwrap();
         assert_eq!(r.schema, SCHEMA);
         assert_eq!(r.rows.len(), 5 * 2);
-        assert!(r.rows.iter().all(|row| row.rate.median > 0.0 && row.energy.is_none()));
+        assert!(r
+            .rows
+            .iter()
+            .all(|row| row.rate.median > 0.0 && row.energy.is_none()));
         assert_eq!(r.rows[0].work, 2.0 * 32f64.powi(3));
         assert!(r.energy_source.is_none());
         assert_eq!(steps.last(), Some(&(5 + 10)));

@@ -239,7 +239,12 @@ fn block_i8_generic(
 /// Four int8 dot products sharing the loads of `a` (a widening multiply-add LLVM vectorises).
 #[inline(always)]
 fn dot4(a: &[i8], b0: &[i8], b1: &[i8], b2: &[i8], b3: &[i8]) -> [i32; 4] {
-    let n = a.len().min(b0.len()).min(b1.len()).min(b2.len()).min(b3.len());
+    let n = a
+        .len()
+        .min(b0.len())
+        .min(b1.len())
+        .min(b2.len())
+        .min(b3.len());
     let (a, b0, b1, b2, b3) = (&a[..n], &b0[..n], &b1[..n], &b2[..n], &b3[..n]);
     let mut s = [0i32; 4];
     for p in 0..n {

@@ -218,7 +218,10 @@ mod tests {
     fn memory_refusal_names_the_need() {
         let e = check_fits("GEMM n=100000", 240_000_000_000, Some(8 << 30)).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("223.52 GiB") && msg.contains("8.00 GiB"), "{msg}");
+        assert!(
+            msg.contains("223.52 GiB") && msg.contains("8.00 GiB"),
+            "{msg}"
+        );
         assert!(check_fits("x", 10, None).is_ok());
         assert!(bytes_for("x", &[usize::MAX, 4], 8).is_err());
         assert_eq!(bytes_for("x", &[3, 10, 10], 8).unwrap(), 2400);

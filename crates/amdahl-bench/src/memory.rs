@@ -189,7 +189,11 @@ pub fn run(cfg: &MemoryConfig, hooks: &mut Hooks<'_>) -> Result<MemoryReport> {
         });
     }
     let need = bytes_for("STREAM arrays", &[3, n], 8)?;
-    check_fits(&format!("STREAM with {n} elements per array"), need, available_memory())?;
+    check_fits(
+        &format!("STREAM with {n} elements per array"),
+        need,
+        available_memory(),
+    )?;
     let sweep_max = cfg.sweep_max.unwrap_or(4 * llc(&machine.caches));
     let sizes = if cfg.sweep {
         sweep_sizes(sweep_max)

@@ -108,16 +108,33 @@ impl Precision {
         }
     }
 
+    /// Absolute error of storing a result that underflows into the subnormal range: half the
+    /// smallest subnormal (Higham 2002, eq. 2.8: fl(x) = x(1 + δ) + η, |η| ≤ u_min/2).
+    /// fp16: smallest subnormal 2^-24; bf16: 2^-133.
+    pub fn output_underflow(self) -> f64 {
+        match self {
+            Precision::Fp16 => 2f64.powi(-25),
+            Precision::Bf16 => 2f64.powi(-134),
+            _ => 0.0,
+        }
+    }
+
     /// Error bound for one element of C = A·B with inner dimension k, given (|A||B|)_ij and the
     /// exact c_ij: γ_k·(|A||B|)_ij + u_out·|c_ij|, where γ_k = k·u/(1 − k·u) bounds any order of
     /// summation, FMA or not (Higham 2002, eq. 3.13 and Lemma 3.1); the second term is the final
-    /// rounding to the storage type. Integer arithmetic is exact: the bound is 0.
+    /// rounding to the storage type (plus its underflow term). Integer arithmetic is exact: the bound is 0.
     pub fn error_bound(self, k: usize, abs_product: f64, exact: f64) -> f64 {
         let ku = k as f64 * self.accumulation_roundoff();
-        let gamma = if ku < 1.0 { ku / (1.0 - ku) } else { f64::INFINITY };
+        let gamma = if ku < 1.0 {
+            ku / (1.0 - ku)
+        } else {
+            f64::INFINITY
+        };
         // The bound holds for the rounded output plus the accumulation in exact arithmetic on the
         // rounded inputs; add the relative error of the output rounding on top of both.
-        (gamma * abs_product + self.output_roundoff() * (exact.abs() + gamma * abs_product))
+        (gamma * abs_product
+            + self.output_roundoff() * (exact.abs() + gamma * abs_product)
+            + self.output_underflow())
             * (1.0 + 1e-12)
     }
 }

@@ -100,16 +100,14 @@ pub fn run(cfg: &RooflineConfig, hooks: &mut Hooks<'_>) -> Result<RooflineReport
 }
 
 /// The roofline from reports measured separately (pure).
-pub fn build(
-    g: &GemmReport,
-    m: &MemoryReport,
-    s: Option<&SparseReport>,
-) -> Result<RooflineReport> {
+pub fn build(g: &GemmReport, m: &MemoryReport, s: Option<&SparseReport>) -> Result<RooflineReport> {
     let beta = m
         .triad()
         .map(|t| t.rate.max)
         .filter(|b| *b > 0.0 && b.is_finite())
-        .ok_or_else(|| BenchError::Invalid("no STREAM triad bandwidth to build a roofline".into()))?;
+        .ok_or_else(|| {
+            BenchError::Invalid("no STREAM triad bandwidth to build a roofline".into())
+        })?;
     let roofs: Vec<Roof> = [Precision::Fp64, Precision::Fp32]
         .iter()
         .filter_map(|&p| {
@@ -220,7 +218,11 @@ mod tests {
         let triad = r.kernels.iter().find(|k| k.name == "stream triad").unwrap();
         assert!((triad.intensity - 2.0 / 24.0).abs() < 1e-15);
         // GEMM fp64 n=48: 2·48³ / (3·48²·8) = 48/12 = 4 FLOP/B.
-        let g = r.kernels.iter().find(|k| k.name == "gemm fp64 n=48").unwrap();
+        let g = r
+            .kernels
+            .iter()
+            .find(|k| k.name == "gemm fp64 n=48")
+            .unwrap();
         assert!((g.intensity - 4.0).abs() < 1e-12);
         assert!(r.kernels.iter().all(|k| k.attainable > 0.0));
     }

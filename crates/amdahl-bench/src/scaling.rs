@@ -312,11 +312,7 @@ pub fn run(cfg: &ScalingConfig, hooks: &mut Hooks<'_>) -> Result<ScalingReport> 
                 &gemm_times,
             ),
             series(
-                format!(
-                    "mlp step {} batch {}",
-                    widths.join("-"),
-                    cfg.mlp.batch
-                ),
+                format!("mlp step {} batch {}", widths.join("-"), cfg.mlp.batch),
                 cfg.mlp.gemm_flops(),
                 &mlp_times,
             ),

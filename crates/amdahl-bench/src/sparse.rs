@@ -165,11 +165,7 @@ pub fn validate(cfg: &SparseConfig) -> Result<()> {
     if cfg.sparsities.is_empty() {
         return Err(BenchError::Invalid("give at least one sparsity".into()));
     }
-    if let Some(s) = cfg
-        .sparsities
-        .iter()
-        .find(|s| !(0.0..1.0).contains(*s))
-    {
+    if let Some(s) = cfg.sparsities.iter().find(|s| !(0.0..1.0).contains(*s)) {
         return Err(BenchError::Invalid(format!(
             "sparsity {s} is outside [0, 1); give fractions of zeros such as 0.9"
         )));
@@ -204,17 +200,18 @@ pub fn run(cfg: &SparseConfig, hooks: &mut Hooks<'_>) -> Result<SparseReport> {
     let mut c_dense = vec![0.0f32; n * n];
     let mut err = None;
     // Row-major m×k is column-major k×m: C (row-major) = Cᵀ (column-major) = Bᵀ·Aᵀ.
-    let (dense_seconds, dense_energy) = hooks.measure(cfg.warmup, cfg.repeats, work, "J/FLOP", || {
-        if let Err(e) = matmul(
-            &exec,
-            &mut c_dense,
-            View::col_major(&b, n, n),
-            View::col_major(&values, n, n),
-            1.0,
-        ) {
-            err = Some(e);
-        }
-    });
+    let (dense_seconds, dense_energy) =
+        hooks.measure(cfg.warmup, cfg.repeats, work, "J/FLOP", || {
+            if let Err(e) = matmul(
+                &exec,
+                &mut c_dense,
+                View::col_major(&b, n, n),
+                View::col_major(&values, n, n),
+                1.0,
+            ) {
+                err = Some(e);
+            }
+        });
     if let Some(e) = err {
         return Err(e);
     }
