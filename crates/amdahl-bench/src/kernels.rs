@@ -86,16 +86,13 @@ impl<'a, T> View<'a, T> {
 }
 
 /// dst (contiguous column-major m×n) = A·B with the `gemm` crate. `one` is the type's 1.
-pub fn matmul<T: Copy + 'static>(
+pub fn matmul<T: Copy + Send + Sync + 'static>(
     exec: &Exec,
     dst: &mut [T],
     a: View<'_, T>,
     b: View<'_, T>,
     one: T,
-) -> Result<()>
-where
-    T: Send + Sync,
-{
+) -> Result<()> {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     if b.rows != k || !a.in_bounds() || !b.in_bounds() || dst.len() < m.saturating_mul(n) {
         return Err(BenchError::Invalid(format!(

@@ -75,7 +75,7 @@ impl Precision {
             Precision::Bf16 => Arithmetic::new(
                 "fp32",
                 false,
-                "emulated: bf16 inputs widened to fp32, fp32 GEMM (gemm crate), \
+                "bf16 inputs widened to fp32, fp32 GEMM (gemm crate), \
                  result rounded to bf16; conversions are inside the timing",
             ),
             Precision::Int8 => Arithmetic::new(
@@ -147,7 +147,7 @@ fn fp16_arithmetic() -> Arithmetic {
     Arithmetic::new(
         "fp32",
         false,
-        "emulated: gemm crate stores fp16 and widens to fp32 while packing (F16C), \
+        "gemm crate stores fp16 and widens to fp32 while packing (F16C), \
          fp32 FMA microkernels, result rounded to fp16",
     )
 }

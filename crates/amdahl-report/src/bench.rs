@@ -554,3 +554,76 @@ pub fn scaling_svg(r: &ScalingReport) -> String {
     }
     figure(&[p], 640.0, 420.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdahl_bench::gemm::{self, GemmConfig};
+    use amdahl_bench::machine::Threads;
+    use amdahl_bench::scaling::{analyze, points_from_times, ScalingSeries};
+    use amdahl_bench::stats::Stats;
+    use amdahl_bench::Hooks;
+    use amdahl_model::units::Seconds;
+
+    fn tiny_gemm() -> GemmReport {
+        let mut cfg = GemmConfig::quick(Threads {
+            used: 1,
+            capped_from: None,
+        });
+        cfg.sizes = vec![8];
+        cfg.repeats = 1;
+        gemm::run(&cfg, &mut Hooks::default()).unwrap()
+    }
+
+    #[test]
+    fn gemm_text_flags_emulation_and_missing_energy() {
+        let r = tiny_gemm();
+        let t = gemm_text(&r);
+        assert!(t.contains("bf16  EMULATED arithmetic fp32"), "{t}");
+        assert!(t.contains("fp64  native"), "{t}");
+        assert!(t.contains("energy: not measured"), "{t}");
+        let csv = gemm_grid(&r).csv().unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "precision,n,threads,min G/s,median G/s,max G/s,median s,energy"
+        );
+        assert_eq!(lines.len(), 1 + 5);
+        assert!(lines[1].starts_with("fp64,8,1,") && lines[1].ends_with(",not measured"));
+        assert!(gemm_svg(&r).contains("<circle"));
+    }
+
+    #[test]
+    fn scaling_text_reads_the_trend() {
+        let times: Vec<(usize, Stats)> = (1..=4)
+            .map(|p| {
+                let t = Seconds(0.1 + 0.9 / p as f64);
+                (
+                    p,
+                    Stats {
+                        min: t,
+                        median: t,
+                        max: t,
+                        repeats: 1,
+                    },
+                )
+            })
+            .collect();
+        let points = points_from_times(&times);
+        let r = ScalingReport {
+            schema: "amdahl.bench.scaling/1".into(),
+            machine: tiny_gemm().machine,
+            debug_build: false,
+            series: vec![ScalingSeries {
+                kernel: "synthetic".into(),
+                work: 1.0,
+                analysis: analyze(&points),
+                points,
+            }],
+        };
+        let t = scaling_text(&r);
+        assert!(t.contains("serial fraction 1−α_eff = 0.100"), "{t}");
+        assert!(t.contains("constant (Amdahl's law describes it)"), "{t}");
+        assert!(scaling_svg(&r).contains("ideal"));
+    }
+}
