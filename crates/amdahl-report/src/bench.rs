@@ -402,10 +402,22 @@ pub fn roofline_text(r: &RooflineReport) -> String {
 }
 
 pub fn roofline_svg(r: &RooflineReport) -> String {
+    // Headroom above the highest roof so kernel labels near the peak stay readable.
+    let top = r.roofs.iter().map(|x| x.peak / GIGA).fold(0.0, f64::max) * 3.0;
+    let bottom = r
+        .kernels
+        .iter()
+        .map(|k| k.rate / GIGA)
+        .fold(f64::INFINITY, f64::min)
+        / 3.0;
+    let mut y = Axis::new(Scale::Log10, "GFLOP/s");
+    if top > 0.0 && bottom.is_finite() && bottom > 0.0 && top > bottom {
+        y = y.range(bottom, top);
+    }
     let mut p = Plot::new(
         "Roofline of this machine (measured)",
         Axis::new(Scale::Log10, "operational intensity (FLOP/byte)"),
-        Axis::new(Scale::Log10, "GFLOP/s"),
+        y,
     );
     let lo = r
         .kernels
