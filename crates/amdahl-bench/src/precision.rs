@@ -69,8 +69,8 @@ impl Precision {
     /// type than the storage (an emulation that gains bandwidth but not arithmetic throughput).
     pub fn arithmetic(self) -> Arithmetic {
         match self {
-            Precision::Fp64 => Arithmetic::native("fp64", "gemm crate, SIMD FMA microkernels"),
-            Precision::Fp32 => Arithmetic::native("fp32", "gemm crate, SIMD FMA microkernels"),
+            Precision::Fp64 => Arithmetic::native("fp64", &float_kernel()),
+            Precision::Fp32 => Arithmetic::native("fp32", &float_kernel()),
             Precision::Fp16 => fp16_arithmetic(),
             Precision::Bf16 => Arithmetic::new(
                 "fp32",
@@ -136,6 +136,29 @@ impl Precision {
             + self.output_roundoff() * (exact.abs() + gamma * abs_product)
             + self.output_underflow())
             * (1.0 + 1e-12)
+    }
+}
+
+/// Which `gemm` microkernels run here. The crate picks them at run time, but compiles its AVX-512
+/// ones only with its `x86-v4` feature (our opt-in `avx512` feature), so without it an AVX-512
+/// CPU runs AVX2 kernels — worth saying next to the figure.
+fn float_kernel() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let avx512 = std::arch::is_x86_feature_detected!("avx512f");
+        let fma = std::arch::is_x86_feature_detected!("fma");
+        match (cfg!(feature = "avx512"), avx512, fma) {
+            (true, true, _) => "gemm crate, AVX-512 FMA microkernels".into(),
+            (false, true, _) => "gemm crate, AVX2+FMA microkernels (the CPU has AVX-512; a build \
+                                 with the `avx512` feature would use it)"
+                .into(),
+            (_, false, true) => "gemm crate, AVX2+FMA microkernels".into(),
+            _ => "gemm crate, portable (non-FMA) microkernels".into(),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        "gemm crate, SIMD FMA microkernels".into()
     }
 }
 
