@@ -36,6 +36,9 @@ pub struct Progress {
 pub struct Hooks<'a> {
     progress: Box<dyn FnMut(&Progress) + 'a>,
     energy: Box<dyn EnergyProbe + 'a>,
+    /// (index, count) when one benchmark runs several others in turn (the roofline), so the
+    /// progress reported is of the whole run, not restarted by each part.
+    phase: Option<(usize, usize)>,
 }
 
 impl Default for Hooks<'_> {
@@ -43,6 +46,7 @@ impl Default for Hooks<'_> {
         Self {
             progress: Box::new(|_| {}),
             energy: Box::new(NoProbe),
+            phase: None,
         }
     }
 }
@@ -61,11 +65,25 @@ impl<'a> Hooks<'a> {
     }
 
     pub(crate) fn step(&mut self, done: usize, total: usize, label: impl Into<String>) {
-        (self.progress)(&Progress {
-            done,
-            total,
-            label: label.into(),
-        });
+        let label = label.into();
+        let p = match self.phase {
+            // Each part gets an equal share of PART steps of the whole.
+            Some((i, n)) => {
+                const PART: usize = 1000;
+                Progress {
+                    done: i * PART + done.min(total) * PART / total.max(1),
+                    total: n * PART,
+                    label: format!("[{}/{n}] {label}", i + 1),
+                }
+            }
+            None => Progress { done, total, label },
+        };
+        (self.progress)(&p);
+    }
+
+    /// Report the next steps as part `index` of `count` (`None` to stop).
+    pub(crate) fn set_phase(&mut self, phase: Option<(usize, usize)>) {
+        self.phase = phase;
     }
 
     /// Time `f` (warm-up, then repeats) with the energy probe around the timed repeats.

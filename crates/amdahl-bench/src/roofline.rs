@@ -93,10 +93,18 @@ impl RooflineConfig {
 
 /// Measure GEMM, STREAM and sparse, then build the roofline.
 pub fn run(cfg: &RooflineConfig, hooks: &mut Hooks<'_>) -> Result<RooflineReport> {
-    let g = gemm::run(&cfg.gemm, hooks)?;
-    let m = memory::run(&cfg.memory, hooks)?;
-    let s = sparse::run(&cfg.sparse, hooks)?;
-    build(&g, &m, Some(&s))
+    let mut parts = || -> Result<RooflineReport> {
+        hooks.set_phase(Some((0, 3)));
+        let g = gemm::run(&cfg.gemm, hooks)?;
+        hooks.set_phase(Some((1, 3)));
+        let m = memory::run(&cfg.memory, hooks)?;
+        hooks.set_phase(Some((2, 3)));
+        let s = sparse::run(&cfg.sparse, hooks)?;
+        build(&g, &m, Some(&s))
+    };
+    let out = parts();
+    hooks.set_phase(None);
+    out
 }
 
 /// The roofline from reports measured separately (pure).
@@ -209,7 +217,15 @@ mod tests {
         cfg.memory.repeats = 1;
         cfg.sparse.n = 40;
         cfg.sparse.repeats = 1;
-        let r = run(&cfg, &mut Hooks::default()).unwrap();
+        let mut seen = Vec::new();
+        let r = run(
+            &cfg,
+            &mut Hooks::default().on_progress(|p| seen.push((p.done, p.total))),
+        )
+        .unwrap();
+        // One progress run over the three parts, never going backwards.
+        assert!(seen.windows(2).all(|w| w[1].0 >= w[0].0), "{seen:?}");
+        assert_eq!(seen.last(), Some(&(3000, 3000)));
         assert_eq!(r.roofs.len(), 2);
         for roof in &r.roofs {
             assert!((roof.ridge - roof.peak / r.bandwidth).abs() <= 1e-9 * roof.ridge);

@@ -523,6 +523,12 @@ pub fn scaling_text(r: &ScalingReport) -> String {
             a.serial_fraction.map_or("-".into(), |e| sig(e, 3)),
             trend
         ));
+        if a.serial_fraction.is_some_and(|e| e >= 1.0) {
+            s.push_str(
+                " (e ≥ 1: more threads were not faster — other load on the machine, or a problem \
+                 too small to split)",
+            );
+        }
         if let Some(h) = a.half_efficiency_threads {
             s.push_str(&format!("; efficiency falls to 50 % at N ≈ {}", sig(h, 3)));
         }
