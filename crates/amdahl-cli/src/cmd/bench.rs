@@ -1,11 +1,295 @@
-//! `amdahl bench` — not implemented yet.
+//! `amdahl bench` — measure this machine: GEMM per precision, sparse vs dense, STREAM memory
+//! bandwidth, the roofline, and thread scaling. Raw flags are validated into the library's
+//! configs here; progress goes to stderr through a progress bar, results to stdout.
 
-use anyhow::{bail, Result};
+use crate::output::{print, write_file, Format, FormatArgs};
+use amdahl_bench::gemm::GemmConfig;
+use amdahl_bench::machine::{logical_cpus, positive_size, resolve_threads, Threads};
+use amdahl_bench::memory::MemoryConfig;
+use amdahl_bench::roofline::RooflineConfig;
+use amdahl_bench::scaling::ScalingConfig;
+use amdahl_bench::sparse::SparseConfig;
+use amdahl_bench::{Hooks, Precision, Progress};
+use amdahl_report::bench as render;
+use amdahl_report::bench::Grid;
+use anyhow::{Context, Result};
+use clap::{Args as ClapArgs, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    pub what: What,
+}
 
-pub fn run(_args: Args) -> Result<ExitCode> {
-    bail!("`amdahl bench` is not implemented yet")
+#[derive(Subcommand, Debug)]
+pub enum What {
+    /// Measure matrix-multiply throughput at fp64, fp32, fp16, bf16 and int8.
+    Gemm {
+        #[command(flatten)]
+        common: Common,
+        /// Precisions to measure, comma-separated (fp64, fp32, fp16, bf16, int8).
+        #[arg(long, value_delimiter = ',')]
+        precision: Vec<String>,
+    },
+    /// Compare sparse × dense with dense at 0–99 % sparsity; find the crossover.
+    Sparse {
+        #[command(flatten)]
+        common: Common,
+        /// Sparsities (fractions of zeros in [0, 1)), comma-separated.
+        #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+        sparsity: Vec<f64>,
+    },
+    /// Measure STREAM copy/scale/add/triad bandwidth and a working-set sweep over the caches.
+    Memory {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Build this machine's roofline from measured peak and bandwidth, kernels placed on it.
+    Roofline {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Run a GEMM and one MLP training step at 1..P threads; Karp–Flatt serial fraction.
+    Scaling {
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+/// Flags every benchmark takes.
+#[derive(ClapArgs, Debug)]
+pub struct Common {
+    /// Run CI-sized problems with few repeats (seconds, not minutes).
+    #[arg(long)]
+    pub quick: bool,
+    /// Threads to use (default: all logical CPUs); more than the machine has is capped.
+    #[arg(long, allow_negative_numbers = true)]
+    pub threads: Option<i64>,
+    /// Problem sizes, comma-separated: matrix orders (gemm, sparse, scaling, roofline) or
+    /// elements per STREAM array (memory).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub sizes: Vec<i64>,
+    /// Timed repeats after the warm-up.
+    #[arg(long, allow_negative_numbers = true)]
+    pub repeats: Option<i64>,
+    /// Also write the plot as SVG to this file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+/// Validated common settings.
+struct Settings {
+    threads: Threads,
+    sizes: Vec<usize>,
+    repeats: Option<usize>,
+}
+
+impl Common {
+    fn settings(&self) -> Result<Settings> {
+        let threads = resolve_threads(self.threads, logical_cpus())?;
+        if let Some(asked) = threads.capped_from {
+            eprintln!(
+                "warning: --threads {asked} exceeds the {} logical CPUs of this machine; using {}",
+                logical_cpus(),
+                threads.used
+            );
+        }
+        let sizes = self
+            .sizes
+            .iter()
+            .map(|&s| positive_size("--sizes", s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let repeats = self
+            .repeats
+            .map(|r| positive_size("--repeats", r))
+            .transpose()?;
+        if amdahl_bench::DEBUG_BUILD {
+            eprintln!("note: debug build; timings are not representative (use a release build)");
+        }
+        Ok(Settings {
+            threads,
+            sizes,
+            repeats,
+        })
+    }
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    match args.what {
+        What::Gemm { common, precision } => {
+            let st = common.settings()?;
+            let mut cfg = if common.quick {
+                GemmConfig::quick(st.threads)
+            } else {
+                GemmConfig::full(st.threads)
+            };
+            if !st.sizes.is_empty() {
+                cfg.sizes = st.sizes;
+            }
+            if !precision.is_empty() {
+                cfg.precisions = precision
+                    .iter()
+                    .map(|p| p.parse::<Precision>())
+                    .collect::<Result<Vec<_>, _>>()?;
+            }
+            if let Some(r) = st.repeats {
+                cfg.repeats = r;
+            }
+            amdahl_bench::gemm::validate(&cfg)?;
+            let r = with_progress(|h| amdahl_bench::gemm::run(&cfg, h))
+                .context("running the GEMM benchmark")?;
+            emit(
+                &common,
+                &r,
+                render::gemm_text(&r),
+                render::gemm_grid(&r),
+                || render::gemm_svg(&r),
+            )
+        }
+        What::Sparse { common, sparsity } => {
+            let st = common.settings()?;
+            let mut cfg = if common.quick {
+                SparseConfig::quick(st.threads)
+            } else {
+                SparseConfig::full(st.threads)
+            };
+            if let Some(&n) = st.sizes.first() {
+                cfg.n = n;
+            }
+            if !sparsity.is_empty() {
+                cfg.sparsities = sparsity;
+            }
+            if let Some(r) = st.repeats {
+                cfg.repeats = r;
+            }
+            amdahl_bench::sparse::validate(&cfg)?;
+            let r = with_progress(|h| amdahl_bench::sparse::run(&cfg, h))
+                .context("running the sparse benchmark")?;
+            emit(
+                &common,
+                &r,
+                render::sparse_text(&r),
+                render::sparse_grid(&r),
+                || render::sparse_svg(&r),
+            )
+        }
+        What::Memory { common } => {
+            let st = common.settings()?;
+            let mut cfg = if common.quick {
+                MemoryConfig::quick(st.threads)
+            } else {
+                MemoryConfig::full(st.threads)
+            };
+            if let Some(&n) = st.sizes.first() {
+                cfg.stream_len = Some(n);
+            }
+            if let Some(r) = st.repeats {
+                cfg.repeats = r;
+            }
+            let r = with_progress(|h| amdahl_bench::memory::run(&cfg, h))
+                .context("running the memory benchmark")?;
+            emit(
+                &common,
+                &r,
+                render::memory_text(&r),
+                render::memory_grid(&r),
+                || render::memory_svg(&r),
+            )
+        }
+        What::Roofline { common } => {
+            let st = common.settings()?;
+            let mut cfg = if common.quick {
+                RooflineConfig::quick(st.threads)
+            } else {
+                RooflineConfig::full(st.threads)
+            };
+            if !st.sizes.is_empty() {
+                cfg.gemm.sizes = st.sizes;
+            }
+            if let Some(r) = st.repeats {
+                cfg.gemm.repeats = r;
+                cfg.memory.repeats = r;
+                cfg.sparse.repeats = r;
+            }
+            amdahl_bench::gemm::validate(&cfg.gemm)?;
+            let r = with_progress(|h| amdahl_bench::roofline::run(&cfg, h))
+                .context("measuring the roofline")?;
+            emit(
+                &common,
+                &r,
+                render::roofline_text(&r),
+                render::roofline_grid(&r),
+                || render::roofline_svg(&r),
+            )
+        }
+        What::Scaling { common } => {
+            let st = common.settings()?;
+            let mut cfg = if common.quick {
+                ScalingConfig::quick(st.threads)
+            } else {
+                ScalingConfig::full(st.threads)
+            };
+            if let Some(&n) = st.sizes.first() {
+                cfg.gemm_n = n;
+            }
+            if let Some(r) = st.repeats {
+                cfg.repeats = r;
+            }
+            let r = with_progress(|h| amdahl_bench::scaling::run(&cfg, h))
+                .context("running the scaling benchmark")?;
+            emit(
+                &common,
+                &r,
+                render::scaling_text(&r),
+                render::scaling_grid(&r),
+                || render::scaling_svg(&r),
+            )
+        }
+    }
+}
+
+/// Run a benchmark with a progress bar on stderr (hidden when stderr is not a terminal).
+fn with_progress<T>(
+    f: impl FnOnce(&mut Hooks<'_>) -> amdahl_bench::Result<T>,
+) -> amdahl_bench::Result<T> {
+    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}") {
+        bar.set_style(style);
+    }
+    let b = bar.clone();
+    let mut hooks = Hooks::default().on_progress(move |p: &Progress| {
+        b.set_length(p.total as u64);
+        b.set_position(p.done as u64);
+        b.set_message(p.label.clone());
+    });
+    let out = f(&mut hooks);
+    bar.finish_and_clear();
+    out
+}
+
+/// Write the result in the chosen format to stdout, and the SVG when asked.
+fn emit<T: Serialize>(
+    common: &Common,
+    report: &T,
+    text: String,
+    grid: Grid,
+    svg: impl FnOnce() -> String,
+) -> Result<ExitCode> {
+    if let Some(path) = &common.svg {
+        write_file(path, &svg())?;
+        eprintln!("wrote {}", path.display());
+    }
+    let out = match common.format.format() {
+        Format::Table => text,
+        Format::Json => amdahl_report::to_json(report).context("serialising the result")?,
+        Format::Csv => grid.csv().context("writing CSV")?,
+    };
+    print(&out)?;
+    Ok(ExitCode::SUCCESS)
 }
