@@ -140,8 +140,8 @@ impl Precision {
 }
 
 /// Which `gemm` microkernels run here. The crate picks them at run time, but compiles its AVX-512
-/// ones only with its `x86-v4` feature (our opt-in `avx512` feature), so without it an AVX-512
-/// CPU runs AVX2 kernels — worth saying next to the figure.
+/// ones only with its `x86-v4` feature (our default `avx512` feature), so a build without it runs
+/// AVX2 kernels on an AVX-512 CPU — worth saying next to the figure.
 fn float_kernel() -> String {
     #[cfg(target_arch = "x86_64")]
     {
@@ -150,7 +150,7 @@ fn float_kernel() -> String {
         match (cfg!(feature = "avx512"), avx512, fma) {
             (true, true, _) => "gemm crate, AVX-512 FMA microkernels".into(),
             (false, true, _) => "gemm crate, AVX2+FMA microkernels (the CPU has AVX-512; a build \
-                                 with the `avx512` feature would use it)"
+                                 with the default `avx512` feature would use it)"
                 .into(),
             (_, false, true) => "gemm crate, AVX2+FMA microkernels".into(),
             _ => "gemm crate, portable (non-FMA) microkernels".into(),
