@@ -4,9 +4,9 @@
 # Usage: scripts/bench/gemm_vs_numpy.sh            (N, REPEATS and VENV can be overridden)
 #
 # What it does, in one run so both figures see the same machine state:
-#   1. builds `amdahl` in release mode, twice: the default build (AVX2+FMA GEMM kernels) and one
-#      with the opt-in `avx512` feature (the gemm crate's AVX-512 kernels; Rust >= 1.89), kept
-#      in target/avx512;
+#   1. builds `amdahl` in release mode, twice: the default build (the gemm crate's AVX-512
+#      kernels where the CPU has them) and one with --no-default-features (AVX2+FMA kernels
+#      only), kept in target/avx2, to show what the AVX-512 kernels are worth;
 #   2. installs numpy (which bundles OpenBLAS) into a private venv (default target/bench-venv);
 #   3. times C = A·B, fp32, n = N, all logical CPUs, 1 warm-up + REPEATS timed runs, both sides,
 #      alternating amdahl and numpy for ROUNDS rounds so a change in machine load hits both;
@@ -30,14 +30,10 @@ trap 'rm -rf "$TMP"' EXIT
 
 echo "== building amdahl (release, default features)" >&2
 cargo build --release --quiet -p amdahl-cli --manifest-path "$ROOT/Cargo.toml"
-echo "== building amdahl (release, --features amdahl-bench/avx512)" >&2
-AVX512_BIN=""
-if CARGO_TARGET_DIR="$ROOT/target/avx512" cargo build --release --quiet -p amdahl-cli \
-  --features amdahl-bench/avx512 --manifest-path "$ROOT/Cargo.toml"; then
-  AVX512_BIN="$ROOT/target/avx512/release/amdahl"
-else
-  echo "   (avx512 build failed: needs Rust >= 1.89; skipping it)" >&2
-fi
+echo "== building amdahl (release, AVX2 kernels only: --no-default-features)" >&2
+CARGO_TARGET_DIR="$ROOT/target/avx2" cargo build --release --quiet -p amdahl-cli \
+  --no-default-features --manifest-path "$ROOT/Cargo.toml"
+AVX2_BIN="$ROOT/target/avx2/release/amdahl"
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating venv $VENV" >&2
@@ -76,11 +72,9 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round/$ROUNDS: amdahl, fp32 GEMM n=$N, $THREADS threads" >&2
   "$ROOT/target/release/amdahl" bench gemm --precision fp32 --sizes "$N" \
     --threads "$THREADS" --repeats "$REPEATS" --json > "$TMP/amdahl.$round.json"
-  if [ -n "$AVX512_BIN" ]; then
-    echo "== round $round/$ROUNDS: amdahl (avx512 build)" >&2
-    "$AVX512_BIN" bench gemm --precision fp32 --sizes "$N" \
-      --threads "$THREADS" --repeats "$REPEATS" --json > "$TMP/amdahl_avx512.$round.json"
-  fi
+  echo "== round $round/$ROUNDS: amdahl (AVX2-only build)" >&2
+  "$AVX2_BIN" bench gemm --precision fp32 --sizes "$N" \
+    --threads "$THREADS" --repeats "$REPEATS" --json > "$TMP/amdahl_avx2.$round.json"
   echo "== round $round/$ROUNDS: numpy + OpenBLAS, OPENBLAS_* unset" >&2
   # shellcheck disable=SC2086
   env $UNSET_OPENBLAS OPENBLAS_NUM_THREADS="$THREADS" \
@@ -112,7 +106,7 @@ def amdahl(stem):
 print(f"fp32 GEMM, n = {n}, {threads} threads, {rounds} alternating rounds")
 print("  GFLOP/s: median (of per-round medians for amdahl, of all runs for numpy), best run")
 ours = {}
-for stem, label in [("amdahl", "amdahl, default build"), ("amdahl_avx512", "amdahl, avx512 feature")]:
+for stem, label in [("amdahl", "amdahl, default build"), ("amdahl_avx2", "amdahl, AVX2-only build")]:
     r = amdahl(stem)
     if r:
         ours[label] = r[0]
