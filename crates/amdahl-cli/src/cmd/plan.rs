@@ -296,7 +296,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let tp_pp = u64::from(a.tp) * u64::from(a.pp);
     let dp = match a.dp {
         Some(d) => d,
-        None if tp_pp > 0 && a.gpus % tp_pp == 0 => {
+        None if tp_pp > 0 && a.gpus.is_multiple_of(tp_pp) => {
             u32::try_from(a.gpus / tp_pp).map_err(|_| anyhow!("--gpus {} is too large", a.gpus))?
         }
         None if tp_pp > 0 => {

@@ -113,7 +113,7 @@ pub fn validate_model(model: &ModelShape) -> Result<(), PlanError> {
             });
         }
     }
-    if model.heads % model.kv_heads != 0 {
+    if !model.heads.is_multiple_of(model.kv_heads) {
         return Err(PlanError::KvHeads {
             kv_heads: model.kv_heads,
             heads: model.heads,
@@ -157,7 +157,7 @@ pub fn validate(
             ),
         });
     }
-    if model.heads % l.tp != 0 {
+    if !model.heads.is_multiple_of(l.tp) {
         return Err(PlanError::TpHeads {
             tp: l.tp,
             heads: model.heads,
@@ -168,14 +168,14 @@ pub fn validate(
             ),
         });
     }
-    if model.kv_heads % l.tp != 0 {
+    if !model.kv_heads.is_multiple_of(l.tp) {
         return Err(PlanError::TpKvHeads {
             tp: l.tp,
             kv_heads: model.kv_heads,
             nearest: nearest_divisors(model.kv_heads.into(), l.tp.into(), None),
         });
     }
-    if model.layers % l.pp != 0 {
+    if !model.layers.is_multiple_of(l.pp) {
         return Err(PlanError::PpLayers {
             pp: l.pp,
             layers: model.layers,
@@ -214,7 +214,7 @@ pub fn validate(
         });
     }
     let per_stage = model.layers / l.pp;
-    if l.interleave > 1 && (l.pp == 1 || per_stage % l.interleave != 0) {
+    if l.interleave > 1 && (l.pp == 1 || !per_stage.is_multiple_of(l.interleave)) {
         return Err(PlanError::Interleave {
             v: l.interleave,
             per_stage,
@@ -226,7 +226,7 @@ pub fn validate(
         });
     }
     let m = l.microbatches();
-    if l.interleave > 1 && m % u64::from(l.pp) != 0 {
+    if l.interleave > 1 && !m.is_multiple_of(u64::from(l.pp)) {
         return Err(PlanError::InterleaveMicrobatches {
             microbatches: m,
             pp: l.pp,

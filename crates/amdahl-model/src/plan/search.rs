@@ -133,7 +133,9 @@ fn cells(model: &ModelShape, net: &Network, space: &SearchSpace) -> Vec<Cell> {
     }
     let tps: Vec<u64> = divisors(gpn)
         .into_iter()
-        .filter(|t| model.heads as u64 % t == 0 && model.kv_heads as u64 % t == 0)
+        .filter(|t| {
+            (model.heads as u64).is_multiple_of(*t) && (model.kv_heads as u64).is_multiple_of(*t)
+        })
         .collect();
     let pps = divisors(model.layers.into());
     let mut out = Vec::new();
