@@ -1,0 +1,55 @@
+//! The background sampler: reads the meter every interval on its own thread and hands each
+//! sample to a callback (the CLI writes the log and the partial result there).
+
+use crate::meter::{Meter, Sample};
+use crate::MeterError;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub type OnSample = Box<dyn FnMut(&Meter, &Sample) + Send>;
+
+pub struct Sampler {
+    stop: mpsc::Sender<()>,
+    handle: JoinHandle<Meter>,
+}
+
+/// Take a first sample now, then one every `interval` (on a fixed grid, so waits do not drift),
+/// until [`Sampler::stop`].
+pub fn start(mut meter: Meter, interval: Duration, mut on_sample: OnSample) -> Sampler {
+    let (stop, rx) = mpsc::channel::<()>();
+    let handle = std::thread::spawn(move || {
+        let first = meter.sample();
+        on_sample(&meter, &first);
+        let t0 = Instant::now();
+        let mut k: u32 = 1;
+        loop {
+            let due = t0 + interval * k;
+            let wait = due.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Err(RecvTimeoutError::Timeout) => {
+                    let s = meter.sample();
+                    on_sample(&meter, &s);
+                    k = k.saturating_add(1);
+                    // After a stall, skip the missed grid points rather than burst.
+                    while t0 + interval * k <= Instant::now() {
+                        k = k.saturating_add(1);
+                    }
+                }
+                _ => break,
+            }
+        }
+        let last = meter.sample();
+        on_sample(&meter, &last);
+        meter
+    });
+    Sampler { stop, handle }
+}
+
+impl Sampler {
+    /// Take a final sample and return the meter.
+    pub fn stop(self) -> Result<Meter, MeterError> {
+        let _ = self.stop.send(());
+        self.handle.join().map_err(|_| MeterError::SamplerPanicked)
+    }
+}
