@@ -11,7 +11,7 @@ use crate::procfs;
 use crate::source::{DeviceInfo, DeviceKind, EnergySource, Method, Raw};
 use crate::MeterError;
 use amdahl_model::units::{Joules, Watts};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// W per GB of RAM (3 W / 8 GB, Crucial via CodeCarbon).
@@ -44,7 +44,8 @@ pub enum Target {
 
 /// Live CPU ticks and RSS of the child, and its exact totals once it has exited.
 pub struct ProcessProbe {
-    pub pid: u32,
+    /// 0 until the command is spawned.
+    pid: AtomicU32,
     final_ticks: AtomicU64,
     last_ticks: AtomicU64,
     last_rss: AtomicU64,
@@ -53,13 +54,23 @@ pub struct ProcessProbe {
 const UNSET: u64 = u64::MAX;
 
 impl ProcessProbe {
-    pub fn new(pid: u32) -> Arc<Self> {
+    pub fn new() -> Arc<Self> {
         Arc::new(ProcessProbe {
-            pid,
+            pid: AtomicU32::new(0),
             final_ticks: AtomicU64::new(UNSET),
             last_ticks: AtomicU64::new(0),
             last_rss: AtomicU64::new(0),
         })
+    }
+    /// Point the probe at the spawned command.
+    pub fn set_pid(&self, pid: u32) {
+        self.pid.store(pid, Ordering::SeqCst);
+    }
+    fn proc_file(&self, name: &str) -> Option<String> {
+        match self.pid.load(Ordering::SeqCst) {
+            0 => None,
+            pid => std::fs::read_to_string(format!("/proc/{pid}/{name}")).ok(),
+        }
     }
     /// Record the exact CPU time once the child was waited for.
     pub fn finish(&self, cpu_s: f64) {
@@ -72,8 +83,8 @@ impl ProcessProbe {
         if f != UNSET {
             return f.max(self.last_ticks.load(Ordering::SeqCst));
         }
-        if let Some(t) = std::fs::read_to_string(format!("/proc/{}/stat", self.pid))
-            .ok()
+        if let Some(t) = self
+            .proc_file("stat")
             .and_then(|s| procfs::parse_pid_stat_ticks(&s))
         {
             self.last_ticks.fetch_max(t, Ordering::SeqCst);
@@ -82,8 +93,8 @@ impl ProcessProbe {
     }
     fn rss_bytes(&self) -> u64 {
         if self.final_ticks.load(Ordering::SeqCst) == UNSET {
-            if let Some(p) = std::fs::read_to_string(format!("/proc/{}/statm", self.pid))
-                .ok()
+            if let Some(p) = self
+                .proc_file("statm")
                 .and_then(|s| procfs::parse_statm_rss_pages(&s))
             {
                 self.last_rss.store(p * procfs::page_size(), Ordering::SeqCst);

@@ -77,6 +77,14 @@ impl Meter {
         self.devices.iter().map(|d| d.info.clone()).collect()
     }
 
+    /// Forget all energy (after an idle baseline), keeping the sources.
+    pub fn reset(&mut self) {
+        for d in &mut self.devices {
+            d.acc = Accumulator::new(d.info.method);
+        }
+        self.last_t = Seconds::ZERO;
+    }
+
     /// Restart the clock (after a baseline phase, so `t_s` counts from the command's start).
     pub fn restart_clock(&mut self) {
         self.start = Instant::now();

@@ -75,6 +75,8 @@ pub struct Baseline {
 pub struct RunRecord {
     pub schema: String,
     pub amdahl_version: String,
+    /// Unique id of this run (UUID-shaped; also CodeCarbon's `run_id`).
+    pub run_id: String,
     pub command: Vec<String>,
     /// UTC, ISO 8601.
     pub started_at: String,
@@ -117,6 +119,7 @@ pub struct RunRecord {
 /// Everything about a run that is fixed before it starts.
 #[derive(Debug, Clone)]
 pub struct RunContext {
+    pub run_id: String,
     pub command: Vec<String>,
     pub started_unix_s: f64,
     pub scope: Scope,
@@ -210,6 +213,7 @@ pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: Progress) -> RunReco
     RunRecord {
         schema: RUN_SCHEMA.into(),
         amdahl_version: env!("CARGO_PKG_VERSION").into(),
+        run_id: ctx.run_id.clone(),
         command: ctx.command.clone(),
         started_at: utc_iso(ctx.started_unix_s),
         started_unix_s: ctx.started_unix_s,
@@ -256,6 +260,29 @@ pub fn utc_iso(unix_s: f64) -> String {
         rem / 3600,
         rem % 3600 / 60,
         rem % 60
+    )
+}
+
+/// A UUID-shaped (version 4 layout) id from the clock, the pid and the host name: unique enough
+/// to tell runs apart in a CSV, with no randomness source needed.
+pub fn new_run_id(unix_s: f64, pid: u32, host: &str) -> String {
+    // FNV-1a 64 (Fowler–Noll–Vo), two seeds for 128 bits.
+    let fnv = |seed: u64| {
+        let mut h = seed;
+        for b in unix_s.to_bits().to_le_bytes().iter().chain(&pid.to_le_bytes()).chain(host.as_bytes()) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h
+    };
+    let (a, b) = (fnv(0xcbf2_9ce4_8422_2325), fnv(0x8422_2325_cbf2_9ce4));
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0x0fff,
+        0x8000 | (b >> 48) & 0x3fff,
+        b & 0xffff_ffff_ffff
     )
 }
 
@@ -431,6 +458,7 @@ mod tests {
 
     pub(crate) fn ctx(host: &str, role: Role, rank: u32) -> RunContext {
         RunContext {
+            run_id: "00000000-0000-4000-8000-000000000000".into(),
             command: vec!["true".into()],
             started_unix_s: 1000.0,
             scope: Scope::Machine,

@@ -14,14 +14,16 @@ pub struct Sampler {
     handle: JoinHandle<Meter>,
 }
 
-/// Take a first sample now, then one every `interval` (on a fixed grid, so waits do not drift),
-/// until [`Sampler::stop`].
+/// Take a first sample now, on the caller's thread (so it precedes whatever the caller starts
+/// next), then one every `interval` on a background thread (on a fixed grid, so waits do not
+/// drift), until [`Sampler::stop`].
 pub fn start(mut meter: Meter, interval: Duration, mut on_sample: OnSample) -> Sampler {
     let (stop, rx) = mpsc::channel::<()>();
+    meter.restart_clock();
+    let first = meter.sample();
+    on_sample(&meter, &first);
+    let t0 = Instant::now();
     let handle = std::thread::spawn(move || {
-        let first = meter.sample();
-        on_sample(&meter, &first);
-        let t0 = Instant::now();
         let mut k: u32 = 1;
         loop {
             let due = t0 + interval * k;

@@ -3,6 +3,7 @@
 //! Every function here is a pure function of data it is given; nothing measures, reads sensors or
 //! prints. The binary chooses a sink and writes the returned string where the user asked.
 
+pub mod meter;
 pub mod svg;
 pub mod table;
 
