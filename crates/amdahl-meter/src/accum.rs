@@ -26,7 +26,9 @@ pub fn trapezoid(p0: Watts, p1: Watts, dt: Seconds) -> Joules {
 pub struct Accumulator {
     method: Method,
     last: Option<(Seconds, Raw)>,
-    counter_energy: Joules,
+    /// Counter units summed as integers and converted once, so known deltas come out exact.
+    counter_units: u128,
+    units_per_joule: f64,
     /// Integral of the power readings (the main value for power sources, a fallback for counters).
     power_energy: Joules,
     /// Average power over the latest interval, for the sample log.
@@ -41,7 +43,8 @@ impl Accumulator {
         Accumulator {
             method,
             last: None,
-            counter_energy: Joules::ZERO,
+            counter_units: 0,
+            units_per_joule: 1.0,
             power_energy: Joules::ZERO,
             last_power: None,
             lost: None,
@@ -61,15 +64,16 @@ impl Accumulator {
                     },
                     Raw::Counter {
                         value: v1,
-                        joules_per_unit,
+                        units_per_joule,
                         max,
                         power: p1,
                     },
                 ) => {
+                    self.units_per_joule = units_per_joule;
                     match counter_delta(v0, v1, max) {
                         Some(d) => {
-                            let e = Joules(d as f64 * joules_per_unit);
-                            self.counter_energy += e;
+                            self.counter_units += u128::from(d);
+                            let e = Joules(d as f64 / units_per_joule);
                             if dt.get() > 0.0 {
                                 self.last_power = Some(e / dt);
                             }
@@ -103,7 +107,12 @@ impl Accumulator {
     /// Energy so far and the method that produced it. A counter that never advanced while its
     /// power reading was non-zero (NVML updates its counter coarsely) falls back to the
     /// integrated power, so a device that was seen drawing power is never reported as 0 J.
+    fn counter_energy(&self) -> Joules {
+        Joules(self.counter_units as f64 / self.units_per_joule)
+    }
+
     pub fn energy(&self) -> (Joules, Method, Option<String>) {
+        let counter_energy = self.counter_energy();
         let mut note = None;
         if self.resets > 0 {
             note = Some(format!(
@@ -112,15 +121,15 @@ impl Accumulator {
             ));
         }
         match self.method {
-            Method::Counter if self.counter_energy.get() == 0.0 && self.power_energy.get() > 0.0 => (
+            Method::Counter if counter_energy.get() == 0.0 && self.power_energy.get() > 0.0 => (
                 self.power_energy,
                 Method::IntegratedPower,
                 Some("energy counter did not advance; integrated the power readings instead".into()),
             ),
-            Method::Counter => (self.counter_energy, Method::Counter, note),
+            Method::Counter => (counter_energy, Method::Counter, note),
             Method::IntegratedPower => (self.power_energy, Method::IntegratedPower, note),
             // Estimates come as a CPU-time "counter" or a modelled power; one of the two is 0.
-            Method::Estimate => (self.counter_energy + self.power_energy, Method::Estimate, note),
+            Method::Estimate => (counter_energy + self.power_energy, Method::Estimate, note),
         }
     }
 }
@@ -133,7 +142,7 @@ mod tests {
     fn uj(value: u64, max: u64) -> Raw {
         Raw::Counter {
             value,
-            joules_per_unit: 1e-6,
+            units_per_joule: 1e6,
             max: Some(max),
             power: None,
         }
@@ -156,9 +165,9 @@ mod tests {
     fn decrease_without_range_is_a_reset_not_energy() {
         assert_eq!(counter_delta(10, 5, None), None);
         let mut a = Accumulator::new(Method::Counter);
-        a.update(Seconds(0.0), Raw::Counter { value: 10, joules_per_unit: 1e-3, max: None, power: None });
-        a.update(Seconds(1.0), Raw::Counter { value: 5, joules_per_unit: 1e-3, max: None, power: None });
-        a.update(Seconds(2.0), Raw::Counter { value: 1005, joules_per_unit: 1e-3, max: None, power: None });
+        a.update(Seconds(0.0), Raw::Counter { value: 10, units_per_joule: 1e3, max: None, power: None });
+        a.update(Seconds(1.0), Raw::Counter { value: 5, units_per_joule: 1e3, max: None, power: None });
+        a.update(Seconds(2.0), Raw::Counter { value: 1005, units_per_joule: 1e3, max: None, power: None });
         let (e, m, note) = a.energy();
         assert_eq!((e, m), (Joules(1.0), Method::Counter));
         assert!(note.is_some());
@@ -187,7 +196,7 @@ mod tests {
 
     #[test]
     fn stalled_counter_falls_back_to_power_never_zero() {
-        let raw = |p| Raw::Counter { value: 42, joules_per_unit: 1e-3, max: None, power: Some(Watts(p)) };
+        let raw = |p| Raw::Counter { value: 42, units_per_joule: 1e3, max: None, power: Some(Watts(p)) };
         let mut a = Accumulator::new(Method::Counter);
         a.update(Seconds(0.0), raw(60.0));
         a.update(Seconds(0.5), raw(80.0));

@@ -160,10 +160,10 @@ impl EnergySource for EstimateSource {
                     .unwrap_or(0),
                 Target::Process(p) => p.ticks(),
             };
-            // J per tick = (TDP / n_logical) W × (1 / CLK_TCK) s.
+            // J per tick = (TDP / n_logical) W × (1 / CLK_TCK) s, so ticks per J is its inverse.
             v.push(Ok(Raw::Counter {
                 value: ticks,
-                joules_per_unit: tdp.get() / self.ncpu as f64 / self.tck,
+                units_per_joule: self.ncpu as f64 * self.tck / tdp.get(),
                 max: None,
                 power: None,
             }));

@@ -133,7 +133,7 @@ impl<B: GpuBackend> EnergySource for GpuSource<B> {
                     Method::Counter => match self.backend.energy_mj(g.index).map_err(err)? {
                         Some(value) => Ok(Raw::Counter {
                             value,
-                            joules_per_unit: 1e-3,
+                            units_per_joule: 1e3,
                             max: None,
                             power,
                         }),

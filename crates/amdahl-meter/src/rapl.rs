@@ -175,7 +175,7 @@ impl EnergySource for RaplSource {
             .map(|(_, path, max)| {
                 read_u64(&self.reader, path).map(|value| Raw::Counter {
                     value,
-                    joules_per_unit: 1e-6,
+                    units_per_joule: 1e6,
                     max: *max,
                     power: None,
                 })

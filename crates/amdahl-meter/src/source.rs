@@ -62,8 +62,9 @@ pub struct DeviceInfo {
 pub enum Raw {
     Counter {
         value: u64,
-        /// Joules per counter unit: 1e-6 for RAPL µJ, 1e-3 for NVML mJ.
-        joules_per_unit: f64,
+        /// Counter units per joule: 1e6 for RAPL µJ, 1e3 for NVML mJ. A divisor, so integer
+        /// deltas convert with one correctly rounded division (5_000_000 µJ is exactly 5 J).
+        units_per_joule: f64,
         /// The counter wraps to 0 after this value (RAPL `max_energy_range_uj`); None: never.
         max: Option<u64>,
         /// A power reading taken alongside, integrated as a fallback if the counter never moves.
