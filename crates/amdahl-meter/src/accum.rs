@@ -124,7 +124,9 @@ impl Accumulator {
             Method::Counter if counter_energy.get() == 0.0 && self.power_energy.get() > 0.0 => (
                 self.power_energy,
                 Method::IntegratedPower,
-                Some("energy counter did not advance; integrated the power readings instead".into()),
+                Some(
+                    "energy counter did not advance; integrated the power readings instead".into(),
+                ),
             ),
             Method::Counter => (counter_energy, Method::Counter, note),
             Method::IntegratedPower => (self.power_energy, Method::IntegratedPower, note),
@@ -153,7 +155,10 @@ mod tests {
         // max 262_143_328_850 µJ is a real Skylake package range; 1 J before the top, then 2 J
         // past zero: 3 J exactly.
         let max = 262_143_328_850;
-        assert_eq!(counter_delta(max - 1_000_000, 2_000_000, Some(max)), Some(3_000_000));
+        assert_eq!(
+            counter_delta(max - 1_000_000, 2_000_000, Some(max)),
+            Some(3_000_000)
+        );
         let mut a = Accumulator::new(Method::Counter);
         a.update(Seconds(0.0), uj(max - 1_000_000, max));
         a.update(Seconds(1.0), uj(2_000_000, max));
@@ -165,9 +170,33 @@ mod tests {
     fn decrease_without_range_is_a_reset_not_energy() {
         assert_eq!(counter_delta(10, 5, None), None);
         let mut a = Accumulator::new(Method::Counter);
-        a.update(Seconds(0.0), Raw::Counter { value: 10, units_per_joule: 1e3, max: None, power: None });
-        a.update(Seconds(1.0), Raw::Counter { value: 5, units_per_joule: 1e3, max: None, power: None });
-        a.update(Seconds(2.0), Raw::Counter { value: 1005, units_per_joule: 1e3, max: None, power: None });
+        a.update(
+            Seconds(0.0),
+            Raw::Counter {
+                value: 10,
+                units_per_joule: 1e3,
+                max: None,
+                power: None,
+            },
+        );
+        a.update(
+            Seconds(1.0),
+            Raw::Counter {
+                value: 5,
+                units_per_joule: 1e3,
+                max: None,
+                power: None,
+            },
+        );
+        a.update(
+            Seconds(2.0),
+            Raw::Counter {
+                value: 1005,
+                units_per_joule: 1e3,
+                max: None,
+                power: None,
+            },
+        );
         let (e, m, note) = a.energy();
         assert_eq!((e, m), (Joules(1.0), Method::Counter));
         assert!(note.is_some());
@@ -196,7 +225,12 @@ mod tests {
 
     #[test]
     fn stalled_counter_falls_back_to_power_never_zero() {
-        let raw = |p| Raw::Counter { value: 42, units_per_joule: 1e3, max: None, power: Some(Watts(p)) };
+        let raw = |p| Raw::Counter {
+            value: 42,
+            units_per_joule: 1e3,
+            max: None,
+            power: Some(Watts(p)),
+        };
         let mut a = Accumulator::new(Method::Counter);
         a.update(Seconds(0.0), raw(60.0));
         a.update(Seconds(0.5), raw(80.0));

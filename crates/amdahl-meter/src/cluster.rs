@@ -37,7 +37,12 @@ pub fn detect(get: impl Fn(&str) -> Option<String>) -> Cluster {
             get("TORCHELASTIC_RUN_ID").or_else(|| get("SLURM_JOB_ID")),
         )
     } else if let Some(pr) = num("SLURM_PROCID") {
-        (Some("slurm".to_string()), Some(pr), num("SLURM_LOCALID"), get("SLURM_JOB_ID"))
+        (
+            Some("slurm".to_string()),
+            Some(pr),
+            num("SLURM_LOCALID"),
+            get("SLURM_JOB_ID"),
+        )
     } else {
         (None, None, None, get("SLURM_JOB_ID"))
     };
@@ -59,21 +64,44 @@ mod tests {
     use super::*;
 
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| pairs.iter().find(|(a, _)| *a == k).map(|(_, v)| v.to_string())
+        move |k| {
+            pairs
+                .iter()
+                .find(|(a, _)| *a == k)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
     fn slurm_local_rank_zero_measures_others_reference() {
-        let c = detect(env(&[("SLURM_PROCID", "4"), ("SLURM_LOCALID", "0"), ("SLURM_JOB_ID", "77")]));
-        assert_eq!((c.role, c.rank, c.job_id.as_deref()), (Role::Measured, Some(4), Some("77")));
-        let c = detect(env(&[("SLURM_PROCID", "5"), ("SLURM_LOCALID", "1"), ("SLURM_JOB_ID", "77")]));
+        let c = detect(env(&[
+            ("SLURM_PROCID", "4"),
+            ("SLURM_LOCALID", "0"),
+            ("SLURM_JOB_ID", "77"),
+        ]));
+        assert_eq!(
+            (c.role, c.rank, c.job_id.as_deref()),
+            (Role::Measured, Some(4), Some("77"))
+        );
+        let c = detect(env(&[
+            ("SLURM_PROCID", "5"),
+            ("SLURM_LOCALID", "1"),
+            ("SLURM_JOB_ID", "77"),
+        ]));
         assert_eq!(c.role, Role::Reference);
     }
 
     #[test]
     fn torchrun_and_plain() {
-        let c = detect(env(&[("RANK", "3"), ("LOCAL_RANK", "3"), ("SLURM_PROCID", "0")]));
-        assert_eq!((c.launcher.as_deref(), c.role), (Some("torchrun"), Role::Reference));
+        let c = detect(env(&[
+            ("RANK", "3"),
+            ("LOCAL_RANK", "3"),
+            ("SLURM_PROCID", "0"),
+        ]));
+        assert_eq!(
+            (c.launcher.as_deref(), c.role),
+            (Some("torchrun"), Role::Reference)
+        );
         let c = detect(env(&[]));
         assert_eq!((c.launcher, c.role), (None, Role::Measured));
     }

@@ -97,7 +97,8 @@ impl ProcessProbe {
                 .proc_file("statm")
                 .and_then(|s| procfs::parse_statm_rss_pages(&s))
             {
-                self.last_rss.store(p * procfs::page_size(), Ordering::SeqCst);
+                self.last_rss
+                    .store(p * procfs::page_size(), Ordering::SeqCst);
             }
         }
         self.last_rss.load(Ordering::SeqCst)
@@ -195,7 +196,10 @@ mod tests {
     #[test]
     fn share_is_cpu_time_ratio() {
         // 3 s of 12 busy CPU-seconds: a quarter of 400 J.
-        assert_eq!(attribute(Joules(400.0), cpu_share(3.0, 12.0)), Joules(100.0));
+        assert_eq!(
+            attribute(Joules(400.0), cpu_share(3.0, 12.0)),
+            Joules(100.0)
+        );
         assert_eq!(cpu_share(5.0, 0.0), 0.0);
     }
 }

@@ -171,14 +171,21 @@ pub mod fake {
             Ok(self.0.len() as u32)
         }
         fn name(&self, i: u32) -> Result<String, String> {
-            self.0.get(i as usize).map(|g| g.name.clone()).ok_or_else(|| "no such GPU".into())
+            self.0
+                .get(i as usize)
+                .map(|g| g.name.clone())
+                .ok_or_else(|| "no such GPU".into())
         }
         fn uuid(&self, i: u32) -> Result<String, String> {
-            self.0.get(i as usize).map(|g| g.uuid.clone()).ok_or_else(|| "no such GPU".into())
+            self.0
+                .get(i as usize)
+                .map(|g| g.uuid.clone())
+                .ok_or_else(|| "no such GPU".into())
         }
         fn energy_mj(&self, i: u32) -> Result<Option<u64>, String> {
             let g = self.0.get(i as usize).ok_or("no such GPU")?;
-            Ok(g.mj_per_read.map(|step| step * g.reads.fetch_add(1, Ordering::SeqCst)))
+            Ok(g.mj_per_read
+                .map(|step| step * g.reads.fetch_add(1, Ordering::SeqCst)))
         }
         fn power_mw(&self, i: u32) -> Result<Option<u32>, String> {
             Ok(self.0.get(i as usize).ok_or("no such GPU")?.power_mw)
@@ -196,7 +203,10 @@ mod tests {
         assert_eq!(parse_visible(None), Visible::All);
         assert_eq!(parse_visible(Some("")), Visible::List(vec![]));
         assert_eq!(parse_visible(Some("-1")), Visible::List(vec![]));
-        assert_eq!(parse_visible(Some("0,2,x,1")), Visible::List(vec!["0".into(), "2".into()]));
+        assert_eq!(
+            parse_visible(Some("0,2,x,1")),
+            Visible::List(vec!["0".into(), "2".into()])
+        );
         let v = parse_visible(Some("GPU-8e3f"));
         assert!(v.admits(5, "GPU-8e3f0c1a-aaaa"));
         assert!(!v.admits(0, "GPU-1234"));
@@ -225,7 +235,10 @@ mod tests {
         let m: Vec<_> = src.devices().iter().map(|d| d.method).collect();
         assert_eq!(m, [Method::Counter, Method::IntegratedPower]);
         assert_eq!(notes.len(), 1, "{notes:?}");
-        let b = FakeBackend(vec![gpu("GPU-aaaa", Some(1), None), gpu("GPU-bbbb", Some(1), None)]);
+        let b = FakeBackend(vec![
+            gpu("GPU-aaaa", Some(1), None),
+            gpu("GPU-bbbb", Some(1), None),
+        ]);
         let (src, _) = GpuSource::new(b, &parse_visible(Some("GPU-bbbb")));
         let d = src.unwrap().devices();
         assert_eq!((d.len(), d[0].id.as_str()), (1, "gpu:1"));

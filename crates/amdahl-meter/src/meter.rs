@@ -101,10 +101,14 @@ impl Meter {
         for (src, idx) in &mut self.sources {
             let readings = src.read();
             for (k, &i) in idx.iter().enumerate() {
-                let Some(dev) = self.devices.get_mut(i) else { continue };
+                let Some(dev) = self.devices.get_mut(i) else {
+                    continue;
+                };
                 match readings.get(k) {
                     Some(Ok(raw)) => dev.acc.update(t, *raw),
-                    Some(Err(e)) => dev.acc.lose(format!("unreadable from {:.1} s: {e}", t.get())),
+                    Some(Err(e)) => dev
+                        .acc
+                        .lose(format!("unreadable from {:.1} s: {e}", t.get())),
                     None => dev.acc.lose("the source returned no reading".into()),
                 }
             }

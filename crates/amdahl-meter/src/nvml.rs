@@ -46,10 +46,16 @@ impl GpuBackend for NvmlBackend {
         self.0.device_count().map_err(|e| e.to_string())
     }
     fn name(&self, i: u32) -> Result<String, String> {
-        self.0.device_by_index(i).and_then(|d| d.name()).map_err(|e| e.to_string())
+        self.0
+            .device_by_index(i)
+            .and_then(|d| d.name())
+            .map_err(|e| e.to_string())
     }
     fn uuid(&self, i: u32) -> Result<String, String> {
-        self.0.device_by_index(i).and_then(|d| d.uuid()).map_err(|e| e.to_string())
+        self.0
+            .device_by_index(i)
+            .and_then(|d| d.uuid())
+            .map_err(|e| e.to_string())
     }
     fn energy_mj(&self, i: u32) -> Result<Option<u64>, String> {
         let d = self.0.device_by_index(i).map_err(|e| e.to_string())?;

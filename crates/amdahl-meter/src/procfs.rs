@@ -29,7 +29,11 @@ pub fn cpu_count() -> usize {
 /// irq + softirq + steal (guest time is already inside user; idle and iowait are not busy).
 pub fn parse_stat_busy_ticks(stat: &str) -> Option<u64> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let f: Vec<u64> = line.split_whitespace().skip(1).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
     let get = |i: usize| f.get(i).copied().unwrap_or(0);
     Some(get(0) + get(1) + get(2) + get(5) + get(6) + get(7))
 }
@@ -85,7 +89,12 @@ pub fn cpu_model() -> Option<String> {
 /// `Linux-<kernel release>-<machine>`, the shape of Python's `platform.platform()`.
 pub fn os_string() -> String {
     let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{}-{}-{}", std::env::consts::OS, rel.trim(), std::env::consts::ARCH)
+    format!(
+        "{}-{}-{}",
+        std::env::consts::OS,
+        rel.trim(),
+        std::env::consts::ARCH
+    )
 }
 
 /// This machine's host name (`gethostname(2)`).
@@ -111,7 +120,10 @@ mod tests {
         let pid = "1234 (my (odd) prog) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 30 7 3 20 0 1 0 100 1000 50";
         assert_eq!(parse_pid_stat_ticks(pid), Some(250 + 30 + 7 + 3));
         assert_eq!(parse_statm_rss_pages("1000 250 100 1 0 50 0"), Some(250));
-        assert_eq!(parse_mem_total("MemTotal:       16384000 kB\nMemFree: 1 kB\n"), Some(16_384_000 * 1024));
+        assert_eq!(
+            parse_mem_total("MemTotal:       16384000 kB\nMemFree: 1 kB\n"),
+            Some(16_384_000 * 1024)
+        );
         assert_eq!(parse_pid_stat_ticks("garbage"), None);
     }
 }

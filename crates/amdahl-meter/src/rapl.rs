@@ -77,7 +77,10 @@ fn kind_of(name: &str) -> Option<DeviceKind> {
 fn zone_depth(file_name: &str) -> Option<usize> {
     let rest = file_name.strip_prefix("intel-rapl:")?;
     let parts: Vec<&str> = rest.split(':').collect();
-    if parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+    if parts
+        .iter()
+        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    {
         Some(parts.len())
     } else {
         None
@@ -189,7 +192,13 @@ pub mod fake {
     use std::path::{Path, PathBuf};
 
     /// Create zone `id` (e.g. `intel-rapl:0` or, nested under its parent, `intel-rapl:0:0`).
-    pub fn zone(root: &Path, id: &str, name: &str, energy_uj: u64, max_uj: u64) -> std::io::Result<PathBuf> {
+    pub fn zone(
+        root: &Path,
+        id: &str,
+        name: &str,
+        energy_uj: u64,
+        max_uj: u64,
+    ) -> std::io::Result<PathBuf> {
         let dir = match id.rsplit_once(':') {
             Some((parent, _)) if parent.matches(':').count() >= 1 => root.join(parent).join(id),
             _ => root.join(id),
@@ -225,10 +234,19 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         fake::standard(t.path()).unwrap();
         let s = scan(t.path(), &fs_reader());
-        let ids: Vec<_> = s.zones.iter().map(|z| (z.id.as_str(), z.usable())).collect();
+        let ids: Vec<_> = s
+            .zones
+            .iter()
+            .map(|z| (z.id.as_str(), z.usable()))
+            .collect();
         assert_eq!(
             ids,
-            [("intel-rapl:0", true), ("intel-rapl:0:0", false), ("intel-rapl:0:1", false), ("intel-rapl:0:2", true)]
+            [
+                ("intel-rapl:0", true),
+                ("intel-rapl:0:0", false),
+                ("intel-rapl:0:1", false),
+                ("intel-rapl:0:2", true)
+            ]
         );
         let src = RaplSource::from_scan(&s, fs_reader()).unwrap();
         let names: Vec<_> = src.devices().into_iter().map(|d| d.name).collect();
@@ -261,7 +279,10 @@ mod tests {
         let s = scan(t.path(), &reader);
         let z = &s.zones[0];
         let msg = z.status.as_ref().unwrap_err().to_string();
-        assert!(msg.contains("CVE-2020-8694") && msg.contains("chmod"), "{msg}");
+        assert!(
+            msg.contains("CVE-2020-8694") && msg.contains("chmod"),
+            "{msg}"
+        );
         assert!(RaplSource::from_scan(&s, reader).is_none());
     }
 
@@ -273,7 +294,14 @@ mod tests {
         let mut src = RaplSource::from_scan(&s, fs_reader()).unwrap();
         set(&t.path().join("intel-rapl:0"), 7_000_000);
         let r = src.read();
-        assert!(matches!(r[0], Ok(Raw::Counter { value: 7_000_000, max: Some(262_143_328_850), .. })));
+        assert!(matches!(
+            r[0],
+            Ok(Raw::Counter {
+                value: 7_000_000,
+                max: Some(262_143_328_850),
+                ..
+            })
+        ));
         std::fs::remove_dir_all(t.path().join("intel-rapl:0/intel-rapl:0:2")).unwrap();
         assert!(src.read()[1].is_err());
     }

@@ -148,7 +148,10 @@ pub struct Progress {
 }
 
 fn is_machine_counter(kind: DeviceKind) -> bool {
-    matches!(kind, DeviceKind::CpuPackage | DeviceKind::Dram | DeviceKind::Psys)
+    matches!(
+        kind,
+        DeviceKind::CpuPackage | DeviceKind::Dram | DeviceKind::Psys
+    )
 }
 
 /// The devices' power averaged over the run, for idle baselines: sum of in-total device energy
@@ -192,7 +195,11 @@ pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: Progress) -> RunReco
                     name: d.name.clone(),
                     method: d.method,
                     energy_j: energy,
-                    avg_power_w: if secs > 0.0 { energy / p.duration } else { Watts::ZERO },
+                    avg_power_w: if secs > 0.0 {
+                        energy / p.duration
+                    } else {
+                        Watts::ZERO
+                    },
                     in_total: in_total(d.kind, has_psys),
                     machine_energy_j: machine,
                     note: d.note.clone(),
@@ -228,7 +235,11 @@ pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: Progress) -> RunReco
         cluster: ctx.cluster.clone(),
         devices: rows,
         total_energy_j: total,
-        average_power_w: if secs > 0.0 { total / p.duration } else { Watts::ZERO },
+        average_power_w: if secs > 0.0 {
+            total / p.duration
+        } else {
+            Watts::ZERO
+        },
         baseline,
         pue: ctx.pue,
         energy_kwh,
@@ -269,7 +280,13 @@ pub fn new_run_id(unix_s: f64, pid: u32, host: &str) -> String {
     // FNV-1a 64 (Fowler–Noll–Vo), two seeds for 128 bits.
     let fnv = |seed: u64| {
         let mut h = seed;
-        for b in unix_s.to_bits().to_le_bytes().iter().chain(&pid.to_le_bytes()).chain(host.as_bytes()) {
+        for b in unix_s
+            .to_bits()
+            .to_le_bytes()
+            .iter()
+            .chain(&pid.to_le_bytes())
+            .chain(host.as_bytes())
+        {
             h ^= u64::from(*b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
@@ -357,7 +374,8 @@ pub fn merge(records: Vec<(PathBuf, RunRecord)>) -> MergeResult {
     sorted.sort_by(|a, b| a.1.started_unix_s.total_cmp(&b.1.started_unix_s));
     // Machine scope first, so process-scope records are checked against them.
     sorted.sort_by_key(|(_, r)| r.scope != Scope::Machine);
-    let (mut total, mut kwh, mut co2, mut dur) = (Joules::ZERO, 0.0, GramsCo2e::ZERO, Seconds::ZERO);
+    let (mut total, mut kwh, mut co2, mut dur) =
+        (Joules::ZERO, 0.0, GramsCo2e::ZERO, Seconds::ZERO);
     let (mut exit_code, mut partial) = (0, false);
     for (path, r) in sorted {
         if dur < r.duration_s {
@@ -387,14 +405,16 @@ pub fn merge(records: Vec<(PathBuf, RunRecord)>) -> MergeResult {
             ));
             nodes.len() - 1
         });
-        let Some((node, kept)) = nodes.get_mut(i) else { continue };
+        let Some((node, kept)) = nodes.get_mut(i) else {
+            continue;
+        };
         node.ranks.extend(r.cluster.rank);
         if r.cluster.role == Role::Reference {
             continue;
         }
-        let clash = kept.iter().find(|k| {
-            overlaps(k, &r) && (k.scope == Scope::Machine || r.scope == Scope::Machine)
-        });
+        let clash = kept
+            .iter()
+            .find(|k| overlaps(k, &r) && (k.scope == Scope::Machine || r.scope == Scope::Machine));
         if let Some(k) = clash {
             warnings.push(format!(
                 "{}: overlaps a {}-scope record of host {} started at {}; it reads the same counters, not counted again",
@@ -509,13 +529,20 @@ mod tests {
 
     #[test]
     fn psys_replaces_package_and_dram_in_total_and_carbon_follows() {
-        let devs = [dev(DeviceKind::CpuPackage, 300.0), dev(DeviceKind::Dram, 60.0), dev(DeviceKind::Gpu, 3240.0)];
+        let devs = [
+            dev(DeviceKind::CpuPackage, 300.0),
+            dev(DeviceKind::Dram, 60.0),
+            dev(DeviceKind::Gpu, 3240.0),
+        ];
         let r = build(&ctx("a", Role::Measured, 0), &devs, done(10.0));
         assert_eq!(r.total_energy_j, Joules(3600.0));
         // 3600 J = 1e-3 kWh; × PUE 1.5; × 475 g/kWh = 0.7125 g.
         assert!((r.energy_kwh - 1.5e-3).abs() < 1e-15);
         assert!((r.co2e_g.get() - 0.7125).abs() < 1e-12);
-        let devs = [dev(DeviceKind::CpuPackage, 300.0), dev(DeviceKind::Psys, 500.0)];
+        let devs = [
+            dev(DeviceKind::CpuPackage, 300.0),
+            dev(DeviceKind::Psys, 500.0),
+        ];
         let r = build(&ctx("a", Role::Measured, 0), &devs, done(10.0));
         assert_eq!(r.total_energy_j, Joules(500.0));
     }
@@ -547,7 +574,11 @@ mod tests {
 
     #[test]
     fn reference_rank_holds_no_energy() {
-        let r = build(&ctx("a", Role::Reference, 1), &[dev(DeviceKind::Gpu, 5.0)], done(1.0));
+        let r = build(
+            &ctx("a", Role::Reference, 1),
+            &[dev(DeviceKind::Gpu, 5.0)],
+            done(1.0),
+        );
         assert!(r.devices.is_empty());
         assert_eq!(r.total_energy_j, Joules::ZERO);
     }

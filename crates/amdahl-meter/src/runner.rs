@@ -65,13 +65,25 @@ pub fn signal_name(sig: i32) -> String {
 /// Start the command with inherited stdio.
 pub fn spawn(argv: &[String]) -> Result<Child, MeterError> {
     let Some((program, args)) = argv.split_first() else {
-        return Err(MeterError::CommandNotFound { program: String::new() });
+        return Err(MeterError::CommandNotFound {
+            program: String::new(),
+        });
     };
-    let child = Command::new(program).args(args).spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => MeterError::CommandNotFound { program: program.clone() },
-        std::io::ErrorKind::PermissionDenied => MeterError::CommandNotExecutable { program: program.clone() },
-        _ => MeterError::Spawn { program: program.clone(), source: e },
-    })?;
+    let child = Command::new(program)
+        .args(args)
+        .spawn()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => MeterError::CommandNotFound {
+                program: program.clone(),
+            },
+            std::io::ErrorKind::PermissionDenied => MeterError::CommandNotExecutable {
+                program: program.clone(),
+            },
+            _ => MeterError::Spawn {
+                program: program.clone(),
+                source: e,
+            },
+        })?;
     CHILD_PID.store(child.id() as i32, Ordering::SeqCst);
     // A signal that arrived between installing the handler and now had no child to go to.
     if let Some(sig) = interrupted() {

@@ -34,7 +34,11 @@ pub fn in_container() -> bool {
     Path::new("/.dockerenv").exists()
         || Path::new("/run/.containerenv").exists()
         || std::fs::read_to_string("/proc/1/cgroup")
-            .map(|s| ["docker", "kubepods", "containerd", "libpod"].iter().any(|k| s.contains(k)))
+            .map(|s| {
+                ["docker", "kubepods", "containerd", "libpod"]
+                    .iter()
+                    .any(|k| s.contains(k))
+            })
             .unwrap_or(false)
 }
 
@@ -120,7 +124,11 @@ pub fn discover(opts: Options) -> Discovery {
                 FALLBACK_CPU_TDP
             }))
         };
-        sources.push(Box::new(EstimateSource::new(opts.target, tdp, !ram_covered)));
+        sources.push(Box::new(EstimateSource::new(
+            opts.target,
+            tdp,
+            !ram_covered,
+        )));
     }
     Discovery {
         sources,
@@ -175,7 +183,11 @@ fn rapl_reports(scan: &Scan) -> Vec<SensorReport> {
             device: "-".into(),
             path: Some(scan.root.display().to_string()),
             status: "unusable".into(),
-            detail: if scan.root_exists { "no intel-rapl zones".into() } else { "directory missing".into() },
+            detail: if scan.root_exists {
+                "no intel-rapl zones".into()
+            } else {
+                "directory missing".into()
+            },
             fix: Some(no_powercap_fix(&scan.root)),
         });
     }
@@ -193,7 +205,9 @@ fn rapl_reports(scan: &Scan) -> Vec<SensorReport> {
                     "{}: energy counter, {} µJ now, wraps at {}",
                     z.name,
                     uj,
-                    z.max_uj.map(|m| format!("{m} µJ")).unwrap_or_else(|| "an unknown range (max_energy_range_uj unreadable)".into())
+                    z.max_uj.map(|m| format!("{m} µJ")).unwrap_or_else(|| {
+                        "an unknown range (max_energy_range_uj unreadable)".into()
+                    })
                 ),
                 None,
             ),
@@ -258,7 +272,9 @@ fn nvml_reports(nvml: bool, visible: &Visible) -> Vec<SensorReport> {
             path: None,
             status: "unusable".into(),
             detail: e,
-            fix: Some("install the NVIDIA driver, or ignore this on a machine without NVIDIA GPUs".into()),
+            fix: Some(
+                "install the NVIDIA driver, or ignore this on a machine without NVIDIA GPUs".into(),
+            ),
         }),
     }
     #[cfg(not(feature = "nvml"))]

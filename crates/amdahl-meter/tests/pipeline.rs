@@ -69,8 +69,19 @@ fn permission_denied_zone_is_left_out_with_the_fix() {
         visible: Visible::All,
         target: amdahl_meter::estimate::Target::Machine,
     });
-    assert!(d.warnings.iter().any(|w| w.contains("CVE-2020-8694") && w.contains("intel-rapl:0:2")), "{:?}", d.warnings);
-    let devices: Vec<_> = d.sources.iter().flat_map(|s| s.devices()).map(|x| x.id).collect();
+    assert!(
+        d.warnings
+            .iter()
+            .any(|w| w.contains("CVE-2020-8694") && w.contains("intel-rapl:0:2")),
+        "{:?}",
+        d.warnings
+    );
+    let devices: Vec<_> = d
+        .sources
+        .iter()
+        .flat_map(|s| s.devices())
+        .map(|x| x.id)
+        .collect();
     // Package measured; RAM falls back to the estimate because dram is unreadable.
     assert_eq!(devices, ["intel-rapl:0", "estimate:ram"]);
 }
@@ -88,7 +99,11 @@ fn gpu(mj: Option<u64>, mw: u32) -> FakeGpu {
 #[test]
 fn fake_gpus_counter_integrated_and_never_zero() {
     // GPU 0: counter +250 J per read; GPU 1: power only, 300 W; GPU 2: counter stuck (+0).
-    let b = FakeBackend(vec![gpu(Some(250_000), 300_000), gpu(None, 300_000), gpu(Some(0), 200_000)]);
+    let b = FakeBackend(vec![
+        gpu(Some(250_000), 300_000),
+        gpu(None, 300_000),
+        gpu(Some(0), 200_000),
+    ]);
     let (src, notes) = GpuSource::new(b, &Visible::All);
     assert!(notes.is_empty());
     let mut m = Meter::new(vec![Box::new(src.unwrap())]);
@@ -97,9 +112,18 @@ fn fake_gpus_counter_integrated_and_never_zero() {
     }
     let e = m.energies();
     // Construction probed the counter once, so reads 1..=5: 4 deltas of 250 J.
-    assert_eq!((e[0].energy_j, e[0].method), (Joules(1000.0), Method::Counter));
-    assert_eq!((e[1].energy_j, e[1].method), (Joules(1200.0), Method::IntegratedPower));
-    assert_eq!((e[2].energy_j, e[2].method), (Joules(800.0), Method::IntegratedPower));
+    assert_eq!(
+        (e[0].energy_j, e[0].method),
+        (Joules(1000.0), Method::Counter)
+    );
+    assert_eq!(
+        (e[1].energy_j, e[1].method),
+        (Joules(1200.0), Method::IntegratedPower)
+    );
+    assert_eq!(
+        (e[2].energy_j, e[2].method),
+        (Joules(800.0), Method::IntegratedPower)
+    );
     assert!(e[2].note.is_some());
 }
 
@@ -117,16 +141,45 @@ fn process_scope_is_a_share_of_the_machine() {
         started_unix_s: 0.0,
         scope: Scope::Process,
         interval: Seconds(1.0),
-        host: Host { hostname: "h".into(), os: String::new(), cpu_model: String::new(), cpu_count: 4, ram_total_gb: 1.0 },
-        cluster: Cluster { launcher: None, job_id: None, rank: None, local_rank: None, role: Role::Measured },
+        host: Host {
+            hostname: "h".into(),
+            os: String::new(),
+            cpu_model: String::new(),
+            cpu_count: 4,
+            ram_total_gb: 1.0,
+        },
+        cluster: Cluster {
+            launcher: None,
+            job_id: None,
+            rank: None,
+            local_rank: None,
+            role: Role::Measured,
+        },
         pue: 1.0,
-        intensity: Intensity { g_per_kwh: GramsPerKwh(475.0), region: "world".into(), source: "IEA 2019".into(), year: Some(2019) },
+        intensity: Intensity {
+            g_per_kwh: GramsPerKwh(475.0),
+            region: "world".into(),
+            source: "IEA 2019".into(),
+            year: Some(2019),
+        },
         baseline: None,
     };
     let share = amdahl_meter::estimate::cpu_share(0.5, 2.0);
-    let r = build(&ctx, &m.energies(), Progress { duration: Seconds(1.0), exit_code: Some(0), share: Some(share), ..Default::default() });
+    let r = build(
+        &ctx,
+        &m.energies(),
+        Progress {
+            duration: Seconds(1.0),
+            exit_code: Some(0),
+            share: Some(share),
+            ..Default::default()
+        },
+    );
     let pkg = &r.devices[0];
     assert_eq!(pkg.machine_energy_j, Some(Joules(100.0)));
     assert_eq!(pkg.energy_j, Joules(25.0));
-    assert!(r.devices.iter().all(|d| d.energy_j <= d.machine_energy_j.unwrap_or(d.energy_j)));
+    assert!(r
+        .devices
+        .iter()
+        .all(|d| d.energy_j <= d.machine_energy_j.unwrap_or(d.energy_j)));
 }

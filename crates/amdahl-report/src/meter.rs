@@ -8,8 +8,8 @@
 //! (`EmissionsTracker._do_measurements`). The mapping is documented in
 //! `docs/methodology/energy-measurement.md`.
 
-use crate::table::{Align, Table};
 use crate::sig;
+use crate::table::{Align, Table};
 use amdahl_meter::record::{utc_iso, MergeResult, RunRecord};
 use amdahl_meter::sensors::DetectResult;
 use amdahl_meter::DeviceKind;
@@ -119,7 +119,13 @@ pub fn run_summary(r: &RunRecord) -> String {
         r.command.join(" "),
         sig(r.duration_s.get(), 4),
         if r.partial {
-            format!(" — PARTIAL (interrupted{})", r.interrupted_by.as_deref().map(|s| format!(" by {s}")).unwrap_or_default())
+            format!(
+                " — PARTIAL (interrupted{})",
+                r.interrupted_by
+                    .as_deref()
+                    .map(|s| format!(" by {s}"))
+                    .unwrap_or_default()
+            )
         } else {
             String::new()
         }
@@ -127,12 +133,17 @@ pub fn run_summary(r: &RunRecord) -> String {
     if r.devices.is_empty() {
         out.push_str(&format!(
             "rank {} on {}: energy is measured by local rank 0 on this node (not counted here)\n",
-            r.cluster.rank.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
+            r.cluster
+                .rank
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "?".into()),
             r.host.hostname
         ));
         return out;
     }
-    let mut t = Table::new(["device", "name", "method", "energy J", "avg W", "in total"]).align(1, Align::Left).align(2, Align::Left);
+    let mut t = Table::new(["device", "name", "method", "energy J", "avg W", "in total"])
+        .align(1, Align::Left)
+        .align(2, Align::Left);
     for d in &r.devices {
         t.row([
             d.id.clone(),
@@ -140,7 +151,11 @@ pub fn run_summary(r: &RunRecord) -> String {
             d.method.as_str().to_string(),
             sig(d.energy_j.get(), 4),
             sig(d.avg_power_w.get(), 4),
-            if d.in_total { "yes".into() } else { "no (in psys)".to_string() },
+            if d.in_total {
+                "yes".into()
+            } else {
+                "no (in psys)".to_string()
+            },
         ]);
     }
     out.push_str(&t.render());
@@ -153,7 +168,9 @@ pub fn run_summary(r: &RunRecord) -> String {
             amdahl_meter::record::Scope::Machine => "machine",
             amdahl_meter::record::Scope::Process => "process",
         },
-        r.process_share.map(|s| format!(", CPU-time share {}", sig(s, 3))).unwrap_or_default()
+        r.process_share
+            .map(|s| format!(", CPU-time share {}", sig(s, 3)))
+            .unwrap_or_default()
     ));
     if let Some(b) = &r.baseline {
         out.push_str(&format!(
@@ -171,9 +188,16 @@ pub fn run_summary(r: &RunRecord) -> String {
         sig(r.intensity.g_per_kwh.get(), 4),
         r.intensity.region,
         r.intensity.source,
-        r.intensity.year.map(|y| format!(", {y}")).unwrap_or_default()
+        r.intensity
+            .year
+            .map(|y| format!(", {y}"))
+            .unwrap_or_default()
     ));
-    for d in r.devices.iter().filter_map(|d| d.note.as_ref().map(|n| (d, n))) {
+    for d in r
+        .devices
+        .iter()
+        .filter_map(|d| d.note.as_ref().map(|n| (d, n)))
+    {
         out.push_str(&format!("note: {}: {}\n", d.0.id, d.1));
     }
     out
@@ -181,17 +205,35 @@ pub fn run_summary(r: &RunRecord) -> String {
 
 /// The human summary of a merged job.
 pub fn merge_summary(m: &MergeResult) -> String {
-    let mut t = Table::new(["host", "job", "ranks", "files", "energy J", "kWh (PUE)", "gCO2e", "methods"]).align(7, Align::Left);
+    let mut t = Table::new([
+        "host",
+        "job",
+        "ranks",
+        "files",
+        "energy J",
+        "kWh (PUE)",
+        "gCO2e",
+        "methods",
+    ])
+    .align(7, Align::Left);
     for n in &m.nodes {
         t.row([
             n.hostname.clone(),
             n.job_id.clone().unwrap_or_else(|| "-".into()),
-            n.ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(","),
+            n.ranks
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
             n.counted.len().to_string(),
             sig(n.energy_j.get(), 4),
             sig(n.energy_kwh, 4),
             sig(n.co2e_g.get(), 4),
-            n.methods.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(", "),
+            n.methods
+                .iter()
+                .map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
         ]);
     }
     let mut out = t.render();
@@ -202,16 +244,28 @@ pub fn merge_summary(m: &MergeResult) -> String {
         sig(m.co2e_g.get(), 4),
         m.nodes.len(),
         m.files,
-        if m.partial { " — PARTIAL: some runs were interrupted" } else { "" }
+        if m.partial {
+            " — PARTIAL: some runs were interrupted"
+        } else {
+            ""
+        }
     ));
     out
 }
 
 /// The sensor table of `amdahl detect`.
 pub fn detect_table(d: &DetectResult) -> String {
-    let mut t = Table::new(["sensor", "device", "status", "detail"]).align(1, Align::Left).align(2, Align::Left).align(3, Align::Left);
+    let mut t = Table::new(["sensor", "device", "status", "detail"])
+        .align(1, Align::Left)
+        .align(2, Align::Left)
+        .align(3, Align::Left);
     for s in &d.sensors {
-        t.row([s.sensor.clone(), s.device.clone(), s.status.clone(), s.detail.clone()]);
+        t.row([
+            s.sensor.clone(),
+            s.device.clone(),
+            s.status.clone(),
+            s.detail.clone(),
+        ]);
     }
     let mut out = t.render();
     for s in d.sensors.iter().filter(|s| s.fix.is_some()) {
@@ -244,7 +298,11 @@ pub fn merge_csv(m: &MergeResult) -> Result<String, csv::Error> {
             vec![
                 n.hostname.clone(),
                 n.job_id.clone().unwrap_or_default(),
-                n.ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(" "),
+                n.ranks
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 n.counted.len().to_string(),
                 n.energy_j.get().to_string(),
                 n.energy_kwh.to_string(),
@@ -253,7 +311,19 @@ pub fn merge_csv(m: &MergeResult) -> Result<String, csv::Error> {
             ]
         })
         .collect();
-    csv_lines(&["hostname", "job_id", "ranks", "files_counted", "energy_j", "energy_kwh", "co2e_g", "partial"], rows)
+    csv_lines(
+        &[
+            "hostname",
+            "job_id",
+            "ranks",
+            "files_counted",
+            "energy_j",
+            "energy_kwh",
+            "co2e_g",
+            "partial",
+        ],
+        rows,
+    )
 }
 
 /// One CSV row per sensor of `amdahl detect`.
@@ -272,7 +342,10 @@ pub fn detect_csv(d: &DetectResult) -> Result<String, csv::Error> {
             ]
         })
         .collect();
-    csv_lines(&["sensor", "device", "path", "status", "detail", "fix"], rows)
+    csv_lines(
+        &["sensor", "device", "path", "status", "detail", "fix"],
+        rows,
+    )
 }
 
 #[cfg(test)]
@@ -282,13 +355,44 @@ mod tests {
     /// The header line CodeCarbon 3.3.2 writes: the `EmissionsData` field names in declaration
     /// order, copied from `codecarbon/output_methods/emissions_data.py`.
     const CODECARBON_3_FIELDS: [&str; 38] = [
-        "timestamp", "project_name", "run_id", "experiment_id", "duration", "emissions",
-        "emissions_rate", "cpu_power", "gpu_power", "ram_power", "cpu_energy", "gpu_energy",
-        "ram_energy", "energy_consumed", "water_consumed", "country_name", "country_iso_code",
-        "region", "cloud_provider", "cloud_region", "os", "python_version", "codecarbon_version",
-        "cpu_count", "cpu_model", "gpu_count", "gpu_model", "longitude", "latitude",
-        "ram_total_size", "tracking_mode", "cpu_utilization_percent", "gpu_utilization_percent",
-        "ram_utilization_percent", "ram_used_gb", "on_cloud", "pue", "wue",
+        "timestamp",
+        "project_name",
+        "run_id",
+        "experiment_id",
+        "duration",
+        "emissions",
+        "emissions_rate",
+        "cpu_power",
+        "gpu_power",
+        "ram_power",
+        "cpu_energy",
+        "gpu_energy",
+        "ram_energy",
+        "energy_consumed",
+        "water_consumed",
+        "country_name",
+        "country_iso_code",
+        "region",
+        "cloud_provider",
+        "cloud_region",
+        "os",
+        "python_version",
+        "codecarbon_version",
+        "cpu_count",
+        "cpu_model",
+        "gpu_count",
+        "gpu_model",
+        "longitude",
+        "latitude",
+        "ram_total_size",
+        "tracking_mode",
+        "cpu_utilization_percent",
+        "gpu_utilization_percent",
+        "ram_utilization_percent",
+        "ram_used_gb",
+        "on_cloud",
+        "pue",
+        "wue",
     ];
 
     fn record() -> RunRecord {
@@ -309,20 +413,52 @@ mod tests {
                 cpu_count: 8,
                 ram_total_gb: 16.0,
             },
-            cluster: Cluster { launcher: None, job_id: None, rank: None, local_rank: None, role: Role::Measured },
+            cluster: Cluster {
+                launcher: None,
+                job_id: None,
+                rank: None,
+                local_rank: None,
+                role: Role::Measured,
+            },
             pue: 1.5,
-            intensity: Intensity { g_per_kwh: GramsPerKwh(475.0), region: "world".into(), source: "IEA 2019".into(), year: Some(2019) },
+            intensity: Intensity {
+                g_per_kwh: GramsPerKwh(475.0),
+                region: "world".into(),
+                source: "IEA 2019".into(),
+                year: Some(2019),
+            },
             baseline: None,
         };
-        let dev = |id: &str, kind, j| DeviceEnergy { id: id.into(), kind, name: "H100".into(), method: Method::Counter, energy_j: Joules(j), note: None };
-        let devs = [dev("intel-rapl:0", DeviceKind::CpuPackage, 300.0), dev("intel-rapl:0:2", DeviceKind::Dram, 60.0), dev("gpu:0", DeviceKind::Gpu, 3240.0)];
-        build(&ctx, &devs, Progress { duration: Seconds(10.0), exit_code: Some(0), ..Default::default() })
+        let dev = |id: &str, kind, j| DeviceEnergy {
+            id: id.into(),
+            kind,
+            name: "H100".into(),
+            method: Method::Counter,
+            energy_j: Joules(j),
+            note: None,
+        };
+        let devs = [
+            dev("intel-rapl:0", DeviceKind::CpuPackage, 300.0),
+            dev("intel-rapl:0:2", DeviceKind::Dram, 60.0),
+            dev("gpu:0", DeviceKind::Gpu, 3240.0),
+        ];
+        build(
+            &ctx,
+            &devs,
+            Progress {
+                duration: Seconds(10.0),
+                exit_code: Some(0),
+                ..Default::default()
+            },
+        )
     }
 
     #[test]
     fn codecarbon_row_maps_units() {
         let row = codecarbon_row(&record()).unwrap();
-        let mut rd = csv::ReaderBuilder::new().has_headers(false).from_reader(row.as_bytes());
+        let mut rd = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(row.as_bytes());
         let rec = rd.records().next().unwrap().unwrap();
         assert_eq!(rec.len(), 38);
         let get = |name: &str| {
@@ -349,7 +485,10 @@ mod tests {
     #[test]
     fn summary_states_methods_and_provenance() {
         let s = run_summary(&record());
-        assert!(s.contains("counter") && s.contains("IEA 2019, 2019") && s.contains("exited 0"), "{s}");
+        assert!(
+            s.contains("counter") && s.contains("IEA 2019, 2019") && s.contains("exited 0"),
+            "{s}"
+        );
     }
 
     #[test]

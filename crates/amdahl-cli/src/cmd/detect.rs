@@ -23,7 +23,12 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let visible = parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref());
-    let d = sensors::detect(&args.powercap_root, &rapl::fs_reader(), !args.no_gpu, &visible);
+    let d = sensors::detect(
+        &args.powercap_root,
+        &rapl::fs_reader(),
+        !args.no_gpu,
+        &visible,
+    );
     let text = match args.format.format() {
         Format::Table => detect_table(&d),
         Format::Json => amdahl_report::to_json(&d).context("serialising the sensor list")?,

@@ -135,7 +135,9 @@ fn host() -> Host {
         os: procfs::os_string(),
         cpu_model: procfs::cpu_model().unwrap_or_default(),
         cpu_count: procfs::cpu_count(),
-        ram_total_gb: procfs::mem_total_bytes().map(|b| b as f64 / 1e9).unwrap_or(0.0),
+        ram_total_gb: procfs::mem_total_bytes()
+            .map(|b| b as f64 / 1e9)
+            .unwrap_or(0.0),
     }
 }
 
@@ -143,7 +145,11 @@ fn host() -> Host {
 fn check_codecarbon(path: &Path) -> Result<()> {
     match std::fs::read_to_string(path) {
         Ok(text) if !text.trim().is_empty() => {
-            let first = text.lines().next().unwrap_or_default().trim_end_matches('\r');
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches('\r');
             if first != CODECARBON_HEADER {
                 bail!(
                     "{}: its header is not CodeCarbon 3.x's 38 columns; rows would not line up. Use a new file, or move this one away",
@@ -153,25 +159,43 @@ fn check_codecarbon(path: &Path) -> Result<()> {
         }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!(
+                    "cannot write {} (fix the path or its permissions)",
+                    path.display()
+                )
+            })
+        }
     }
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .with_context(|| format!("cannot write {} (fix the path or its permissions)", path.display()))?;
+        .with_context(|| {
+            format!(
+                "cannot write {} (fix the path or its permissions)",
+                path.display()
+            )
+        })?;
     Ok(())
 }
 
 fn append_codecarbon(path: &Path, r: &RunRecord) -> Result<()> {
     let row = codecarbon_row(r).context("formatting the CodeCarbon row")?;
-    let empty = std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true);
+    let empty = std::fs::metadata(path)
+        .map(|m| m.len() == 0)
+        .unwrap_or(true);
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .with_context(|| format!("writing {}", path.display()))?;
-    let text = if empty { format!("{CODECARBON_HEADER}\n{row}") } else { row };
+    let text = if empty {
+        format!("{CODECARBON_HEADER}\n{row}")
+    } else {
+        row
+    };
     f.write_all(text.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
 }
@@ -183,7 +207,10 @@ fn write_record(path: &Path, r: &RunRecord) -> Result<()> {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if !(args.pue.is_finite() && args.pue >= 1.0) {
-        bail!("--pue {}: a PUE is ≥ 1.0 (1.0 = no facility overhead)", args.pue);
+        bail!(
+            "--pue {}: a PUE is ≥ 1.0 (1.0 = no facility overhead)",
+            args.pue
+        );
     }
     if let Some(w) = args.cpu_tdp {
         if !(w.is_finite() && w > 0.0) {
@@ -245,13 +272,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
         ..Default::default()
     };
     if let Some(o) = &args.output {
-        write_record(o, &record::build(&ctx, &meter.energies(), partial(Seconds::ZERO, &warnings)))
-            .with_context(|| format!("cannot write the result file {} (fix the path or its permissions)", o.display()))?;
+        write_record(
+            o,
+            &record::build(&ctx, &meter.energies(), partial(Seconds::ZERO, &warnings)),
+        )
+        .with_context(|| {
+            format!(
+                "cannot write the result file {} (fix the path or its permissions)",
+                o.display()
+            )
+        })?;
     }
     let mut log = match &args.log {
         Some(p) => {
-            let mut f = std::fs::File::create(p)
-                .with_context(|| format!("cannot write the sample log {} (fix the path or its permissions)", p.display()))?;
+            let mut f = std::fs::File::create(p).with_context(|| {
+                format!(
+                    "cannot write the sample log {} (fix the path or its permissions)",
+                    p.display()
+                )
+            })?;
             let head = serde_json::json!({"schema": "amdahl.samples/1", "run_id": ctx.run_id, "devices": meter.device_infos()});
             writeln!(f, "{head}").with_context(|| format!("writing {}", p.display()))?;
             Some(f)
@@ -263,7 +302,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
 
     if let Some(b) = args.baseline.filter(|_| ctx.cluster.role == Role::Measured) {
-        eprintln!("amdahl: measuring idle power for {} s before starting", b.as_secs_f64());
+        eprintln!(
+            "amdahl: measuring idle power for {} s before starting",
+            b.as_secs_f64()
+        );
         meter.restart_clock();
         meter.sample();
         std::thread::sleep(b);
@@ -286,11 +328,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
             if let Some(f) = log.as_mut() {
                 let line = serde_json::to_string(s).unwrap_or_default();
                 if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
-                    err = Some(format!("sample log {}: {e}", log_path.as_deref().unwrap_or(Path::new("")).display()));
+                    err = Some(format!(
+                        "sample log {}: {e}",
+                        log_path.as_deref().unwrap_or(Path::new("")).display()
+                    ));
                 }
             }
             if let Some(o) = &output {
-                if let Err(e) = write_record(o, &record::build(&ctx, &m.energies(), partial(s.t_s, &warnings))) {
+                if let Err(e) = write_record(
+                    o,
+                    &record::build(&ctx, &m.energies(), partial(s.t_s, &warnings)),
+                ) {
                     err = Some(format!("{e:#}"));
                 }
             }
@@ -325,7 +373,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         warnings.push(e.to_string());
     }
     let share = match (scope, &finished, busy0, busy1) {
-        (Scope::Process, Some(f), Some(a), Some(b)) => Some(estimate::cpu_share(f.cpu.get(), (b - a).get())),
+        (Scope::Process, Some(f), Some(a), Some(b)) => {
+            Some(estimate::cpu_share(f.cpu.get(), (b - a).get()))
+        }
         (Scope::Process, ..) => Some(0.0),
         _ => None,
     };
