@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Overhead of measuring a command: bare vs `amdahl run` vs `codecarbon monitor`, side by side.
+#
+# The workload burns 3 s of CPU time (bounded by process CPU time, so contention stretches its
+# wall time but not its work). Each variant runs REPS times; we report medians of
+#   wall    wall-clock seconds of the whole invocation,
+#   cpu     user+system CPU seconds of the invocation and everything it started (wait4 rusage),
+#   rss     peak resident set of the measuring tool's own process (VmHWM, polled), or of the
+#           workload itself for the bare run,
+# and the extra wall/CPU of each tool over the bare median. Targets for amdahl at a 1 s
+# interval: < 20 ms extra wall, < 1 % extra CPU, < 15 MB RSS.
+#
+# Usage: scripts/bench/run_overhead.sh [REPS]   (env: AMDAHL_BIN, VENV, INTERVAL)
+set -euo pipefail
+REPS=${1:-5}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+VENV=${VENV:-/tmp/amdahl-bench-venv}
+INTERVAL=${INTERVAL:-1s}
+AMDAHL_BIN=${AMDAHL_BIN:-$ROOT/target/release/amdahl}
+
+if [ ! -x "$AMDAHL_BIN" ]; then
+  (cd "$ROOT" && cargo build --release -p amdahl-cli)
+fi
+if [ ! -x "$VENV/bin/codecarbon" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q codecarbon
+fi
+CC_VERSION=$("$VENV/bin/python" -c 'import codecarbon; print(codecarbon.__version__)')
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cat > "$WORK/busy.py" <<'PY'
+import time
+end = time.process_time() + 3.0
+x = 0
+while time.process_time() < end:
+    x += 1
+PY
+
+python3 - "$REPS" "$WORK" "$AMDAHL_BIN" "$VENV/bin/codecarbon" "$INTERVAL" "$CC_VERSION" <<'PY'
+import os, resource, statistics, subprocess, sys, time
+reps, work, amdahl, codecarbon, interval, cc_version = sys.argv[1:7]
+reps = int(reps)
+busy = ["python3", os.path.join(work, "busy.py")]
+variants = [
+    ("bare", busy),
+    (f"amdahl run (interval {interval})", [amdahl, "run", "--interval", interval, "--", *busy]),
+    (f"codecarbon {cc_version} monitor --offline", [codecarbon, "monitor", "--offline", "--country-iso-code", "FRA", "--", *busy]),
+]
+
+def hwm_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+def once(cmd):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    while p.poll() is None:
+        peak = max(peak, hwm_kb(p.pid))
+        time.sleep(0.02)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if p.returncode != 0:
+        sys.exit(f"{cmd[0]} exited {p.returncode}")
+    return wall, cpu, peak / 1024
+
+rows = []
+for name, cmd in variants:
+    once(cmd)  # warm caches
+    runs = [once(cmd) for _ in range(reps)]
+    rows.append((name, *(statistics.median(r[i] for r in runs) for i in range(3))))
+
+bw, bc = rows[0][1], rows[0][2]
+print(f"{'variant':44} {'wall s':>8} {'+wall ms':>9} {'cpu s':>7} {'+cpu s':>7} {'+cpu %':>7} {'RSS MB':>7}")
+for name, w, c, rss in rows:
+    print(f"{name:44} {w:8.3f} {1e3*(w-bw):9.1f} {c:7.3f} {c-bc:7.3f} {100*(c-bc)/bc:7.2f} {rss:7.1f}")
+print(f"(medians of {reps} runs; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; "
+      "RSS: the tool's own process, bare: the workload's)")
+PY
