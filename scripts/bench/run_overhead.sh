@@ -2,7 +2,9 @@
 # Overhead of measuring a command: bare vs `amdahl run` vs `codecarbon monitor`, side by side.
 #
 # The workload burns 3 s of CPU time (bounded by process CPU time, so contention stretches its
-# wall time but not its work). Each variant runs REPS times; we report medians of
+# wall time but not its work); a second workload, `sleep 3`, isolates the tool's own start/stop
+# wall cost from CPU contention on a busy machine. Variants run interleaved (bare, amdahl,
+# codecarbon, bare, ...) REPS times so load drift hits all alike; we report medians of
 #   wall    wall-clock seconds of the whole invocation,
 #   cpu     user+system CPU seconds of the invocation and everything it started (wait4 rusage),
 #   rss     peak resident set of the measuring tool's own process (VmHWM, polled), or of the
@@ -40,12 +42,13 @@ python3 - "$REPS" "$WORK" "$AMDAHL_BIN" "$VENV/bin/codecarbon" "$INTERVAL" "$CC_
 import os, resource, statistics, subprocess, sys, time
 reps, work, amdahl, codecarbon, interval, cc_version = sys.argv[1:7]
 reps = int(reps)
-busy = ["python3", os.path.join(work, "busy.py")]
-variants = [
-    ("bare", busy),
-    (f"amdahl run (interval {interval})", [amdahl, "run", "--interval", interval, "--", *busy]),
-    (f"codecarbon {cc_version} monitor --offline", [codecarbon, "monitor", "--offline", "--country-iso-code", "FRA", "--", *busy]),
-]
+def variants(work_cmd):
+    return [
+        ("bare", work_cmd),
+        (f"amdahl run (interval {interval})", [amdahl, "run", "--interval", interval, "--", *work_cmd]),
+        (f"codecarbon {cc_version} monitor --offline", [codecarbon, "monitor", "--offline", "--country-iso-code", "FRA", "--", *work_cmd]),
+    ]
+workloads = [("3 s of CPU (python busy loop)", ["python3", os.path.join(work, "busy.py")]), ("sleep 3", ["sleep", "3"])]
 
 def hwm_kb(pid):
     try:
@@ -72,16 +75,21 @@ def once(cmd):
         sys.exit(f"{cmd[0]} exited {p.returncode}")
     return wall, cpu, peak / 1024
 
-rows = []
-for name, cmd in variants:
-    once(cmd)  # warm caches
-    runs = [once(cmd) for _ in range(reps)]
-    rows.append((name, *(statistics.median(r[i] for r in runs) for i in range(3))))
-
-bw, bc = rows[0][1], rows[0][2]
-print(f"{'variant':44} {'wall s':>8} {'+wall ms':>9} {'cpu s':>7} {'+cpu s':>7} {'+cpu %':>7} {'RSS MB':>7}")
-for name, w, c, rss in rows:
-    print(f"{name:44} {w:8.3f} {1e3*(w-bw):9.1f} {c:7.3f} {c-bc:7.3f} {100*(c-bc)/bc:7.2f} {rss:7.1f}")
+for title, work_cmd in workloads:
+    vs = variants(work_cmd)
+    for _, cmd in vs:
+        once(cmd)  # warm caches
+    runs = {name: [] for name, _ in vs}
+    for _ in range(reps):
+        for name, cmd in vs:
+            runs[name].append(once(cmd))
+    rows = [(name, *(statistics.median(r[i] for r in runs[name]) for i in range(3))) for name, _ in vs]
+    bw, bc = rows[0][1], rows[0][2]
+    print(f"workload: {title}")
+    print(f"  {'variant':42} {'wall s':>8} {'+wall ms':>9} {'cpu s':>7} {'+cpu s':>7} {'+cpu %':>7} {'RSS MB':>7}")
+    for name, w, c, rss in rows:
+        pct = f"{100*(c-bc)/bc:7.2f}" if bc > 0.05 else "      -"
+        print(f"  {name:42} {w:8.3f} {1e3*(w-bw):9.1f} {c:7.3f} {c-bc:7.3f} {pct} {rss:7.1f}")
 print(f"(medians of {reps} runs; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; "
       "RSS: the tool's own process, bare: the workload's)")
 PY

@@ -337,3 +337,38 @@ fn a_non_zero_local_rank_only_references_the_node() {
     assert_eq!(r["cluster"]["rank"], 3);
     assert_eq!(r["devices"].as_array().unwrap().len(), 0);
 }
+
+#[test]
+fn baseline_is_measured_before_the_command_and_subtracted() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let out = t.path().join("r.json");
+    // Idle counters do not move during the baseline: idle power 0 W, so net = total = 5 J.
+    let script = format!("echo 6000000 > {}/intel-rapl:0/energy_uj", root.display());
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--baseline", "200ms", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .assert()
+        .success()
+        .stderr(contains("idle baseline"));
+    let r = json(&out);
+    assert_eq!(r["baseline"]["power_w"], 0.0);
+    assert!(r["baseline"]["duration_s"].as_f64().unwrap() >= 0.2);
+    assert_eq!(r["baseline"]["net_energy_j"], r["total_energy_j"]);
+    assert_eq!(device(&r, "intel-rapl:0")["energy_j"], 5.0);
+    amdahl(&root)
+        .args([
+            "run",
+            "--no-gpu",
+            "--baseline",
+            "1s",
+            "--scope",
+            "process",
+            "--",
+            "true",
+        ])
+        .assert()
+        .code(1);
+}

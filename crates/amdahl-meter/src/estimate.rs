@@ -76,7 +76,6 @@ impl ProcessProbe {
     pub fn finish(&self, cpu_s: f64) {
         let ticks = (cpu_s * procfs::clk_tck()).round().max(0.0) as u64;
         self.final_ticks.store(ticks, Ordering::SeqCst);
-        self.last_rss.store(0, Ordering::SeqCst);
     }
     fn ticks(&self) -> u64 {
         let f = self.final_ticks.load(Ordering::SeqCst);

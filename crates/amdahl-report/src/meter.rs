@@ -101,8 +101,12 @@ pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
 }
 
 fn method_list(r: &RunRecord) -> String {
-    let mut m: Vec<&str> = r.devices.iter().map(|d| d.method.as_str()).collect();
-    m.dedup();
+    let mut m: Vec<&str> = Vec::new();
+    for d in &r.devices {
+        if !m.contains(&d.method.as_str()) {
+            m.push(d.method.as_str());
+        }
+    }
     m.join(", ")
 }
 

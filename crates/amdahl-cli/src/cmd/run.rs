@@ -217,6 +217,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             bail!("--cpu-tdp {w}: must be a power in watts > 0");
         }
     }
+    if args.baseline.is_some() && matches!(args.scope, ScopeArg::Process) {
+        bail!("--baseline measures the idle machine and applies to --scope machine only");
+    }
     let intensity = intensity(&args)?;
     let cluster = cluster::detect(|k| std::env::var(k).ok());
     let scope = match args.scope {
