@@ -158,6 +158,11 @@ fn exit_codes_are_propagated() {
             .assert()
             .code(code);
     }
+    // The `--` is optional: everything after the first non-option word is the command.
+    amdahl(&root)
+        .args(["run", "--no-gpu", "sh", "-c", "exit 5"])
+        .assert()
+        .code(5);
 }
 
 #[test]

@@ -436,7 +436,11 @@ mod tests {
         let dev = |id: &str, kind, j| DeviceEnergy {
             id: id.into(),
             kind,
-            name: "H100".into(),
+            name: match kind {
+                DeviceKind::Gpu => "NVIDIA H100 80GB HBM3".into(),
+                DeviceKind::Dram => "dram".into(),
+                _ => "package-0".into(),
+            },
             method: Method::Counter,
             energy_j: Joules(j),
             note: None,
@@ -493,6 +497,23 @@ mod tests {
             s.contains("counter") && s.contains("IEA 2019, 2019") && s.contains("exited 0"),
             "{s}"
         );
+        insta::assert_snapshot!("run_summary", s);
+    }
+
+    #[test]
+    fn codecarbon_row_snapshot() {
+        insta::assert_snapshot!("codecarbon_row", codecarbon_row(&record()).unwrap());
+    }
+
+    #[test]
+    fn merge_summary_snapshot() {
+        use amdahl_meter::record::merge;
+        let a = record();
+        let mut b = record();
+        b.host.hostname = "node2".into();
+        let m = merge(vec![("a.json".into(), a), ("b.json".into(), b)]);
+        assert_eq!(m.total_energy_j.get(), 7200.0);
+        insta::assert_snapshot!("merge_summary", merge_summary(&m));
     }
 
     #[test]

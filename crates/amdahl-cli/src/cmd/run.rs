@@ -66,8 +66,13 @@ pub struct Args {
     /// Do not open NVML (no GPU measurement).
     #[arg(long)]
     pub no_gpu: bool,
-    /// The command and its arguments.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// The command and its arguments (after `--`, or after amdahl's own options).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        value_name = "CMD"
+    )]
     pub command: Vec<String>,
 }
 
