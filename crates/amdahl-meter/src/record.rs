@@ -572,6 +572,28 @@ mod tests {
         assert_eq!(m.total_energy_j, Joules(200.0));
     }
 
+    proptest::proptest! {
+        /// However ranks, hosts and duplicates are mixed, the job total never exceeds the sum of
+        /// one machine-scope record per host (all records here share one time window).
+        #[test]
+        fn merge_never_exceeds_one_record_per_host(recs in proptest::collection::vec((0u8..4, proptest::bool::ANY, 0.0f64..1e6), 1..12)) {
+            let mut per_host = [0.0f64; 4];
+            let mut files = Vec::new();
+            for (i, (h, reference, j)) in recs.iter().enumerate() {
+                let role = if *reference { Role::Reference } else { Role::Measured };
+                let r = build(&ctx(&format!("h{h}"), role, i as u32), &[dev(DeviceKind::CpuPackage, *j)], done(10.0));
+                if !reference {
+                    let slot = &mut per_host[*h as usize];
+                    *slot = slot.max(*j);
+                }
+                files.push((PathBuf::from(format!("f{i}")), r));
+            }
+            let m = merge(files);
+            let bound: f64 = per_host.iter().sum();
+            proptest::prop_assert!(m.total_energy_j.get() <= bound * (1.0 + 1e-12) + 1e-9);
+        }
+    }
+
     #[test]
     fn reference_rank_holds_no_energy() {
         let r = build(
