@@ -12,7 +12,7 @@ use amdahl_meter::estimate::{self, ProcessProbe, Target};
 use amdahl_meter::gpu::parse_visible;
 use amdahl_meter::meter::Meter;
 use amdahl_meter::record::{self, Host, Intensity, Progress, RunContext, RunRecord, Scope};
-use amdahl_meter::{procfs, rapl, runner, sampler, sensors, MeterError};
+use amdahl_meter::{procfs, rapl, runner, sampler, sensors, EnergySource, MeterError, Sample};
 use amdahl_model::units::{GramsPerKwh, Seconds, Watts};
 use amdahl_report::meter::{codecarbon_row, run_summary, CODECARBON_HEADER};
 use anyhow::{bail, Context, Result};
@@ -205,12 +205,19 @@ fn append_codecarbon(path: &Path, r: &RunRecord) -> Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
 fn write_record(path: &Path, r: &RunRecord) -> Result<()> {
     let json = amdahl_report::to_json(r).context("serialising the result")?;
     write_file(path, &json)
 }
 
-pub fn run(args: Args) -> Result<ExitCode> {
+fn validate(args: &Args) -> Result<()> {
     if !(args.pue.is_finite() && args.pue >= 1.0) {
         bail!(
             "--pue {}: a PUE is ≥ 1.0 (1.0 = no facility overhead)",
@@ -225,140 +232,156 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.baseline.is_some() && matches!(args.scope, ScopeArg::Process) {
         bail!("--baseline measures the idle machine and applies to --scope machine only");
     }
-    let intensity = intensity(&args)?;
-    let cluster = cluster::detect(|k| std::env::var(k).ok());
-    let scope = match args.scope {
-        ScopeArg::Machine => Scope::Machine,
-        ScopeArg::Process => Scope::Process,
-    };
-    let probe = ProcessProbe::new();
-    let mut warnings = Vec::new();
-    let sources = if cluster.role == Role::Reference {
-        Vec::new()
-    } else {
-        let d = sensors::discover(sensors::Options {
-            powercap_root: args.powercap_root.clone(),
-            reader: rapl::fs_reader(),
-            cpu_tdp: args.cpu_tdp.map(Watts),
-            nvml: !args.no_gpu,
-            visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
-            target: match scope {
-                Scope::Machine => Target::Machine,
-                Scope::Process => Target::Process(Arc::clone(&probe)),
-            },
-        });
-        warnings = d.warnings;
-        d.sources
-    };
-    for w in &warnings {
-        eprintln!("amdahl: warning: {w}");
-    }
-    let mut meter = Meter::new(sources);
-    let host = host();
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
-    let mut ctx = RunContext {
-        run_id: record::new_run_id(now, std::process::id(), &host.hostname),
-        command: args.command.clone(),
-        started_unix_s: now,
-        scope,
-        interval: Seconds(args.interval.as_secs_f64()),
-        host,
-        cluster,
-        pue: args.pue,
-        intensity,
-        baseline: None,
-    };
+    Ok(())
+}
 
-    // Fail on unwritable outputs before anything runs.
-    let partial = |duration: Seconds, warnings: &[String]| Progress {
+/// The sources for this process: none for a reference rank (local rank 0 measures the node).
+fn sources(
+    args: &Args,
+    ctx: &RunContext,
+    probe: &Arc<ProcessProbe>,
+) -> (Vec<Box<dyn EnergySource>>, Vec<String>) {
+    if ctx.cluster.role == Role::Reference {
+        return (Vec::new(), Vec::new());
+    }
+    let d = sensors::discover(sensors::Options {
+        powercap_root: args.powercap_root.clone(),
+        reader: rapl::fs_reader(),
+        cpu_tdp: args.cpu_tdp.map(Watts),
+        nvml: !args.no_gpu,
+        visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
+        target: match ctx.scope {
+            Scope::Machine => Target::Machine,
+            Scope::Process => Target::Process(Arc::clone(probe)),
+        },
+    });
+    (d.sources, d.warnings)
+}
+
+fn in_progress(duration: Seconds, warnings: &[String]) -> Progress {
+    Progress {
         duration,
         partial: true,
         warnings: warnings.to_vec(),
         ..Default::default()
-    };
+    }
+}
+
+/// Create every output before the command starts, so a bad path fails first. Returns the log.
+fn open_outputs(
+    args: &Args,
+    ctx: &RunContext,
+    meter: &Meter,
+    warnings: &[String],
+) -> Result<Option<std::fs::File>> {
     if let Some(o) = &args.output {
-        write_record(
-            o,
-            &record::build(&ctx, &meter.energies(), partial(Seconds::ZERO, &warnings)),
-        )
-        .with_context(|| {
+        let first = record::build(ctx, &meter.energies(), in_progress(Seconds::ZERO, warnings));
+        write_record(o, &first).with_context(|| {
             format!(
                 "cannot write the result file {} (fix the path or its permissions)",
                 o.display()
             )
         })?;
     }
-    let mut log = match &args.log {
-        Some(p) => {
-            let mut f = std::fs::File::create(p).with_context(|| {
-                format!(
-                    "cannot write the sample log {} (fix the path or its permissions)",
-                    p.display()
-                )
-            })?;
-            let head = serde_json::json!({"schema": "amdahl.samples/1", "run_id": ctx.run_id, "devices": meter.device_infos()});
-            writeln!(f, "{head}").with_context(|| format!("writing {}", p.display()))?;
-            Some(f)
-        }
-        None => None,
-    };
     if let Some(c) = &args.codecarbon_csv {
         check_codecarbon(c)?;
     }
+    let Some(p) = &args.log else { return Ok(None) };
+    let mut f = std::fs::File::create(p).with_context(|| {
+        format!(
+            "cannot write the sample log {} (fix the path or its permissions)",
+            p.display()
+        )
+    })?;
+    let head = serde_json::json!({"schema": "amdahl.samples/1", "run_id": ctx.run_id, "devices": meter.device_infos()});
+    writeln!(f, "{head}").with_context(|| format!("writing {}", p.display()))?;
+    Ok(Some(f))
+}
 
-    if let Some(b) = args.baseline.filter(|_| ctx.cluster.role == Role::Measured) {
-        eprintln!(
-            "amdahl: measuring idle power for {} s before starting",
-            b.as_secs_f64()
-        );
-        meter.restart_clock();
-        meter.sample();
-        std::thread::sleep(b);
-        meter.sample();
-        let d = meter.elapsed();
-        ctx.baseline = Some((d, record::total_power(&meter.energies(), d)));
-        meter.reset();
+/// Idle power over `d` before the command starts (hyperfine's calibrate-and-subtract, for power).
+fn measure_baseline(meter: &mut Meter, d: Duration) -> (Seconds, Watts) {
+    eprintln!(
+        "amdahl: measuring idle power for {} s before starting",
+        d.as_secs_f64()
+    );
+    meter.restart_clock();
+    meter.sample();
+    std::thread::sleep(d);
+    meter.sample();
+    let secs = meter.elapsed();
+    let p = record::total_power(&meter.energies(), secs);
+    meter.reset();
+    (secs, p)
+}
+
+/// Per sample: append the log line (flushed) and rewrite the partial result. Write failures
+/// are reported once and do not stop the measurement.
+fn on_sample(
+    args: &Args,
+    ctx: &RunContext,
+    mut log: Option<std::fs::File>,
+    warnings: &[String],
+) -> sampler::OnSample {
+    let (ctx, output, warnings) = (ctx.clone(), args.output.clone(), warnings.to_vec());
+    let log_path = args.log.clone().unwrap_or_default();
+    let mut warned = false;
+    Box::new(move |m: &Meter, s: &Sample| {
+        let mut err = None;
+        if let Some(f) = log.as_mut() {
+            let line = serde_json::to_string(s).unwrap_or_default();
+            if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
+                err = Some(format!("sample log {}: {e}", log_path.display()));
+            }
+        }
+        if let Some(o) = &output {
+            let r = record::build(&ctx, &m.energies(), in_progress(s.t_s, &warnings));
+            if let Err(e) = write_record(o, &r) {
+                err = Some(format!("{e:#}"));
+            }
+        }
+        if let (Some(e), false) = (err, warned) {
+            eprintln!("amdahl: warning: {e}");
+            warned = true;
+        }
+    })
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    validate(&args)?;
+    let host = host();
+    let now = unix_now();
+    let mut ctx = RunContext {
+        run_id: record::new_run_id(now, std::process::id(), &host.hostname),
+        command: args.command.clone(),
+        started_unix_s: now,
+        scope: match args.scope {
+            ScopeArg::Machine => Scope::Machine,
+            ScopeArg::Process => Scope::Process,
+        },
+        interval: Seconds(args.interval.as_secs_f64()),
+        host,
+        cluster: cluster::detect(|k| std::env::var(k).ok()),
+        pue: args.pue,
+        intensity: intensity(&args)?,
+        baseline: None,
+    };
+    let probe = ProcessProbe::new();
+    let (sources, mut warnings) = sources(&args, &ctx, &probe);
+    for w in &warnings {
+        eprintln!("amdahl: warning: {w}");
+    }
+    let mut meter = Meter::new(sources);
+    let log = open_outputs(&args, &ctx, &meter, &warnings)?;
+    if let Some(d) = args.baseline.filter(|_| ctx.cluster.role == Role::Measured) {
+        ctx.baseline = Some(measure_baseline(&mut meter, d));
     }
 
+    // The command starts now: the baseline phase is not part of the run's window.
+    ctx.started_unix_s = unix_now();
     runner::install_forwarding();
     let busy0 = procfs::machine_busy();
-    let on_sample: sampler::OnSample = {
-        let ctx = ctx.clone();
-        let output = args.output.clone();
-        let log_path = args.log.clone();
-        let warnings = warnings.clone();
-        let mut warned = false;
-        Box::new(move |m: &Meter, s: &amdahl_meter::Sample| {
-            let mut err = None;
-            if let Some(f) = log.as_mut() {
-                let line = serde_json::to_string(s).unwrap_or_default();
-                if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
-                    err = Some(format!(
-                        "sample log {}: {e}",
-                        log_path.as_deref().unwrap_or(Path::new("")).display()
-                    ));
-                }
-            }
-            if let Some(o) = &output {
-                if let Err(e) = write_record(
-                    o,
-                    &record::build(&ctx, &m.energies(), partial(s.t_s, &warnings)),
-                ) {
-                    err = Some(format!("{e:#}"));
-                }
-            }
-            if let (Some(e), false) = (err, warned) {
-                eprintln!("amdahl: warning: {e}");
-                warned = true;
-            }
-        })
-    };
-    let sampler = sampler::start(meter, args.interval, on_sample);
-    let spawned = runner::spawn(&args.command);
-    let (finished, spawn_error) = match spawned {
+    let sampler = sampler::start(meter, args.interval, on_sample(&args, &ctx, log, &warnings));
+    let (finished, spawn_error) = match runner::spawn(&args.command) {
         Ok(mut child) => {
             probe.set_pid(child.id());
             (Some(runner::wait(&mut child)?), None)
@@ -380,12 +403,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eprintln!("amdahl: error: {e}");
         warnings.push(e.to_string());
     }
-    let share = match (scope, &finished, busy0, busy1) {
+    // Process scope: the command's CPU time over the machine's busy CPU time in the same window.
+    let share = match (ctx.scope, &finished, busy0, busy1) {
         (Scope::Process, Some(f), Some(a), Some(b)) => {
             Some(estimate::cpu_share(f.cpu.get(), (b - a).get()))
         }
         (Scope::Process, ..) => Some(0.0),
-        _ => None,
+        (Scope::Machine, ..) => None,
     };
     let interrupted = runner::interrupted();
     let rec = record::build(
