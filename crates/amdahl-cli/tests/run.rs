@@ -282,7 +282,11 @@ fn sigint_leaves_a_complete_partial_result_and_an_intact_log() {
     // Wait until the handlers are installed and sampling runs: the log holds the header and a
     // first sample (written after the signal handlers are in place). Then a few more samples.
     let t0 = std::time::Instant::now();
-    while std::fs::read_to_string(&log).map(|t| t.lines().count()).unwrap_or(0) < 2 {
+    while std::fs::read_to_string(&log)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+        < 2
+    {
         assert!(t0.elapsed().as_secs() < 20, "amdahl did not start sampling");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -386,4 +390,38 @@ fn baseline_is_measured_before_the_command_and_subtracted() {
         ])
         .assert()
         .code(1);
+}
+
+#[test]
+fn process_scope_sees_cpu_time_of_orphaned_descendants() {
+    // `yes` is started in the background and killed by a shell that exits without waiting for
+    // it: its CPU time reaches amdahl only because amdahl is the tree's subreaper and scans it.
+    let t = tempfile::tempdir().unwrap();
+    let empty = t.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = t.path().join("r.json");
+    amdahl(&empty)
+        .args([
+            "run",
+            "--no-gpu",
+            "--cpu-tdp",
+            "100",
+            "--scope",
+            "process",
+            "--interval",
+            "100ms",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["--", "sh", "-c", "yes > /dev/null & sleep 0.5; kill $!"])
+        .assert()
+        .success();
+    let r = json(&out);
+    // Even on a loaded 2-core machine `yes` gets well over two 10 ms ticks in 0.5 s.
+    assert!(
+        r["cpu_time_s"].as_f64().unwrap() > 0.02,
+        "{}",
+        r["cpu_time_s"]
+    );
+    assert!(device(&r, "estimate:cpu")["energy_j"].as_f64().unwrap() > 0.0);
 }

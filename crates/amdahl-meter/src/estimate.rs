@@ -11,7 +11,7 @@ use crate::procfs;
 use crate::source::{DeviceInfo, DeviceKind, EnergySource, Method, Raw};
 use crate::MeterError;
 use amdahl_model::units::{Joules, Watts};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// W per GB of RAM (3 W / 8 GB, Crucial via CodeCarbon).
@@ -37,15 +37,15 @@ pub fn attribute(machine: Joules, share: f64) -> Joules {
 pub enum Target {
     /// Whole machine: busy ticks of `/proc/stat`, `MemTotal`.
     Machine,
-    /// One process tree: `/proc/PID/stat` while it runs, then the exact figure set with
+    /// The command's process tree: `/proc/*/stat` while it runs, then the exact figure set with
     /// [`ProcessProbe::finish`] from `getrusage(RUSAGE_CHILDREN)` after it is reaped.
     Process(Arc<ProcessProbe>),
 }
 
-/// Live CPU ticks and RSS of the child, and its exact totals once it has exited.
+/// CPU ticks and RSS of everything this process started (the command and its descendants,
+/// orphans included: the runner makes amdahl their subreaper), and the exact total once the
+/// command has exited.
 pub struct ProcessProbe {
-    /// 0 until the command is spawned.
-    pid: AtomicU32,
     final_ticks: AtomicU64,
     last_ticks: AtomicU64,
     last_rss: AtomicU64,
@@ -56,51 +56,57 @@ const UNSET: u64 = u64::MAX;
 impl ProcessProbe {
     pub fn new() -> Arc<Self> {
         Arc::new(ProcessProbe {
-            pid: AtomicU32::new(0),
             final_ticks: AtomicU64::new(UNSET),
             last_ticks: AtomicU64::new(0),
             last_rss: AtomicU64::new(0),
         })
     }
-    /// Point the probe at the spawned command.
-    pub fn set_pid(&self, pid: u32) {
-        self.pid.store(pid, Ordering::SeqCst);
-    }
-    fn proc_file(&self, name: &str) -> Option<String> {
-        match self.pid.load(Ordering::SeqCst) {
-            0 => None,
-            pid => std::fs::read_to_string(format!("/proc/{pid}/{name}")).ok(),
-        }
-    }
-    /// Record the exact CPU time once the child was waited for.
+    /// Record the exact CPU time (`getrusage(RUSAGE_CHILDREN)`) once the command was reaped.
     pub fn finish(&self, cpu_s: f64) {
         let ticks = (cpu_s * procfs::clk_tck()).round().max(0.0) as u64;
         self.final_ticks.store(ticks, Ordering::SeqCst);
     }
-    fn ticks(&self) -> u64 {
-        let f = self.final_ticks.load(Ordering::SeqCst);
-        if f != UNSET {
-            return f.max(self.last_ticks.load(Ordering::SeqCst));
-        }
-        if let Some(t) = self
-            .proc_file("stat")
-            .and_then(|s| procfs::parse_pid_stat_ticks(&s))
-        {
-            self.last_ticks.fetch_max(t, Ordering::SeqCst);
-        }
-        self.last_ticks.load(Ordering::SeqCst)
+    /// CPU seconds of the command's tree so far (after [`ProcessProbe::finish`]: the larger of
+    /// the exact rusage figure and the last live scan, which also saw orphans still running).
+    pub fn cpu_seconds(&self) -> f64 {
+        self.ticks() as f64 / procfs::clk_tck()
     }
-    fn rss_bytes(&self) -> u64 {
-        if self.final_ticks.load(Ordering::SeqCst) == UNSET {
-            if let Some(p) = self
-                .proc_file("statm")
-                .and_then(|s| procfs::parse_statm_rss_pages(&s))
-            {
-                self.last_rss
-                    .store(p * procfs::page_size(), Ordering::SeqCst);
-            }
+    /// Read the process tree now (a scan of /proc).
+    fn refresh(&self) {
+        if self.final_ticks.load(Ordering::SeqCst) != UNSET {
+            return;
         }
+        let (ticks, pages) = procfs::tree_usage(std::process::id(), &procfs::all_pid_stats());
+        // Monotone: a process between exit and reaping may briefly be in neither sum.
+        self.last_ticks.fetch_max(ticks, Ordering::SeqCst);
+        self.last_rss
+            .store(pages * procfs::page_size(), Ordering::SeqCst);
+    }
+    fn ticks(&self) -> u64 {
+        let last = self.last_ticks.load(Ordering::SeqCst);
+        match self.final_ticks.load(Ordering::SeqCst) {
+            UNSET => last,
+            f => f.max(last),
+        }
+    }
+    /// The latest RSS; after the end, the last one seen (the final interval is integrated with it).
+    fn rss_bytes(&self) -> u64 {
         self.last_rss.load(Ordering::SeqCst)
+    }
+}
+
+/// Refreshes a [`ProcessProbe`] at every sample. It has no devices of its own; placed first
+/// among the sources, it updates the tree's CPU time before the estimate reads it, and keeps
+/// the live figure that process-scope attribution uses even when RAPL measures the energy.
+pub struct ProbeSource(pub Arc<ProcessProbe>);
+
+impl EnergySource for ProbeSource {
+    fn devices(&self) -> Vec<DeviceInfo> {
+        Vec::new()
+    }
+    fn read(&mut self) -> Vec<Result<Raw, MeterError>> {
+        self.0.refresh();
+        Vec::new()
     }
 }
 

@@ -62,8 +62,15 @@ pub fn signal_name(sig: i32) -> String {
     }
 }
 
-/// Start the command with inherited stdio.
+/// Start the command with inherited stdio. amdahl first becomes a child subreaper
+/// (`prctl(PR_SET_CHILD_SUBREAPER)`, Linux ≥ 3.4): descendants the command orphans (`cmd &` in a
+/// shell that exits) are re-parented to amdahl instead of init, so their CPU time is still seen
+/// and, once reaped by [`wait`], is inside `RUSAGE_CHILDREN`.
 pub fn spawn(argv: &[String]) -> Result<Child, MeterError> {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument; failure is harmless.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+    }
     let Some((program, args)) = argv.split_first() else {
         return Err(MeterError::CommandNotFound {
             program: String::new(),
@@ -117,10 +124,17 @@ pub fn exit_code(status: std::process::ExitStatus) -> i32 {
     }
 }
 
-/// Wait for the command, then read its resource usage.
-pub fn wait(child: &mut Child) -> Result<Finished, MeterError> {
+/// Wait for the command, then read its resource usage. With `reap_orphans`, also reap every
+/// already-exited child of this process — the command's orphans re-parented to us as subreaper —
+/// so their CPU time enters `RUSAGE_CHILDREN`; only pass true when this process has no other
+/// children of its own (the `amdahl` binary), since they would be reaped too.
+pub fn wait(child: &mut Child, reap_orphans: bool) -> Result<Finished, MeterError> {
     let status = child.wait().map_err(MeterError::Wait)?;
     CHILD_PID.store(0, Ordering::SeqCst);
+    if reap_orphans {
+        // SAFETY: waitpid with a null status pointer and WNOHANG only reaps exited children.
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+    }
     // SAFETY: getrusage fills the zeroed struct.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
@@ -143,7 +157,7 @@ mod tests {
 
     fn run(cmd: &str) -> Finished {
         let mut c = spawn(&["sh".into(), "-c".into(), cmd.into()]).unwrap();
-        wait(&mut c).unwrap()
+        wait(&mut c, false).unwrap()
     }
 
     #[test]

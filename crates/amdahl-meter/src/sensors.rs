@@ -1,6 +1,6 @@
 //! Choosing the sources for a run, and describing every sensor for `amdahl detect`.
 
-use crate::estimate::{EstimateSource, Target, FALLBACK_CPU_TDP};
+use crate::estimate::{EstimateSource, ProbeSource, Target, FALLBACK_CPU_TDP};
 use crate::gpu::Visible;
 use crate::rapl::{self, FileReader, Scan};
 use crate::source::{DeviceKind, EnergySource};
@@ -8,6 +8,7 @@ use crate::MeterError;
 use amdahl_model::units::Watts;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub struct Options {
     pub powercap_root: PathBuf,
@@ -87,6 +88,9 @@ pub fn discover(opts: Options) -> Discovery {
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
     let mut sources: Vec<Box<dyn EnergySource>> = Vec::new();
+    if let Target::Process(p) = &opts.target {
+        sources.push(Box::new(ProbeSource(Arc::clone(p))));
+    }
     let scan = rapl::scan(&opts.powercap_root, &opts.reader);
     for z in scan.zones.iter().filter(|z| z.kind.is_some()) {
         if let Err(e) = &z.status {
@@ -111,7 +115,7 @@ pub fn discover(opts: Options) -> Discovery {
         let tdp = if cpu_covered {
             None
         } else {
-            if sources.is_empty() {
+            if sources.iter().all(|s| s.devices().is_empty()) {
                 warnings.push(format!(
                     "no energy counter is readable; running anyway with estimates (CPU time × TDP share, RAM × W/GB). {}",
                     if scan.zones.is_empty() { no_powercap_fix(&opts.powercap_root) } else { "See the RAPL warnings above.".into() }

@@ -382,10 +382,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let busy0 = procfs::machine_busy();
     let sampler = sampler::start(meter, args.interval, on_sample(&args, &ctx, log, &warnings));
     let (finished, spawn_error) = match runner::spawn(&args.command) {
-        Ok(mut child) => {
-            probe.set_pid(child.id());
-            (Some(runner::wait(&mut child)?), None)
-        }
+        Ok(mut child) => (Some(runner::wait(&mut child, true)?), None),
         Err(e) => (None, Some(e)),
     };
     if let Some(f) = &finished {
@@ -404,9 +401,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         warnings.push(e.to_string());
     }
     // Process scope: the command's CPU time over the machine's busy CPU time in the same window.
+    // The probe's figure is the larger of rusage and the live /proc scans (which also saw
+    // orphans still running when the command exited).
     let share = match (ctx.scope, &finished, busy0, busy1) {
-        (Scope::Process, Some(f), Some(a), Some(b)) => {
-            Some(estimate::cpu_share(f.cpu.get(), (b - a).get()))
+        (Scope::Process, Some(_), Some(a), Some(b)) => {
+            Some(estimate::cpu_share(probe.cpu_seconds(), (b - a).get()))
         }
         (Scope::Process, ..) => Some(0.0),
         (Scope::Machine, ..) => None,
@@ -421,7 +420,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             child_signal: finished.and_then(|f| f.signal),
             partial: interrupted.is_some(),
             interrupted_by: interrupted.map(runner::signal_name),
-            cpu_time: finished.map(|f| f.cpu),
+            cpu_time: finished.map(|f| match ctx.scope {
+                Scope::Process => Seconds(probe.cpu_seconds()),
+                Scope::Machine => f.cpu,
+            }),
             max_rss: finished.map(|f| f.max_rss),
             share,
             warnings,
