@@ -68,6 +68,7 @@ pub fn signal_name(sig: i32) -> String {
 /// and, once reaped by [`wait`], is inside `RUSAGE_CHILDREN`.
 pub fn spawn(argv: &[String]) -> Result<Child, MeterError> {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument; failure is harmless.
+    #[cfg(target_os = "linux")]
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
     }
