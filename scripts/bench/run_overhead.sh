@@ -39,7 +39,7 @@ while time.process_time() < end:
 PY
 
 python3 - "$REPS" "$WORK" "$AMDAHL_BIN" "$VENV/bin/codecarbon" "$INTERVAL" "$CC_VERSION" <<'PY'
-import os, resource, statistics, subprocess, sys, time
+import os, resource, statistics, subprocess, sys, threading, time
 reps, work, amdahl, codecarbon, interval, cc_version = sys.argv[1:7]
 reps = int(reps)
 def variants(work_cmd):
@@ -64,16 +64,22 @@ def once(cmd):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    peak = 0
-    while p.poll() is None:
-        peak = max(peak, hwm_kb(p.pid))
-        time.sleep(0.02)
+    # Poll the peak RSS on a thread so the wall time is taken the moment wait() returns.
+    peak = [0]
+    def poll():
+        while p.returncode is None:
+            peak[0] = max(peak[0], hwm_kb(p.pid))
+            time.sleep(0.02)
+    th = threading.Thread(target=poll, daemon=True)
+    th.start()
+    p.wait()
     wall = time.perf_counter() - t0
+    th.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if p.returncode != 0:
         sys.exit(f"{cmd[0]} exited {p.returncode}")
-    return wall, cpu, peak / 1024
+    return wall, cpu, peak[0] / 1024
 
 for title, work_cmd in workloads:
     vs = variants(work_cmd)
