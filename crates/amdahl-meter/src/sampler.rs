@@ -26,7 +26,7 @@ pub fn start(mut meter: Meter, interval: Duration, mut on_sample: OnSample) -> S
     let handle = std::thread::spawn(move || {
         let mut k: u32 = 1;
         loop {
-            let due = t0 + interval * k;
+            let due = grid(t0, interval, k);
             let wait = due.saturating_duration_since(Instant::now());
             match rx.recv_timeout(wait) {
                 Err(RecvTimeoutError::Timeout) => {
@@ -34,7 +34,7 @@ pub fn start(mut meter: Meter, interval: Duration, mut on_sample: OnSample) -> S
                     on_sample(&meter, &s);
                     k = k.saturating_add(1);
                     // After a stall, skip the missed grid points rather than burst.
-                    while t0 + interval * k <= Instant::now() {
+                    while grid(t0, interval, k) <= Instant::now() {
                         k = k.saturating_add(1);
                     }
                 }
@@ -46,6 +46,12 @@ pub fn start(mut meter: Meter, interval: Duration, mut on_sample: OnSample) -> S
         meter
     });
     Sampler { stop, handle }
+}
+
+/// The k-th grid point after `t0`, saturating instead of overflowing on absurd run lengths.
+fn grid(t0: Instant, interval: Duration, k: u32) -> Instant {
+    t0.checked_add(interval.saturating_mul(k))
+        .unwrap_or_else(|| Instant::now() + interval)
 }
 
 impl Sampler {
