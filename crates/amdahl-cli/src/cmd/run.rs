@@ -98,6 +98,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !(secs.is_finite() && secs > 0.0) {
         return Err(format!("`{s}`: the duration must be greater than zero"));
     }
+    // About 31 years: beyond it the value is a typo, and timers would overflow.
+    if secs > 1e9 {
+        return Err(format!("`{s}`: too long (at most 1e9 s)"));
+    }
     Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}`: {e}"))
 }
 
@@ -454,6 +458,7 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("1e300s").is_err());
     }
 
     #[test]
