@@ -1,2 +1,26 @@
-//! Measuring: energy sensors behind the `EnergySource` trait (RAPL powercap, NVML, a CPU-time
-//! estimate), a background sampler and a child-process runner. See issue "Energy meter".
+//! Measuring: energy sensors behind the [`EnergySource`] trait (RAPL powercap, NVML, a CPU-time
+//! estimate), a background [`sampler`], a child-process [`runner`], launcher detection for
+//! clusters, and the `amdahl.run/1` record with its job-level [`record::merge`].
+//!
+//! Pipeline: [`sensors::discover`] → [`Meter`] (one accumulator per device, wrap-around and
+//! integration in [`accum`]) → [`sampler::start`] → [`record::build`].
+
+pub mod accum;
+pub mod cluster;
+mod error;
+pub mod estimate;
+pub mod gpu;
+pub mod meter;
+#[cfg(feature = "nvml")]
+pub mod nvml;
+pub mod procfs;
+pub mod rapl;
+pub mod record;
+pub mod runner;
+pub mod sampler;
+pub mod sensors;
+pub mod source;
+
+pub use error::MeterError;
+pub use meter::{DeviceEnergy, Meter, Sample};
+pub use source::{DeviceInfo, DeviceKind, EnergySource, Method, Raw};

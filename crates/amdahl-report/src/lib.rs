@@ -7,6 +7,7 @@ pub mod bench;
 pub mod carbon;
 pub mod catalog;
 pub mod fit;
+pub mod meter;
 pub mod plan;
 pub mod surface;
 pub mod svg;

@@ -1,11 +1,39 @@
-//! `amdahl detect` — not implemented yet.
+//! `amdahl detect`: every energy sensor on this machine, what it reads, and for each unusable
+//! one why and how to fix it. Always exits 0: an unusable sensor is a finding, not an error.
 
-use anyhow::{bail, Result};
+use crate::output::{print, Format, FormatArgs};
+use amdahl_meter::gpu::parse_visible;
+use amdahl_meter::{rapl, sensors};
+use amdahl_report::meter::{detect_csv, detect_table};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Root of the powercap tree (RAPL).
+    #[arg(long, env = "AMDAHL_POWERCAP_ROOT", default_value = rapl::DEFAULT_ROOT, value_name = "DIR")]
+    pub powercap_root: PathBuf,
+    /// Do not open NVML.
+    #[arg(long)]
+    pub no_gpu: bool,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
 
-pub fn run(_args: Args) -> Result<ExitCode> {
-    bail!("`amdahl detect` is not implemented yet")
+pub fn run(args: Args) -> Result<ExitCode> {
+    let visible = parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref());
+    let d = sensors::detect(
+        &args.powercap_root,
+        &rapl::fs_reader(),
+        !args.no_gpu,
+        &visible,
+    );
+    let text = match args.format.format() {
+        Format::Table => detect_table(&d),
+        Format::Json => amdahl_report::to_json(&d).context("serialising the sensor list")?,
+        Format::Csv => detect_csv(&d).context("formatting CSV")?,
+    };
+    print(&text)?;
+    Ok(ExitCode::SUCCESS)
 }

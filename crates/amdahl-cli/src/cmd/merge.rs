@@ -1,11 +1,43 @@
-//! `amdahl merge` — not implemented yet.
+//! `amdahl merge FILES...`: sum per-node `amdahl run` results into a job total, counting each
+//! node once (see `amdahl_meter::record::merge` for the rules).
 
-use anyhow::{bail, Result};
+use crate::output::{print, Format, FormatArgs};
+use amdahl_meter::record::{merge, read_record};
+use amdahl_report::meter::{merge_csv, merge_summary};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Result files written by `amdahl run -o` (schema amdahl.run/1), one or more per node.
+    #[arg(required = true, value_name = "FILES")]
+    pub files: Vec<PathBuf>,
+    /// Also write the merged result as JSON (schema amdahl.merge/1).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
 
-pub fn run(_args: Args) -> Result<ExitCode> {
-    bail!("`amdahl merge` is not implemented yet")
+pub fn run(args: Args) -> Result<ExitCode> {
+    let records = args
+        .files
+        .iter()
+        .map(|p| read_record(p).map(|r| (p.clone(), r)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let m = merge(records);
+    for w in &m.warnings {
+        eprintln!("amdahl: warning: {w}");
+    }
+    if let Some(o) = &args.output {
+        crate::output::write_file(o, &amdahl_report::to_json(&m).context("serialising")?)?;
+    }
+    let text = match args.format.format() {
+        Format::Table => merge_summary(&m),
+        Format::Json => amdahl_report::to_json(&m).context("serialising the merged result")?,
+        Format::Csv => merge_csv(&m).context("formatting CSV")?,
+    };
+    print(&text)?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,42 @@
+//! `amdahl detect` lists every sensor with its status and, for unusable ones, the fix.
+
+use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
+use serde_json::Value;
+
+#[test]
+fn lists_zones_ignores_core_and_explains_a_missing_tree() {
+    let t = tempfile::tempdir().unwrap();
+    for (dir, name) in [
+        ("intel-rapl:0", "package-0"),
+        ("intel-rapl:0/intel-rapl:0:0", "core"),
+    ] {
+        let d = t.path().join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("name"), format!("{name}\n")).unwrap();
+        std::fs::write(d.join("energy_uj"), "123\n").unwrap();
+        std::fs::write(d.join("max_energy_range_uj"), "1000\n").unwrap();
+    }
+    let out = Command::cargo_bin("amdahl")
+        .unwrap()
+        .args(["detect", "--no-gpu", "--json", "--powercap-root"])
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["schema"], "amdahl.detect/1");
+    let s = d["sensors"].as_array().unwrap();
+    let status = |dev: &str| s.iter().find(|x| x["device"] == dev).unwrap()["status"].clone();
+    assert_eq!(status("intel-rapl:0"), "ok");
+    assert_eq!(status("intel-rapl:0:0"), "ignored");
+
+    let missing = t.path().join("nope");
+    Command::cargo_bin("amdahl")
+        .unwrap()
+        .args(["detect", "--no-gpu", "--powercap-root"])
+        .arg(&missing)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("unusable").and(predicates::str::contains("modprobe")));
+}

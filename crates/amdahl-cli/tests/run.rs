@@ -1,0 +1,427 @@
+//! `amdahl run` end to end against a fake powercap tree (the real sysfs layout in a temp dir).
+//! The measured command itself moves the fake counters, so the expected energies are exact.
+
+use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
+use predicates::str::contains;
+use serde_json::Value;
+use std::path::Path;
+
+const MAX: u64 = 262_143_328_850;
+
+fn zone(dir: &Path, name: &str, uj: u64, max: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("name"), format!("{name}\n")).unwrap();
+    std::fs::write(dir.join("energy_uj"), format!("{uj}\n")).unwrap();
+    std::fs::write(dir.join("max_energy_range_uj"), format!("{max}\n")).unwrap();
+}
+
+/// package-0 (1 J) with core and dram sub-zones; dram 1 J below its wrap point.
+fn tree(root: &Path) {
+    zone(&root.join("intel-rapl:0"), "package-0", 1_000_000, MAX);
+    zone(
+        &root.join("intel-rapl:0/intel-rapl:0:0"),
+        "core",
+        500_000,
+        MAX,
+    );
+    zone(
+        &root.join("intel-rapl:0/intel-rapl:0:2"),
+        "dram",
+        65_712_999_613 - 1_000_000,
+        65_712_999_613,
+    );
+}
+
+fn amdahl(root: &Path) -> Command {
+    let mut c = Command::cargo_bin("amdahl").unwrap();
+    c.env("AMDAHL_POWERCAP_ROOT", root)
+        .env_remove("SLURM_PROCID")
+        .env_remove("SLURM_LOCALID")
+        .env_remove("LOCAL_RANK")
+        .env_remove("RANK")
+        .current_dir(root.parent().unwrap());
+    c
+}
+
+fn json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn device<'a>(r: &'a Value, id: &str) -> &'a Value {
+    r["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["id"] == id)
+        .unwrap()
+}
+
+#[test]
+fn known_deltas_and_a_wrap_are_reported_exactly() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let out = t.path().join("r.json");
+    let script = format!(
+        "echo 6000000 > {r}/intel-rapl:0/energy_uj; echo 2000000 > {r}/intel-rapl:0/intel-rapl:0:2/energy_uj; \
+         echo 9999999 > {r}/intel-rapl:0/intel-rapl:0:0/energy_uj",
+        r = root.display()
+    );
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--interval", "50ms", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .assert()
+        .success()
+        .stderr(contains("counter"));
+    let r = json(&out);
+    assert_eq!(r["schema"], "amdahl.run/1");
+    assert_eq!(r["exit_code"], 0);
+    assert_eq!(r["partial"], false);
+    // 6 J − 1 J on the package; dram wrapped: 1 J to the top + 2 J after zero.
+    assert_eq!(device(&r, "intel-rapl:0")["energy_j"], 5.0);
+    assert_eq!(device(&r, "intel-rapl:0:2")["energy_j"], 3.0);
+    assert_eq!(device(&r, "intel-rapl:0")["method"], "counter");
+    // The core sub-zone moved too but is inside the package: never a device, never added.
+    assert!(r["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|d| d["name"] != "core"));
+    assert_eq!(r["total_energy_j"], 8.0);
+    // 8 J = 8/3.6e6 kWh; default PUE 1; 475 g/kWh (IEA 2019 world).
+    let kwh = r["energy_kwh"].as_f64().unwrap();
+    assert!((kwh - 8.0 / 3.6e6).abs() < 1e-18);
+    assert!((r["co2e_g"].as_f64().unwrap() - kwh * 475.0).abs() < 1e-15);
+    assert_eq!(r["intensity"]["source"], "IEA 2019");
+    assert_eq!(r["intensity"]["year"], 2019);
+}
+
+#[test]
+fn a_zone_that_disappears_keeps_what_was_measured() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    zone(&root.join("intel-rapl:1"), "psys", 0, MAX);
+    let out = t.path().join("r.json");
+    let script = format!(
+        "echo 4000000 > {r}/intel-rapl:1/energy_uj; sleep 0.4; rm -r {r}/intel-rapl:1; sleep 0.3",
+        r = root.display()
+    );
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--interval", "50ms", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .assert()
+        .success();
+    let r = json(&out);
+    let psys = device(&r, "intel-rapl:1");
+    assert_eq!(psys["energy_j"], 4.0);
+    assert!(
+        psys["note"].as_str().unwrap().contains("unreadable"),
+        "{psys}"
+    );
+    // psys covers the platform: the package and dram leave the total.
+    assert_eq!(device(&r, "intel-rapl:0")["in_total"], false);
+    assert_eq!(r["total_energy_j"], 4.0);
+}
+
+#[test]
+fn permission_denied_is_detected_with_the_fix() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // chmod 000 does not stop root; the injected-EACCES tests in amdahl-meter cover this.
+        eprintln!("skipped: running as root");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let f = root.join("intel-rapl:0/energy_uj");
+    std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--", "true"])
+        .assert()
+        .success()
+        .stderr(contains("CVE-2020-8694").and(contains("chmod")));
+}
+
+#[test]
+fn exit_codes_are_propagated() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    for (cmd, code) in [("exit 0", 0), ("exit 1", 1), ("kill -9 $$", 137)] {
+        amdahl(&root)
+            .args(["run", "--no-gpu", "--", "sh", "-c", cmd])
+            .assert()
+            .code(code);
+    }
+    // The `--` is optional: everything after the first non-option word is the command.
+    amdahl(&root)
+        .args(["run", "--no-gpu", "sh", "-c", "exit 5"])
+        .assert()
+        .code(5);
+}
+
+#[test]
+fn command_not_found_is_127_with_a_message() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--", "amdahl-surely-not-a-command"])
+        .assert()
+        .code(127)
+        .stderr(contains("command not found").and(contains("amdahl-surely-not-a-command")));
+}
+
+#[test]
+fn bad_input_fails_before_the_command_starts() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let marker = t.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    amdahl(&root)
+        .args(["run", "--interval", "0s", "--", "sh", "-c", &touch])
+        .assert()
+        .code(2)
+        .stderr(contains("greater than zero"));
+    // A path below a regular file cannot be created, even by root.
+    let file = t.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    for flag in ["-o", "--log", "--codecarbon-csv"] {
+        amdahl(&root)
+            .args(["run", "--no-gpu", flag])
+            .arg(file.join("out"))
+            .args(["--", "sh", "-c", &touch])
+            .assert()
+            .code(1)
+            .stderr(contains("cannot write"));
+    }
+    amdahl(&root)
+        .args([
+            "run", "--no-gpu", "--region", "atlantis", "--", "sh", "-c", &touch,
+        ])
+        .assert()
+        .code(1)
+        .stderr(contains("unknown region").and(contains("--intensity")));
+    assert!(!marker.exists(), "the command ran despite bad input");
+}
+
+#[test]
+fn no_sensor_runs_anyway_with_estimates() {
+    let t = tempfile::tempdir().unwrap();
+    let empty = t.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = t.path().join("r.json");
+    amdahl(&empty)
+        .args([
+            "run",
+            "--no-gpu",
+            "--cpu-tdp",
+            "100",
+            "--scope",
+            "process",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(contains("running anyway with estimates"));
+    let r = json(&out);
+    for d in r["devices"].as_array().unwrap() {
+        assert_eq!(d["method"], "estimate");
+    }
+}
+
+#[test]
+fn process_scope_never_exceeds_the_machine() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let out = t.path().join("r.json");
+    let script = format!(
+        "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo 50000000 > {r}/intel-rapl:0/energy_uj",
+        r = root.display()
+    );
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--scope", "process", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .assert()
+        .success();
+    let r = json(&out);
+    let pkg = device(&r, "intel-rapl:0");
+    assert_eq!(pkg["machine_energy_j"], 49.0);
+    let e = pkg["energy_j"].as_f64().unwrap();
+    assert!((0.0..=49.0).contains(&e), "{e}");
+    let share = r["process_share"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&share));
+}
+
+#[test]
+fn sigint_leaves_a_complete_partial_result_and_an_intact_log() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let (out, log) = (t.path().join("r.json"), t.path().join("s.jsonl"));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("amdahl"))
+        .env("AMDAHL_POWERCAP_ROOT", &root)
+        .args(["run", "--no-gpu", "--interval", "100ms", "-o"])
+        .arg(&out)
+        .arg("--log")
+        .arg(&log)
+        .args(["--", "sleep", "30"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the handlers are installed and sampling runs: the log holds the header and a
+    // first sample (written after the signal handlers are in place). Then a few more samples.
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&log)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+        < 2
+    {
+        assert!(t0.elapsed().as_secs() < 20, "amdahl did not start sampling");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: the pid is our live child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    // sleep dies of the forwarded SIGINT: 128 + 2.
+    assert_eq!(status.code(), Some(130));
+    let r = json(&out);
+    assert_eq!(r["partial"], true);
+    assert_eq!(r["interrupted_by"], "SIGINT");
+    assert_eq!(r["exit_code"], 130);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["schema"], "amdahl.samples/1");
+    // Header, the first sample, periodic ones, and the final one taken after the child died.
+    assert!(lines.len() >= 3, "{} lines", lines.len());
+    let last = lines.last().unwrap();
+    assert!(last["t_s"].as_f64().unwrap() >= 0.3);
+    assert_eq!(last["t_s"], r["duration_s"]);
+    assert!(text.ends_with('\n'));
+}
+
+#[test]
+fn codecarbon_csv_has_the_3x_header_and_appends() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let csv = t.path().join("emissions.csv");
+    for _ in 0..2 {
+        amdahl(&root)
+            .args(["run", "--no-gpu", "--codecarbon-csv"])
+            .arg(&csv)
+            .args(["--", "true"])
+            .assert()
+            .success();
+    }
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "timestamp,project_name,run_id,experiment_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,cpu_energy,gpu_energy,ram_energy,energy_consumed,water_consumed,country_name,country_iso_code,region,cloud_provider,cloud_region,os,python_version,codecarbon_version,cpu_count,cpu_model,gpu_count,gpu_model,longitude,latitude,ram_total_size,tracking_mode,cpu_utilization_percent,gpu_utilization_percent,ram_utilization_percent,ram_used_gb,on_cloud,pue,wue");
+    assert_eq!(lines.len(), 3);
+}
+
+#[test]
+fn a_non_zero_local_rank_only_references_the_node() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let out = t.path().join("r.json");
+    amdahl(&root)
+        .env("SLURM_PROCID", "3")
+        .env("SLURM_LOCALID", "1")
+        .env("SLURM_JOB_ID", "4242")
+        .args(["run", "--no-gpu", "-o"])
+        .arg(&out)
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(contains("local rank 0"));
+    let r = json(&out);
+    assert_eq!(r["cluster"]["role"], "reference");
+    assert_eq!(r["cluster"]["job_id"], "4242");
+    assert_eq!(r["cluster"]["rank"], 3);
+    assert_eq!(r["devices"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn baseline_is_measured_before_the_command_and_subtracted() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let out = t.path().join("r.json");
+    // Idle counters do not move during the baseline: idle power 0 W, so net = total = 5 J.
+    let script = format!("echo 6000000 > {}/intel-rapl:0/energy_uj", root.display());
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--baseline", "200ms", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .assert()
+        .success()
+        .stderr(contains("idle baseline"));
+    let r = json(&out);
+    assert_eq!(r["baseline"]["power_w"], 0.0);
+    assert!(r["baseline"]["duration_s"].as_f64().unwrap() >= 0.2);
+    assert_eq!(r["baseline"]["net_energy_j"], r["total_energy_j"]);
+    assert_eq!(device(&r, "intel-rapl:0")["energy_j"], 5.0);
+    amdahl(&root)
+        .args([
+            "run",
+            "--no-gpu",
+            "--baseline",
+            "1s",
+            "--scope",
+            "process",
+            "--",
+            "true",
+        ])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn process_scope_sees_cpu_time_of_orphaned_descendants() {
+    // `yes` is started in the background and killed by a shell that exits without waiting for
+    // it: its CPU time reaches amdahl only because amdahl is the tree's subreaper and scans it.
+    let t = tempfile::tempdir().unwrap();
+    let empty = t.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = t.path().join("r.json");
+    amdahl(&empty)
+        .args([
+            "run",
+            "--no-gpu",
+            "--cpu-tdp",
+            "100",
+            "--scope",
+            "process",
+            "--interval",
+            "100ms",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["--", "sh", "-c", "yes > /dev/null & sleep 0.5; kill $!"])
+        .assert()
+        .success();
+    let r = json(&out);
+    // Even on a loaded 2-core machine `yes` gets well over two 10 ms ticks in 0.5 s.
+    assert!(
+        r["cpu_time_s"].as_f64().unwrap() > 0.02,
+        "{}",
+        r["cpu_time_s"]
+    );
+    assert!(device(&r, "estimate:cpu")["energy_j"].as_f64().unwrap() > 0.0);
+}

@@ -1,0 +1,253 @@
+//! Turning raw readings into energy: counter differences with wrap-around, and trapezoid
+//! integration of power. Pure arithmetic, no I/O.
+
+use crate::source::{Method, Raw};
+use amdahl_model::units::{Joules, Seconds, Watts};
+
+/// Increase of a counter from `prev` to `cur`. A counter that went down wrapped once at `max`
+/// (RAPL counts 0..=max_energy_range_uj then restarts at 0, so the increase is
+/// `max - prev + cur`); with no known `max` a decrease is a reset and yields `None`.
+/// Sampling at least once per wrap period (≈ 60 s at 1 kW for a 2^32 µJ range) keeps this exact.
+pub fn counter_delta(prev: u64, cur: u64, max: Option<u64>) -> Option<u64> {
+    if cur >= prev {
+        Some(cur - prev)
+    } else {
+        max.filter(|&m| m >= prev).map(|m| m - prev + cur)
+    }
+}
+
+/// Trapezoid-rule energy of a linear power change between two readings dt apart.
+pub fn trapezoid(p0: Watts, p1: Watts, dt: Seconds) -> Joules {
+    Watts((p0.get() + p1.get()) / 2.0) * dt
+}
+
+/// Running energy of one device.
+#[derive(Debug, Clone)]
+pub struct Accumulator {
+    method: Method,
+    last: Option<(Seconds, Raw)>,
+    /// Counter units summed as integers and converted once, so known deltas come out exact.
+    counter_units: u128,
+    units_per_joule: f64,
+    /// Integral of the power readings (the main value for power sources, a fallback for counters).
+    power_energy: Joules,
+    /// Average power over the latest interval, for the sample log.
+    pub last_power: Option<Watts>,
+    /// Why the device stopped reading, if it did.
+    pub lost: Option<String>,
+    resets: u32,
+}
+
+impl Accumulator {
+    pub fn new(method: Method) -> Self {
+        Accumulator {
+            method,
+            last: None,
+            counter_units: 0,
+            units_per_joule: 1.0,
+            power_energy: Joules::ZERO,
+            last_power: None,
+            lost: None,
+            resets: 0,
+        }
+    }
+
+    pub fn update(&mut self, t: Seconds, raw: Raw) {
+        if let Some((t0, prev)) = self.last {
+            let dt = t - t0;
+            match (prev, raw) {
+                (
+                    Raw::Counter {
+                        value: v0,
+                        power: p0,
+                        ..
+                    },
+                    Raw::Counter {
+                        value: v1,
+                        units_per_joule,
+                        max,
+                        power: p1,
+                    },
+                ) => {
+                    self.units_per_joule = units_per_joule;
+                    match counter_delta(v0, v1, max) {
+                        Some(d) => {
+                            self.counter_units += u128::from(d);
+                            let e = Joules(d as f64 / units_per_joule);
+                            if dt.get() > 0.0 {
+                                self.last_power = Some(e / dt);
+                            }
+                        }
+                        None => self.resets += 1,
+                    }
+                    if let (Some(a), Some(b)) = (p0, p1) {
+                        self.power_energy += trapezoid(a, b, dt);
+                    }
+                }
+                (Raw::Power(a), Raw::Power(b)) => {
+                    self.power_energy += trapezoid(a, b, dt);
+                    self.last_power = Some(b);
+                }
+                // A source never changes kind; ignore a mismatched pair rather than guess.
+                _ => {}
+            }
+        } else if let Raw::Power(p) = raw {
+            self.last_power = Some(p);
+        }
+        self.last = Some((t, raw));
+    }
+
+    /// Mark the device unreadable from now on, keeping what was measured so far.
+    pub fn lose(&mut self, why: String) {
+        if self.lost.is_none() {
+            self.lost = Some(why);
+        }
+    }
+
+    /// Energy so far and the method that produced it. A counter that never advanced while its
+    /// power reading was non-zero (NVML updates its counter coarsely) falls back to the
+    /// integrated power, so a device that was seen drawing power is never reported as 0 J.
+    fn counter_energy(&self) -> Joules {
+        Joules(self.counter_units as f64 / self.units_per_joule)
+    }
+
+    pub fn energy(&self) -> (Joules, Method, Option<String>) {
+        let counter_energy = self.counter_energy();
+        let mut note = None;
+        if self.resets > 0 {
+            note = Some(format!(
+                "counter went backwards {} time(s) with no known range; those intervals are missing",
+                self.resets
+            ));
+        }
+        match self.method {
+            Method::Counter if counter_energy.get() == 0.0 && self.power_energy.get() > 0.0 => (
+                self.power_energy,
+                Method::IntegratedPower,
+                Some(
+                    "energy counter did not advance; integrated the power readings instead".into(),
+                ),
+            ),
+            Method::Counter => (counter_energy, Method::Counter, note),
+            Method::IntegratedPower => (self.power_energy, Method::IntegratedPower, note),
+            // Estimates come as a CPU-time "counter" or a modelled power; one of the two is 0.
+            Method::Estimate => (counter_energy + self.power_energy, Method::Estimate, note),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn uj(value: u64, max: u64) -> Raw {
+        Raw::Counter {
+            value,
+            units_per_joule: 1e6,
+            max: Some(max),
+            power: None,
+        }
+    }
+
+    #[test]
+    fn wrap_is_corrected_exactly() {
+        // max 262_143_328_850 µJ is a real Skylake package range; 1 J before the top, then 2 J
+        // past zero: 3 J exactly.
+        let max = 262_143_328_850;
+        assert_eq!(
+            counter_delta(max - 1_000_000, 2_000_000, Some(max)),
+            Some(3_000_000)
+        );
+        let mut a = Accumulator::new(Method::Counter);
+        a.update(Seconds(0.0), uj(max - 1_000_000, max));
+        a.update(Seconds(1.0), uj(2_000_000, max));
+        assert_eq!(a.energy().0, Joules(3.0));
+        assert_eq!(a.last_power, Some(Watts(3.0)));
+    }
+
+    #[test]
+    fn decrease_without_range_is_a_reset_not_energy() {
+        assert_eq!(counter_delta(10, 5, None), None);
+        let mut a = Accumulator::new(Method::Counter);
+        a.update(
+            Seconds(0.0),
+            Raw::Counter {
+                value: 10,
+                units_per_joule: 1e3,
+                max: None,
+                power: None,
+            },
+        );
+        a.update(
+            Seconds(1.0),
+            Raw::Counter {
+                value: 5,
+                units_per_joule: 1e3,
+                max: None,
+                power: None,
+            },
+        );
+        a.update(
+            Seconds(2.0),
+            Raw::Counter {
+                value: 1005,
+                units_per_joule: 1e3,
+                max: None,
+                power: None,
+            },
+        );
+        let (e, m, note) = a.energy();
+        assert_eq!((e, m), (Joules(1.0), Method::Counter));
+        assert!(note.is_some());
+    }
+
+    #[test]
+    fn known_power_trace_integrates_within_0_1_percent() {
+        // P(t) = 100 + 50 sin(2πt/10) W over 0..10 s sampled at 10 Hz: the exact integral is
+        // 1000 J (the sine integrates to 0 over a whole period).
+        let mut a = Accumulator::new(Method::IntegratedPower);
+        for i in 0..=100 {
+            let t = i as f64 * 0.1;
+            let p = 100.0 + 50.0 * (2.0 * std::f64::consts::PI * t / 10.0).sin();
+            a.update(Seconds(t), Raw::Power(Watts(p)));
+        }
+        let (e, m, _) = a.energy();
+        assert_eq!(m, Method::IntegratedPower);
+        assert!((e.get() - 1000.0).abs() / 1000.0 < 1e-3, "{e}");
+        // A ramp 0 → 200 W over 10 s is integrated exactly by the trapezoid rule: 1000 J.
+        let mut r = Accumulator::new(Method::IntegratedPower);
+        for i in 0..=10 {
+            r.update(Seconds(i as f64), Raw::Power(Watts(20.0 * i as f64)));
+        }
+        assert!((r.energy().0.get() - 1000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn stalled_counter_falls_back_to_power_never_zero() {
+        let raw = |p| Raw::Counter {
+            value: 42,
+            units_per_joule: 1e3,
+            max: None,
+            power: Some(Watts(p)),
+        };
+        let mut a = Accumulator::new(Method::Counter);
+        a.update(Seconds(0.0), raw(60.0));
+        a.update(Seconds(0.5), raw(80.0));
+        let (e, m, note) = a.energy();
+        assert_eq!(m, Method::IntegratedPower);
+        assert!((e.get() - 35.0).abs() < 1e-12);
+        assert!(note.is_some());
+    }
+
+    proptest! {
+        #[test]
+        fn delta_inverts_addition_modulo_range(max in 1u64..u64::MAX / 2, start_frac in 0.0f64..1.0, d_frac in 0.0f64..1.0) {
+            let start = (max as f64 * start_frac) as u64;
+            let d = (max as f64 * d_frac) as u64;
+            // Adding d to start on a counter that holds 0..=max: wraps past max to 0.
+            let cur = if start + d > max { start + d - max } else { start + d };
+            prop_assert_eq!(counter_delta(start, cur, Some(max)), Some(d));
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Choosing the sources for a run, and describing every sensor for `amdahl detect`.
+
+use crate::estimate::{EstimateSource, ProbeSource, Target, FALLBACK_CPU_TDP};
+use crate::gpu::Visible;
+use crate::rapl::{self, FileReader, Scan};
+use crate::source::{DeviceKind, EnergySource};
+use crate::MeterError;
+use amdahl_model::units::Watts;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub struct Options {
+    pub powercap_root: PathBuf,
+    pub reader: FileReader,
+    /// The CPU's TDP for the estimate; None: the CodeCarbon fallback, with a warning.
+    pub cpu_tdp: Option<Watts>,
+    /// Open NVML (false in tests and with `--no-gpu`).
+    pub nvml: bool,
+    pub visible: Visible,
+    pub target: Target,
+}
+
+pub struct Discovery {
+    pub sources: Vec<Box<dyn EnergySource>>,
+    /// Things the user must know (printed on stderr): unreadable counters, estimates in use.
+    pub warnings: Vec<String>,
+    /// Informational (no GPU driver on a CPU machine is normal); kept in `detect`.
+    pub notes: Vec<String>,
+}
+
+/// Whether we seem to run in a container (Docker, Podman, Kubernetes), where /sys is often
+/// masked.
+pub fn in_container() -> bool {
+    Path::new("/.dockerenv").exists()
+        || Path::new("/run/.containerenv").exists()
+        || std::fs::read_to_string("/proc/1/cgroup")
+            .map(|s| {
+                ["docker", "kubepods", "containerd", "libpod"]
+                    .iter()
+                    .any(|k| s.contains(k))
+            })
+            .unwrap_or(false)
+}
+
+/// Why no powercap zone exists, and what to do.
+pub fn no_powercap_fix(root: &Path) -> String {
+    let mut s = format!(
+        "no RAPL zones under {}: not an x86 machine with RAPL, or the driver is not loaded \
+         (`sudo modprobe intel_rapl_msr`; AMD Zen uses the same driver on Linux ≥ 5.8)",
+        root.display()
+    );
+    if in_container() {
+        s.push_str(
+            "; this looks like a container, which usually masks /sys/class/powercap: \
+             run with `--privileged` or bind-mount it (`-v /sys/class/powercap:/sys/class/powercap:ro`) \
+             and point amdahl at it with --powercap-root / AMDAHL_POWERCAP_ROOT",
+        );
+    }
+    s
+}
+
+fn gpus(opts: &Options, notes: &mut Vec<String>, sources: &mut Vec<Box<dyn EnergySource>>) {
+    if !opts.nvml {
+        return;
+    }
+    #[cfg(feature = "nvml")]
+    match crate::nvml::NvmlBackend::init() {
+        Ok(b) => {
+            let (src, n) = crate::gpu::GpuSource::new(b, &opts.visible);
+            notes.extend(n);
+            if let Some(s) = src {
+                sources.push(Box::new(s));
+            }
+        }
+        Err(e) => notes.push(format!("no NVIDIA GPU measured: {e}")),
+    }
+    #[cfg(not(feature = "nvml"))]
+    {
+        let _ = sources;
+        notes.push("no NVIDIA GPU measured: built without the `nvml` feature".into());
+    }
+}
+
+/// Pick the sources: readable RAPL zones, NVML GPUs, and estimates for what no counter covers
+/// (CPU unless a package or psys reads; RAM unless dram or psys reads).
+pub fn discover(opts: Options) -> Discovery {
+    let mut warnings = Vec::new();
+    let mut notes = Vec::new();
+    let mut sources: Vec<Box<dyn EnergySource>> = Vec::new();
+    if let Target::Process(p) = &opts.target {
+        sources.push(Box::new(ProbeSource(Arc::clone(p))));
+    }
+    let scan = rapl::scan(&opts.powercap_root, &opts.reader);
+    for z in scan.zones.iter().filter(|z| z.kind.is_some()) {
+        if let Err(e) = &z.status {
+            warnings.push(format!("RAPL {} ({}) not measured: {e}", z.id, z.name));
+        }
+    }
+    if scan.zones.is_empty() {
+        notes.push(no_powercap_fix(&opts.powercap_root));
+    }
+    let covered = |k: &[DeviceKind]| {
+        scan.zones
+            .iter()
+            .any(|z| z.usable() && z.kind.is_some_and(|x| k.contains(&x)))
+    };
+    let cpu_covered = covered(&[DeviceKind::CpuPackage, DeviceKind::Psys]);
+    let ram_covered = covered(&[DeviceKind::Dram, DeviceKind::Psys]);
+    if let Some(src) = rapl::RaplSource::from_scan(&scan, opts.reader.clone()) {
+        sources.push(Box::new(src));
+    }
+    gpus(&opts, &mut notes, &mut sources);
+    if !cpu_covered || !ram_covered {
+        let tdp = if cpu_covered {
+            None
+        } else {
+            if sources.iter().all(|s| s.devices().is_empty()) {
+                warnings.push(format!(
+                    "no energy counter is readable; running anyway with estimates (CPU time × TDP share, RAM × W/GB). {}",
+                    if scan.zones.is_empty() { no_powercap_fix(&opts.powercap_root) } else { "See the RAPL warnings above.".into() }
+                ));
+            }
+            Some(opts.cpu_tdp.unwrap_or_else(|| {
+                warnings.push(format!(
+                    "CPU TDP unknown: assuming {FALLBACK_CPU_TDP:.0} (CodeCarbon's default for unknown CPUs); pass --cpu-tdp W"
+                ));
+                FALLBACK_CPU_TDP
+            }))
+        };
+        sources.push(Box::new(EstimateSource::new(
+            opts.target,
+            tdp,
+            !ram_covered,
+        )));
+    }
+    Discovery {
+        sources,
+        warnings,
+        notes,
+    }
+}
+
+/// `amdahl detect`'s view of one sensor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SensorReport {
+    /// `rapl`, `nvml`, `estimate`.
+    pub sensor: String,
+    pub device: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// `ok`, `ignored` (readable but inside another zone) or `unusable`.
+    pub status: String,
+    /// What it reads, or why it is ignored/unusable.
+    pub detail: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DetectResult {
+    pub schema: String,
+    pub powercap_root: String,
+    pub in_container: bool,
+    pub sensors: Vec<SensorReport>,
+}
+
+fn split_fix(e: &MeterError) -> (String, Option<String>) {
+    match e {
+        MeterError::PermissionDenied { .. } => (
+            "permission denied: energy_uj is root-only since CVE-2020-8694".into(),
+            Some(
+                "run as root, or `sudo chmod a+r /sys/class/powercap/intel-rapl:*/energy_uj \
+                 /sys/class/powercap/intel-rapl:*:*/energy_uj` (until reboot; a udev rule makes it last)"
+                    .into(),
+            ),
+        ),
+        other => (other.to_string(), None),
+    }
+}
+
+fn rapl_reports(scan: &Scan) -> Vec<SensorReport> {
+    let mut v = Vec::new();
+    if scan.zones.is_empty() {
+        v.push(SensorReport {
+            sensor: "rapl".into(),
+            device: "-".into(),
+            path: Some(scan.root.display().to_string()),
+            status: "unusable".into(),
+            detail: if scan.root_exists {
+                "no intel-rapl zones".into()
+            } else {
+                "directory missing".into()
+            },
+            fix: Some(no_powercap_fix(&scan.root)),
+        });
+    }
+    for z in &scan.zones {
+        let path = Some(z.dir.join("energy_uj").display().to_string());
+        let (status, detail, fix) = match (&z.status, z.kind) {
+            (Ok(_), None) => (
+                "ignored",
+                format!("{}: inside its package zone, never added to it", z.name),
+                None,
+            ),
+            (Ok(uj), Some(_)) => (
+                "ok",
+                format!(
+                    "{}: energy counter, {} µJ now, wraps at {}",
+                    z.name,
+                    uj,
+                    z.max_uj.map(|m| format!("{m} µJ")).unwrap_or_else(|| {
+                        "an unknown range (max_energy_range_uj unreadable)".into()
+                    })
+                ),
+                None,
+            ),
+            (Err(e), _) => {
+                let (d, f) = split_fix(e);
+                ("unusable", format!("{}: {d}", z.name), f)
+            }
+        };
+        v.push(SensorReport {
+            sensor: "rapl".into(),
+            device: z.id.clone(),
+            path,
+            status: status.into(),
+            detail,
+            fix,
+        });
+    }
+    v
+}
+
+fn nvml_reports(nvml: bool, visible: &Visible) -> Vec<SensorReport> {
+    let mut v = Vec::new();
+    if !nvml {
+        return v;
+    }
+    #[cfg(feature = "nvml")]
+    match crate::nvml::NvmlBackend::init() {
+        Ok(b) => {
+            use crate::gpu::GpuSource;
+            let (src, notes) = GpuSource::new(b, visible);
+            for d in src.map(|s| s.devices()).unwrap_or_default() {
+                v.push(SensorReport {
+                    sensor: "nvml".into(),
+                    device: d.id,
+                    path: None,
+                    status: "ok".into(),
+                    detail: format!(
+                        "{}: {}",
+                        d.name,
+                        match d.method {
+                            crate::Method::Counter => "total-energy counter (mJ)",
+                            _ => "power only (mW), integrated: no energy counter before Volta",
+                        }
+                    ),
+                    fix: None,
+                });
+            }
+            for n in notes {
+                v.push(SensorReport {
+                    sensor: "nvml".into(),
+                    device: "-".into(),
+                    path: None,
+                    status: "unusable".into(),
+                    detail: n,
+                    fix: None,
+                });
+            }
+        }
+        Err(e) => v.push(SensorReport {
+            sensor: "nvml".into(),
+            device: "-".into(),
+            path: None,
+            status: "unusable".into(),
+            detail: e,
+            fix: Some(
+                "install the NVIDIA driver, or ignore this on a machine without NVIDIA GPUs".into(),
+            ),
+        }),
+    }
+    #[cfg(not(feature = "nvml"))]
+    {
+        let _ = visible;
+        v.push(SensorReport {
+            sensor: "nvml".into(),
+            device: "-".into(),
+            path: None,
+            status: "unusable".into(),
+            detail: "built without the `nvml` feature".into(),
+            fix: Some("rebuild with default features".into()),
+        });
+    }
+    v
+}
+
+/// Describe every sensor: what it reads, or why it cannot and how to fix that.
+pub fn detect(root: &Path, reader: &FileReader, nvml: bool, visible: &Visible) -> DetectResult {
+    let scan = rapl::scan(root, reader);
+    let mut sensors = rapl_reports(&scan);
+    sensors.extend(nvml_reports(nvml, visible));
+    sensors.push(SensorReport {
+        sensor: "estimate".into(),
+        device: "cpu, ram".into(),
+        path: Some("/proc/stat, /proc/meminfo".into()),
+        status: "ok".into(),
+        detail: format!(
+            "always available: CPU time × TDP / {} logical CPUs, RAM × {} W/GB",
+            crate::procfs::cpu_count(),
+            crate::estimate::RAM_WATTS_PER_GB
+        ),
+        fix: None,
+    });
+    DetectResult {
+        schema: "amdahl.detect/1".into(),
+        powercap_root: root.display().to_string(),
+        in_container: in_container(),
+        sensors,
+    }
+}

@@ -1,0 +1,81 @@
+//! The sensor abstraction: every energy source (RAPL powercap, NVML, CPU-time estimate, fakes)
+//! lists its devices once and then returns one raw reading per device on each sample.
+
+use crate::MeterError;
+use amdahl_model::units::Watts;
+use serde::{Deserialize, Serialize};
+
+/// How a device's energy was obtained. Every output row states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Differences of a hardware energy counter (RAPL `energy_uj`, NVML total energy).
+    Counter,
+    /// Power readings integrated over time (trapezoid rule): less exact between samples.
+    IntegratedPower,
+    /// A model: CPU time × per-core TDP share, RAM size × W/GB. Not a measurement.
+    Estimate,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Counter => "counter",
+            Method::IntegratedPower => "integrated-power",
+            Method::Estimate => "estimate",
+        }
+    }
+}
+
+/// What part of the machine a device covers; decides how it enters totals and CSV columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceKind {
+    /// A CPU socket (RAPL `package-N`; already contains its cores and uncore).
+    CpuPackage,
+    /// DRAM attached to a socket (RAPL `dram`).
+    Dram,
+    /// The whole platform (RAPL `psys`): covers packages and more, so they leave the total.
+    Psys,
+    /// An NVIDIA GPU.
+    Gpu,
+    /// Estimated CPU energy.
+    Cpu,
+    /// Estimated RAM energy.
+    Ram,
+}
+
+/// A device as a source describes it once, before sampling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Stable id, e.g. `intel-rapl:0`, `gpu:0`, `estimate:cpu`.
+    pub id: String,
+    pub kind: DeviceKind,
+    /// Human name, e.g. `package-0`, `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// The method used while the device reads normally.
+    pub method: Method,
+}
+
+/// One raw reading. Counters stay integers until the wrap-around is handled.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Raw {
+    Counter {
+        value: u64,
+        /// Counter units per joule: 1e6 for RAPL µJ, 1e3 for NVML mJ. A divisor, so integer
+        /// deltas convert with one correctly rounded division (5_000_000 µJ is exactly 5 J).
+        units_per_joule: f64,
+        /// The counter wraps to 0 after this value (RAPL `max_energy_range_uj`); None: never.
+        max: Option<u64>,
+        /// A power reading taken alongside, integrated as a fallback if the counter never moves.
+        power: Option<Watts>,
+    },
+    Power(Watts),
+}
+
+/// A sensor. `read` returns exactly one entry per device of `devices`, in the same order; an
+/// `Err` entry means that device could not be read this time (it vanished, permission lost).
+pub trait EnergySource: Send {
+    fn devices(&self) -> Vec<DeviceInfo>;
+    fn read(&mut self) -> Vec<Result<Raw, MeterError>>;
+}

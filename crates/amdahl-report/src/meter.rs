@@ -1,0 +1,524 @@
+//! Rendering of measured runs: the terminal summary of `amdahl run`, `amdahl merge` and
+//! `amdahl detect`, and the CodeCarbon-compatible CSV row.
+//!
+//! CodeCarbon 3.x writes `emissions.csv` with one column per field of its `EmissionsData`
+//! dataclass (`codecarbon/output_methods/emissions_data.py`, 3.3.2), in declaration order — the
+//! 38 names of [`CODECARBON_HEADER`]. Units there: duration s, emissions kg CO2eq, emissions_rate
+//! kg/s, powers W, energies kWh, ram_total_size GB; PUE multiplies powers and energies
+//! (`EmissionsTracker._do_measurements`). The mapping is documented in
+//! `docs/methodology/energy-measurement.md`.
+
+use crate::sig;
+use crate::table::{Align, Table};
+use amdahl_meter::record::{utc_iso, MergeResult, RunRecord};
+use amdahl_meter::sensors::DetectResult;
+use amdahl_meter::DeviceKind;
+
+/// The header of CodeCarbon 3.x's `emissions.csv`, exactly.
+pub const CODECARBON_HEADER: &str = "timestamp,project_name,run_id,experiment_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,cpu_energy,gpu_energy,ram_energy,energy_consumed,water_consumed,country_name,country_iso_code,region,cloud_provider,cloud_region,os,python_version,codecarbon_version,cpu_count,cpu_model,gpu_count,gpu_model,longitude,latitude,ram_total_size,tracking_mode,cpu_utilization_percent,gpu_utilization_percent,ram_utilization_percent,ram_used_gb,on_cloud,pue,wue";
+
+/// CodeCarbon's default `experiment_id` (`EmissionsTracker.__init__`), used when no job id.
+const CODECARBON_DEFAULT_EXPERIMENT: &str = "5b0fa12a-3dd7-45bb-9766-cc326314d9f1";
+
+fn fmt_f(x: f64) -> String {
+    // Full precision, like pandas' to_csv of a float.
+    format!("{x:?}")
+}
+
+/// One CodeCarbon CSV line (no header, with trailing newline) for a run.
+pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
+    let pue = r.pue;
+    let secs = r.duration_s.get();
+    let (mut cpu, mut gpu, mut ram) = (0.0, 0.0, 0.0);
+    for d in r.devices.iter().filter(|d| d.in_total) {
+        let kwh = d.energy_j.kwh() * pue;
+        match d.kind {
+            DeviceKind::CpuPackage | DeviceKind::Psys | DeviceKind::Cpu => cpu += kwh,
+            DeviceKind::Gpu => gpu += kwh,
+            DeviceKind::Dram | DeviceKind::Ram => ram += kwh,
+        }
+    }
+    // Average power in W over the run, with PUE, from kWh: kWh × 3.6e6 / s.
+    let watts = |kwh: f64| if secs > 0.0 { kwh * 3.6e6 / secs } else { 0.0 };
+    let kg = r.co2e_g.kg();
+    let gpus: Vec<&str> = r
+        .devices
+        .iter()
+        .filter(|d| d.kind == DeviceKind::Gpu)
+        .map(|d| d.name.as_str())
+        .collect();
+    let end = utc_iso(r.started_unix_s + secs);
+    let fields: Vec<String> = vec![
+        end.trim_end_matches('Z').to_string(),
+        "amdahl".into(),
+        r.run_id.clone(),
+        r.cluster
+            .job_id
+            .clone()
+            .unwrap_or_else(|| CODECARBON_DEFAULT_EXPERIMENT.into()),
+        fmt_f(secs),
+        fmt_f(kg),
+        fmt_f(if secs > 0.0 { kg / secs } else { 0.0 }),
+        fmt_f(watts(cpu)),
+        fmt_f(watts(gpu)),
+        fmt_f(watts(ram)),
+        fmt_f(cpu),
+        fmt_f(gpu),
+        fmt_f(ram),
+        fmt_f(r.energy_kwh),
+        fmt_f(0.0),
+        String::new(),
+        String::new(),
+        r.intensity.region.clone(),
+        String::new(),
+        String::new(),
+        r.host.os.clone(),
+        String::new(),
+        format!("amdahl {}", r.amdahl_version),
+        fmt_f(r.host.cpu_count as f64),
+        r.host.cpu_model.clone(),
+        fmt_f(gpus.len() as f64),
+        gpus.join(", "),
+        String::new(),
+        String::new(),
+        fmt_f(r.host.ram_total_gb),
+        match r.scope {
+            amdahl_meter::record::Scope::Machine => "machine".into(),
+            amdahl_meter::record::Scope::Process => "process".into(),
+        },
+        fmt_f(0.0),
+        fmt_f(0.0),
+        fmt_f(0.0),
+        fmt_f(r.max_rss_bytes.map(|b| b.get() / 1e9).unwrap_or(0.0)),
+        "N".into(),
+        fmt_f(pue),
+        fmt_f(0.0),
+    ];
+    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+    w.write_record(&fields)?;
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn method_list(r: &RunRecord) -> String {
+    let mut m: Vec<&str> = Vec::new();
+    for d in &r.devices {
+        if !m.contains(&d.method.as_str()) {
+            m.push(d.method.as_str());
+        }
+    }
+    m.join(", ")
+}
+
+/// The human summary of one run.
+pub fn run_summary(r: &RunRecord) -> String {
+    let mut out = String::new();
+    let status = match (r.exit_code, &r.child_signal) {
+        (Some(c), Some(s)) => format!("killed by {s} (exit {c})"),
+        (Some(c), None) => format!("exited {c}"),
+        (None, _) => "still running".into(),
+    };
+    out.push_str(&format!(
+        "amdahl run: `{}` {status} after {} s{}\n",
+        r.command.join(" "),
+        sig(r.duration_s.get(), 4),
+        if r.partial {
+            format!(
+                " — PARTIAL (interrupted{})",
+                r.interrupted_by
+                    .as_deref()
+                    .map(|s| format!(" by {s}"))
+                    .unwrap_or_default()
+            )
+        } else {
+            String::new()
+        }
+    ));
+    if r.devices.is_empty() {
+        out.push_str(&format!(
+            "rank {} on {}: energy is measured by local rank 0 on this node (not counted here)\n",
+            r.cluster
+                .rank
+                .map(|x| x.to_string())
+                .unwrap_or_else(|| "?".into()),
+            r.host.hostname
+        ));
+        return out;
+    }
+    let mut t = Table::new(["device", "name", "method", "energy J", "avg W", "in total"])
+        .align(1, Align::Left)
+        .align(2, Align::Left);
+    for d in &r.devices {
+        t.row([
+            d.id.clone(),
+            d.name.clone(),
+            d.method.as_str().to_string(),
+            sig(d.energy_j.get(), 4),
+            sig(d.avg_power_w.get(), 4),
+            if d.in_total {
+                "yes".into()
+            } else {
+                "no (in psys)".to_string()
+            },
+        ]);
+    }
+    out.push_str(&t.render());
+    out.push_str(&format!(
+        "total {} J, average {} W ({}; {} scope{})\n",
+        sig(r.total_energy_j.get(), 4),
+        sig(r.average_power_w.get(), 4),
+        method_list(r),
+        match r.scope {
+            amdahl_meter::record::Scope::Machine => "machine",
+            amdahl_meter::record::Scope::Process => "process",
+        },
+        r.process_share
+            .map(|s| format!(", CPU-time share {}", sig(s, 3)))
+            .unwrap_or_default()
+    ));
+    if let Some(b) = &r.baseline {
+        out.push_str(&format!(
+            "idle baseline {} W over {} s: net {} J above idle\n",
+            sig(b.power_w.get(), 4),
+            sig(b.duration_s.get(), 3),
+            sig(b.net_energy_j.get(), 4)
+        ));
+    }
+    out.push_str(&format!(
+        "{} kWh with PUE {} → {} gCO2e at {} gCO2e/kWh ({}: {}{})\n",
+        sig(r.energy_kwh, 4),
+        r.pue,
+        sig(r.co2e_g.get(), 4),
+        sig(r.intensity.g_per_kwh.get(), 4),
+        r.intensity.region,
+        r.intensity.source,
+        r.intensity
+            .year
+            .map(|y| format!(", {y}"))
+            .unwrap_or_default()
+    ));
+    for d in r
+        .devices
+        .iter()
+        .filter_map(|d| d.note.as_ref().map(|n| (d, n)))
+    {
+        out.push_str(&format!("note: {}: {}\n", d.0.id, d.1));
+    }
+    out
+}
+
+/// The human summary of a merged job.
+pub fn merge_summary(m: &MergeResult) -> String {
+    let mut t = Table::new([
+        "host",
+        "job",
+        "ranks",
+        "files",
+        "energy J",
+        "kWh (PUE)",
+        "gCO2e",
+        "methods",
+    ])
+    .align(7, Align::Left);
+    for n in &m.nodes {
+        t.row([
+            n.hostname.clone(),
+            n.job_id.clone().unwrap_or_else(|| "-".into()),
+            n.ranks
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            n.counted.len().to_string(),
+            sig(n.energy_j.get(), 4),
+            sig(n.energy_kwh, 4),
+            sig(n.co2e_g.get(), 4),
+            n.methods
+                .iter()
+                .map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ]);
+    }
+    let mut out = t.render();
+    out.push_str(&format!(
+        "job total: {} J, {} kWh with PUE, {} gCO2e over {} node(s) from {} file(s){}\n",
+        sig(m.total_energy_j.get(), 4),
+        sig(m.energy_kwh, 4),
+        sig(m.co2e_g.get(), 4),
+        m.nodes.len(),
+        m.files,
+        if m.partial {
+            " — PARTIAL: some runs were interrupted"
+        } else {
+            ""
+        }
+    ));
+    out
+}
+
+/// The sensor table of `amdahl detect`.
+pub fn detect_table(d: &DetectResult) -> String {
+    let mut t = Table::new(["sensor", "device", "status", "detail"])
+        .align(1, Align::Left)
+        .align(2, Align::Left)
+        .align(3, Align::Left);
+    for s in &d.sensors {
+        t.row([
+            s.sensor.clone(),
+            s.device.clone(),
+            s.status.clone(),
+            s.detail.clone(),
+        ]);
+    }
+    let mut out = t.render();
+    for s in d.sensors.iter().filter(|s| s.fix.is_some()) {
+        out.push_str(&format!(
+            "fix ({} {}): {}\n",
+            s.sensor,
+            s.device,
+            s.fix.as_deref().unwrap_or_default()
+        ));
+    }
+    out
+}
+
+fn csv_lines(header: &[&str], rows: Vec<Vec<String>>) -> Result<String, csv::Error> {
+    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+    w.write_record(header)?;
+    for r in rows {
+        w.write_record(&r)?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// One CSV row per node of a merged job.
+pub fn merge_csv(m: &MergeResult) -> Result<String, csv::Error> {
+    let rows = m
+        .nodes
+        .iter()
+        .map(|n| {
+            vec![
+                n.hostname.clone(),
+                n.job_id.clone().unwrap_or_default(),
+                n.ranks
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                n.counted.len().to_string(),
+                n.energy_j.get().to_string(),
+                n.energy_kwh.to_string(),
+                n.co2e_g.get().to_string(),
+                n.partial.to_string(),
+            ]
+        })
+        .collect();
+    csv_lines(
+        &[
+            "hostname",
+            "job_id",
+            "ranks",
+            "files_counted",
+            "energy_j",
+            "energy_kwh",
+            "co2e_g",
+            "partial",
+        ],
+        rows,
+    )
+}
+
+/// One CSV row per sensor of `amdahl detect`.
+pub fn detect_csv(d: &DetectResult) -> Result<String, csv::Error> {
+    let rows = d
+        .sensors
+        .iter()
+        .map(|s| {
+            vec![
+                s.sensor.clone(),
+                s.device.clone(),
+                s.path.clone().unwrap_or_default(),
+                s.status.clone(),
+                s.detail.clone(),
+                s.fix.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    csv_lines(
+        &["sensor", "device", "path", "status", "detail", "fix"],
+        rows,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The header line CodeCarbon 3.3.2 writes: the `EmissionsData` field names in declaration
+    /// order, copied from `codecarbon/output_methods/emissions_data.py`.
+    const CODECARBON_3_FIELDS: [&str; 38] = [
+        "timestamp",
+        "project_name",
+        "run_id",
+        "experiment_id",
+        "duration",
+        "emissions",
+        "emissions_rate",
+        "cpu_power",
+        "gpu_power",
+        "ram_power",
+        "cpu_energy",
+        "gpu_energy",
+        "ram_energy",
+        "energy_consumed",
+        "water_consumed",
+        "country_name",
+        "country_iso_code",
+        "region",
+        "cloud_provider",
+        "cloud_region",
+        "os",
+        "python_version",
+        "codecarbon_version",
+        "cpu_count",
+        "cpu_model",
+        "gpu_count",
+        "gpu_model",
+        "longitude",
+        "latitude",
+        "ram_total_size",
+        "tracking_mode",
+        "cpu_utilization_percent",
+        "gpu_utilization_percent",
+        "ram_utilization_percent",
+        "ram_used_gb",
+        "on_cloud",
+        "pue",
+        "wue",
+    ];
+
+    fn record() -> RunRecord {
+        use amdahl_meter::cluster::{Cluster, Role};
+        use amdahl_meter::record::{build, Host, Intensity, Progress, RunContext, Scope};
+        use amdahl_meter::{DeviceEnergy, Method};
+        use amdahl_model::units::{GramsPerKwh, Joules, Seconds};
+        let ctx = RunContext {
+            run_id: "0f0f0f0f-0000-4000-8000-000000000001".into(),
+            command: vec!["train".into(), "--epochs=1".into()],
+            started_unix_s: 1_709_210_096.0,
+            scope: Scope::Machine,
+            interval: Seconds(1.0),
+            host: Host {
+                hostname: "node1".into(),
+                os: "Linux-6.8-x86_64".into(),
+                cpu_model: "Intel(R) Xeon(R), 2.1GHz".into(),
+                cpu_count: 8,
+                ram_total_gb: 16.0,
+            },
+            cluster: Cluster {
+                launcher: None,
+                job_id: None,
+                rank: None,
+                local_rank: None,
+                role: Role::Measured,
+            },
+            pue: 1.5,
+            intensity: Intensity {
+                g_per_kwh: GramsPerKwh(475.0),
+                region: "world".into(),
+                source: "IEA 2019".into(),
+                year: Some(2019),
+            },
+            baseline: None,
+        };
+        let dev = |id: &str, kind, j| DeviceEnergy {
+            id: id.into(),
+            kind,
+            name: match kind {
+                DeviceKind::Gpu => "NVIDIA H100 80GB HBM3".into(),
+                DeviceKind::Dram => "dram".into(),
+                _ => "package-0".into(),
+            },
+            method: Method::Counter,
+            energy_j: Joules(j),
+            note: None,
+        };
+        let devs = [
+            dev("intel-rapl:0", DeviceKind::CpuPackage, 300.0),
+            dev("intel-rapl:0:2", DeviceKind::Dram, 60.0),
+            dev("gpu:0", DeviceKind::Gpu, 3240.0),
+        ];
+        build(
+            &ctx,
+            &devs,
+            Progress {
+                duration: Seconds(10.0),
+                exit_code: Some(0),
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn codecarbon_row_maps_units() {
+        let row = codecarbon_row(&record()).unwrap();
+        let mut rd = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(row.as_bytes());
+        let rec = rd.records().next().unwrap().unwrap();
+        assert_eq!(rec.len(), 38);
+        let get = |name: &str| {
+            let i = CODECARBON_3_FIELDS.iter().position(|f| *f == name).unwrap();
+            rec.get(i).unwrap().to_string()
+        };
+        let num = |name: &str| get(name).parse::<f64>().unwrap();
+        // 300 J × PUE 1.5 / 3.6e6 = 1.25e-4 kWh; 60 J → 2.5e-5; 3240 J → 1.35e-3; sum 1.5e-3.
+        assert!((num("cpu_energy") - 1.25e-4).abs() < 1e-15);
+        assert!((num("ram_energy") - 2.5e-5).abs() < 1e-15);
+        assert!((num("gpu_energy") - 1.35e-3).abs() < 1e-15);
+        assert!((num("energy_consumed") - 1.5e-3).abs() < 1e-15);
+        // 1.5e-3 kWh × 475 g/kWh = 0.7125 g = 7.125e-4 kg; over 10 s.
+        assert!((num("emissions") - 7.125e-4).abs() < 1e-15);
+        assert!((num("emissions_rate") - 7.125e-5).abs() < 1e-15);
+        // GPU: 3240 J × 1.5 / 10 s = 486 W.
+        assert!((num("gpu_power") - 486.0).abs() < 1e-9);
+        assert_eq!(get("timestamp"), "2024-02-29T12:35:06");
+        assert_eq!(get("cpu_model"), "Intel(R) Xeon(R), 2.1GHz");
+        assert_eq!(get("tracking_mode"), "machine");
+        assert_eq!(get("experiment_id"), CODECARBON_DEFAULT_EXPERIMENT);
+    }
+
+    #[test]
+    fn summary_states_methods_and_provenance() {
+        let s = run_summary(&record());
+        assert!(
+            s.contains("counter") && s.contains("IEA 2019, 2019") && s.contains("exited 0"),
+            "{s}"
+        );
+        insta::assert_snapshot!("run_summary", s);
+    }
+
+    #[test]
+    fn codecarbon_row_snapshot() {
+        insta::assert_snapshot!("codecarbon_row", codecarbon_row(&record()).unwrap());
+    }
+
+    #[test]
+    fn merge_summary_snapshot() {
+        use amdahl_meter::record::merge;
+        let a = record();
+        let mut b = record();
+        b.host.hostname = "node2".into();
+        let m = merge(vec![("a.json".into(), a), ("b.json".into(), b)]);
+        assert_eq!(m.total_energy_j.get(), 7200.0);
+        insta::assert_snapshot!("merge_summary", merge_summary(&m));
+    }
+
+    #[test]
+    fn header_equals_codecarbon_3() {
+        assert_eq!(CODECARBON_HEADER, CODECARBON_3_FIELDS.join(","));
+        assert_eq!(CODECARBON_HEADER.split(',').count(), 38);
+    }
+}
