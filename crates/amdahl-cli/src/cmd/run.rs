@@ -6,6 +6,7 @@
 //! The summary goes to stderr: the command's own stdout passes through amdahl's stdout, and a
 //! summary there would corrupt it (`amdahl run -- ./export > data.csv`), as with time(1).
 
+use super::resolve::{self, GridArgs};
 use crate::output::write_file;
 use amdahl_meter::cluster::{self, Role};
 use amdahl_meter::estimate::{self, ProcessProbe, Target};
@@ -13,7 +14,8 @@ use amdahl_meter::gpu::parse_visible;
 use amdahl_meter::meter::Meter;
 use amdahl_meter::record::{self, Host, Intensity, Progress, RunContext, RunRecord, Scope};
 use amdahl_meter::{procfs, rapl, runner, sampler, sensors, EnergySource, MeterError, Sample};
-use amdahl_model::units::{GramsPerKwh, Seconds, Watts};
+use amdahl_model::catalog::Catalogs;
+use amdahl_model::units::{Seconds, Watts};
 use amdahl_report::meter::{codecarbon_row, run_summary, CODECARBON_HEADER};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
@@ -33,15 +35,14 @@ pub struct Args {
     /// Time between samples: 1s, 250ms, 0.5s, 2m.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
-    /// Grid region whose carbon intensity applies (see `amdahl catalog`).
-    #[arg(long, default_value = "world")]
-    pub region: String,
-    /// Grid carbon intensity in gCO2e/kWh, overriding the region's.
-    #[arg(long, value_name = "G")]
-    pub intensity: Option<f64>,
-    /// Power usage effectiveness of the facility (1.0 = the machine alone).
-    #[arg(long, default_value_t = 1.0)]
-    pub pue: f64,
+    #[command(flatten)]
+    pub grid: GridArgs,
+    /// PUE: a number ≥ 1 or a preset (local = 1.0, hyperscale, industry) [default: local].
+    #[arg(long, value_name = "PUE|PRESET")]
+    pub pue: Option<String>,
+    /// Extra catalog files (devices, regions, PUE presets); rows override embedded ones by name.
+    #[arg(long = "catalog", value_name = "FILE")]
+    pub catalogs: Vec<PathBuf>,
     /// Measure the whole machine, or only the command's share of it.
     #[arg(long, value_enum, default_value_t = ScopeArg::Machine)]
     pub scope: ScopeArg,
@@ -60,7 +61,8 @@ pub struct Args {
     /// Root of the powercap tree (RAPL).
     #[arg(long, env = "AMDAHL_POWERCAP_ROOT", default_value = rapl::DEFAULT_ROOT, value_name = "DIR")]
     pub powercap_root: PathBuf,
-    /// TDP of the CPU in watts, for the estimate when no RAPL counter is readable.
+    /// TDP of the CPU package in watts, for the estimate when no RAPL counter is readable
+    /// [default: from the device catalog when /proc/cpuinfo names a known CPU].
     #[arg(long, value_name = "W")]
     pub cpu_tdp: Option<f64>,
     /// Do not open NVML (no GPU measurement).
@@ -105,37 +107,43 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}`: {e}"))
 }
 
-/// Grid intensity of a region: (gCO2e/kWh, source, year). The integrator points this at
-/// `amdahl_model::catalog::grid::lookup`; until then it knows the world average only.
-fn region_intensity(code: &str) -> Result<(GramsPerKwh, String, u16)> {
-    match code.to_ascii_lowercase().as_str() {
-        // IEA, "Global Energy & CO2 Status Report 2019": 475 gCO2/kWh world average.
-        "world" => Ok((GramsPerKwh(475.0), "IEA 2019".into(), 2019)),
-        _ => bail!(
-            "unknown region `{code}`: this build knows `world`; give the grid intensity with --intensity G (gCO2e/kWh)"
-        ),
-    }
+/// The grid intensity for the record, from `--region` / `--intensity` through the grid catalog.
+fn intensity(grid: &GridArgs, c: &Catalogs) -> Result<Intensity> {
+    let g = grid.resolve(c)?;
+    Ok(Intensity {
+        g_per_kwh: g.g_per_kwh,
+        region: g.code.clone(),
+        source: format!("{} ({})", g.source, g.scope),
+        year: Some(g.year),
+    })
 }
 
-fn intensity(args: &Args) -> Result<Intensity> {
-    if let Some(g) = args.intensity {
-        if !(g.is_finite() && g >= 0.0) {
-            bail!("--intensity {g}: must be a number ≥ 0 (gCO2e/kWh)");
-        }
-        return Ok(Intensity {
-            g_per_kwh: GramsPerKwh(g),
-            region: args.region.clone(),
-            source: "user (--intensity)".into(),
-            year: None,
-        });
+/// The CPU power the estimate charges: `--cpu-tdp`, else the catalog's entry for the CPU that
+/// /proc/cpuinfo names. The estimate divides it over the logical CPUs this process sees, so a
+/// catalog TDP is first scaled to them — TDP per physical core × visible CPUs, at most the whole
+/// package — or a container seeing 2 of 128 cores would charge each one 64× too much. Counting
+/// a logical CPU as a core errs high on SMT machines; the note printed says so.
+fn cpu_tdp(args: &Args, c: &Catalogs) -> (Option<Watts>, Option<String>) {
+    if let Some(w) = args.cpu_tdp {
+        return (Some(Watts(w)), None);
     }
-    let (g, source, year) = region_intensity(&args.region)?;
-    Ok(Intensity {
-        g_per_kwh: g,
-        region: args.region.clone(),
-        source,
-        year: Some(year),
-    })
+    let model = procfs::cpu_model();
+    let Some(dev) = model.as_deref().and_then(|m| c.devices.identify(m)) else {
+        return (None, None);
+    };
+    let (Some(tdp), Some(per_core)) = (dev.tdp, dev.tdp_per_core()) else {
+        return (None, None);
+    };
+    let visible = procfs::cpu_count() as f64;
+    let scaled = Watts((per_core.get() * visible).min(tdp.get()));
+    let note = format!(
+        "CPU estimate from the device catalog: {} ({:.0} W over {} cores) scaled to {visible} visible logical CPUs = {:.0} W (a logical CPU is counted as a core; give --cpu-tdp to override)",
+        dev.name,
+        tdp.get(),
+        dev.cores.unwrap_or(0),
+        scaled.get()
+    );
+    (Some(scaled), Some(note))
 }
 
 fn host() -> Host {
@@ -222,12 +230,6 @@ fn write_record(path: &Path, r: &RunRecord) -> Result<()> {
 }
 
 fn validate(args: &Args) -> Result<()> {
-    if !(args.pue.is_finite() && args.pue >= 1.0) {
-        bail!(
-            "--pue {}: a PUE is ≥ 1.0 (1.0 = no facility overhead)",
-            args.pue
-        );
-    }
     if let Some(w) = args.cpu_tdp {
         if !(w.is_finite() && w > 0.0) {
             bail!("--cpu-tdp {w}: must be a power in watts > 0");
@@ -239,9 +241,17 @@ fn validate(args: &Args) -> Result<()> {
     Ok(())
 }
 
+/// Whether the CPU is estimated (no readable RAPL package counter), so the TDP note matters.
+fn meter_estimates_cpu(sources: &[Box<dyn EnergySource>]) -> bool {
+    sources.iter().flat_map(|s| s.devices()).any(|d| {
+        d.method == amdahl_meter::Method::Estimate && d.kind == amdahl_meter::DeviceKind::Cpu
+    })
+}
+
 /// The sources for this process: none for a reference rank (local rank 0 measures the node).
 fn sources(
     args: &Args,
+    cpu_tdp: Option<Watts>,
     ctx: &RunContext,
     probe: &Arc<ProcessProbe>,
 ) -> (Vec<Box<dyn EnergySource>>, Vec<String>) {
@@ -251,7 +261,7 @@ fn sources(
     let d = sensors::discover(sensors::Options {
         powercap_root: args.powercap_root.clone(),
         reader: rapl::fs_reader(),
-        cpu_tdp: args.cpu_tdp.map(Watts),
+        cpu_tdp,
         nvml: !args.no_gpu,
         visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
         target: match ctx.scope {
@@ -352,6 +362,8 @@ fn on_sample(
 
 pub fn run(args: Args) -> Result<ExitCode> {
     validate(&args)?;
+    let catalogs = resolve::load(&args.catalogs)?;
+    let pue = resolve::pue(args.pue.as_deref(), "local", &catalogs)?;
     let host = host();
     let now = unix_now();
     let mut ctx = RunContext {
@@ -365,12 +377,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
         interval: Seconds(args.interval.as_secs_f64()),
         host,
         cluster: cluster::detect(|k| std::env::var(k).ok()),
-        pue: args.pue,
-        intensity: intensity(&args)?,
+        pue: pue.value,
+        intensity: intensity(&args.grid, &catalogs)?,
         baseline: None,
     };
     let probe = ProcessProbe::new();
-    let (sources, mut warnings) = sources(&args, &ctx, &probe);
+    let (tdp, tdp_note) = cpu_tdp(&args, &catalogs);
+    let (sources, mut warnings) = sources(&args, tdp, &ctx, &probe);
+    if let Some(note) = tdp_note.filter(|_| meter_estimates_cpu(&sources)) {
+        eprintln!("amdahl: {note}");
+    }
     for w in &warnings {
         eprintln!("amdahl: warning: {w}");
     }
@@ -461,10 +477,27 @@ mod tests {
         assert!(parse_duration("1e300s").is_err());
     }
 
+    fn grid(region: &str) -> GridArgs {
+        GridArgs {
+            region: Some(region.into()),
+            intensity: None,
+            intensity_scope: "lifecycle".into(),
+            intensity_year: None,
+            intensity_source: None,
+        }
+    }
+
     #[test]
-    fn world_intensity_and_unknown_region() {
-        assert_eq!(region_intensity("world").unwrap().0, GramsPerKwh(475.0));
-        let e = region_intensity("atlantis").unwrap_err().to_string();
-        assert!(e.contains("--intensity"), "{e}");
+    fn region_resolves_through_the_grid_catalog() {
+        let c = resolve::load(&[]).unwrap();
+        // data/grid.csv: France 56.0 g/kWh (OWID/Ember 2023); world 475 (IEA 2019).
+        let fr = intensity(&grid("FR"), &c).unwrap();
+        assert_eq!((fr.g_per_kwh.get(), fr.year), (56.0, Some(2023)));
+        assert_eq!(
+            intensity(&grid("world"), &c).unwrap().g_per_kwh.get(),
+            475.0
+        );
+        let e = format!("{:#}", intensity(&grid("Frnace"), &c).unwrap_err());
+        assert!(e.contains("France"), "suggests the nearest name: {e}");
     }
 }

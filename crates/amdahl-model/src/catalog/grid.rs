@@ -26,6 +26,15 @@ pub enum Scope {
     Direct,
 }
 
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Scope::Lifecycle => "lifecycle",
+            Scope::Direct => "direct",
+        })
+    }
+}
+
 impl Scope {
     fn parse(s: &str) -> Option<Scope> {
         match s.to_ascii_lowercase().as_str() {
