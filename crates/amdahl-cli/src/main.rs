@@ -37,6 +37,8 @@ enum Command {
     Merge(cmd::merge::Args),
     /// Predict step time, memory and cost of distributed training; search for the best layout.
     Plan(cmd::plan::Args),
+    /// Run a command at several degrees of parallelism; fit its scaling and energy per job.
+    Scale(cmd::scale::Args),
     /// Measure this machine: GEMM per precision, sparse vs dense, memory bandwidth, thread scaling.
     Bench(cmd::bench::Args),
 }
@@ -67,5 +69,6 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Merge(a) => cmd::merge::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Scale(a) => cmd::scale::run(a),
     }
 }

@@ -94,7 +94,10 @@ fn known_deltas_and_a_wrap_are_reported_exactly() {
     let kwh = r["energy_kwh"].as_f64().unwrap();
     assert!((kwh - 8.0 / 3.6e6).abs() < 1e-18);
     assert!((r["co2e_g"].as_f64().unwrap() - kwh * 475.0).abs() < 1e-15);
-    assert!(r["intensity"]["source"].as_str().unwrap().starts_with("IEA"));
+    assert!(r["intensity"]["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("IEA"));
     assert_eq!(r["intensity"]["year"], 2019);
 }
 

@@ -11,5 +11,6 @@ pub mod merge;
 pub mod plan;
 pub mod resolve;
 pub mod run;
+pub mod scale;
 pub mod surface;
 pub mod top500;
