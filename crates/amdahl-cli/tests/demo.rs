@@ -1,7 +1,6 @@
 //! `amdahl demo`, the README's first command: every step runs and every plot is written.
 
 use assert_cmd::Command;
-use predicates::prelude::*;
 use predicates::str::contains;
 
 #[test]
