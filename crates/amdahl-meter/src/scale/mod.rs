@@ -193,44 +193,53 @@ fn start_failure(e: &MeterError) -> i32 {
     }
 }
 
-/// Run the sweep: for each N, `warmup` unrecorded runs then `runs` measured ones. Stops at the
-/// first failing run, recording the failure; the finished N stay in the result.
+impl ScaleResult {
+    /// The empty result of a sweep about to start (write it first: a bad output path then fails
+    /// before anything runs). Warns when `{n}` is used nowhere.
+    pub fn new(plan: &Plan, setup: Setup) -> ScaleResult {
+        let mut warnings = setup.warnings;
+        if !plan.uses_n() {
+            warnings.push(format!(
+                "`{PLACEHOLDER}` appears in no argument and no --env value: every N runs the same command, so N changes nothing"
+            ));
+        }
+        let mut res = ScaleResult {
+            schema: SCHEMA.into(),
+            amdahl_version: env!("CARGO_PKG_VERSION").into(),
+            command: plan.command.clone(),
+            env: plan.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            n_counts: setup.n_counts,
+            runs: plan.runs,
+            warmup: plan.warmup,
+            baseline_n: plan.baseline_n,
+            n_requested: plan.ns.clone(),
+            started_at: record::utc_iso(setup.started_unix_s),
+            host: setup.host,
+            pue: setup.pue,
+            intensity: setup.intensity,
+            devices: Vec::new(),
+            points: Vec::new(),
+            rows: Vec::new(),
+            fit: None,
+            no_fit_reason: None,
+            complete: false,
+            failure: None,
+            warnings,
+        };
+        res.refresh();
+        res
+    }
+}
+
+/// Run the sweep into `res` (from [`ScaleResult::new`]): for each N, `warmup` unrecorded runs
+/// then `runs` measured ones. Stops at the first failing run, recording the failure; the
+/// finished N stay in the result.
 pub fn sweep(
     plan: &Plan,
-    setup: Setup,
+    mut res: ScaleResult,
     exec: &mut dyn Executor,
     on_event: &mut dyn FnMut(Event<'_>),
 ) -> ScaleResult {
-    let mut warnings = setup.warnings;
-    if !plan.uses_n() {
-        warnings.push(format!(
-            "`{PLACEHOLDER}` appears in no argument and no --env value: every N runs the same command, so N changes nothing"
-        ));
-    }
-    let mut res = ScaleResult {
-        schema: SCHEMA.into(),
-        amdahl_version: env!("CARGO_PKG_VERSION").into(),
-        command: plan.command.clone(),
-        env: plan.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
-        n_counts: setup.n_counts,
-        runs: plan.runs,
-        warmup: plan.warmup,
-        baseline_n: plan.baseline_n,
-        n_requested: plan.ns.clone(),
-        started_at: record::utc_iso(setup.started_unix_s),
-        host: setup.host,
-        pue: setup.pue,
-        intensity: setup.intensity,
-        devices: Vec::new(),
-        points: Vec::new(),
-        rows: Vec::new(),
-        fit: None,
-        no_fit_reason: None,
-        complete: false,
-        failure: None,
-        warnings,
-    };
-    res.refresh();
     let total = plan.total_runs();
     let mut done = 0;
     for &n in &plan.ns {

@@ -201,7 +201,8 @@ impl ScaleResult {
             n_counts: self.n_counts.clone(),
             phase_names: Vec::new(),
             series: vec![Series {
-                label: String::new(),
+                // The command names the series on plots (`amdahl surface --from`).
+                label: self.command.join(" "),
                 rows: self
                     .rows
                     .iter()
@@ -221,7 +222,7 @@ impl ScaleResult {
         };
         match analyse(&d, &opts) {
             Ok(mut f) => {
-                f.source = Some(format!("amdahl scale -- {}", self.command.join(" ")));
+                f.source = Some("amdahl scale (median time per N)".into());
                 (Some(f), None)
             }
             Err(e) => (None, Some(e.to_string())),

@@ -72,7 +72,7 @@ fn scripted(warmup: u32) -> MockExecutor {
 fn run(plan: &Plan, exec: &mut MockExecutor) -> (ScaleResult, Vec<ScaleResult>, u64) {
     let mut updates = Vec::new();
     let mut starts = 0;
-    let r = sweep(plan, setup(), exec, &mut |e| match e {
+    let r = sweep(plan, ScaleResult::new(plan, setup()), exec, &mut |e| match e {
         Event::Starting { .. } => starts += 1,
         Event::Updated(r) => updates.push(r.clone()),
     });
