@@ -37,14 +37,24 @@ fn json(p: &Path) -> Value {
 }
 
 /// Sleep 10·N ms and add N J to the package counter.
-const WORK: &str = "sleep 0.0{n}; f=powercap/intel-rapl:0/energy_uj; echo $(( $(cat $f) + {n}000000 )) > $f";
+const WORK: &str =
+    "sleep 0.0{n}; f=powercap/intel-rapl:0/energy_uj; echo $(( $(cat $f) + {n}000000 )) > $f";
 
 #[test]
 fn real_runs_at_n_1_and_2_are_timed_and_metered() {
     let (t, root) = tree();
     let out = t.path().join("scale.json");
     amdahl(&root)
-        .args(["--n", "1,2", "--runs", "2", "--warmup", "1", "--n-counts", "threads"])
+        .args([
+            "--n",
+            "1,2",
+            "--runs",
+            "2",
+            "--warmup",
+            "1",
+            "--n-counts",
+            "threads",
+        ])
         .args(["--env", "WORKERS={n}", "-o"])
         .arg(&out)
         .args(["--json", "--", "sh", "-c"])
@@ -68,7 +78,10 @@ fn real_runs_at_n_1_and_2_are_timed_and_metered() {
         assert_eq!(p["energy_j"]["min"].as_f64(), Some(n));
     }
     assert_eq!(pts[1]["energy_ratio"].as_f64(), Some(2.0));
-    assert!(pts[1]["speedup"].as_f64().unwrap() < 1.0, "sleep 0.02 is slower");
+    assert!(
+        pts[1]["speedup"].as_f64().unwrap() < 1.0,
+        "sleep 0.02 is slower"
+    );
     let methods: Vec<&str> = r["devices"]
         .as_array()
         .unwrap()
@@ -78,7 +91,14 @@ fn real_runs_at_n_1_and_2_are_timed_and_metered() {
     assert_eq!(methods, ["counter", "counter"]);
     // Two N: no fit, and it says why.
     assert!(r["fit"].is_null());
-    assert!(r["no_fit_reason"].as_str().unwrap().contains("at least 3 distinct N"), "{}", r["no_fit_reason"]);
+    assert!(
+        r["no_fit_reason"]
+            .as_str()
+            .unwrap()
+            .contains("at least 3 distinct N"),
+        "{}",
+        r["no_fit_reason"]
+    );
 }
 
 #[test]
@@ -86,7 +106,9 @@ fn three_n_feed_amdahl_fit_and_surface() {
     let (t, root) = tree();
     let out = t.path().join("s.json");
     amdahl(&root)
-        .args(["--n", "1,2,3", "--runs", "1", "--warmup", "0", "--svg", "s.svg", "-o"])
+        .args([
+            "--n", "1,2,3", "--runs", "1", "--warmup", "0", "--svg", "s.svg", "-o",
+        ])
         .arg(&out)
         .args(["--", "sh", "-c", "sleep 0.0{n}"])
         .assert()
@@ -121,7 +143,12 @@ fn a_failing_n_stops_the_sweep_keeps_earlier_results_and_exits_with_its_status()
     amdahl(&root)
         .args(["--n", "1,2,4", "--runs", "1", "--warmup", "0", "-o"])
         .arg(&out)
-        .args(["--", "sh", "-c", "test {n} -lt 2 || { echo 'out of memory at {n}' >&2; exit 3; }"])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "test {n} -lt 2 || { echo 'out of memory at {n}' >&2; exit 3; }",
+        ])
         .assert()
         .code(3)
         .stderr(contains("failed at N = 2"))
@@ -168,7 +195,9 @@ fn bad_n_lists_are_usage_errors() {
 fn one_n_without_placeholder_warns_and_still_measures() {
     let (_t, root) = tree();
     amdahl(&root)
-        .args(["--n", "2", "--runs", "1", "--warmup", "0", "--csv", "--", "true"])
+        .args([
+            "--n", "2", "--runs", "1", "--warmup", "0", "--csv", "--", "true",
+        ])
         .assert()
         .success()
         .stderr(contains("N changes nothing"))

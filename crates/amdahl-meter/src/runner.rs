@@ -93,20 +93,18 @@ pub fn spawn_with(
     if quiet {
         cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     }
-    let child = cmd
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => MeterError::CommandNotFound {
-                program: program.clone(),
-            },
-            std::io::ErrorKind::PermissionDenied => MeterError::CommandNotExecutable {
-                program: program.clone(),
-            },
-            _ => MeterError::Spawn {
-                program: program.clone(),
-                source: e,
-            },
-        })?;
+    let child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => MeterError::CommandNotFound {
+            program: program.clone(),
+        },
+        std::io::ErrorKind::PermissionDenied => MeterError::CommandNotExecutable {
+            program: program.clone(),
+        },
+        _ => MeterError::Spawn {
+            program: program.clone(),
+            source: e,
+        },
+    })?;
     CHILD_PID.store(child.id() as i32, Ordering::SeqCst);
     // A signal that arrived between installing the handler and now had no child to go to.
     if let Some(sig) = interrupted() {

@@ -12,10 +12,31 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".into(), |x| sig(x, digits))
 }
 
+/// Arguments as a shell would need them: single-quoted when they hold spaces or quotes.
+fn shell_words(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            if !a.is_empty() && !a.contains(|c: char| c.is_whitespace() || "'\"$;&|<>".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn outliers(p: &ScalePoint, energy: bool) -> usize {
     p.runs
         .iter()
-        .filter(|r| if energy { r.energy_outlier } else { r.time_outlier })
+        .filter(|r| {
+            if energy {
+                r.energy_outlier
+            } else {
+                r.time_outlier
+            }
+        })
         .count()
 }
 
@@ -23,7 +44,7 @@ fn outliers(p: &ScalePoint, energy: bool) -> usize {
 pub fn table(r: &ScaleResult) -> String {
     let mut out = String::new();
     let counts = r.n_counts.as_deref().unwrap_or("processors (unspecified)");
-    let _ = writeln!(out, "command: {}", r.command.join(" "));
+    let _ = writeln!(out, "command: {}", shell_words(&r.command));
     if !r.env.is_empty() {
         let _ = writeln!(out, "env: {}", r.env.join(" "));
     }
@@ -226,7 +247,12 @@ pub fn svg(r: &ScaleResult) -> String {
             Series::new("energy", PALETTE[1], Style::LinePoints)
                 .points(pts(|p| p.energy_efficiency)),
         );
-        if let Some(m) = r.fit.as_ref().and_then(|f| f.series.first()).and_then(|s| s.chosen()) {
+        if let Some(m) = r
+            .fit
+            .as_ref()
+            .and_then(|f| f.series.first())
+            .and_then(|s| s.chosen())
+        {
             sp.series.push(
                 Series::new(format!("{} fit", m.model.name()), PALETTE[2], Style::Line)
                     .points(g.iter().map(|&n| (n, m.speedup(n, n0)))),
@@ -249,7 +275,11 @@ pub fn svg(r: &ScaleResult) -> String {
             .flatten()
             .fold(1.05f64, |a, e| a.max(e * 1.05));
         ef.y = ef.y.range(0.0, ymax.min(4.0));
-        let emax = r.points.iter().map(|p| p.energy_j.max * 1.05).fold(0.0, f64::max);
+        let emax = r
+            .points
+            .iter()
+            .map(|p| p.energy_j.max * 1.05)
+            .fold(0.0, f64::max);
         if emax > 0.0 {
             en.y = en.y.range(0.0, emax);
         }
@@ -303,7 +333,19 @@ mod tests {
             }
             Ok(o)
         });
-        sweep(&plan, ScaleResult::new(&plan, setup), &mut exec, &mut |_| {})
+        sweep(
+            &plan,
+            ScaleResult::new(&plan, setup),
+            &mut exec,
+            &mut |_| {},
+        )
+    }
+
+    #[test]
+    fn commands_are_quoted_for_a_shell() {
+        let w = |a: &[&str]| shell_words(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(w(&["sh", "-c", "sleep 0.0{n}"]), "sh -c 'sleep 0.0{n}'");
+        assert_eq!(w(&["echo", "it's", ""]), r"echo 'it'\''s' ''");
     }
 
     #[test]
@@ -314,11 +356,19 @@ mod tests {
     #[test]
     fn table_has_points_fit_and_failure() {
         let t = table(&result(&[1, 2, 4, 8], None));
-        for want in ["J/job", "scaling-law fit", "chosen:", "mock:0 mock package (counter)"] {
+        for want in [
+            "J/job",
+            "scaling-law fit",
+            "chosen:",
+            "mock:0 mock package (counter)",
+        ] {
             assert!(t.contains(want), "missing {want}:\n{t}");
         }
         let t = table(&result(&[1, 2, 4], Some(4)));
-        assert!(t.contains("N = 4 failed on run 1 with exit status 2"), "{t}");
+        assert!(
+            t.contains("N = 4 failed on run 1 with exit status 2"),
+            "{t}"
+        );
         assert!(t.contains("| bad things"), "{t}");
         assert!(t.contains("no fit:"), "{t}");
     }
@@ -326,7 +376,12 @@ mod tests {
     #[test]
     fn svg_has_three_panels() {
         let s = svg(&result(&[1, 2, 4, 8], None));
-        for want in ["Speedup vs N", "Efficiency vs N", "Energy per job vs N", "amdahl fit"] {
+        for want in [
+            "Speedup vs N",
+            "Efficiency vs N",
+            "Energy per job vs N",
+            "amdahl fit",
+        ] {
             assert_eq!(s.matches(want).count(), 1, "{want}");
         }
         // Empty result: still a valid document.

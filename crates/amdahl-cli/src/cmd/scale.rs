@@ -23,7 +23,12 @@ use std::time::Duration;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Degrees of parallelism to run, each ≥ 1 and listed once: 1,2,4,8.
-    #[arg(long = "n", value_delimiter = ',', required = true, value_name = "N,...")]
+    #[arg(
+        long = "n",
+        value_delimiter = ',',
+        required = true,
+        value_name = "N,..."
+    )]
     pub n: Vec<u64>,
     /// Environment variable for the command, `{n}` replaced by N: OMP_NUM_THREADS={n}. Repeatable.
     #[arg(long = "env", value_name = "KEY=VALUE")]
@@ -108,7 +113,10 @@ fn meter(args: &Args, catalogs: &Catalogs) -> (Meter, Vec<String>) {
 }
 
 fn write_result(path: &Path, r: &ScaleResult) -> Result<()> {
-    output::write_file(path, &amdahl_report::to_json(r).context("serialising the result")?)
+    output::write_file(
+        path,
+        &amdahl_report::to_json(r).context("serialising the result")?,
+    )
 }
 
 fn progress_bar(total: u64) -> ProgressBar {

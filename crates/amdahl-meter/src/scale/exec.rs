@@ -74,7 +74,11 @@ impl Executor for MeterExecutor {
             }
             let finished = runner::wait(&mut child, self.reap_orphans)?;
             let time = Seconds(t0.elapsed().as_secs_f64());
-            Ok((finished, time, rx.recv_timeout(TAIL_GRACE).unwrap_or_default()))
+            Ok((
+                finished,
+                time,
+                rx.recv_timeout(TAIL_GRACE).unwrap_or_default(),
+            ))
         });
         let meter = sampler.stop()?;
         let devices = meter.energies();

@@ -72,10 +72,15 @@ fn scripted(warmup: u32) -> MockExecutor {
 fn run(plan: &Plan, exec: &mut MockExecutor) -> (ScaleResult, Vec<ScaleResult>, u64) {
     let mut updates = Vec::new();
     let mut starts = 0;
-    let r = sweep(plan, ScaleResult::new(plan, setup()), exec, &mut |e| match e {
-        Event::Starting { .. } => starts += 1,
-        Event::Updated(r) => updates.push(r.clone()),
-    });
+    let r = sweep(
+        plan,
+        ScaleResult::new(plan, setup()),
+        exec,
+        &mut |e| match e {
+            Event::Starting { .. } => starts += 1,
+            Event::Updated(r) => updates.push(r.clone()),
+        },
+    );
     (r, updates, starts)
 }
 
@@ -105,7 +110,11 @@ fn amdahl_series_recovers_its_serial_fraction() {
     let fit = r.fit.as_ref().expect("five N fit");
     let s = &fit.series[0];
     assert_eq!(s.chosen_model, ModelKind::Amdahl);
-    assert!((s.serial_fraction - 0.05).abs() < 1e-6, "{}", s.serial_fraction);
+    assert!(
+        (s.serial_fraction - 0.05).abs() < 1e-6,
+        "{}",
+        s.serial_fraction
+    );
     // E = 50 % at N = (1 + s)/s = 21 (laws::half_efficiency_n).
     assert!((s.n_half.unwrap() - 21.0).abs() < 1e-3);
     assert_eq!(s.n_counts.as_deref(), Some("threads"));
