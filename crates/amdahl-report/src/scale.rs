@@ -12,12 +12,13 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "-".into(), |x| sig(x, digits))
 }
 
-/// Arguments as a shell would need them: single-quoted when they hold spaces or quotes.
+/// Arguments as a shell would need them: single-quoted unless made only of characters no
+/// shell treats specially.
 fn shell_words(args: &[String]) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,{}+@%".contains(c);
     args.iter()
         .map(|a| {
-            if !a.is_empty() && !a.contains(|c: char| c.is_whitespace() || "'\"$;&|<>".contains(c))
-            {
+            if !a.is_empty() && a.chars().all(plain) {
                 a.clone()
             } else {
                 format!("'{}'", a.replace('\'', r"'\''"))
@@ -346,6 +347,7 @@ mod tests {
         let w = |a: &[&str]| shell_words(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(w(&["sh", "-c", "sleep 0.0{n}"]), "sh -c 'sleep 0.0{n}'");
         assert_eq!(w(&["echo", "it's", ""]), r"echo 'it'\''s' ''");
+        assert_eq!(w(&["python3", "-c", "f(2*3)"]), "python3 -c 'f(2*3)'");
     }
 
     #[test]

@@ -137,7 +137,7 @@ pub fn points_csv(points: &[SurfacePoint]) -> Result<String, csv::Error> {
 /// Why a JSON result cannot be overlaid.
 #[derive(Debug, Error, PartialEq)]
 pub enum SurfaceError {
-    #[error("{source_name}: `schema` is {found}; amdahl surface overlays amdahl.top500/1, amdahl.fit/1 and amdahl.scale/1 results (produce them with `amdahl top500 --json`, `amdahl fit --json` or `amdahl scale -o FILE`)")]
+    #[error("{source_name}: `schema` is {found}; amdahl surface overlays amdahl.top500/1 and amdahl.fit/1 results, and the fit inside amdahl.scale/1 (produce them with `amdahl top500 --json`, `amdahl fit --json` or `amdahl scale -o FILE`)")]
     UnknownSchema { source_name: String, found: String },
     #[error(
         "{source_name}: {field} is missing or not an array; is this a complete {schema} result?"

@@ -218,11 +218,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     eprintln!(
-        "amdahl: error: the command failed at N = {} (run {}{}) with exit status {}{}",
+        "amdahl: error: the command failed at N = {} (run {}{}) with exit status {}{}{}",
         f.n,
         f.run,
         if f.warmup { ", warm-up" } else { "" },
         f.exit_code,
+        f.signal
+            .as_deref()
+            .map_or_else(String::new, |s| format!(" ({s})")),
         if f.stderr_tail.is_empty() {
             String::new()
         } else {
