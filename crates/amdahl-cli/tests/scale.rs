@@ -4,6 +4,7 @@
 //! outliers, energy ratios) run through the mock executor in `amdahl_meter::scale`.
 
 use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -203,4 +204,21 @@ fn one_n_without_placeholder_warns_and_still_measures() {
         .stderr(contains("N changes nothing"))
         .stderr(contains("one N only"))
         .stdout(contains("n,runs,time_median_s"));
+}
+
+#[test]
+fn output_is_discarded_unless_asked_for() {
+    let (_t, root) = tree();
+    let run = |show: bool| {
+        let mut c = amdahl(&root);
+        c.args(["--n", "1", "--runs", "1", "--warmup", "0"]);
+        if show {
+            c.arg("--show-output");
+        }
+        c.args(["--", "sh", "-c", "echo visible-{n}"])
+            .assert()
+            .success()
+    };
+    run(true).stdout(contains("visible-1"));
+    run(false).stdout(contains("visible-1").not());
 }

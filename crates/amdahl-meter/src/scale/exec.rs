@@ -68,17 +68,16 @@ impl Executor for MeterExecutor {
         let sampler = sampler::start(meter, self.interval, Box::new(|_, _| {}));
         let t0 = Instant::now();
         let ran = runner::spawn_with(&job.argv, &job.env, self.quiet).and_then(|mut child| {
-            let (tx, rx) = mpsc::channel();
-            if let Some(err) = child.stderr.take() {
+            // Captured only when quiet; with --show-output there is no pipe and nothing to wait for.
+            let rx = child.stderr.take().map(|err| {
+                let (tx, rx) = mpsc::channel();
                 std::thread::spawn(move || tx.send(tail(err)));
-            }
+                rx
+            });
             let finished = runner::wait(&mut child, self.reap_orphans)?;
             let time = Seconds(t0.elapsed().as_secs_f64());
-            Ok((
-                finished,
-                time,
-                rx.recv_timeout(TAIL_GRACE).unwrap_or_default(),
-            ))
+            let tail = rx.and_then(|r| r.recv_timeout(TAIL_GRACE).ok());
+            Ok((finished, time, tail.unwrap_or_default()))
         });
         let meter = sampler.stop()?;
         let devices = meter.energies();

@@ -122,7 +122,7 @@ impl Plan {
 
     /// Runs in the whole sweep, warm-ups included (the progress total).
     pub fn total_runs(&self) -> u64 {
-        self.ns.len() as u64 * u64::from(self.runs + self.warmup)
+        (self.ns.len() as u64).saturating_mul(u64::from(self.runs.saturating_add(self.warmup)))
     }
 }
 
@@ -245,7 +245,7 @@ pub fn sweep(
     for &n in &plan.ns {
         let job = plan.job(n);
         let mut measured: Vec<Outcome> = Vec::new();
-        for k in 0..plan.warmup + plan.runs {
+        for k in 0..plan.warmup.saturating_add(plan.runs) {
             let warmup = k < plan.warmup;
             on_event(Event::Starting {
                 n,
