@@ -30,7 +30,9 @@ pub struct Args {
         value_name = "N,..."
     )]
     pub n: Vec<u64>,
-    /// Environment variable for the command, `{n}` replaced by N: OMP_NUM_THREADS={n}. Repeatable.
+    // Help texts spell the placeholder `{ n }`: clap turns a literal braces-n into a line break.
+    /// Environment variable for the command, KEY=VALUE, with the placeholder `{ n }` (written
+    /// without spaces) replaced by N. Repeatable.
     #[arg(long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,
     /// Measured runs per N (the median is reported).
@@ -77,7 +79,8 @@ pub struct Args {
     pub no_gpu: bool,
     #[command(flatten)]
     pub format: FormatArgs,
-    /// The command and its arguments, `{n}` replaced by N: -- mpirun -np {n} ./app
+    /// The command and its arguments, with the placeholder `{ n }` (written without spaces)
+    /// replaced by N in each; a launcher (srun, mpirun, torchrun) is timed and metered whole.
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
