@@ -56,7 +56,7 @@ fn real_runs_at_n_1_and_2_are_timed_and_metered() {
             "--n-counts",
             "threads",
         ])
-        .args(["--env", "WORKERS={n}", "-o"])
+        .args(["--idle", "50ms", "--env", "WORKERS={n}", "-o"])
         .arg(&out)
         .args(["--json", "--", "sh", "-c"])
         .arg(format!("test \"$WORKERS\" = {{n}} && {WORK}"))
@@ -66,6 +66,7 @@ fn real_runs_at_n_1_and_2_are_timed_and_metered() {
     assert_eq!(r["schema"], "amdahl.scale/1");
     assert_eq!(r["complete"], true);
     assert_eq!(r["env"][0], "WORKERS={n}");
+    assert_eq!(r["idle"]["power_w"].as_f64(), Some(0.0));
     let pts = r["points"].as_array().unwrap();
     assert_eq!(pts.len(), 2);
     for (p, n) in pts.iter().zip([1.0, 2.0]) {
@@ -77,6 +78,8 @@ fn real_runs_at_n_1_and_2_are_timed_and_metered() {
         // The command added exactly N J to the package counter on every run.
         assert_eq!(p["energy_j"]["median"].as_f64(), Some(n));
         assert_eq!(p["energy_j"]["min"].as_f64(), Some(n));
+        // The fake counters stand still while idle: 0 W, so all of it is above idle.
+        assert_eq!(p["net_energy_j"]["median"].as_f64(), Some(n));
     }
     assert_eq!(pts[1]["energy_ratio"].as_f64(), Some(2.0));
     assert!(

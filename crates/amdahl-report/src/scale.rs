@@ -68,7 +68,15 @@ pub fn table(r: &ScaleResult) -> String {
         sig(r.intensity.g_per_kwh.get(), 4),
         r.intensity.region
     );
-    let mut t = Table::new([
+    if let Some(i) = &r.idle {
+        let _ = writeln!(
+            out,
+            "idle power {} W (measured over {} s before the sweep); `J above idle` = J/job − idle W × time\n",
+            sig(i.power_w.get(), 4),
+            sig(i.duration_s.get(), 3)
+        );
+    }
+    let mut head = vec![
         "N",
         "time s",
         "min",
@@ -82,23 +90,32 @@ pub fn table(r: &ScaleResult) -> String {
         "J/job ÷ N0",
         "energy eff",
         "gCO2e/job",
-    ]);
+    ];
+    if r.idle.is_some() {
+        head.push("J above idle");
+    }
+    let mut t = Table::new(head);
     for p in &r.points {
-        t.row([
-            p.n.to_string(),
-            sig(p.time_s.median, 4),
-            sig(p.time_s.min, 4),
-            sig(p.time_s.max, 4),
-            format!("{}/{}", outliers(p, false), p.runs.len()),
-            opt(p.speedup, 4),
-            opt(p.efficiency, 3),
-            opt(p.alpha_eff, 4),
-            opt(p.karp_flatt, 3),
-            sig(p.energy_j.median, 4),
-            opt(p.energy_ratio, 3),
-            opt(p.energy_efficiency, 3),
-            sig(p.co2e_g.get(), 3),
-        ]);
+        let net = p.net_energy_j.map(|s| sig(s.median, 4));
+        t.row(
+            [
+                p.n.to_string(),
+                sig(p.time_s.median, 4),
+                sig(p.time_s.min, 4),
+                sig(p.time_s.max, 4),
+                format!("{}/{}", outliers(p, false), p.runs.len()),
+                opt(p.speedup, 4),
+                opt(p.efficiency, 3),
+                opt(p.alpha_eff, 4),
+                opt(p.karp_flatt, 3),
+                sig(p.energy_j.median, 4),
+                opt(p.energy_ratio, 3),
+                opt(p.energy_efficiency, 3),
+                sig(p.co2e_g.get(), 3),
+            ]
+            .into_iter()
+            .chain(net),
+        );
     }
     out.push_str(&t.render());
     if let Some(f) = &r.failure {
@@ -161,6 +178,7 @@ pub fn csv(r: &ScaleResult) -> Result<String, csv::Error> {
         "energy_efficiency",
         "energy_kwh",
         "co2e_g",
+        "net_energy_median_j",
     ])?;
     for p in &r.points {
         w.write_record([
@@ -183,6 +201,7 @@ pub fn csv(r: &ScaleResult) -> Result<String, csv::Error> {
             num(p.energy_efficiency),
             format!("{}", p.energy_kwh),
             format!("{}", p.co2e_g.get()),
+            num(p.net_energy_j.map(|s| s.median)),
         ])?;
     }
     let bytes = w
@@ -323,6 +342,7 @@ mod tests {
                 source: "IEA 2019".into(),
                 year: Some(2019),
             },
+            idle: None,
             warnings: Vec::new(),
         };
         let mut exec = MockExecutor::new(move |job, _| {

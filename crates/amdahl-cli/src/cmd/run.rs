@@ -313,7 +313,7 @@ fn open_outputs(
 }
 
 /// Idle power over `d` before the command starts (hyperfine's calibrate-and-subtract, for power).
-fn measure_baseline(meter: &mut Meter, d: Duration) -> (Seconds, Watts) {
+pub(crate) fn measure_baseline(meter: &mut Meter, d: Duration) -> (Seconds, Watts) {
     eprintln!(
         "amdahl: measuring idle power for {} s before starting",
         d.as_secs_f64()

@@ -8,10 +8,12 @@
 //! N, and exits with a failing command's status.
 
 use super::resolve;
-use super::run::{cpu_tdp, host, intensity, meter_estimates_cpu, parse_duration, unix_now};
+use super::run::{
+    cpu_tdp, host, intensity, measure_baseline, meter_estimates_cpu, parse_duration, unix_now,
+};
 use crate::output::{self, Format, FormatArgs};
 use amdahl_meter::gpu::parse_visible;
-use amdahl_meter::scale::{sweep, Event, MeterExecutor, Plan, ScaleResult, Setup};
+use amdahl_meter::scale::{sweep, Event, Idle, MeterExecutor, Plan, ScaleResult, Setup};
 use amdahl_meter::{estimate::Target, rapl, runner, sensors, Meter};
 use amdahl_model::catalog::Catalogs;
 use anyhow::{Context, Result};
@@ -57,6 +59,9 @@ pub struct Args {
     /// stderr kept for the failure report).
     #[arg(long)]
     pub show_output: bool,
+    /// Measure idle power for this long before the sweep, and report energy per job above it.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub idle: Option<Duration>,
     /// Time between energy samples during each run: 1s, 250ms.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
@@ -150,13 +155,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let catalogs = resolve::load(&args.catalogs)?;
     let pue = resolve::pue(args.pue.as_deref(), "local", &catalogs)?;
     let grid = intensity(&args.grid, &catalogs)?;
-    let (meter, warnings) = meter(&args, &catalogs);
+    let (mut meter, warnings) = meter(&args, &catalogs);
+    let idle = args.idle.map(|d| {
+        let (duration_s, power_w) = measure_baseline(&mut meter, d);
+        Idle {
+            duration_s,
+            power_w,
+        }
+    });
     let setup = Setup {
         n_counts: args.n_counts.clone(),
         started_unix_s: unix_now(),
         host: host(),
         pue: pue.value,
         intensity: grid,
+        idle,
         warnings,
     };
     let start = ScaleResult::new(&plan, setup);

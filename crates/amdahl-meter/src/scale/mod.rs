@@ -11,7 +11,7 @@ pub mod result;
 pub mod stats;
 
 pub use exec::{MeterExecutor, MockExecutor};
-pub use result::{DeviceMethod, Failure, FitRow, RunSample, ScalePoint, ScaleResult, SCHEMA};
+pub use result::{DeviceMethod, Failure, FitRow, Idle, RunSample, ScalePoint, ScaleResult, SCHEMA};
 
 use crate::meter::DeviceEnergy;
 use crate::record::{self, Host, Intensity};
@@ -182,6 +182,7 @@ pub struct Setup {
     pub host: Host,
     pub pue: f64,
     pub intensity: Intensity,
+    pub idle: Option<Idle>,
     pub warnings: Vec<String>,
 }
 
@@ -217,6 +218,7 @@ impl ScaleResult {
             host: setup.host,
             pue: setup.pue,
             intensity: setup.intensity,
+            idle: setup.idle,
             devices: Vec::new(),
             points: Vec::new(),
             rows: Vec::new(),
@@ -288,7 +290,7 @@ pub fn sweep(
                 return res;
             }
         }
-        if let Some(p) = point(&job, &measured, res.pue, &res.intensity) {
+        if let Some(p) = point(&job, &measured, &res) {
             res.points.push(p);
         }
         res.complete = res.points.len() == plan.ns.len();
@@ -299,13 +301,21 @@ pub fn sweep(
 }
 
 /// Summarise one N's measured runs.
-fn point(job: &Job, runs: &[Outcome], pue: f64, intensity: &Intensity) -> Option<ScalePoint> {
+fn point(job: &Job, runs: &[Outcome], res: &ScaleResult) -> Option<ScalePoint> {
     let times: Vec<f64> = runs.iter().map(|o| o.time.get()).collect();
     let energies: Vec<f64> = runs.iter().map(|o| o.energy().get()).collect();
     let (t_out, e_out) = (stats::outliers(&times), stats::outliers(&energies));
     let time_s = stats::summarise(&times)?;
     let energy_j = stats::summarise(&energies)?;
-    let (energy_kwh, co2e_g) = result::carbon(Joules(energy_j.median), pue, intensity);
+    let (energy_kwh, co2e_g) = result::carbon(Joules(energy_j.median), res.pue, &res.intensity);
+    let net_energy_j = res.idle.and_then(|i| {
+        let net: Vec<f64> = times
+            .iter()
+            .zip(&energies)
+            .map(|(&t, &e)| e - i.power_w.get() * t)
+            .collect();
+        stats::summarise(&net)
+    });
     Some(ScalePoint {
         n: job.n,
         command: job.argv.clone(),
@@ -330,6 +340,7 @@ fn point(job: &Job, runs: &[Outcome], pue: f64, intensity: &Intensity) -> Option
         karp_flatt: None,
         energy_ratio: None,
         energy_efficiency: None,
+        net_energy_j,
     })
 }
 

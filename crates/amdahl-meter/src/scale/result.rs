@@ -8,7 +8,7 @@ use crate::record::{Host, Intensity};
 use crate::source::{DeviceKind, Method};
 use amdahl_model::scaling::input::{Dataset, Measure, Row, Series};
 use amdahl_model::scaling::{analyse, laws, FitOptions, FitResult};
-use amdahl_model::units::{GramsCo2e, Joules, Seconds};
+use amdahl_model::units::{GramsCo2e, Joules, Seconds, Watts};
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "amdahl.scale/1";
@@ -70,6 +70,16 @@ pub struct ScalePoint {
     pub energy_ratio: Option<f64>,
     /// Ẽ(N0)/Ẽ(N): energy efficiency, the energy counterpart of E.
     pub energy_efficiency: Option<f64>,
+    /// Energy above idle per run, E − P_idle·T (with `--idle`; may be negative in noise).
+    pub net_energy_j: Option<Stats>,
+}
+
+/// Idle power of the machine, measured once before the sweep (hyperfine's calibrate-and-
+/// subtract, applied to power).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Idle {
+    pub duration_s: Seconds,
+    pub power_w: Watts,
 }
 
 /// A `{n, time}` row of the median times: what `amdahl fit` reads from this file.
@@ -113,6 +123,8 @@ pub struct ScaleResult {
     pub host: Host,
     pub pue: f64,
     pub intensity: Intensity,
+    /// Idle power, when measured (`--idle`).
+    pub idle: Option<Idle>,
     /// Devices metered and the method of each (from the first run).
     pub devices: Vec<DeviceMethod>,
     /// Finished N, sorted by N.

@@ -23,6 +23,7 @@ fn setup() -> Setup {
             source: "IEA 2019".into(),
             year: Some(2019),
         },
+        idle: None,
         warnings: Vec::new(),
     }
 }
@@ -148,6 +149,30 @@ fn energy_per_job_and_its_efficiency() {
     assert!((e(1).co2e_g.get() - 0.11875).abs() < 1e-12);
     assert_eq!(r.devices.len(), 1);
     assert_eq!(r.devices[0].method, crate::Method::Counter);
+}
+
+#[test]
+fn energy_above_idle_subtracts_idle_power_times_time() {
+    let p = plan(&[1, 8, 16], 5, 0);
+    let mut s = setup();
+    s.idle = Some(Idle {
+        duration_s: Seconds(5.0),
+        power_w: amdahl_model::units::Watts(50.0),
+    });
+    let r = sweep(&p, ScaleResult::new(&p, s), &mut scripted(0), &mut |_| {});
+    let net = |n: u64| {
+        r.points
+            .iter()
+            .find(|q| q.n == n)
+            .unwrap()
+            .net_energy_j
+            .unwrap()
+            .median
+    };
+    // (50 + 10N)·T − 50·T = 10N·T: 100 J at N = 1, 135 J at 8, 175 J at 16.
+    assert!((net(1) - 100.0).abs() < 1e-9);
+    assert!((net(8) - 135.0).abs() < 1e-9);
+    assert!((net(16) - 175.0).abs() < 1e-9);
 }
 
 #[test]
