@@ -120,10 +120,6 @@ pub fn table(r: &FitResult) -> String {
             opt(s.n_half, 4),
             opt(s.n_opt, 4)
         );
-        let slope = match (s.trend_slope, s.trend_slope_stderr) {
-            (Some(b), Some(se)) => format!(" (slope of e vs N: {} ± {})", sig(b, 3), sig(se, 2)),
-            _ => " (fewer than 3 points beyond the baseline: not tested)".into(),
-        };
         let meaning = match s.trend {
             amdahl_model::scaling::analysis::Trend::Constant => {
                 "a true serial part; Amdahl's law holds"
@@ -135,13 +131,20 @@ pub fn table(r: &FitResult) -> String {
                 "serial share shrinks with N (superlinear effects or a costly baseline)"
             }
         };
-        let _ = writeln!(
-            out,
-            "Karp-Flatt trend: {}{} — {}",
-            trend_name(s),
-            slope,
-            meaning
-        );
+        // Without a slope the trend was not tested: say so, and claim nothing about its meaning.
+        let _ = match (s.trend_slope, s.trend_slope_stderr) {
+            (Some(b), Some(se)) => writeln!(
+                out,
+                "Karp-Flatt trend: {} (slope of e vs N: {} ± {}) — {meaning}",
+                trend_name(s),
+                sig(b, 3),
+                sig(se, 2)
+            ),
+            _ => writeln!(
+                out,
+                "Karp-Flatt trend: not tested (fewer than 3 points beyond the baseline)"
+            ),
+        };
         if !s.predictions.is_empty() {
             out.push('\n');
             let mut p = Table::new(["predict n", "speedup", "efficiency", "alpha_eff"])
