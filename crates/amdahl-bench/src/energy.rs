@@ -324,7 +324,14 @@ mod tests {
     #[test]
     fn meter_probe_reports_the_counter_delta() {
         let t = tempfile::tempdir().unwrap();
-        fake::zone(t.path(), "intel-rapl:0", "package-0", 1_000_000, 262_143_328_850).unwrap();
+        fake::zone(
+            t.path(),
+            "intel-rapl:0",
+            "package-0",
+            1_000_000,
+            262_143_328_850,
+        )
+        .unwrap();
         let mut p = MeterProbe::new(sources(t.path(), advancing(3_000_000)));
         assert!(p.measures());
         assert_eq!(
@@ -337,7 +344,11 @@ mod tests {
         // Too short an interval: no number, and the reason says how to fix it.
         p.start();
         assert_eq!(p.stop(), None);
-        assert!(p.reason_unmeasured().contains("--repeats"), "{}", p.reason_unmeasured());
+        assert!(
+            p.reason_unmeasured().contains("--repeats"),
+            "{}",
+            p.reason_unmeasured()
+        );
     }
 
     /// Package and dram both count (dram is outside the package); with psys only psys counts.

@@ -200,7 +200,10 @@ pub fn run(cfg: &GemmConfig, hooks: &mut Hooks<'_>) -> Result<GemmReport> {
         }
     }
     hooks.step(total, total, "done");
-    let measured = (rows.iter().filter(|r| r.energy.is_some()).count(), rows.len());
+    let measured = (
+        rows.iter().filter(|r| r.energy.is_some()).count(),
+        rows.len(),
+    );
     Ok(GemmReport {
         schema: SCHEMA.into(),
         machine: MachineInfo::detect(cfg.threads),

@@ -212,7 +212,10 @@ pub fn run(cfg: &MemoryConfig, hooks: &mut Hooks<'_>) -> Result<MemoryReport> {
     }
     hooks.step(total, total, "done");
     let levels = level_bandwidths(&machine.caches, &sweep);
-    let measured = (stream.iter().filter(|r| r.energy.is_some()).count(), stream.len());
+    let measured = (
+        stream.iter().filter(|r| r.energy.is_some()).count(),
+        stream.len(),
+    );
     Ok(MemoryReport {
         schema: SCHEMA.into(),
         fits_in_cache: need <= llc(&machine.caches),

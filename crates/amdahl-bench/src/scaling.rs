@@ -387,7 +387,11 @@ mod tests {
         let f = r.analysis.fit.unwrap();
         assert_eq!(f.model, ModelKind::Amdahl, "{}", f.choice_reason);
         // Exact data: least squares recovers s to rounding.
-        assert!((f.serial_fraction - s).abs() < 1e-9, "{}", f.serial_fraction);
+        assert!(
+            (f.serial_fraction - s).abs() < 1e-9,
+            "{}",
+            f.serial_fraction
+        );
         assert!((f.alpha_eff - (1.0 - s)).abs() < 1e-9);
         assert_eq!(f.trend, Some(Trend::Constant));
         // Amdahl: E(64·32) = 1/(2048·0.07 + 0.93).
@@ -420,7 +424,10 @@ mod tests {
             why.starts_with("no fit possible with 2 points; per-point Karp–Flatt only ("),
             "{why}"
         );
-        assert!(why.contains("amdahl: needs at least 3 distinct N, has 2"), "{why}");
+        assert!(
+            why.contains("amdahl: needs at least 3 distinct N, has 2"),
+            "{why}"
+        );
         assert_eq!(a.n_counts, "threads");
         // Three points fit Amdahl, but leave the trend undetermined.
         let f = series(&[(1, st(1.0)), (2, st(0.6)), (3, st(0.47))])

@@ -10,9 +10,9 @@ use amdahl_bench::machine::MachineInfo;
 use amdahl_bench::memory::MemoryReport;
 use amdahl_bench::roofline::RooflineReport;
 use amdahl_bench::scaling::{ScalingAnalysis, ScalingReport};
-use amdahl_model::scaling::analysis::Trend;
 use amdahl_bench::sparse::SparseReport;
 use amdahl_bench::Precision;
+use amdahl_model::scaling::analysis::Trend;
 
 const GIGA: f64 = 1e9;
 const NOT_MEASURED: &str = "not measured";
@@ -222,7 +222,12 @@ pub fn sparse_text(r: &SparseReport) -> String {
         (None, EnergyStatus::Measured { missing: None, .. }) => {
             "crossover (energy): sparse never used less energy\n".into()
         }
-        (None, EnergyStatus::Measured { missing: Some(_), .. }) => {
+        (
+            None,
+            EnergyStatus::Measured {
+                missing: Some(_), ..
+            },
+        ) => {
             format!("crossover (energy): {NOT_MEASURED} (not every case has a reading)\n")
         }
         (None, EnergyStatus::NotMeasured { reason }) => {
@@ -548,7 +553,9 @@ fn scaling_fit_text(kernel: &str, a: &ScalingAnalysis) -> String {
     let Some(f) = &a.fit else {
         return format!(
             "{kernel}: {}\n",
-            a.no_fit.as_deref().unwrap_or("no fit; per-point Karp–Flatt only")
+            a.no_fit
+                .as_deref()
+                .unwrap_or("no fit; per-point Karp–Flatt only")
         );
     };
     let trend = match f.trend {
@@ -692,10 +699,16 @@ mod tests {
     #[test]
     fn scaling_text_reads_the_fit() {
         // T(p) = 0.1 + 0.9/p: Amdahl with 1−α = 0.1; E = 50 % at N = 1.1/0.1 = 11.
-        let r = synthetic(&(1..=8).map(|p| (p, 0.1 + 0.9 / p as f64)).collect::<Vec<_>>());
+        let r = synthetic(
+            &(1..=8)
+                .map(|p| (p, 0.1 + 0.9 / p as f64))
+                .collect::<Vec<_>>(),
+        );
         let t = scaling_text(&r);
         assert!(
-            t.contains("synthetic: model amdahl (T = a + b/N), 1−α = 0.100, α_eff = 0.9000 (N = threads)"),
+            t.contains(
+                "synthetic: model amdahl (T = a + b/N), 1−α = 0.100, α_eff = 0.9000 (N = threads)"
+            ),
             "{t}"
         );
         assert!(t.contains("constant (Amdahl's law describes it)"), "{t}");
