@@ -7,6 +7,7 @@
 //! with its standard error, the model chosen by AICc and its predictions at larger P — comes from
 //! `amdahl_model::scaling`'s fitter, fed with [`ScalingSeries::samples`] (see [`analyze`]).
 
+use crate::energy::{EnergyReading, EnergyStatus};
 use crate::error::{BenchError, Result};
 use crate::kernels::{matmul, Exec, Rng, View};
 use crate::machine::{available_memory, check_fits, MachineInfo, Threads};
@@ -67,6 +68,8 @@ pub struct ScalingPoint {
     pub karp_flatt: Option<f64>,
     /// α_eff = 1 − e(p) (Végh); `None` at p = 1.
     pub alpha_eff: Option<f64>,
+    /// Energy per run and per FLOP at this thread count; `None` when not measured.
+    pub energy: Option<EnergyReading>,
 }
 
 /// What the scaling-law fitter (`amdahl_model::scaling::analyse`) concluded for one series.
@@ -117,6 +120,14 @@ pub struct ScalingSeries {
 }
 
 impl ScalingSeries {
+    /// Attach the energy measured at each thread count, in the order of the points.
+    fn with_energy(mut self, energy: Vec<Option<EnergyReading>>) -> Self {
+        for (p, e) in self.points.iter_mut().zip(energy) {
+            p.energy = e;
+        }
+        self
+    }
+
     /// Per-point speedup and Karp–Flatt from (threads, times), and the fitter's analysis.
     pub fn new(kernel: String, work: f64, times: &[(usize, Stats)]) -> Self {
         let mut s = Self {
@@ -148,6 +159,8 @@ pub struct ScalingReport {
     pub machine: MachineInfo,
     pub debug_build: bool,
     pub series: Vec<ScalingSeries>,
+    /// The energy sensors used, or why energy was not measured.
+    pub energy: EnergyStatus,
 }
 
 /// Thread counts measured: every p in 1..=P up to 16, then powers of two and P itself.
@@ -185,6 +198,7 @@ pub fn points_from_times(samples: &[(usize, Stats)]) -> Vec<ScalingPoint> {
                 efficiency: speedup / rel,
                 karp_flatt: e,
                 alpha_eff: e.map(|e| 1.0 - e),
+                energy: None,
             }
         })
         .collect()
@@ -299,14 +313,15 @@ pub fn run(cfg: &ScalingConfig, hooks: &mut Hooks<'_>) -> Result<ScalingReport> 
     let a: Vec<f32> = (0..n * n).map(|_| rng.unit() as f32).collect();
     let b: Vec<f32> = (0..n * n).map(|_| rng.unit() as f32).collect();
     let mut c = vec![0.0f32; n * n];
-    let mut gemm_times = Vec::new();
-    let mut mlp_times = Vec::new();
+    let (gemm_work, mlp_work) = (2.0 * (n as f64).powi(3), cfg.mlp.gemm_flops());
+    let (mut gemm_times, mut gemm_energy) = (Vec::new(), Vec::new());
+    let (mut mlp_times, mut mlp_energy) = (Vec::new(), Vec::new());
     let mut mlp = Mlp::new(cfg.mlp.clone(), 9)?;
     for &p in &counts {
         let exec = Exec::new(p)?;
         hooks.step(done, total, format!("gemm fp32 n={n}, {p} thread(s)"));
         let mut err = None;
-        let (s, _) = hooks.measure(cfg.warmup, cfg.repeats, 1.0, "J", || {
+        let (s, en) = hooks.measure(cfg.warmup, cfg.repeats, gemm_work, "J/FLOP", || {
             if let Err(e) = matmul(
                 &exec,
                 &mut c,
@@ -318,9 +333,10 @@ pub fn run(cfg: &ScalingConfig, hooks: &mut Hooks<'_>) -> Result<ScalingReport> 
             }
         });
         gemm_times.push((p, s));
+        gemm_energy.push(en);
         done += 1;
         hooks.step(done, total, format!("mlp step, {p} thread(s)"));
-        let (s, _) = hooks.measure(cfg.warmup, cfg.repeats, 1.0, "J", || {
+        let (s, en) = hooks.measure(cfg.warmup, cfg.repeats, mlp_work, "J/FLOP", || {
             if let Err(e) = mlp.step(&exec) {
                 err = Some(e);
             }
@@ -329,26 +345,32 @@ pub fn run(cfg: &ScalingConfig, hooks: &mut Hooks<'_>) -> Result<ScalingReport> 
             return Err(e);
         }
         mlp_times.push((p, s));
+        mlp_energy.push(en);
         done += 1;
     }
     hooks.step(total, total, "done");
     let widths: Vec<String> = cfg.mlp.widths.iter().map(|w| w.to_string()).collect();
+    let measured = gemm_energy
+        .iter()
+        .chain(&mlp_energy)
+        .filter(|e| e.is_some())
+        .count();
+    let energy = hooks.energy_status(measured, gemm_energy.len() + mlp_energy.len());
     Ok(ScalingReport {
         schema: SCHEMA.into(),
         machine: MachineInfo::detect(cfg.threads),
         debug_build: crate::DEBUG_BUILD,
         series: vec![
-            ScalingSeries::new(
-                format!("gemm fp32 n={n}"),
-                2.0 * (n as f64).powi(3),
-                &gemm_times,
-            ),
+            ScalingSeries::new(format!("gemm fp32 n={n}"), gemm_work, &gemm_times)
+                .with_energy(gemm_energy),
             ScalingSeries::new(
                 format!("mlp step {} batch {}", widths.join("-"), cfg.mlp.batch),
-                cfg.mlp.gemm_flops(),
+                mlp_work,
                 &mlp_times,
-            ),
+            )
+            .with_energy(mlp_energy),
         ],
+        energy,
     })
 }
 

@@ -510,6 +510,7 @@ pub fn scaling_grid(r: &ScalingReport) -> Grid {
         "efficiency",
         "Karp–Flatt e",
         "α_eff",
+        "energy",
     ]);
     for s in &r.series {
         for p in &s.points {
@@ -521,6 +522,7 @@ pub fn scaling_grid(r: &ScalingReport) -> Grid {
                 sig(p.efficiency, 3),
                 p.karp_flatt.map_or("-".into(), |e| sig(e, 3)),
                 p.alpha_eff.map_or("-".into(), |a| sig(a, 4)),
+                energy(&p.energy),
             ]);
         }
     }
@@ -544,6 +546,7 @@ pub fn scaling_text(r: &ScalingReport) -> String {
             );
         }
     }
+    s.push_str(&energy_note(&r.energy));
     s
 }
 
@@ -693,6 +696,9 @@ mod tests {
             machine: tiny_gemm().machine,
             debug_build: false,
             series: vec![ScalingSeries::new("synthetic".into(), 1.0, &times)],
+            energy: EnergyStatus::NotMeasured {
+                reason: "no energy sensor wired to the benchmark".into(),
+            },
         }
     }
 
