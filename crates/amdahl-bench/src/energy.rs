@@ -115,8 +115,9 @@ impl EnergyReading {
 pub const ESTIMATE_ONLY: &str = "estimate only: CPU time × TDP share";
 
 /// Shortest interval read from a counter. RAPL updates its energy counters about once per
-/// millisecond (Khan, Hirki, Niemi, Nurminen & Ou, "RAPL in Action", ACM TOMPECS 3(2), 2018,
-/// §3); ten updates keep the quantisation error of one update at or below 10 %.
+/// millisecond (Hähnel, Döbel, Völp & Härtig, "Measuring energy consumption for short code paths
+/// using RAPL", SIGMETRICS PER 40(3), 2012; Khan et al., "RAPL in Action", ACM TOMPECS 3(2),
+/// 2018); ten updates keep the quantisation error of one update at or below 10 %.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
 /// An [`EnergyProbe`] over an `amdahl-meter` [`Meter`]: one sample at `start`, one at `stop`, and
@@ -245,7 +246,7 @@ impl MeterProbe {
             .filter(|d| d.method != Method::Estimate && in_total(d.kind, psys))
         {
             // A counter that did not move, or a device lost mid-run: no number rather than 0 J.
-            if !(d.energy_j.get() > 0.0) {
+            if d.energy_j.get().is_nan() || d.energy_j.get() <= 0.0 {
                 return Err(format!(
                     "{} ({}) read no energy over the interval{}",
                     d.id,
