@@ -132,7 +132,7 @@ impl Common {
 /// The energy probe: RAPL counters under the powercap root, as `amdahl run` finds them. NVML
 /// is not opened: these are CPU kernels, and idle GPUs would add their power to every J/FLOP.
 /// Estimates are never reported, so the meter's estimate warnings (TDP fallback) are not
-/// printed; RAPL problems are, with their fix.
+/// printed; unreadable RAPL zones are, with their fix (EACCES: root-only since CVE-2020-8694).
 fn energy_probe(p: &PowercapArgs) -> MeterProbe {
     let d = sensors::discover(sensors::Options {
         powercap_root: p.powercap_root.clone(),
@@ -142,13 +142,19 @@ fn energy_probe(p: &PowercapArgs) -> MeterProbe {
         visible: Visible::All,
         target: Target::Machine,
     });
-    let rapl_zones = rapl::scan(&p.powercap_root, &rapl::fs_reader());
-    for w in d.warnings.iter().filter(|w| w.starts_with("RAPL ")) {
-        eprintln!("amdahl: warning: {w}");
+    // The zones again, for their problems alone (discover's warnings mix in the estimate's).
+    let scan = rapl::scan(&p.powercap_root, &rapl::fs_reader());
+    for z in scan.zones.iter().filter(|z| z.kind.is_some()) {
+        if let Err(e) = &z.status {
+            eprintln!(
+                "amdahl: warning: RAPL {} ({}) not measured: {e}",
+                z.id, z.name
+            );
+        }
     }
     let probe = MeterProbe::new(d.sources);
     if !probe.measures() {
-        let why = if rapl_zones.zones.is_empty() {
+        let why = if scan.zones.is_empty() {
             sensors::no_powercap_fix(&p.powercap_root)
         } else {
             "no RAPL counter is readable (see the warnings above)".into()
