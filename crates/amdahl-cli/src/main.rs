@@ -21,6 +21,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// Fit scaling laws (Amdahl, Amdahl + communication, USL) to measured runs.
     Fit(cmd::fit::Args),
+    /// Végh's what-if: the parallel part runs K× faster, the serial part does not.
+    Accelerate(cmd::accelerate::Args),
     /// Read official TOP500 spreadsheets: efficiency, effective parallelism, energy efficiency.
     Top500(cmd::top500::Args),
     /// Draw the efficiency surface E(N, 1-α) with measured systems placed on it.
@@ -60,6 +62,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Fit(a) => cmd::fit::run(a),
+        Command::Accelerate(a) => cmd::accelerate::run(a),
         Command::Top500(a) => cmd::top500::run(a),
         Command::Surface(a) => cmd::surface::run(a),
         Command::Catalog(a) => cmd::catalog::run(a),

@@ -1,9 +1,6 @@
 //! Output sinks shared by every subcommand: a human table by default, `--json` or `--csv` for
 //! scripts. Results go to stdout; progress and warnings go to stderr.
 
-// Used by the subcommands as they land; the integrator removes this allow.
-#![allow(dead_code)]
-
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write;

@@ -229,6 +229,27 @@ fn from_a_measured_run() {
         .stdout(predicate::str::contains("was measured at 10 kWh"));
 }
 
+/// Regression: a run whose CPU was only estimated (no RAPL) was reported as "measured", and the
+/// run's own region and PUE were dropped for the world default.
+#[test]
+fn from_an_estimated_run_says_estimated_and_keeps_its_grid_and_pue() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("run.json");
+    std::fs::write(
+        &f,
+        r#"{"schema":"amdahl.run/1","total_energy_j":3.6e7,"duration_s":7200,"pue":1.1,
+           "devices":[{"id":"estimate:cpu","method":"estimate","in_total":true}],
+           "intensity":{"g_per_kwh":56.0,"region":"FR","source":"OWID/Ember","year":2023}}"#,
+    )
+    .unwrap();
+    let v = json(&["carbon", "--from", f.to_str().unwrap()]);
+    assert_eq!(v["basis"], "estimated");
+    assert_eq!(v["intensity"]["code"], "FR");
+    // 10 kWh × PUE 1.1 × 56 g/kWh (data/grid.csv, France 2023) = 616 g.
+    within(num(&v, "energy_kwh"), 11.0, 1e-12);
+    within(num(&v, "co2e_kg"), 0.616, 1e-9);
+}
+
 fn fails(args: &[&str], message: &str) {
     amdahl()
         .args(args)

@@ -18,6 +18,7 @@ pub mod rapl;
 pub mod record;
 pub mod runner;
 pub mod sampler;
+pub mod scale;
 pub mod sensors;
 pub mod source;
 

@@ -157,17 +157,22 @@ fn is_machine_counter(kind: DeviceKind) -> bool {
 /// The devices' power averaged over the run, for idle baselines: sum of in-total device energy
 /// divided by the duration.
 pub fn total_power(devices: &[DeviceEnergy], duration: Seconds) -> Watts {
-    let psys = devices.iter().any(|d| d.kind == DeviceKind::Psys);
-    let e: Joules = devices
-        .iter()
-        .filter(|d| in_total(d.kind, psys))
-        .map(|d| d.energy_j)
-        .sum();
+    let e = total_energy(devices);
     if duration.get() > 0.0 {
         e / duration
     } else {
         Watts::ZERO
     }
+}
+
+/// Energy of the devices that enter the total (psys, when present, replaces package and dram).
+pub fn total_energy(devices: &[DeviceEnergy]) -> Joules {
+    let psys = devices.iter().any(|d| d.kind == DeviceKind::Psys);
+    devices
+        .iter()
+        .filter(|d| in_total(d.kind, psys))
+        .map(|d| d.energy_j)
+        .sum()
 }
 
 /// Whether a device of `kind` enters the total: psys covers the packages and dram, so with a

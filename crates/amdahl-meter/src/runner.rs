@@ -4,7 +4,7 @@
 use crate::MeterError;
 use amdahl_model::units::{Bytes, Seconds};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 static CHILD_PID: AtomicI32 = AtomicI32::new(0);
@@ -67,6 +67,17 @@ pub fn signal_name(sig: i32) -> String {
 /// shell that exits) are re-parented to amdahl instead of init, so their CPU time is still seen
 /// and, once reaped by [`wait`], is inside `RUSAGE_CHILDREN`.
 pub fn spawn(argv: &[String]) -> Result<Child, MeterError> {
+    spawn_with(argv, &[], false)
+}
+
+/// [`spawn`] with extra environment variables; with `quiet`, the command's stdout is discarded
+/// and its stderr piped to the caller (who keeps its tail for error reports), as hyperfine does
+/// for repeated runs.
+pub fn spawn_with(
+    argv: &[String],
+    env: &[(String, String)],
+    quiet: bool,
+) -> Result<Child, MeterError> {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument; failure is harmless.
     #[cfg(target_os = "linux")]
     unsafe {
@@ -77,21 +88,23 @@ pub fn spawn(argv: &[String]) -> Result<Child, MeterError> {
             program: String::new(),
         });
     };
-    let child = Command::new(program)
-        .args(args)
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => MeterError::CommandNotFound {
-                program: program.clone(),
-            },
-            std::io::ErrorKind::PermissionDenied => MeterError::CommandNotExecutable {
-                program: program.clone(),
-            },
-            _ => MeterError::Spawn {
-                program: program.clone(),
-                source: e,
-            },
-        })?;
+    let mut cmd = Command::new(program);
+    cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+    if quiet {
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    }
+    let child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => MeterError::CommandNotFound {
+            program: program.clone(),
+        },
+        std::io::ErrorKind::PermissionDenied => MeterError::CommandNotExecutable {
+            program: program.clone(),
+        },
+        _ => MeterError::Spawn {
+            program: program.clone(),
+            source: e,
+        },
+    })?;
     CHILD_PID.store(child.id() as i32, Ordering::SeqCst);
     // A signal that arrived between installing the handler and now had no child to go to.
     if let Some(sig) = interrupted() {

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod fit;
 pub mod meter;
 pub mod plan;
+pub mod scale;
 pub mod surface;
 pub mod svg;
 pub mod table;

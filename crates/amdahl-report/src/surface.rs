@@ -137,7 +137,7 @@ pub fn points_csv(points: &[SurfacePoint]) -> Result<String, csv::Error> {
 /// Why a JSON result cannot be overlaid.
 #[derive(Debug, Error, PartialEq)]
 pub enum SurfaceError {
-    #[error("{source_name}: `schema` is {found}; amdahl surface overlays amdahl.top500/1 and amdahl.fit/1 results (produce them with `amdahl top500 --json` or `amdahl fit --json`)")]
+    #[error("{source_name}: `schema` is {found}; amdahl surface overlays amdahl.top500/1 and amdahl.fit/1 results, and the fit inside amdahl.scale/1 (produce them with `amdahl top500 --json`, `amdahl fit --json` or `amdahl scale -o FILE`)")]
     UnknownSchema { source_name: String, found: String },
     #[error(
         "{source_name}: {field} is missing or not an array; is this a complete {schema} result?"
@@ -201,7 +201,13 @@ pub fn points_from_json(source_name: &str, v: &Value) -> Result<Vec<SurfacePoint
         field,
     };
     let usable = |n: f64, s: f64| n > 1.0 && s > 0.0;
-    if schema.starts_with("amdahl.top500/") {
+    if schema.starts_with("amdahl.scale/") {
+        // `amdahl scale` embeds its fit as an `amdahl.fit/1` object.
+        let fit = v.get("fit").filter(|f| f.is_object()).ok_or_else(|| {
+            shape("`fit` (null when fewer than three N were measured: see `no_fit_reason`)")
+        })?;
+        points_from_json(source_name, fit)
+    } else if schema.starts_with("amdahl.top500/") {
         let counts = text(v, "n_counts").unwrap_or_else(|| "cores".into());
         let group = format!("TOP500 (N = {counts})");
         let systems = v
@@ -481,6 +487,10 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert_eq!(p[1].label.as_deref(), Some("gemm"));
         assert_eq!(p[0].label, None);
+        let sc = json!({"schema": "amdahl.scale/1", "fit": f});
+        assert_eq!(points_from_json("s.json", &sc).unwrap(), p);
+        let sc = json!({"schema": "amdahl.scale/1", "fit": null});
+        assert!(points_from_json("s.json", &sc).is_err());
         let e = points_from_json("x.json", &json!({"schema": "amdahl.plan/1"})).unwrap_err();
         assert!(e.to_string().contains("\"amdahl.plan/1\""), "{e}");
         let e = points_from_json("x.json", &json!({"schema": "amdahl.fit/1"})).unwrap_err();

@@ -9,6 +9,7 @@ use crate::cmd::resolve::{exclusive, load, pue as resolve_pue, GridArgs};
 use crate::output::{print, Format, FormatArgs};
 use amdahl_model::carbon::{self, embodied, from_result, ItEnergy, Pue, Statement};
 use amdahl_model::catalog::devices::{Device, Precision};
+use amdahl_model::catalog::grid::{GridIntensity, Scope};
 use amdahl_model::catalog::{embodied as factors, Catalogs};
 use amdahl_model::units::{Flops, Seconds, Watts};
 use amdahl_report::{carbon as render, to_json};
@@ -258,6 +259,27 @@ fn check_positive(flag: &str, v: f64) -> Result<f64> {
     }
 }
 
+/// The grid a saved result used: its catalog entry when the recorded figure is that entry's
+/// (so scope and name come along), else the recorded figure with its recorded source.
+fn saved_grid(g: &from_result::SavedGrid, c: &Catalogs) -> Result<GridIntensity> {
+    match c.grid.lookup(&g.region) {
+        Ok(entry) if (entry.g_per_kwh.get() - g.g_per_kwh).abs() < 1e-9 => Ok(entry),
+        _ => {
+            // `amdahl run` records the scope at the end of the source: "… (direct)".
+            let scope = if g.source.ends_with("(direct)") {
+                Scope::Direct
+            } else {
+                Scope::Lifecycle
+            };
+            let mut custom = GridIntensity::custom(g.g_per_kwh, scope, g.year.unwrap_or(0))
+                .map_err(anyhow::Error::msg)?;
+            custom.name = format!("as recorded in the saved result ({})", g.region);
+            custom.source = g.source.clone();
+            Ok(custom)
+        }
+    }
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
     let args = *args.options;
     let c = load(&args.catalogs)?;
@@ -286,19 +308,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (None, None) => None,
     };
     let it = it_energy(&args, &c, device, saved.as_ref())?;
-    // PUE: given; else the one a plan assumed; else local for a measurement (one machine) and the
-    // industry average for an estimated data-centre job.
+    // PUE: given; else the one the saved result (a run or a plan) used; else local for a
+    // measurement (one machine) and the industry average for an estimated data-centre job.
     let pue = match (args.pue.as_deref(), saved.as_ref().and_then(|s| s.pue)) {
         (None, Some(p)) => Pue::new(
             p,
             match saved.as_ref().and_then(|s| s.pue_source.as_deref()) {
-                Some(src) => format!("as in the plan: {src}"),
-                None => "as in the plan".into(),
+                Some(src) => format!("as in the saved result: {src}"),
+                None => "as in the saved result".into(),
             },
         )?,
         (spec, _) => resolve_pue(spec, if saved.is_some() { "local" } else { "industry" }, &c)?,
     };
-    let grid = args.grid.resolve(&c)?;
+    let grid = match saved.as_ref().and_then(|s| s.grid.as_ref()) {
+        Some(g) if args.grid.region.is_none() && args.grid.intensity.is_none() => {
+            saved_grid(g, &c)?
+        }
+        _ => args.grid.resolve(&c)?,
+    };
     let compare = args
         .compare
         .iter()

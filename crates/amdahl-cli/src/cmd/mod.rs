@@ -1,6 +1,7 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(Args) -> Result<ExitCode>`.
 //! `resolve` holds the catalog-backed options several subcommands share.
 
+pub mod accelerate;
 pub mod bench;
 pub mod carbon;
 pub mod catalog;

@@ -116,7 +116,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// The grid intensity for the record, from `--region` / `--intensity` through the grid catalog.
-fn intensity(grid: &GridArgs, c: &Catalogs) -> Result<Intensity> {
+pub(crate) fn intensity(grid: &GridArgs, c: &Catalogs) -> Result<Intensity> {
     let g = grid.resolve(c)?;
     Ok(Intensity {
         g_per_kwh: g.g_per_kwh,
@@ -131,8 +131,8 @@ fn intensity(grid: &GridArgs, c: &Catalogs) -> Result<Intensity> {
 /// catalog TDP is first scaled to them — TDP per physical core × visible CPUs, at most the whole
 /// package — or a container seeing 2 of 128 cores would charge each one 64× too much. Counting
 /// a logical CPU as a core errs high on SMT machines; the note printed says so.
-fn cpu_tdp(args: &Args, c: &Catalogs) -> (Option<Watts>, Option<String>) {
-    if let Some(w) = args.cpu_tdp {
+pub(crate) fn cpu_tdp(given: Option<f64>, c: &Catalogs) -> (Option<Watts>, Option<String>) {
+    if let Some(w) = given {
         return (Some(Watts(w)), None);
     }
     let model = procfs::cpu_model();
@@ -154,7 +154,7 @@ fn cpu_tdp(args: &Args, c: &Catalogs) -> (Option<Watts>, Option<String>) {
     (Some(scaled), Some(note))
 }
 
-fn host() -> Host {
+pub(crate) fn host() -> Host {
     Host {
         hostname: procfs::hostname(),
         os: procfs::os_string(),
@@ -225,7 +225,7 @@ fn append_codecarbon(path: &Path, r: &RunRecord) -> Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
-fn unix_now() -> f64 {
+pub(crate) fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -250,7 +250,7 @@ fn validate(args: &Args) -> Result<()> {
 }
 
 /// Whether the CPU is estimated (no readable RAPL package counter), so the TDP note matters.
-fn meter_estimates_cpu(sources: &[Box<dyn EnergySource>]) -> bool {
+pub(crate) fn meter_estimates_cpu(sources: &[Box<dyn EnergySource>]) -> bool {
     sources.iter().flat_map(|s| s.devices()).any(|d| {
         d.method == amdahl_meter::Method::Estimate && d.kind == amdahl_meter::DeviceKind::Cpu
     })
@@ -321,7 +321,7 @@ fn open_outputs(
 }
 
 /// Idle power over `d` before the command starts (hyperfine's calibrate-and-subtract, for power).
-fn measure_baseline(meter: &mut Meter, d: Duration) -> (Seconds, Watts) {
+pub(crate) fn measure_baseline(meter: &mut Meter, d: Duration) -> (Seconds, Watts) {
     eprintln!(
         "amdahl: measuring idle power for {} s before starting",
         d.as_secs_f64()
@@ -390,7 +390,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         baseline: None,
     };
     let probe = ProcessProbe::new();
-    let (tdp, tdp_note) = cpu_tdp(&args, &catalogs);
+    let (tdp, tdp_note) = cpu_tdp(args.cpu_tdp, &catalogs);
     let (sources, mut warnings) = sources(&args, tdp, &ctx, &probe);
     if let Some(note) = tdp_note.filter(|_| meter_estimates_cpu(&sources)) {
         eprintln!("amdahl: {note}");

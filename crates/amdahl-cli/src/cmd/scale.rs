@@ -1,11 +1,259 @@
-//! `amdahl scale` — not implemented yet.
+//! `amdahl scale --n 1,2,4,8 -- CMD ARGS... {n}`: run a command at several degrees of
+//! parallelism, time and meter every run, and report Végh's picture of it (speedup, efficiency,
+//! α_eff, the Karp–Flatt trend, the fitted model) next to the energy each N costs per job.
+//!
+//! The sweep lives in `amdahl_meter::scale` behind an `Executor`; this module validates the
+//! arguments (usage errors exit 2 before anything runs), discovers the sensors as `amdahl run`
+//! does (machine scope), draws the progress bar, rewrites the result file after every finished
+//! N, and exits with a failing command's status.
 
-use anyhow::{bail, Result};
+use super::resolve;
+use super::run::{
+    cpu_tdp, host, intensity, measure_baseline, meter_estimates_cpu, parse_duration, unix_now,
+};
+use crate::output::{self, Format, FormatArgs};
+use amdahl_meter::gpu::parse_visible;
+use amdahl_meter::scale::{sweep, Event, Idle, MeterExecutor, Plan, ScaleResult, Setup};
+use amdahl_meter::{estimate::Target, rapl, runner, sensors, Meter};
+use amdahl_model::catalog::Catalogs;
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// Degrees of parallelism to run, each ≥ 1 and listed once: 1,2,4,8.
+    #[arg(
+        long = "n",
+        value_delimiter = ',',
+        required = true,
+        value_name = "N,..."
+    )]
+    pub n: Vec<u64>,
+    // Help texts spell the placeholder `{ n }`: clap turns a literal braces-n into a line break.
+    /// Environment variable for the command, KEY=VALUE, with the placeholder `{ n }` (written
+    /// without spaces) replaced by N. Repeatable.
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Measured runs per N (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub runs: u32,
+    /// Unrecorded warm-up runs per N before the measured ones.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+    /// Reference N for speedup, efficiency and energy ratios [default: the smallest N].
+    #[arg(long, value_name = "N0")]
+    pub baseline_n: Option<u64>,
+    /// What N counts (threads, ranks, GPUs, nodes), printed next to every α_eff.
+    #[arg(long, value_name = "TEXT")]
+    pub n_counts: Option<String>,
+    /// Write the result as JSON (schema amdahl.scale/1), rewritten after every finished N.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write speedup, efficiency and energy per job against N to this SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Let the command's stdout and stderr through (default: stdout discarded, the tail of
+    /// stderr kept for the failure report).
+    #[arg(long)]
+    pub show_output: bool,
+    /// Measure idle power for this long before the sweep, and report energy per job above it.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub idle: Option<Duration>,
+    /// Time between energy samples during each run: 1s, 250ms.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    #[command(flatten)]
+    pub grid: resolve::GridArgs,
+    /// PUE: a number ≥ 1 or a preset (local = 1.0, hyperscale, industry) [default: local].
+    #[arg(long, value_name = "PUE|PRESET")]
+    pub pue: Option<String>,
+    /// Extra catalog files (devices, regions, PUE presets); rows override embedded ones by name.
+    #[arg(long = "catalog", value_name = "FILE")]
+    pub catalogs: Vec<PathBuf>,
+    /// Root of the powercap tree (RAPL).
+    #[arg(long, env = "AMDAHL_POWERCAP_ROOT", default_value = rapl::DEFAULT_ROOT, value_name = "DIR")]
+    pub powercap_root: PathBuf,
+    /// TDP of the CPU package in watts, for the estimate when no RAPL counter is readable.
+    #[arg(long, value_name = "W", value_parser = positive)]
+    pub cpu_tdp: Option<f64>,
+    /// Do not open NVML (no GPU measurement).
+    #[arg(long)]
+    pub no_gpu: bool,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// The command and its arguments, with the placeholder `{ n }` (written without spaces)
+    /// replaced by N in each; a launcher (srun, mpirun, torchrun) is timed and metered whole.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
+}
 
-pub fn run(_args: Args) -> Result<ExitCode> {
-    bail!("`amdahl scale` is not implemented yet")
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(w) if w.is_finite() && w > 0.0 => Ok(w),
+        _ => Err(format!("`{s}`: must be a power in watts > 0")),
+    }
+}
+
+/// The meter for every run: the sensors `amdahl run` would use in machine scope, with the
+/// catalog TDP note when the CPU is estimated.
+fn meter(args: &Args, catalogs: &Catalogs) -> (Meter, Vec<String>) {
+    let (tdp, tdp_note) = cpu_tdp(args.cpu_tdp, catalogs);
+    let d = sensors::discover(sensors::Options {
+        powercap_root: args.powercap_root.clone(),
+        reader: rapl::fs_reader(),
+        cpu_tdp: tdp,
+        nvml: !args.no_gpu,
+        visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
+        target: Target::Machine,
+    });
+    if let Some(note) = tdp_note.filter(|_| meter_estimates_cpu(&d.sources)) {
+        eprintln!("amdahl: {note}");
+    }
+    (Meter::new(d.sources), d.warnings)
+}
+
+fn write_result(path: &Path, r: &ScaleResult) -> Result<()> {
+    output::write_file(
+        path,
+        &amdahl_report::to_json(r).context("serialising the result")?,
+    )
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs {elapsed} ETA {eta} {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let plan = match Plan::new(
+        args.n.clone(),
+        args.command.clone(),
+        &args.env,
+        args.runs,
+        args.warmup,
+        args.baseline_n,
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let catalogs = resolve::load(&args.catalogs)?;
+    let pue = resolve::pue(args.pue.as_deref(), "local", &catalogs)?;
+    let grid = intensity(&args.grid, &catalogs)?;
+    let (mut meter, warnings) = meter(&args, &catalogs);
+    let idle = args.idle.map(|d| {
+        let (duration_s, power_w) = measure_baseline(&mut meter, d);
+        Idle {
+            duration_s,
+            power_w,
+        }
+    });
+    let setup = Setup {
+        n_counts: args.n_counts.clone(),
+        started_unix_s: unix_now(),
+        host: host(),
+        pue: pue.value,
+        intensity: grid,
+        idle,
+        warnings,
+    };
+    let start = ScaleResult::new(&plan, setup);
+    for w in &start.warnings {
+        eprintln!("amdahl: warning: {w}");
+    }
+    if plan.ns.len() < 2 {
+        eprintln!("amdahl: warning: one N only: it is measured, but speedup and fit need at least two (a fit three)");
+    }
+    if let Some(o) = &args.output {
+        write_result(o, &start).with_context(|| {
+            format!(
+                "cannot write the result file {} (fix the path or its permissions)",
+                o.display()
+            )
+        })?;
+    }
+
+    runner::install_forwarding();
+    let mut exec = MeterExecutor::new(meter, args.interval, !args.show_output, true);
+    let bar = progress_bar(plan.total_runs());
+    let mut write_warned = false;
+    let result = sweep(&plan, start, &mut exec, &mut |e| match e {
+        Event::Starting {
+            n,
+            run,
+            warmup,
+            done,
+            ..
+        } => {
+            bar.set_position(done);
+            bar.set_message(if warmup {
+                format!("N = {n} warm-up {run}/{}", plan.warmup)
+            } else {
+                format!("N = {n} run {}/{}", run - plan.warmup, plan.runs)
+            });
+        }
+        Event::Updated(r) => {
+            if let Some(o) = &args.output {
+                if let Err(e) = write_result(o, r) {
+                    if !write_warned {
+                        bar.suspend(|| eprintln!("amdahl: warning: {e:#}"));
+                        write_warned = true;
+                    }
+                }
+            }
+        }
+    });
+    bar.finish_and_clear();
+
+    if let Some(path) = &args.svg {
+        output::write_file(path, &amdahl_report::scale::svg(&result))?;
+        eprintln!("wrote {}", path.display());
+    }
+    let text = match args.format.format() {
+        Format::Table => amdahl_report::scale::table(&result),
+        Format::Json => amdahl_report::to_json(&result)?,
+        Format::Csv => amdahl_report::scale::csv(&result)?,
+    };
+    output::print(&text)?;
+    let Some(f) = &result.failure else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    eprintln!(
+        "amdahl: error: the command failed at N = {} (run {}{}) with exit status {}{}{}",
+        f.n,
+        f.run,
+        if f.warmup { ", warm-up" } else { "" },
+        f.exit_code,
+        f.signal
+            .as_deref()
+            .map_or_else(String::new, |s| format!(" ({s})")),
+        if f.stderr_tail.is_empty() {
+            String::new()
+        } else {
+            format!("; its stderr ended with:\n{}", f.stderr_tail)
+        }
+    );
+    if let Some(o) = &args.output {
+        eprintln!(
+            "amdahl: the {} finished N are kept in {}",
+            result.points.len(),
+            o.display()
+        );
+    }
+    Ok(ExitCode::from(f.exit_code.clamp(1, 255) as u8))
 }

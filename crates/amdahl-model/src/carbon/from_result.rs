@@ -1,6 +1,8 @@
 //! IT energy from the saved JSON result of another amdahl command, dispatched on its `schema`.
 //!
-//! Supported: `amdahl.run/1` (measured: `total_energy_j`, `duration_s`) and `amdahl.plan/1`
+//! Supported: `amdahl.run/1` (`total_energy_j`, `duration_s`; measured where every device in the
+//! total was read from a counter or an integrated power reading, estimated as soon as one was
+//! only estimated from CPU time; with the run's PUE and grid) and `amdahl.plan/1`
 //! (estimated: the predicted training run — `training.power_per_device` × `training.train_time`
 //! × `gpus`, which is the plan's `training.it_energy` — with the plan's device and PUE). A new
 //! producer adds one arm to [`read`].
@@ -21,6 +23,18 @@ pub struct Saved {
     pub pue: Option<f64>,
     /// Where that PUE came from, as the producer recorded it.
     pub pue_source: Option<String>,
+    /// The grid the producer used, where it recorded one.
+    pub grid: Option<SavedGrid>,
+}
+
+/// A grid intensity as a saved result recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavedGrid {
+    /// The region code it was looked up by (`FR`, `world`), or what the producer called it.
+    pub region: String,
+    pub g_per_kwh: f64,
+    pub source: String,
+    pub year: Option<u16>,
 }
 
 /// Read a result file's text (`file` names it in errors).
@@ -50,17 +64,52 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
         "amdahl.run/1" => {
             let j = number("total_energy_j")?;
             let s = number("duration_s")?;
-            let energy = ItEnergy::measured(
+            // Devices counted in the total whose energy was only estimated (CPU time × TDP).
+            let estimated: Vec<String> = v
+                .get("devices")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|d| d.get("in_total").and_then(Value::as_bool).unwrap_or(true))
+                .filter(|d| d.get("method").and_then(Value::as_str) == Some("estimate"))
+                .map(|d| {
+                    d.get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_string()
+                })
+                .collect();
+            let mut energy = ItEnergy::measured(
                 Joules(j),
                 Seconds(s),
                 format!("measured by `amdahl run` ({file})"),
             )
             .map_err(|e| err(e.to_string()))?;
+            if !estimated.is_empty() {
+                energy.basis = crate::carbon::Basis::Estimated;
+                energy.method = format!(
+                    "`amdahl run` ({file}) with no readable counter for {}: estimated from CPU \
+                     time × TDP share and RAM size",
+                    estimated.join(", ")
+                );
+            }
+            let grid = v.get("intensity").and_then(|i| {
+                Some(SavedGrid {
+                    region: i.get("region")?.as_str()?.to_string(),
+                    g_per_kwh: i.get("g_per_kwh")?.as_f64()?,
+                    source: i.get("source")?.as_str()?.to_string(),
+                    year: i
+                        .get("year")
+                        .and_then(Value::as_u64)
+                        .and_then(|y| u16::try_from(y).ok()),
+                })
+            });
             Ok(Saved {
                 energy,
                 device: None,
-                pue: None,
-                pue_source: None,
+                pue: v.get("pue").and_then(Value::as_f64),
+                pue_source: Some("as recorded by `amdahl run`".into()),
+                grid,
             })
         }
         "amdahl.plan/1" => {
@@ -96,6 +145,7 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
                 device,
                 pue: Some(number("training.pue")?),
                 pue_source: text_at("pue_source"),
+                grid: None,
             })
         }
         other => Err(err(format!(
@@ -109,6 +159,30 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
 mod tests {
     use super::*;
     use crate::carbon::Basis;
+
+    #[test]
+    fn run_result_with_an_estimated_device_is_estimated() {
+        let saved = read(
+            r#"{"schema":"amdahl.run/1","total_energy_j":36,"duration_s":1,"pue":1.1,
+               "devices":[{"id":"rapl:0","method":"counter","in_total":true},
+                          {"id":"estimate:ram","method":"estimate","in_total":true}],
+               "intensity":{"g_per_kwh":56.0,"region":"FR","source":"OWID","year":2023}}"#,
+            "r.json",
+        )
+        .unwrap();
+        assert_eq!(saved.energy.basis, Basis::Estimated);
+        assert!(
+            saved.energy.method.contains("estimate:ram"),
+            "{}",
+            saved.energy.method
+        );
+        assert_eq!(saved.pue, Some(1.1));
+        let g = saved.grid.unwrap();
+        assert_eq!(
+            (g.region.as_str(), g.g_per_kwh, g.year),
+            ("FR", 56.0, Some(2023))
+        );
+    }
 
     #[test]
     fn run_result_is_measured() {

@@ -1,0 +1,90 @@
+//! `amdahl accelerate`: Végh's what-if from one measured point.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use predicates::str::contains;
+
+fn amdahl() -> Command {
+    Command::cargo_bin("amdahl").unwrap()
+}
+
+#[test]
+fn summit_hpl_with_four_times_faster_accelerators() {
+    // Végh's example (issue 2): Summit HPL, E = 74.0 %, N = 2,414,592, parallel part 4× faster
+    // → E ≈ 0.416 and payload gain ≈ 2.25×. Tolerances: ±0.0005 in E, ±0.005 in the gain.
+    let out = amdahl()
+        .args([
+            "accelerate",
+            "--n",
+            "2414592",
+            "--efficiency",
+            "0.74",
+            "--by",
+            "4",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "amdahl.accelerate/1");
+    let r = &v["result"];
+    assert!(
+        (r["efficiency_after"].as_f64().unwrap() - 0.416).abs() < 5e-4,
+        "{r}"
+    );
+    assert!(
+        (r["payload_gain"].as_f64().unwrap() - 2.25).abs() < 5e-3,
+        "{r}"
+    );
+    // 1-α grows: (1-α)' = (1-α)/((1-α) + α/k) > 1-α.
+    assert!(r["serial_after"].as_f64().unwrap() > r["serial_before"].as_f64().unwrap());
+}
+
+#[test]
+fn table_says_why_efficiency_fell() {
+    amdahl()
+        .args([
+            "accelerate",
+            "--n",
+            "2414592",
+            "--efficiency",
+            "0.74",
+            "--by",
+            "4",
+        ])
+        .assert()
+        .success()
+        .stdout(
+            contains("74.0 %")
+                .and(contains("41.6 %"))
+                .and(contains("2.25× faster, not 4×")),
+        );
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    for args in [
+        vec!["--n", "10", "--efficiency", "74", "--by", "2"],
+        vec!["--n", "1", "--efficiency", "0.5", "--by", "2"],
+        vec!["--n", "10", "--efficiency", "0.5", "--by", "0"],
+        vec!["--n", "10", "--by", "2"],
+        vec![
+            "--n",
+            "10",
+            "--serial",
+            "0.01",
+            "--by",
+            "2",
+            "--comm-share",
+            "1.5",
+        ],
+    ] {
+        amdahl()
+            .arg("accelerate")
+            .args(&args)
+            .assert()
+            .code(1)
+            .stderr(contains("error:"));
+    }
+}

@@ -1,0 +1,31 @@
+//! `amdahl demo`, the README's first command: every step runs and every plot is written.
+
+use assert_cmd::Command;
+use predicates::str::contains;
+
+#[test]
+fn demo_answers_the_three_questions_and_writes_the_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plots");
+    Command::cargo_bin("amdahl")
+        .unwrap()
+        .args(["demo", "--out"])
+        .arg(&out)
+        .assert()
+        .success()
+        // Step 1: Piz Daint 2018-11, E_HPL 78.18 % (shared TOP500 list; see tests/top500.rs).
+        .stdout(contains("78.18 %"))
+        // Step 1c: the built-in series' USL fit, σ = 0.02672 (usl4j's published 0.02671591).
+        .stdout(contains("sigma = 0.02672"))
+        // Step 2: 530B on 2,520 A100 predicted at 160 TFLOP/s per GPU (SC21 publishes 163).
+        .stdout(contains("160.2"))
+        // Step 3: GPT-3 facility energy, Patterson et al. 2021: 1,287 MWh (ours 1,289).
+        .stdout(contains("1,289 MWh"));
+    for name in ["surface.svg", "fit.svg", "plan.svg"] {
+        let svg = std::fs::read_to_string(out.join(name)).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{name}"
+        );
+    }
+}
