@@ -3,8 +3,8 @@
 //! sensor every energy field is `None`, rendered as "not measured" with the reason — never a
 //! made-up number.
 
-use amdahl_meter::record::in_total;
-use amdahl_meter::{DeviceKind, EnergySource, Meter, Method};
+use amdahl_meter::record::{in_total, total_energy};
+use amdahl_meter::{DeviceEnergy, DeviceKind, EnergySource, Meter, Method};
 use amdahl_model::units::Joules;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -238,28 +238,31 @@ impl MeterProbe {
             }
             Some(_) => {}
         }
-        let energies = self.meter.energies();
+        // Sources with estimates only were dropped; drop any estimated device of a mixed one.
+        let energies: Vec<DeviceEnergy> = self
+            .meter
+            .energies()
+            .into_iter()
+            .filter(|d| d.method != Method::Estimate)
+            .collect();
         let psys = energies.iter().any(|d| d.kind == DeviceKind::Psys);
-        let mut total = Joules::ZERO;
-        for d in energies
+        // A counter that did not move, or a device lost mid-run: no number rather than 0 J.
+        if let Some(d) = energies
             .iter()
-            .filter(|d| d.method != Method::Estimate && in_total(d.kind, psys))
+            .filter(|d| in_total(d.kind, psys))
+            .find(|d| d.energy_j.get().is_nan() || d.energy_j.get() <= 0.0)
         {
-            // A counter that did not move, or a device lost mid-run: no number rather than 0 J.
-            if d.energy_j.get().is_nan() || d.energy_j.get() <= 0.0 {
-                return Err(format!(
-                    "{} ({}) read no energy over the interval{}",
-                    d.id,
-                    d.name,
-                    d.note
-                        .as_ref()
-                        .map(|n| format!(": {n}"))
-                        .unwrap_or_default()
-                ));
-            }
-            total += d.energy_j;
+            return Err(format!(
+                "{} ({}) read no energy over the interval{}",
+                d.id,
+                d.name,
+                d.note
+                    .as_ref()
+                    .map(|n| format!(": {n}"))
+                    .unwrap_or_default()
+            ));
         }
-        Ok(total)
+        Ok(total_energy(&energies))
     }
 }
 
