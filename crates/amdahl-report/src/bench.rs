@@ -75,7 +75,7 @@ fn energy_note(e: &EnergyStatus) -> String {
     match e {
         EnergyStatus::Measured { source, missing } => {
             let mut s = format!(
-                "energy: measured with {source}, over the timed repeats (whole machine: other load counts too)\n"
+                "energy: measured over the timed repeats (whole machine: other load counts too) with {source}\n"
             );
             if let Some(m) = missing {
                 s.push_str(&format!("energy: {m}\n"));
