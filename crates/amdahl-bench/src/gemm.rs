@@ -4,7 +4,7 @@
 //! Work counted: 2·n³ operations (n³ multiplies + n³ adds), the usual GEMM convention (LAPACK
 //! Working Note 41; Dongarra et al.), so GFLOP/s compare with BLAS figures.
 
-use crate::energy::EnergyReading;
+use crate::energy::{EnergyReading, EnergyStatus};
 use crate::error::{BenchError, Result};
 use crate::kernels::{matmul, matmul_i8, pack_rows_i8, reference, Exec, Rng, View};
 use crate::machine::{available_memory, check_fits, MachineInfo, Threads};
@@ -96,8 +96,8 @@ pub struct GemmReport {
     pub precisions: Vec<PrecisionInfo>,
     pub verification: Vec<Verification>,
     pub rows: Vec<GemmRow>,
-    /// Energy sensor used, `None` when energy was not measured.
-    pub energy_source: Option<String>,
+    /// The energy sensors used, or why energy was not measured.
+    pub energy: EnergyStatus,
 }
 
 impl GemmReport {
@@ -200,7 +200,10 @@ pub fn run(cfg: &GemmConfig, hooks: &mut Hooks<'_>) -> Result<GemmReport> {
         }
     }
     hooks.step(total, total, "done");
-    let measured = rows.iter().any(|r| r.energy.is_some());
+    let measured = (
+        rows.iter().filter(|r| r.energy.is_some()).count(),
+        rows.len(),
+    );
     Ok(GemmReport {
         schema: SCHEMA.into(),
         machine: MachineInfo::detect(cfg.threads),
@@ -218,7 +221,7 @@ pub fn run(cfg: &GemmConfig, hooks: &mut Hooks<'_>) -> Result<GemmReport> {
             .collect(),
         verification,
         rows,
-        energy_source: measured.then(|| hooks.energy_source()),
+        energy: hooks.energy_status(measured.0, measured.1),
     })
 }
 
@@ -434,7 +437,7 @@ mod tests {
             .iter()
             .all(|row| row.rate.median > 0.0 && row.energy.is_none()));
         assert_eq!(r.rows[0].work, 2.0 * 32f64.powi(3));
-        assert!(r.energy_source.is_none());
+        assert!(!r.energy.is_measured());
         assert_eq!(steps.last(), Some(&(5 + 10)));
     }
 

@@ -18,7 +18,7 @@ pub mod scaling;
 pub mod sparse;
 pub mod stats;
 
-pub use energy::{EnergyProbe, EnergyReading, NoProbe};
+pub use energy::{EnergyProbe, EnergyReading, EnergyStatus, MeterProbe, NoProbe};
 pub use error::{BenchError, Result};
 pub use precision::Precision;
 
@@ -105,9 +105,9 @@ impl<'a> Hooks<'a> {
         (s, e)
     }
 
-    /// The probe's name when it measured something, for the report header.
-    pub(crate) fn energy_source(&self) -> String {
-        self.energy.source()
+    /// What the report says about its energy columns, from `measured` readings of `cases`.
+    pub(crate) fn energy_status(&self, measured: usize, cases: usize) -> EnergyStatus {
+        EnergyStatus::of(self.energy.as_ref(), measured, cases)
     }
 }
 

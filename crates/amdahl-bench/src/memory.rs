@@ -9,7 +9,7 @@
 //! iteration discarded, the best time reported, and the results validated against the same
 //! recurrence on scalars.
 
-use crate::energy::EnergyReading;
+use crate::energy::{EnergyReading, EnergyStatus};
 use crate::error::{BenchError, Result};
 use crate::kernels::Exec;
 use crate::machine::{available_memory, bytes_for, check_fits, Cache, MachineInfo, Threads};
@@ -156,7 +156,8 @@ pub struct MemoryReport {
     pub validated: bool,
     pub sweep: Vec<SweepPoint>,
     pub levels: Vec<LevelBandwidth>,
-    pub energy_source: Option<String>,
+    /// The energy sensors used, or why energy was not measured.
+    pub energy: EnergyStatus,
 }
 
 impl MemoryReport {
@@ -211,7 +212,10 @@ pub fn run(cfg: &MemoryConfig, hooks: &mut Hooks<'_>) -> Result<MemoryReport> {
     }
     hooks.step(total, total, "done");
     let levels = level_bandwidths(&machine.caches, &sweep);
-    let measured = stream.iter().any(|r| r.energy.is_some());
+    let measured = (
+        stream.iter().filter(|r| r.energy.is_some()).count(),
+        stream.len(),
+    );
     Ok(MemoryReport {
         schema: SCHEMA.into(),
         fits_in_cache: need <= llc(&machine.caches),
@@ -222,7 +226,7 @@ pub fn run(cfg: &MemoryConfig, hooks: &mut Hooks<'_>) -> Result<MemoryReport> {
         validated,
         sweep,
         levels,
-        energy_source: measured.then(|| hooks.energy_source()),
+        energy: hooks.energy_status(measured.0, measured.1),
     })
 }
 

@@ -3,17 +3,22 @@
 //!
 //! Karp & Flatt (CACM 33(5), 1990): e(p) = (1/S − 1/p)/(1 − 1/p), identical to Végh's 1 − α_eff.
 //! A constant e as p grows means Amdahl's law describes the kernel; a rising e means overhead
-//! that grows with p (synchronisation, memory bandwidth). The prediction at larger P below uses
-//! Amdahl with the mean measured e; a fitted law (Amdahl + communication, USL) comes from
-//! `amdahl_model::scaling`'s fitter, fed with [`ScalingSeries::samples`].
+//! that grows with p (synchronisation, memory bandwidth). The law itself — α_eff, the trend of e
+//! with its standard error, the model chosen by AICc and its predictions at larger P — comes from
+//! `amdahl_model::scaling`'s fitter, fed with [`ScalingSeries::samples`] (see [`analyze`]).
 
+use crate::energy::{EnergyReading, EnergyStatus};
 use crate::error::{BenchError, Result};
 use crate::kernels::{matmul, Exec, Rng, View};
 use crate::machine::{available_memory, check_fits, MachineInfo, Threads};
 use crate::mlp::{Mlp, MlpShape};
 use crate::stats::Stats;
 use crate::Hooks;
-use amdahl_model::scaling::laws::{amdahl_efficiency, half_efficiency_n, karp_flatt};
+use amdahl_model::scaling::analysis::{Prediction, Trend};
+use amdahl_model::scaling::input::{Dataset, Measure, Row, Series};
+use amdahl_model::scaling::laws::karp_flatt;
+use amdahl_model::scaling::models::ModelKind;
+use amdahl_model::scaling::{analyse, FitOptions, ScalingError};
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "amdahl.bench.scaling/1";
@@ -63,40 +68,45 @@ pub struct ScalingPoint {
     pub karp_flatt: Option<f64>,
     /// α_eff = 1 − e(p) (Végh); `None` at p = 1.
     pub alpha_eff: Option<f64>,
+    /// Energy per run and per FLOP at this thread count; `None` when not measured.
+    pub energy: Option<EnergyReading>,
 }
 
-/// How e(p) moves with p.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Trend {
-    /// Fewer than two thread counts above 1: no trend can be read.
-    InsufficientData,
-    /// e roughly constant: Amdahl's law holds.
-    Constant,
-    /// e grows with p: overhead grows with the processor count.
-    Rising,
-    /// e falls with p: superlinear effects (caches) or a noisy baseline.
-    Falling,
-}
-
-/// Efficiency predicted at a larger thread count.
+/// What the scaling-law fitter (`amdahl_model::scaling::analyse`) concluded for one series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Prediction {
-    pub threads: f64,
-    pub efficiency: f64,
+pub struct ScalingFit {
+    /// The model chosen by AICc (Amdahl, Amdahl + log₂ N, Amdahl + N, USL).
+    pub model: ModelKind,
+    pub formula: String,
+    /// Why this model (AICc differences, parsimony).
+    pub choice_reason: String,
+    /// The chosen model's 1 − α at one thread.
+    pub serial_fraction: f64,
+    /// α_eff = 1 − `serial_fraction`.
+    pub alpha_eff: f64,
+    /// Trend of the per-point Karp–Flatt e against N; `None` when fewer than three points
+    /// beyond one thread leave it undetermined (the fitter's slope needs a residual).
+    pub trend: Option<Trend>,
+    /// Least-squares slope of e against N and its standard error.
+    pub trend_slope: Option<f64>,
+    pub trend_slope_stderr: Option<f64>,
+    /// The chosen model's speedup and efficiency at 2P, 4P, 8P, 16P and 64P.
+    pub predicted: Vec<Prediction>,
+    /// N where the chosen model's efficiency falls to 50 %.
+    pub half_efficiency_threads: Option<f64>,
+    /// N where the chosen model's throughput peaks (a cost growing with N), when it does.
+    pub peak_threads: Option<f64>,
 }
 
+/// The fit of one series, or why there is none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScalingAnalysis {
-    /// Mean Karp–Flatt e over p > 1: the Amdahl serial fraction 1 − α_eff.
-    pub serial_fraction: Option<f64>,
-    /// Least-squares slope of e against p (per thread).
-    pub karp_flatt_slope: Option<f64>,
-    pub trend: Trend,
-    /// Amdahl efficiency 1/(N·e + 1 − e) at 2P, 4P, … 64P with the mean e.
-    pub predicted: Vec<Prediction>,
-    /// N at which efficiency falls to 50 %: (1 + e)/e.
-    pub half_efficiency_threads: Option<f64>,
+    /// What N counts: "threads".
+    pub n_counts: String,
+    pub fit: Option<ScalingFit>,
+    /// Why no model was fitted ("no fit possible with 2 points; per-point Karp–Flatt only
+    /// (…the fitter's reasons…)"); `None` when `fit` is there.
+    pub no_fit: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,6 +120,30 @@ pub struct ScalingSeries {
 }
 
 impl ScalingSeries {
+    /// Attach the energy measured at each thread count, in the order of the points.
+    fn with_energy(mut self, energy: Vec<Option<EnergyReading>>) -> Self {
+        for (p, e) in self.points.iter_mut().zip(energy) {
+            p.energy = e;
+        }
+        self
+    }
+
+    /// Per-point speedup and Karp–Flatt from (threads, times), and the fitter's analysis.
+    pub fn new(kernel: String, work: f64, times: &[(usize, Stats)]) -> Self {
+        let mut s = Self {
+            kernel,
+            work,
+            points: points_from_times(times),
+            analysis: ScalingAnalysis {
+                n_counts: N_COUNTS.into(),
+                fit: None,
+                no_fit: None,
+            },
+        };
+        s.analysis = analyze(&s.kernel, &s.samples());
+        s
+    }
+
     /// (threads, median seconds) pairs: the input the scaling-law fitter takes.
     pub fn samples(&self) -> Vec<(f64, f64)> {
         self.points
@@ -125,6 +159,8 @@ pub struct ScalingReport {
     pub machine: MachineInfo,
     pub debug_build: bool,
     pub series: Vec<ScalingSeries>,
+    /// The energy sensors used, or why energy was not measured.
+    pub energy: EnergyStatus,
 }
 
 /// Thread counts measured: every p in 1..=P up to 16, then powers of two and P itself.
@@ -162,76 +198,95 @@ pub fn points_from_times(samples: &[(usize, Stats)]) -> Vec<ScalingPoint> {
                 efficiency: speedup / rel,
                 karp_flatt: e,
                 alpha_eff: e.map(|e| 1.0 - e),
+                energy: None,
             }
         })
         .collect()
 }
 
-/// Serial fraction, trend and predictions from the points (pure; no fitting beyond a mean and
-/// a least-squares slope).
-pub fn analyze(points: &[ScalingPoint]) -> ScalingAnalysis {
-    let kf: Vec<(f64, f64)> = points
-        .iter()
-        .filter_map(|p| Some((p.threads as f64, p.karp_flatt?)))
-        .filter(|(_, e)| e.is_finite())
-        .collect();
-    let serial = (!kf.is_empty()).then(|| kf.iter().map(|x| x.1).sum::<f64>() / kf.len() as f64);
-    let slope = slope(&kf);
-    let trend = match (serial, slope) {
-        (Some(mean), Some(b)) => {
-            let (lo, hi) = kf
+/// Multiples of the largest measured thread count P at which the fitted model is evaluated.
+const PREDICT_AT: [f64; 5] = [2.0, 4.0, 8.0, 16.0, 64.0];
+
+/// What N counts in every scaling series here (printed next to every α_eff).
+pub const N_COUNTS: &str = "threads";
+
+/// The series as the fitter's input: strong scaling, the median time at each thread count.
+pub fn dataset(label: &str, samples: &[(f64, f64)]) -> Dataset {
+    Dataset {
+        measure: Measure::Time,
+        n_counts: Some(N_COUNTS.into()),
+        phase_names: Vec::new(),
+        series: vec![Series {
+            label: label.into(),
+            rows: samples
                 .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
-                    (l.min(x.0), h.max(x.0))
-                });
-            // Change of e across the measured range, against a noise floor of half the mean
-            // (or 0.01 absolute for near-perfect scaling).
-            let change = b * (hi - lo);
-            let floor = (0.5 * mean.abs()).max(0.01);
-            if change > floor {
-                Trend::Rising
-            } else if change < -floor {
-                Trend::Falling
-            } else {
-                Trend::Constant
-            }
-        }
-        _ => Trend::InsufficientData,
-    };
-    let pmax = points.iter().map(|p| p.threads).max().unwrap_or(1) as f64;
-    let usable = serial.filter(|e| *e > 0.0 && *e < 1.0);
-    let predicted = usable
-        .map(|e| {
-            [2.0, 4.0, 8.0, 16.0, 64.0]
-                .iter()
-                .map(|k| Prediction {
-                    threads: k * pmax,
-                    efficiency: amdahl_efficiency(k * pmax, e),
+                .enumerate()
+                .map(|(i, &(n, t))| Row {
+                    row: i + 1,
+                    n,
+                    value: t,
+                    phases: Vec::new(),
                 })
-                .collect()
-        })
-        .unwrap_or_default();
-    ScalingAnalysis {
-        serial_fraction: serial,
-        karp_flatt_slope: slope,
-        trend,
-        predicted,
-        half_efficiency_threads: usable.map(half_efficiency_n),
+                .collect(),
+        }],
     }
 }
 
-fn slope(xy: &[(f64, f64)]) -> Option<f64> {
-    if xy.len() < 2 {
-        return None;
+/// Fit the (threads, median seconds) samples with `amdahl_model::scaling::analyse`: every model,
+/// the AICc choice, the Karp–Flatt trend and predictions at 2P…64P. With too few thread counts
+/// for any model (a 2-core machine measures 1 and 2 threads only) the fitter's reason is kept
+/// instead of a number.
+pub fn analyze(label: &str, samples: &[(f64, f64)]) -> ScalingAnalysis {
+    let no_fit = |why: String| ScalingAnalysis {
+        n_counts: N_COUNTS.into(),
+        fit: None,
+        no_fit: Some(why),
+    };
+    // The input parser refuses these; the dataset is built directly, so check here.
+    if let Some(&(n, t)) = samples.iter().find(|(_, t)| !(t.is_finite() && *t > 0.0)) {
+        return no_fit(format!(
+            "no fit: the median time at {n} threads is {t} s (not a positive time); per-point \
+             Karp–Flatt only"
+        ));
     }
-    let n = xy.len() as f64;
-    let (mx, my) = (
-        xy.iter().map(|p| p.0).sum::<f64>() / n,
-        xy.iter().map(|p| p.1).sum::<f64>() / n,
-    );
-    let sxx: f64 = xy.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = xy.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    (sxx > 0.0).then(|| sxy / sxx)
+    let pmax = samples.iter().map(|s| s.0).fold(1.0, f64::max);
+    let opts = FitOptions {
+        predict: PREDICT_AT.iter().map(|k| k * pmax).collect(),
+        n_counts: Some(N_COUNTS.into()),
+        ..FitOptions::default()
+    };
+    let result = analyse(&dataset(label, samples), &opts);
+    let series = match result {
+        Ok(r) => r.series.into_iter().next(),
+        Err(ScalingError::NoModelFits { reasons, .. }) => {
+            return no_fit(format!(
+                "no fit possible with {} points; per-point Karp–Flatt only ({reasons})",
+                samples.len()
+            ))
+        }
+        Err(e) => return no_fit(format!("no fit: {e}; per-point Karp–Flatt only")),
+    };
+    let Some(s) = series else {
+        return no_fit("no fit: the fitter returned no series; per-point Karp–Flatt only".into());
+    };
+    let formula = s.chosen().map(|m| m.formula.clone()).unwrap_or_default();
+    ScalingAnalysis {
+        n_counts: N_COUNTS.into(),
+        no_fit: None,
+        fit: Some(ScalingFit {
+            model: s.chosen_model,
+            formula,
+            choice_reason: s.choice_reason,
+            serial_fraction: s.serial_fraction,
+            alpha_eff: 1.0 - s.serial_fraction,
+            trend: s.trend_slope.map(|_| s.trend),
+            trend_slope: s.trend_slope,
+            trend_slope_stderr: s.trend_slope_stderr,
+            predicted: s.predictions,
+            half_efficiency_threads: s.n_half,
+            peak_threads: s.n_opt,
+        }),
+    }
 }
 
 pub fn run(cfg: &ScalingConfig, hooks: &mut Hooks<'_>) -> Result<ScalingReport> {
@@ -258,14 +313,15 @@ pub fn run(cfg: &ScalingConfig, hooks: &mut Hooks<'_>) -> Result<ScalingReport> 
     let a: Vec<f32> = (0..n * n).map(|_| rng.unit() as f32).collect();
     let b: Vec<f32> = (0..n * n).map(|_| rng.unit() as f32).collect();
     let mut c = vec![0.0f32; n * n];
-    let mut gemm_times = Vec::new();
-    let mut mlp_times = Vec::new();
+    let (gemm_work, mlp_work) = (2.0 * (n as f64).powi(3), cfg.mlp.gemm_flops());
+    let (mut gemm_times, mut gemm_energy) = (Vec::new(), Vec::new());
+    let (mut mlp_times, mut mlp_energy) = (Vec::new(), Vec::new());
     let mut mlp = Mlp::new(cfg.mlp.clone(), 9)?;
     for &p in &counts {
         let exec = Exec::new(p)?;
         hooks.step(done, total, format!("gemm fp32 n={n}, {p} thread(s)"));
         let mut err = None;
-        let (s, _) = hooks.measure(cfg.warmup, cfg.repeats, 1.0, "J", || {
+        let (s, en) = hooks.measure(cfg.warmup, cfg.repeats, gemm_work, "J/FLOP", || {
             if let Err(e) = matmul(
                 &exec,
                 &mut c,
@@ -277,9 +333,10 @@ pub fn run(cfg: &ScalingConfig, hooks: &mut Hooks<'_>) -> Result<ScalingReport> 
             }
         });
         gemm_times.push((p, s));
+        gemm_energy.push(en);
         done += 1;
         hooks.step(done, total, format!("mlp step, {p} thread(s)"));
-        let (s, _) = hooks.measure(cfg.warmup, cfg.repeats, 1.0, "J", || {
+        let (s, en) = hooks.measure(cfg.warmup, cfg.repeats, mlp_work, "J/FLOP", || {
             if let Err(e) = mlp.step(&exec) {
                 err = Some(e);
             }
@@ -288,35 +345,32 @@ pub fn run(cfg: &ScalingConfig, hooks: &mut Hooks<'_>) -> Result<ScalingReport> 
             return Err(e);
         }
         mlp_times.push((p, s));
+        mlp_energy.push(en);
         done += 1;
     }
     hooks.step(total, total, "done");
     let widths: Vec<String> = cfg.mlp.widths.iter().map(|w| w.to_string()).collect();
-    let series = |kernel: String, work: f64, times: &[(usize, Stats)]| {
-        let points = points_from_times(times);
-        ScalingSeries {
-            kernel,
-            work,
-            analysis: analyze(&points),
-            points,
-        }
-    };
+    let measured = gemm_energy
+        .iter()
+        .chain(&mlp_energy)
+        .filter(|e| e.is_some())
+        .count();
+    let energy = hooks.energy_status(measured, gemm_energy.len() + mlp_energy.len());
     Ok(ScalingReport {
         schema: SCHEMA.into(),
         machine: MachineInfo::detect(cfg.threads),
         debug_build: crate::DEBUG_BUILD,
         series: vec![
-            series(
-                format!("gemm fp32 n={n}"),
-                2.0 * (n as f64).powi(3),
-                &gemm_times,
-            ),
-            series(
+            ScalingSeries::new(format!("gemm fp32 n={n}"), gemm_work, &gemm_times)
+                .with_energy(gemm_energy),
+            ScalingSeries::new(
                 format!("mlp step {} batch {}", widths.join("-"), cfg.mlp.batch),
-                cfg.mlp.gemm_flops(),
+                mlp_work,
                 &mlp_times,
-            ),
+            )
+            .with_energy(mlp_energy),
         ],
+        energy,
     })
 }
 
@@ -334,26 +388,40 @@ mod tests {
         }
     }
 
-    /// T(p) = T1·(s + (1−s)/p) is Amdahl-shaped with serial fraction s; Karp–Flatt recovers s at
-    /// every p and the trend reads constant.
+    fn series(times: &[(usize, Stats)]) -> ScalingSeries {
+        ScalingSeries::new("synthetic".into(), 1.0, times)
+    }
+
+    /// T(p) = T1·(s + (1−s)/p) is Amdahl-shaped with serial fraction s: Karp–Flatt recovers s at
+    /// every p, and the fitter chooses Amdahl with 1 − α = s, a constant trend and Amdahl's
+    /// efficiency 1/(N·s + 1 − s) at larger N.
     #[test]
-    fn recovers_the_serial_fraction_of_a_synthetic_amdahl_series() {
+    fn the_scaling_fit_on_a_synthetic_amdahl_series_recovers_its_serial_fraction() {
         let s = 0.07;
         let times: Vec<(usize, Stats)> = (1..=32)
             .map(|p| (p, st(2.5 * (s + (1.0 - s) / p as f64))))
             .collect();
-        let pts = points_from_times(&times);
-        for p in pts.iter().skip(1) {
+        let r = series(&times);
+        for p in r.points.iter().skip(1) {
             assert!((p.karp_flatt.unwrap() - s).abs() < 1e-12, "{p:?}");
         }
-        let a = analyze(&pts);
-        assert!((a.serial_fraction.unwrap() - s).abs() < 1e-12);
-        assert_eq!(a.trend, Trend::Constant);
-        assert!(a.karp_flatt_slope.unwrap().abs() < 1e-12);
+        assert!(r.analysis.no_fit.is_none());
+        let f = r.analysis.fit.unwrap();
+        assert_eq!(f.model, ModelKind::Amdahl, "{}", f.choice_reason);
+        // Exact data: least squares recovers s to rounding.
+        assert!(
+            (f.serial_fraction - s).abs() < 1e-9,
+            "{}",
+            f.serial_fraction
+        );
+        assert!((f.alpha_eff - (1.0 - s)).abs() < 1e-9);
+        assert_eq!(f.trend, Some(Trend::Constant));
         // Amdahl: E(64·32) = 1/(2048·0.07 + 0.93).
-        let last = a.predicted.last().unwrap();
-        assert!((last.efficiency - 1.0 / (2048.0 * s + 0.93)).abs() < 1e-12);
-        assert!((a.half_efficiency_threads.unwrap() - 1.07 / 0.07).abs() < 1e-9);
+        let last = f.predicted.last().unwrap();
+        assert_eq!(last.n, 2048.0);
+        assert!((last.efficiency - 1.0 / (2048.0 * s + 0.93)).abs() < 1e-9);
+        // E = 50 % at N = (1 + s)/s.
+        assert!((f.half_efficiency_threads.unwrap() - 1.07 / 0.07).abs() < 1e-6);
     }
 
     /// Overhead growing with p (T = T1·(s + (1−s)/p + c·p)) shows as a rising Karp–Flatt e.
@@ -362,9 +430,39 @@ mod tests {
         let times: Vec<(usize, Stats)> = (1..=16)
             .map(|p| (p, st(0.02 + 0.98 / p as f64 + 0.01 * p as f64)))
             .collect();
-        assert_eq!(analyze(&points_from_times(&times)).trend, Trend::Rising);
-        let two = points_from_times(&times[..2]);
-        assert_eq!(analyze(&two).trend, Trend::InsufficientData);
+        let f = series(&times).analysis.fit.unwrap();
+        assert_eq!(f.trend, Some(Trend::Rising));
+        assert!(f.peak_threads.is_some());
+    }
+
+    /// A 2-core machine measures threads 1 and 2 only: no model has enough points, and the
+    /// report says so instead of giving a number.
+    #[test]
+    fn two_points_give_the_fitters_reason_not_a_number() {
+        let a = series(&[(1, st(1.0)), (2, st(0.6))]).analysis;
+        assert!(a.fit.is_none());
+        let why = a.no_fit.unwrap();
+        assert!(
+            why.starts_with("no fit possible with 2 points; per-point Karp–Flatt only ("),
+            "{why}"
+        );
+        assert!(
+            why.contains("amdahl: needs at least 3 distinct N, has 2"),
+            "{why}"
+        );
+        assert_eq!(a.n_counts, "threads");
+        // Three points fit Amdahl, but leave the trend undetermined.
+        let f = series(&[(1, st(1.0)), (2, st(0.6)), (3, st(0.47))])
+            .analysis
+            .fit
+            .unwrap();
+        assert_eq!(f.trend, None);
+    }
+
+    #[test]
+    fn a_zero_time_is_not_fitted() {
+        let a = series(&[(1, st(1.0)), (2, st(0.0)), (3, st(0.4))]).analysis;
+        assert!(a.no_fit.unwrap().contains("not a positive time"));
     }
 
     #[test]
@@ -390,6 +488,7 @@ mod tests {
             assert_eq!(s.points.len(), 2);
             assert_eq!(s.points[0].speedup, 1.0);
             assert_eq!(s.samples().len(), 2);
+            assert!(s.analysis.fit.is_none() && s.analysis.no_fit.is_some());
         }
     }
 }

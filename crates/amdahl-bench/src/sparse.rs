@@ -6,7 +6,7 @@
 //! a_ij, row i of C += a_ij · row j of B (contiguous, vectorised). Both run in fp32 on the same
 //! threads.
 
-use crate::energy::EnergyReading;
+use crate::energy::{EnergyReading, EnergyStatus};
 use crate::error::{BenchError, Result};
 use crate::kernels::{matmul, Exec, Rng, View};
 use crate::machine::{available_memory, check_fits, MachineInfo, Threads};
@@ -152,7 +152,8 @@ pub struct SparseReport {
     /// 2·γ_n·n (both products within γ_n·(|A||B|) of exact, entries in [−1, 1]; Higham eq. 3.13).
     pub max_abs_diff: f64,
     pub diff_bound: f64,
-    pub energy_source: Option<String>,
+    /// The energy sensors used, or why energy was not measured.
+    pub energy: EnergyStatus,
 }
 
 pub fn validate(cfg: &SparseConfig) -> Result<()> {
@@ -283,7 +284,10 @@ pub fn run(cfg: &SparseConfig, hooks: &mut Hooks<'_>) -> Result<SparseReport> {
             })
             .collect()
     });
-    let measured = dense_energy.is_some();
+    let measured = (
+        rows.iter().filter(|r| r.energy.is_some()).count() + usize::from(dense_energy.is_some()),
+        rows.len() + 1,
+    );
     Ok(SparseReport {
         schema: SCHEMA.into(),
         machine: MachineInfo::detect(cfg.threads),
@@ -297,7 +301,7 @@ pub fn run(cfg: &SparseConfig, hooks: &mut Hooks<'_>) -> Result<SparseReport> {
         rows,
         max_abs_diff,
         diff_bound,
-        energy_source: measured.then(|| hooks.energy_source()),
+        energy: hooks.energy_status(measured.0, measured.1),
     })
 }
 

@@ -1,11 +1,19 @@
 //! `amdahl bench` end to end, at `--quick` sizes so the suite stays fast.
 
+use amdahl_meter::rapl;
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
+/// Without a powercap tree, so no test depends on this machine's RAPL counters.
 fn amdahl() -> Command {
-    Command::cargo_bin("amdahl").unwrap()
+    let mut c = Command::cargo_bin("amdahl").unwrap();
+    c.env("AMDAHL_POWERCAP_ROOT", "/nonexistent/amdahl-test-powercap");
+    c
 }
 
 fn json(args: &[&str]) -> Value {
@@ -34,7 +42,7 @@ fn gemm_quick_json_checks_every_precision() {
     // 2·n³ operations, and energy is "not measured" (null), never a number we made up.
     assert_eq!(rows[0]["work"], 2.0 * 32f64.powi(3));
     assert!(rows.iter().all(|r| r["energy"].is_null()));
-    assert!(v["energy_source"].is_null());
+    assert_eq!(v["energy"]["status"], "not_measured");
     let bf16 = v["precisions"]
         .as_array()
         .unwrap()
@@ -150,6 +158,21 @@ fn scaling_quick_reports_karp_flatt_per_thread_count() {
         assert_eq!(pts[0]["threads"], 1);
         assert_eq!(pts[0]["speedup"], 1.0);
         assert!(pts[0]["karp_flatt"].is_null());
+        let a = &s["analysis"];
+        assert_eq!(a["n_counts"], "threads");
+        // Fewer than 3 thread counts (this project's CI has 2 cores): the fitter's reason, no
+        // number; otherwise the fitted model.
+        if pts.len() < 3 {
+            assert!(a["fit"].is_null(), "{a}");
+            let why = a["no_fit"].as_str().unwrap();
+            let head = format!(
+                "no fit possible with {} points; per-point Karp–Flatt only",
+                pts.len()
+            );
+            assert!(why.starts_with(&head), "{why}");
+        } else {
+            assert!(a["fit"]["serial_fraction"].is_number(), "{a}");
+        }
     }
 }
 
@@ -217,4 +240,114 @@ fn too_many_threads_warns_and_caps() {
         ));
     let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(v["machine"]["threads"]["capped_from"], 100000);
+}
+
+/// A fake powercap tree (the real sysfs layout) whose package counter a thread advances by
+/// 1 mJ every step, written atomically (temp file + rename) so a read never sees half a number.
+struct MovingCounter {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+const START_UJ: u64 = 1_000_000;
+
+impl MovingCounter {
+    fn start(root: &Path) -> Self {
+        rapl::fake::zone(root, "intel-rapl:0", "package-0", START_UJ, 262_143_328_850).unwrap();
+        let dir = root.join("intel-rapl:0");
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut uj = START_UJ;
+            while !s.load(Ordering::SeqCst) {
+                uj += 1_000;
+                std::fs::write(dir.join("energy_uj.tmp"), format!("{uj}\n")).unwrap();
+                std::fs::rename(dir.join("energy_uj.tmp"), dir.join("energy_uj")).unwrap();
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            uj
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stop the thread; the counter's total advance in joules.
+    fn finish(mut self) -> f64 {
+        self.stop.store(true, Ordering::SeqCst);
+        let last = self.thread.take().unwrap().join().unwrap();
+        (last - START_UJ) as f64 / 1e6
+    }
+}
+
+/// Energy per FLOP comes from the package counter's delta over the timed repeats: each row's
+/// J/FLOP × 2n³ is its J per run, and all rows together never exceed what the counter moved.
+#[test]
+fn energy_per_flop_comes_from_the_rapl_counter_delta() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    let counter = MovingCounter::start(&root);
+    // n = 512 for 20 repeats: 5.4 GFLOP, ≥ 10 ms of timed runs (the shortest interval the probe
+    // reads) below ~500 GFLOP/s on one thread.
+    let out = Command::cargo_bin("amdahl")
+        .unwrap()
+        .env("AMDAHL_POWERCAP_ROOT", &root)
+        .args([
+            "bench",
+            "gemm",
+            "--quick",
+            "--precision",
+            "fp32",
+            "--sizes",
+            "512",
+            "--repeats",
+            "20",
+            "--threads",
+            "1",
+            "--json",
+        ])
+        .assert()
+        .success();
+    let moved = counter.finish();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["energy"]["status"], "measured", "{}", v["energy"]);
+    // No dram zone: the meter estimates RAM, which is left out of the figure and named.
+    assert_eq!(
+        v["energy"]["source"],
+        "intel-rapl:0 package-0 (counter); left out (estimate only: CPU time × TDP share): estimate:ram"
+    );
+    let mut sum = 0.0;
+    for r in v["rows"].as_array().unwrap() {
+        let e = &r["energy"];
+        assert_eq!(e["unit"], "J/FLOP", "{r}");
+        let per_flop = e["joules_per_unit"].as_f64().unwrap();
+        let per_run = e["joules_per_run"].as_f64().unwrap();
+        assert!(per_flop > 0.0, "{r}");
+        assert!((per_flop * 2.0 * 512f64.powi(3) - per_run).abs() <= 1e-12 * per_run);
+        sum += per_run * r["seconds"]["repeats"].as_f64().unwrap();
+    }
+    assert!(
+        sum > 0.0 && sum <= moved + 1e-9,
+        "{sum} J measured, counter moved {moved} J"
+    );
+}
+
+/// No readable counter (an empty powercap root, given as the flag): the meter only estimates,
+/// and the output says "not measured" with the reason — no number.
+#[test]
+fn without_a_counter_energy_is_not_measured() {
+    let t = tempfile::tempdir().unwrap();
+    amdahl()
+        .args(["bench", "memory", "--quick", "--powercap-root"])
+        .arg(t.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "energy: not measured (estimate only: CPU time × TDP share)",
+        ))
+        .stdout(predicate::str::contains("J/B").not())
+        .stderr(predicate::str::contains(
+            "energy per benchmark not measured",
+        ));
 }

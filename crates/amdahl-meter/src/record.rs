@@ -175,7 +175,9 @@ pub fn total_energy(devices: &[DeviceEnergy]) -> Joules {
         .sum()
 }
 
-fn in_total(kind: DeviceKind, has_psys: bool) -> bool {
+/// Whether a device of `kind` enters the total: psys covers the packages and dram, so with a
+/// psys zone they leave it (never counted twice).
+pub fn in_total(kind: DeviceKind, has_psys: bool) -> bool {
     !(has_psys && matches!(kind, DeviceKind::CpuPackage | DeviceKind::Dram))
 }
 

@@ -4,14 +4,15 @@
 use crate::sig;
 use crate::svg::{figure, Axis, Label, Plot, Scale, Series, Style, PALETTE};
 use crate::table::Table;
-use amdahl_bench::energy::EnergyReading;
+use amdahl_bench::energy::{EnergyReading, EnergyStatus};
 use amdahl_bench::gemm::GemmReport;
 use amdahl_bench::machine::MachineInfo;
 use amdahl_bench::memory::MemoryReport;
 use amdahl_bench::roofline::RooflineReport;
-use amdahl_bench::scaling::{ScalingReport, Trend};
+use amdahl_bench::scaling::{ScalingAnalysis, ScalingReport};
 use amdahl_bench::sparse::SparseReport;
 use amdahl_bench::Precision;
+use amdahl_model::scaling::analysis::Trend;
 
 const GIGA: f64 = 1e9;
 const NOT_MEASURED: &str = "not measured";
@@ -70,10 +71,18 @@ fn header(title: &str, m: &MachineInfo, debug: bool) -> String {
     s
 }
 
-fn energy_note(source: &Option<String>) -> String {
-    match source {
-        Some(s) => format!("energy: measured with {s}\n"),
-        None => format!("energy: {NOT_MEASURED} (no energy sensor wired to the benchmark)\n"),
+fn energy_note(e: &EnergyStatus) -> String {
+    match e {
+        EnergyStatus::Measured { source, missing } => {
+            let mut s = format!(
+                "energy: measured over the timed repeats (whole machine: other load counts too) with {source}\n"
+            );
+            if let Some(m) = missing {
+                s.push_str(&format!("energy: {m}\n"));
+            }
+            s
+        }
+        EnergyStatus::NotMeasured { reason } => format!("energy: {NOT_MEASURED} ({reason})\n"),
     }
 }
 
@@ -138,7 +147,7 @@ pub fn gemm_text(r: &GemmReport) -> String {
             if v.passed { "ok" } else { "FAILED" }
         ));
     }
-    s.push_str(&energy_note(&r.energy_source));
+    s.push_str(&energy_note(&r.energy));
     s
 }
 
@@ -208,11 +217,24 @@ pub fn sparse_text(r: &SparseReport) -> String {
         ),
         None => "crossover (time): sparse never beat dense in the measured range\n".into(),
     });
-    s.push_str(&match (r.crossover_energy, &r.energy_source) {
+    s.push_str(&match (r.crossover_energy, &r.energy) {
         (Some(c), _) => format!("crossover (energy): {} % sparsity\n", sig(c * 100.0, 3)),
-        (None, Some(_)) => "crossover (energy): sparse never used less energy\n".into(),
-        (None, None) => format!("crossover (energy): {NOT_MEASURED}\n"),
+        (None, EnergyStatus::Measured { missing: None, .. }) => {
+            "crossover (energy): sparse never used less energy\n".into()
+        }
+        (
+            None,
+            EnergyStatus::Measured {
+                missing: Some(_), ..
+            },
+        ) => {
+            format!("crossover (energy): {NOT_MEASURED} (not every case has a reading)\n")
+        }
+        (None, EnergyStatus::NotMeasured { reason }) => {
+            format!("crossover (energy): {NOT_MEASURED} ({reason})\n")
+        }
     });
+    s.push_str(&energy_note(&r.energy));
     s.push_str(&format!(
         "check: max |sparse − dense| {} (bound {})\n",
         sig(r.max_abs_diff, 3),
@@ -303,7 +325,7 @@ pub fn memory_text(r: &MemoryReport) -> String {
         s.push('\n');
         s.push_str(&t.render());
     }
-    s.push_str(&energy_note(&r.energy_source));
+    s.push_str(&energy_note(&r.energy));
     s
 }
 
@@ -488,6 +510,7 @@ pub fn scaling_grid(r: &ScalingReport) -> Grid {
         "efficiency",
         "Karp–Flatt e",
         "α_eff",
+        "energy",
     ]);
     for s in &r.series {
         for p in &s.points {
@@ -499,6 +522,7 @@ pub fn scaling_grid(r: &ScalingReport) -> Grid {
                 sig(p.efficiency, 3),
                 p.karp_flatt.map_or("-".into(), |e| sig(e, 3)),
                 p.alpha_eff.map_or("-".into(), |a| sig(a, 4)),
+                energy(&p.energy),
             ]);
         }
     }
@@ -510,37 +534,77 @@ pub fn scaling_text(r: &ScalingReport) -> String {
     s.push_str(&scaling_grid(r).table());
     s.push_str("\nN counts threads (one per logical CPU).\n");
     for series in &r.series {
-        let a = &series.analysis;
-        let trend = match a.trend {
-            Trend::InsufficientData => "not enough thread counts to read a trend",
-            Trend::Constant => "constant (Amdahl's law describes it)",
-            Trend::Rising => "rising (overhead grows with threads)",
-            Trend::Falling => "falling (superlinear effects or a noisy baseline)",
-        };
-        s.push_str(&format!(
-            "{}: serial fraction 1−α_eff = {}, Karp–Flatt trend {}",
-            series.kernel,
-            a.serial_fraction.map_or("-".into(), |e| sig(e, 3)),
-            trend
-        ));
-        if a.serial_fraction.is_some_and(|e| e >= 1.0) {
+        s.push_str(&scaling_fit_text(&series.kernel, &series.analysis));
+        if series
+            .points
+            .iter()
+            .any(|p| p.karp_flatt.is_some_and(|e| e >= 1.0))
+        {
             s.push_str(
-                " (e ≥ 1: more threads were not faster — other load on the machine, or a problem \
-                 too small to split)",
+                "  Karp–Flatt e ≥ 1 at some N: more threads were not faster there — other load \
+                 on the machine, or a problem too small to split\n",
             );
         }
-        if let Some(h) = a.half_efficiency_threads {
-            s.push_str(&format!("; efficiency falls to 50 % at N ≈ {}", sig(h, 3)));
-        }
-        s.push('\n');
-        if !a.predicted.is_empty() {
-            let cells: Vec<String> = a
-                .predicted
-                .iter()
-                .map(|p| format!("E({}) = {}", sig(p.threads, 4), sig(p.efficiency, 3)))
-                .collect();
-            s.push_str(&format!("  predicted (Amdahl): {}\n", cells.join(", ")));
-        }
+    }
+    s.push_str(&energy_note(&r.energy));
+    s
+}
+
+/// The fitter's verdict for one kernel: chosen model, 1 − α, trend and predictions, or why there
+/// is no fit.
+fn scaling_fit_text(kernel: &str, a: &ScalingAnalysis) -> String {
+    let Some(f) = &a.fit else {
+        return format!(
+            "{kernel}: {}\n",
+            a.no_fit
+                .as_deref()
+                .unwrap_or("no fit; per-point Karp–Flatt only")
+        );
+    };
+    let trend = match f.trend {
+        None => "undetermined (needs 3 or more points beyond 1 thread)",
+        Some(Trend::Constant) => "constant (Amdahl's law describes it)",
+        Some(Trend::Rising) => "rising (overhead grows with threads)",
+        Some(Trend::Falling) => "falling (superlinear effects or a noisy baseline)",
+    };
+    let mut s = format!(
+        "{kernel}: model {} ({}), 1−α = {}, α_eff = {} (N = {}); Karp–Flatt trend {trend}",
+        f.model.name(),
+        f.formula,
+        sig(f.serial_fraction, 3),
+        sig(f.alpha_eff, 4),
+        a.n_counts,
+    );
+    if let Some(slope) = f.trend_slope {
+        s.push_str(&format!(
+            ", slope {} ± {} per thread",
+            sig(slope, 2),
+            f.trend_slope_stderr.map_or("-".into(), |e| sig(e, 2))
+        ));
+    }
+    s.push('\n');
+    s.push_str(&format!("  chosen by: {}\n", f.choice_reason));
+    let mut tail = Vec::new();
+    if let Some(h) = f.half_efficiency_threads {
+        tail.push(format!("efficiency falls to 50 % at N ≈ {}", sig(h, 3)));
+    }
+    if let Some(p) = f.peak_threads {
+        tail.push(format!("throughput peaks at N ≈ {}", sig(p, 3)));
+    }
+    if !tail.is_empty() {
+        s.push_str(&format!("  {}\n", tail.join("; ")));
+    }
+    if !f.predicted.is_empty() {
+        let cells: Vec<String> = f
+            .predicted
+            .iter()
+            .map(|p| format!("E({:.0}) = {}", p.n, sig(p.efficiency, 3)))
+            .collect();
+        s.push_str(&format!(
+            "  predicted ({}): {}\n",
+            f.model.name(),
+            cells.join(", ")
+        ));
     }
     s
 }
@@ -578,7 +642,7 @@ mod tests {
     use super::*;
     use amdahl_bench::gemm::{self, GemmConfig};
     use amdahl_bench::machine::Threads;
-    use amdahl_bench::scaling::{analyze, points_from_times, ScalingSeries};
+    use amdahl_bench::scaling::ScalingSeries;
     use amdahl_bench::stats::Stats;
     use amdahl_bench::Hooks;
     use amdahl_model::units::Seconds;
@@ -611,11 +675,11 @@ mod tests {
         assert!(gemm_svg(&r).contains("<circle"));
     }
 
-    #[test]
-    fn scaling_text_reads_the_trend() {
-        let times: Vec<(usize, Stats)> = (1..=4)
-            .map(|p| {
-                let t = Seconds(0.1 + 0.9 / p as f64);
+    fn synthetic(times: &[(usize, f64)]) -> ScalingReport {
+        let times: Vec<(usize, Stats)> = times
+            .iter()
+            .map(|&(p, t)| {
+                let t = Seconds(t);
                 (
                     p,
                     Stats {
@@ -627,21 +691,46 @@ mod tests {
                 )
             })
             .collect();
-        let points = points_from_times(&times);
-        let r = ScalingReport {
+        ScalingReport {
             schema: "amdahl.bench.scaling/1".into(),
             machine: tiny_gemm().machine,
             debug_build: false,
-            series: vec![ScalingSeries {
-                kernel: "synthetic".into(),
-                work: 1.0,
-                analysis: analyze(&points),
-                points,
-            }],
-        };
+            series: vec![ScalingSeries::new("synthetic".into(), 1.0, &times)],
+            energy: EnergyStatus::NotMeasured {
+                reason: "no energy sensor wired to the benchmark".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn scaling_text_reads_the_fit() {
+        // T(p) = 0.1 + 0.9/p: Amdahl with 1−α = 0.1; E = 50 % at N = 1.1/0.1 = 11.
+        let r = synthetic(
+            &(1..=8)
+                .map(|p| (p, 0.1 + 0.9 / p as f64))
+                .collect::<Vec<_>>(),
+        );
         let t = scaling_text(&r);
-        assert!(t.contains("serial fraction 1−α_eff = 0.100"), "{t}");
+        assert!(
+            t.contains(
+                "synthetic: model amdahl (T = a + b/N), 1−α = 0.100, α_eff = 0.9000 (N = threads)"
+            ),
+            "{t}"
+        );
         assert!(t.contains("constant (Amdahl's law describes it)"), "{t}");
+        assert!(t.contains("efficiency falls to 50 % at N ≈ 11.0"), "{t}");
+        assert!(t.contains("predicted (amdahl): E(16) = 0.400, "), "{t}");
         assert!(scaling_svg(&r).contains("ideal"));
+    }
+
+    #[test]
+    fn scaling_text_with_two_threads_gives_no_number() {
+        let t = scaling_text(&synthetic(&[(1, 1.0), (2, 0.6)]));
+        assert!(
+            t.contains("synthetic: no fit possible with 2 points; per-point Karp–Flatt only ("),
+            "{t}"
+        );
+        assert!(!t.contains("1−α ="), "{t}");
+        assert!(!t.contains("predicted"), "{t}");
     }
 }

@@ -2,14 +2,19 @@
 //! bandwidth, the roofline, and thread scaling. Raw flags are validated into the library's
 //! configs here; progress goes to stderr through a progress bar, results to stdout.
 
+use super::run::PowercapArgs;
 use crate::output::{print, write_file, Format, FormatArgs};
+use amdahl_bench::energy::ESTIMATE_ONLY;
 use amdahl_bench::gemm::GemmConfig;
 use amdahl_bench::machine::{logical_cpus, positive_size, resolve_threads, Threads};
 use amdahl_bench::memory::MemoryConfig;
 use amdahl_bench::roofline::RooflineConfig;
 use amdahl_bench::scaling::ScalingConfig;
 use amdahl_bench::sparse::SparseConfig;
-use amdahl_bench::{Hooks, Precision, Progress};
+use amdahl_bench::{Hooks, MeterProbe, Precision, Progress};
+use amdahl_meter::estimate::Target;
+use amdahl_meter::gpu::Visible;
+use amdahl_meter::{rapl, sensors};
 use amdahl_report::bench as render;
 use amdahl_report::bench::Grid;
 use anyhow::{Context, Result};
@@ -80,6 +85,8 @@ pub struct Common {
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
     #[command(flatten)]
+    pub powercap: PowercapArgs,
+    #[command(flatten)]
     pub format: FormatArgs,
 }
 
@@ -88,6 +95,7 @@ struct Settings {
     threads: Threads,
     sizes: Vec<usize>,
     repeats: Option<usize>,
+    energy: MeterProbe,
 }
 
 impl Common {
@@ -116,8 +124,44 @@ impl Common {
             threads,
             sizes,
             repeats,
+            energy: energy_probe(&self.powercap),
         })
     }
+}
+
+/// The energy probe: RAPL counters under the powercap root, as `amdahl run` finds them. NVML
+/// is not opened: these are CPU kernels, and idle GPUs would add their power to every J/FLOP.
+/// Estimates are never reported, so the meter's estimate warnings (TDP fallback) are not
+/// printed; unreadable RAPL zones are, with their fix (EACCES: root-only since CVE-2020-8694).
+fn energy_probe(p: &PowercapArgs) -> MeterProbe {
+    let d = sensors::discover(sensors::Options {
+        powercap_root: p.powercap_root.clone(),
+        reader: rapl::fs_reader(),
+        cpu_tdp: None,
+        nvml: false,
+        visible: Visible::All,
+        target: Target::Machine,
+    });
+    // The zones again, for their problems alone (discover's warnings mix in the estimate's).
+    let scan = rapl::scan(&p.powercap_root, &rapl::fs_reader());
+    for z in scan.zones.iter().filter(|z| z.kind.is_some()) {
+        if let Err(e) = &z.status {
+            eprintln!(
+                "amdahl: warning: RAPL {} ({}) not measured: {e}",
+                z.id, z.name
+            );
+        }
+    }
+    let probe = MeterProbe::new(d.sources);
+    if !probe.measures() {
+        let why = if scan.zones.is_empty() {
+            sensors::no_powercap_fix(&p.powercap_root)
+        } else {
+            "no RAPL counter is readable (see the warnings above)".into()
+        };
+        eprintln!("amdahl: energy per benchmark not measured ({ESTIMATE_ONLY}): {why}");
+    }
+    probe
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -142,7 +186,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 cfg.repeats = r;
             }
             amdahl_bench::gemm::validate(&cfg)?;
-            let r = with_progress(|h| amdahl_bench::gemm::run(&cfg, h))
+            let r = with_progress(st.energy, |h| amdahl_bench::gemm::run(&cfg, h))
                 .context("running the GEMM benchmark")?;
             emit(
                 &common,
@@ -169,7 +213,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 cfg.repeats = r;
             }
             amdahl_bench::sparse::validate(&cfg)?;
-            let r = with_progress(|h| amdahl_bench::sparse::run(&cfg, h))
+            let r = with_progress(st.energy, |h| amdahl_bench::sparse::run(&cfg, h))
                 .context("running the sparse benchmark")?;
             emit(
                 &common,
@@ -192,7 +236,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             if let Some(r) = st.repeats {
                 cfg.repeats = r;
             }
-            let r = with_progress(|h| amdahl_bench::memory::run(&cfg, h))
+            let r = with_progress(st.energy, |h| amdahl_bench::memory::run(&cfg, h))
                 .context("running the memory benchmark")?;
             emit(
                 &common,
@@ -218,7 +262,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 cfg.sparse.repeats = r;
             }
             amdahl_bench::gemm::validate(&cfg.gemm)?;
-            let r = with_progress(|h| amdahl_bench::roofline::run(&cfg, h))
+            let r = with_progress(st.energy, |h| amdahl_bench::roofline::run(&cfg, h))
                 .context("measuring the roofline")?;
             emit(
                 &common,
@@ -241,7 +285,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             if let Some(r) = st.repeats {
                 cfg.repeats = r;
             }
-            let r = with_progress(|h| amdahl_bench::scaling::run(&cfg, h))
+            let r = with_progress(st.energy, |h| amdahl_bench::scaling::run(&cfg, h))
                 .context("running the scaling benchmark")?;
             emit(
                 &common,
@@ -256,6 +300,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
 /// Run a benchmark with a progress bar on stderr (hidden when stderr is not a terminal).
 fn with_progress<T>(
+    energy: MeterProbe,
     f: impl FnOnce(&mut Hooks<'_>) -> amdahl_bench::Result<T>,
 ) -> amdahl_bench::Result<T> {
     let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
@@ -263,11 +308,13 @@ fn with_progress<T>(
         bar.set_style(style);
     }
     let b = bar.clone();
-    let mut hooks = Hooks::default().on_progress(move |p: &Progress| {
-        b.set_length(p.total as u64);
-        b.set_position(p.done as u64);
-        b.set_message(p.label.clone());
-    });
+    let mut hooks = Hooks::default()
+        .on_progress(move |p: &Progress| {
+            b.set_length(p.total as u64);
+            b.set_position(p.done as u64);
+            b.set_message(p.label.clone());
+        })
+        .with_energy(energy);
     let out = f(&mut hooks);
     bar.finish_and_clear();
     out

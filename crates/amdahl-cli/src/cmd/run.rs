@@ -58,9 +58,8 @@ pub struct Args {
     /// Append a row to a CodeCarbon-compatible emissions.csv.
     #[arg(long, value_name = "FILE")]
     pub codecarbon_csv: Option<PathBuf>,
-    /// Root of the powercap tree (RAPL).
-    #[arg(long, env = "AMDAHL_POWERCAP_ROOT", default_value = rapl::DEFAULT_ROOT, value_name = "DIR")]
-    pub powercap_root: PathBuf,
+    #[command(flatten)]
+    pub powercap: PowercapArgs,
     /// TDP of the CPU package in watts, for the estimate when no RAPL counter is readable
     /// [default: from the device catalog when /proc/cpuinfo names a known CPU].
     #[arg(long, value_name = "W")]
@@ -76,6 +75,15 @@ pub struct Args {
         value_name = "CMD"
     )]
     pub command: Vec<String>,
+}
+
+/// Where the RAPL counters are: `--powercap-root DIR` or `AMDAHL_POWERCAP_ROOT` (a bind-mounted
+/// /sys/class/powercap in a container, a fake tree in tests). Shared with `amdahl bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PowercapArgs {
+    /// Root of the powercap tree (RAPL).
+    #[arg(long, env = "AMDAHL_POWERCAP_ROOT", default_value = rapl::DEFAULT_ROOT, value_name = "DIR")]
+    pub powercap_root: PathBuf,
 }
 
 /// `1s`, `250ms`, `0.5s`, `2m`, `1h`, or a bare number of seconds; must be > 0.
@@ -259,7 +267,7 @@ fn sources(
         return (Vec::new(), Vec::new());
     }
     let d = sensors::discover(sensors::Options {
-        powercap_root: args.powercap_root.clone(),
+        powercap_root: args.powercap.powercap_root.clone(),
         reader: rapl::fs_reader(),
         cpu_tdp,
         nvml: !args.no_gpu,
