@@ -6,14 +6,12 @@ use amdahl_meter::gpu::parse_visible;
 use amdahl_meter::{rapl, sensors};
 use amdahl_report::meter::{detect_csv, detect_table};
 use anyhow::{Context, Result};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Root of the powercap tree (RAPL).
-    #[arg(long, env = "AMDAHL_POWERCAP_ROOT", default_value = rapl::DEFAULT_ROOT, value_name = "DIR")]
-    pub powercap_root: PathBuf,
+    #[command(flatten)]
+    pub powercap: super::run::PowercapArgs,
     /// Do not open NVML.
     #[arg(long)]
     pub no_gpu: bool,
@@ -24,7 +22,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     let visible = parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref());
     let d = sensors::detect(
-        &args.powercap_root,
+        &args.powercap.powercap_root,
         &rapl::fs_reader(),
         !args.no_gpu,
         &visible,

@@ -73,9 +73,8 @@ pub struct Args {
     /// Extra catalog files (devices, regions, PUE presets); rows override embedded ones by name.
     #[arg(long = "catalog", value_name = "FILE")]
     pub catalogs: Vec<PathBuf>,
-    /// Root of the powercap tree (RAPL).
-    #[arg(long, env = "AMDAHL_POWERCAP_ROOT", default_value = rapl::DEFAULT_ROOT, value_name = "DIR")]
-    pub powercap_root: PathBuf,
+    #[command(flatten)]
+    pub powercap: super::run::PowercapArgs,
     /// TDP of the CPU package in watts, for the estimate when no RAPL counter is readable.
     #[arg(long, value_name = "W", value_parser = positive)]
     pub cpu_tdp: Option<f64>,
@@ -107,7 +106,7 @@ fn positive(s: &str) -> Result<f64, String> {
 fn meter(args: &Args, catalogs: &Catalogs) -> (Meter, Vec<String>) {
     let (tdp, tdp_note) = cpu_tdp(args.cpu_tdp, catalogs);
     let d = sensors::discover(sensors::Options {
-        powercap_root: args.powercap_root.clone(),
+        powercap_root: args.powercap.powercap_root.clone(),
         reader: rapl::fs_reader(),
         cpu_tdp: tdp,
         nvml: !args.no_gpu,
