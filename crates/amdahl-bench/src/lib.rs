@@ -7,6 +7,7 @@
 
 pub mod energy;
 pub mod error;
+pub mod gpu;
 pub mod gemm;
 pub mod kernels;
 pub mod machine;
