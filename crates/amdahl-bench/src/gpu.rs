@@ -237,7 +237,9 @@ impl GpuConfig {
         }
         for &n in self.sizes.iter().chain([&self.check_n]) {
             // cuBLAS takes int dimensions; n² elements must be addressable.
-            if n == 0 || i32::try_from(n).is_err() || gemm_device_bytes(GpuPrecision::Fp64, n).is_none()
+            if n == 0
+                || i32::try_from(n).is_err()
+                || gemm_device_bytes(GpuPrecision::Fp64, n).is_none()
             {
                 return Err(GpuError::Invalid(format!(
                     "GEMM order {n} is out of range; pass 1 ≤ n ≤ {}",
@@ -246,12 +248,12 @@ impl GpuConfig {
             }
         }
         if self.copy_sizes.contains(&0) {
-            return Err(GpuError::Invalid("copy size 0; pass a positive size".into()));
+            return Err(GpuError::Invalid(
+                "copy size 0; pass a positive size".into(),
+            ));
         }
         if self.repeats == 0 {
-            return Err(GpuError::Invalid(
-                "--repeats must be 1 or more".into(),
-            ));
+            return Err(GpuError::Invalid("--repeats must be 1 or more".into()));
         }
         if !(self.min_time_s.is_finite() && self.min_time_s >= 0.0) {
             return Err(GpuError::Invalid(format!(
@@ -402,9 +404,11 @@ pub fn copy_share(p: GpuPrecision, n: usize, gemm_s: f64, h2d: f64, d2h: f64) ->
 }
 
 pub fn fill_copy_shares(r: &mut GpuReport) {
-    let bw = pinned_bandwidth(&r.copies, Direction::H2d).zip(pinned_bandwidth(&r.copies, Direction::D2h));
+    let bw = pinned_bandwidth(&r.copies, Direction::H2d)
+        .zip(pinned_bandwidth(&r.copies, Direction::D2h));
     for row in &mut r.gemm {
-        row.copy_share = bw.map(|(h2d, d2h)| copy_share(row.precision, row.n, row.time.median.0, h2d, d2h));
+        row.copy_share =
+            bw.map(|(h2d, d2h)| copy_share(row.precision, row.n, row.time.median.0, h2d, d2h));
     }
 }
 
@@ -507,11 +511,23 @@ mod tests {
     #[test]
     fn device_bytes_per_precision() {
         let n = 4096u64;
-        assert_eq!(gemm_device_bytes(GpuPrecision::Fp64, 4096), Some(3 * n * n * 8));
-        assert_eq!(gemm_device_bytes(GpuPrecision::Tf32, 4096), Some(3 * n * n * 4));
-        assert_eq!(gemm_device_bytes(GpuPrecision::Bf16, 4096), Some(3 * n * n * 2));
+        assert_eq!(
+            gemm_device_bytes(GpuPrecision::Fp64, 4096),
+            Some(3 * n * n * 8)
+        );
+        assert_eq!(
+            gemm_device_bytes(GpuPrecision::Tf32, 4096),
+            Some(3 * n * n * 4)
+        );
+        assert_eq!(
+            gemm_device_bytes(GpuPrecision::Bf16, 4096),
+            Some(3 * n * n * 2)
+        );
         // int8: A and B one byte, C int32.
-        assert_eq!(gemm_device_bytes(GpuPrecision::Int8, 4096), Some(2 * n * n + 4 * n * n));
+        assert_eq!(
+            gemm_device_bytes(GpuPrecision::Int8, 4096),
+            Some(2 * n * n + 4 * n * n)
+        );
         assert_eq!(gemm_device_bytes(GpuPrecision::Fp64, usize::MAX), None);
     }
 
@@ -593,7 +609,10 @@ mod tests {
         let b = check_values(p, n * n, 2);
         let (want, abs) = reference_tn(&a, &b, n);
         // The result as fp16 stores it: rounding of the output only.
-        let got: Vec<f64> = want.iter().map(|x| half::f16::from_f64(*x).to_f64()).collect();
+        let got: Vec<f64> = want
+            .iter()
+            .map(|x| half::f16::from_f64(*x).to_f64())
+            .collect();
         let ok = compare(p, n, &got, &want, &abs).unwrap();
         assert!(ok.max_error <= 2f64.powi(-11), "{}", ok.max_error);
         let mut bad = got.clone();

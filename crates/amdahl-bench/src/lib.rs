@@ -7,8 +7,8 @@
 
 pub mod energy;
 pub mod error;
-pub mod gpu;
 pub mod gemm;
+pub mod gpu;
 pub mod kernels;
 pub mod machine;
 pub mod memory;

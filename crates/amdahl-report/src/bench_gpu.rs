@@ -123,7 +123,14 @@ pub fn gpu_text(r: &GpuReport) -> String {
     }
     if !r.copies.is_empty() {
         s.push_str("\nhost↔device copies\n");
-        let mut t = Table::new(["direction", "host memory", "MiB", "min GB/s", "median GB/s", "max GB/s"]);
+        let mut t = Table::new([
+            "direction",
+            "host memory",
+            "MiB",
+            "min GB/s",
+            "median GB/s",
+            "max GB/s",
+        ]);
         for c in &r.copies {
             t.row([
                 direction(c.direction).to_string(),

@@ -179,10 +179,11 @@ fn measure(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError
 /// Refuse sizes that cannot fit before allocating anything.
 fn check_memory(cfg: &GpuConfig, free: u64) -> Result<(), GpuError> {
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    let gemm = cfg
-        .precisions
-        .iter()
-        .flat_map(|&p| cfg.sizes.iter().map(move |&n| (format!("{p} GEMM n={n}"), gemm_device_bytes(p, n))));
+    let gemm = cfg.precisions.iter().flat_map(|&p| {
+        cfg.sizes
+            .iter()
+            .map(move |&n| (format!("{p} GEMM n={n}"), gemm_device_bytes(p, n)))
+    });
     let copies = cfg
         .copy_sizes
         .iter()
@@ -230,8 +231,18 @@ macro_rules! elem {
 
 elem!(f64, CUDA_R_64F, |x| x, |x| x);
 elem!(f32, CUDA_R_32F, |x| x as f32, f64::from);
-elem!(half::f16, CUDA_R_16F, half::f16::from_f64, half::f16::to_f64);
-elem!(half::bf16, CUDA_R_16BF, half::bf16::from_f64, half::bf16::to_f64);
+elem!(
+    half::f16,
+    CUDA_R_16F,
+    half::f16::from_f64,
+    half::f16::to_f64
+);
+elem!(
+    half::bf16,
+    CUDA_R_16BF,
+    half::bf16::from_f64,
+    half::bf16::to_f64
+);
 // Check and timing inputs are integers in [−8, 8] for int8.
 elem!(i8, CUDA_R_8I, |x: f64| x as i8, f64::from);
 elem!(i32, CUDA_R_32I, |x: f64| x as i32, f64::from);
@@ -281,8 +292,12 @@ struct Operands<I: Elem, O: Elem> {
 impl<I: Elem, O: Elem> Operands<I, O> {
     fn upload(stream: &Arc<CudaStream>, a: &[I], b: &[I], n: usize) -> Result<Self, GpuError> {
         Ok(Self {
-            a: stream.clone_htod(a).map_err(cu("copying A to the device"))?,
-            b: stream.clone_htod(b).map_err(cu("copying B to the device"))?,
+            a: stream
+                .clone_htod(a)
+                .map_err(cu("copying A to the device"))?,
+            b: stream
+                .clone_htod(b)
+                .map_err(cu("copying B to the device"))?,
             c: stream
                 .alloc_zeros::<O>(n * n)
                 .map_err(cu("allocating C on the device"))?,
@@ -297,8 +312,9 @@ impl<I: Elem, O: Elem> Operands<I, O> {
         stream: &Arc<CudaStream>,
         p: GpuPrecision,
     ) -> Result<(), GpuError> {
-        let n = i32::try_from(self.n)
-            .map_err(|_| GpuError::Invalid(format!("GEMM order {} exceeds cuBLAS's int", self.n)))?;
+        let n = i32::try_from(self.n).map_err(|_| {
+            GpuError::Invalid(format!("GEMM order {} exceeds cuBLAS's int", self.n))
+        })?;
         let (alpha, beta) = (Scalar::new(p, 1), Scalar::new(p, 0));
         let (a, _ra) = self.a.device_ptr(stream);
         let (b, _rb) = self.b.device_ptr(stream);
@@ -412,10 +428,16 @@ fn time_gemm<I: Elem, O: Elem>(
     let mut samples = Vec::with_capacity(cfg.repeats);
     let started = Instant::now();
     while samples.len() < cfg.repeats || started.elapsed().as_secs_f64() < cfg.min_time_s {
-        let start = stream.record_event(timing).map_err(cu("recording an event"))?;
+        let start = stream
+            .record_event(timing)
+            .map_err(cu("recording an event"))?;
         ops.gemm(h, stream, p)?;
-        let end = stream.record_event(timing).map_err(cu("recording an event"))?;
-        let ms = start.elapsed_ms(&end).map_err(cu("reading the event timer"))?;
+        let end = stream
+            .record_event(timing)
+            .map_err(cu("recording an event"))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(cu("reading the event timer"))?;
         samples.push(f64::from(ms) / 1e3);
     }
     Stats::from_samples(&samples).ok_or_else(|| GpuError::Cuda {

@@ -70,9 +70,8 @@ impl GpuArgs {
                 .iter()
                 .map(|&m| {
                     let m = positive_size("--copy-mib", m)?;
-                    m.checked_mul(1 << 20).ok_or_else(|| {
-                        BenchError::Invalid(format!("--copy-mib {m} is too large"))
-                    })
+                    m.checked_mul(1 << 20)
+                        .ok_or_else(|| BenchError::Invalid(format!("--copy-mib {m} is too large")))
                 })
                 .collect::<Result<_, _>>()?;
         }
