@@ -475,7 +475,7 @@ pub fn compare(
     for (idx, ((g, w), m)) in got.iter().zip(want).zip(abs).enumerate() {
         let err = (g - w).abs();
         let rel = if *m > 0.0 { err / m } else { err };
-        if !(rel <= tol) {
+        if rel.is_nan() || rel > tol {
             return Err(GpuError::WrongResult {
                 precision: p,
                 n,
