@@ -110,8 +110,9 @@ impl GpuPrecision {
         }
     }
 
-    /// cuBLAS needs int8 leading dimensions that are multiples of 4 (cublasGemmEx, "for
-    /// CUBLAS_COMPUTE_32I ... lda, ldb, ldc multiple of 4").
+    /// int8 only at n a multiple of 4: cuBLAS's int8 (IMMA) kernels want 4-byte aligned columns,
+    /// and older GPUs reject other leading dimensions outright. Kept on every GPU so the int8
+    /// sizes are the same everywhere.
     pub fn size_ok(self, n: usize) -> bool {
         self != GpuPrecision::Int8 || n.is_multiple_of(4)
     }
@@ -434,7 +435,7 @@ pub fn check_values(p: GpuPrecision, len: usize, seed: u64) -> Vec<f64> {
 }
 
 /// Reference of C = Aᵀ·B for column-major n×n A and B (the layout the benchmark hands cuBLAS:
-/// `transa = T`, the layout cuBLAS's int8 tensor-core path prefers): C[i + j·n] = Σ_p
+/// `transa = T`, `transb = N`): C[i + j·n] = Σ_p
 /// A[p + i·n]·B[p + j·n], in f64 (exact for the check inputs), with Σ|a||b| for the tolerance.
 pub fn reference_tn(a: &[f64], b: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
     let mut c = vec![0.0; n * n];

@@ -1,8 +1,8 @@
 //! The measuring half of [`super`]: CUDA driver and cuBLAS through cudarc, loaded at run time.
 //!
 //! GEMMs go through `cublasGemmEx` with `transa = T, transb = N` (C = Aᵀ·B, every matrix n×n,
-//! column-major) for all precisions, so the layout is the same everywhere and is the one cuBLAS's
-//! int8 tensor-core path prefers. Each timed call sits between two CUDA events on the stream;
+//! column-major) for all precisions, so the layout is the same everywhere (TN: both operands are
+//! read along contiguous columns, which int8 kernels favour). Each timed call sits between two CUDA events on the stream;
 //! copies are timed with the host clock around the copy and a stream synchronisation, because a
 //! pageable copy is staged by the host and events would miss part of it.
 
@@ -116,7 +116,9 @@ fn measure(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError
                 if !p.size_ok(n) {
                     not_measured.push(NotMeasured {
                         what: format!("{p} n={n}"),
-                        reason: "cuBLAS int8 GEMM needs n to be a multiple of 4".into(),
+                        reason:
+                            "int8 is measured only at n a multiple of 4 (4-byte aligned columns)"
+                                .into(),
                     });
                     done += 1;
                     continue;
