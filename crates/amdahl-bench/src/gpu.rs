@@ -282,6 +282,31 @@ pub fn gemm_device_bytes(p: GpuPrecision, n: usize) -> Option<u64> {
     inputs.checked_add(n2.checked_mul(p.output_bytes())?)
 }
 
+/// Refuse sizes that cannot fit in `free` bytes of device memory before allocating anything.
+pub fn check_memory(cfg: &GpuConfig, free: u64) -> Result<(), GpuError> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let gemm = cfg.precisions.iter().flat_map(|&p| {
+        cfg.sizes
+            .iter()
+            .map(move |&n| (format!("{p} GEMM n={n}"), gemm_device_bytes(p, n)))
+    });
+    let copies = cfg
+        .copy_sizes
+        .iter()
+        .map(|&b| (format!("a {} MiB copy", b >> 20), Some(b as u64)));
+    for (what, need) in gemm.chain(copies) {
+        let need = need.unwrap_or(u64::MAX);
+        if need > free {
+            return Err(GpuError::OutOfMemory {
+                what,
+                needed_gib: gib(need),
+                free_gib: gib(free),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Which way a copy went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -563,6 +588,25 @@ mod tests {
             c.copy_sizes.clear()
         })
         .contains("nothing"));
+    }
+
+    #[test]
+    fn sizes_beyond_free_memory_are_refused_with_the_need() {
+        let mut c = GpuConfig::quick(0);
+        c.sizes = vec![16384];
+        c.precisions = vec![GpuPrecision::Fp64];
+        c.copy_sizes = vec![1 << 20];
+        // fp64 at n = 16384: 3 · 16384² · 8 B = 6 GiB.
+        assert!(check_memory(&c, 6 << 30).is_ok());
+        let e = check_memory(&c, 4 << 30).unwrap_err().to_string();
+        assert!(
+            e.contains("fp64 GEMM n=16384 needs 6.00 GiB") && e.contains("4.00 GiB"),
+            "{e}"
+        );
+        c.sizes.clear();
+        c.copy_sizes = vec![8 << 30];
+        let e = check_memory(&c, 4 << 30).unwrap_err().to_string();
+        assert!(e.contains("8192 MiB copy needs 8.00 GiB"), "{e}");
     }
 
     #[test]

@@ -7,9 +7,9 @@
 //! pageable copy is staged by the host and events would miss part of it.
 
 use super::{
-    check_values, compare, gemm_device_bytes, gemm_flops, reference_tn, CopyRow, Direction,
-    GpuCheck, GpuConfig, GpuDevice, GpuError, GpuGemmRow, GpuPrecision, GpuReport, HostMemory,
-    NotMeasured, SCHEMA,
+    check_memory, check_values, compare, gemm_device_bytes, gemm_flops, reference_tn, CopyRow,
+    Direction, GpuCheck, GpuConfig, GpuDevice, GpuError, GpuGemmRow, GpuPrecision, GpuReport,
+    HostMemory, NotMeasured, SCHEMA,
 };
 use crate::stats::Stats;
 use crate::Hooks;
@@ -176,31 +176,6 @@ fn measure(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError
         copies,
         not_measured,
     })
-}
-
-/// Refuse sizes that cannot fit before allocating anything.
-fn check_memory(cfg: &GpuConfig, free: u64) -> Result<(), GpuError> {
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    let gemm = cfg.precisions.iter().flat_map(|&p| {
-        cfg.sizes
-            .iter()
-            .map(move |&n| (format!("{p} GEMM n={n}"), gemm_device_bytes(p, n)))
-    });
-    let copies = cfg
-        .copy_sizes
-        .iter()
-        .map(|&b| (format!("a {} MiB copy", b >> 20), Some(b as u64)));
-    for (what, need) in gemm.chain(copies) {
-        let need = need.unwrap_or(u64::MAX);
-        if need > free {
-            return Err(GpuError::OutOfMemory {
-                what,
-                needed_gib: gib(need),
-                free_gib: gib(free),
-            });
-        }
-    }
-    Ok(())
 }
 
 fn driver_version() -> Option<String> {
@@ -394,12 +369,14 @@ fn check<I: Elem, O: Elem>(
     let conv = |v: &[f64]| v.iter().map(|&x| I::from_f64(x)).collect::<Vec<I>>();
     let mut ops = Operands::<I, O>::upload(stream, &conv(&a), &conv(&b), n)?;
     ops.gemm(h, stream, p)?;
-    let got: Vec<f64> = stream
-        .clone_dtoh(&ops.c)
-        .map_err(cu("copying C back"))?
-        .into_iter()
-        .map(O::to_f64)
-        .collect();
+    let raw = stream.clone_dtoh(&ops.c).map_err(cu("copying C back"))?;
+    // A copy into pageable memory has finished when it returns (CUDA Driver API, "API
+    // synchronization behavior"); synchronise anyway, so nothing is read early and an error of
+    // the GEMM itself surfaces here, named.
+    stream
+        .synchronize()
+        .map_err(cu(format!("running the {p} check")))?;
+    let got: Vec<f64> = raw.into_iter().map(O::to_f64).collect();
     let (want, abs) = reference_tn(&a, &b, n);
     compare(p, n, &got, &want, &abs)
 }
