@@ -60,8 +60,12 @@ fn cu<E: Display>(what: impl Into<String>) -> impl FnOnce(E) -> GpuError {
 }
 
 fn measure(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError> {
-    let count = CudaContext::device_count().map_err(cu("initialising CUDA (cuInit)"))?;
-    let count = usize::try_from(count).unwrap_or(0);
+    let count = match CudaContext::device_count() {
+        Ok(c) => usize::try_from(c).unwrap_or(0),
+        // cuInit says so itself when the driver loads but finds no GPU.
+        Err(e) if e.0 == dsys::cudaError_enum::CUDA_ERROR_NO_DEVICE => 0,
+        Err(e) => return Err(cu("initialising CUDA (cuInit)")(e)),
+    };
     if count == 0 {
         return Err(GpuError::Cuda {
             what: "finding a GPU".into(),
