@@ -51,7 +51,7 @@ fi
 } > "$OUT/env.txt" 2>&1
 
 # --- find cuBLAS ------------------------------------------------------------------------------
-libdir="$OUT/.libs"; mkdir -p "$libdir"
+libdir=$(mktemp -d)   # symlinks stay out of $OUT
 cublas=""
 for pat in /usr/local/cuda/lib64/libcublas.so* /usr/local/cuda-*/lib64/libcublas.so* \
            /usr/lib/x86_64-linux-gnu/libcublas.so* /usr/lib64/libcublas.so* \
