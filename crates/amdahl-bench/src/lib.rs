@@ -8,6 +8,7 @@
 pub mod energy;
 pub mod error;
 pub mod gemm;
+pub mod gpu;
 pub mod kernels;
 pub mod machine;
 pub mod memory;

@@ -128,7 +128,22 @@ impl Accumulator {
                     "energy counter did not advance; integrated the power readings instead".into(),
                 ),
             ),
-            Method::Counter => (counter_energy, Method::Counter, note),
+            Method::Counter => {
+                // Counters that also report power (NVML) get the integral of those readings as a
+                // cross-check, side by side: the two methods on the same run and intervals.
+                let check = (self.power_energy.get() > 0.0 && counter_energy.get() > 0.0).then(|| {
+                    let (p, c) = (self.power_energy.get(), counter_energy.get());
+                    format!(
+                        "integrated power readings over the same intervals: {p:.3} J ({:+.2} % vs the counter)",
+                        100.0 * (p / c - 1.0)
+                    )
+                });
+                let note = match (note, check) {
+                    (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+                    (a, b) => a.or(b),
+                };
+                (counter_energy, Method::Counter, note)
+            }
             Method::IntegratedPower => (self.power_energy, Method::IntegratedPower, note),
             // Estimates come as a CPU-time "counter" or a modelled power; one of the two is 0.
             Method::Estimate => (counter_energy + self.power_energy, Method::Estimate, note),
@@ -238,6 +253,30 @@ mod tests {
         assert_eq!(m, Method::IntegratedPower);
         assert!((e.get() - 35.0).abs() < 1e-12);
         assert!(note.is_some());
+    }
+
+    #[test]
+    fn counter_with_power_notes_the_integrated_power_side_by_side() {
+        // Counter: 100 J over 1 s; power readings 90 W and 110 W: trapezoid 100 J → +0.00 %.
+        // Then 1 s at 110 W → 110 J integrated against another 100 J counted: 210 vs 200 J.
+        let raw = |mj, w| Raw::Counter {
+            value: mj,
+            units_per_joule: 1e3,
+            max: None,
+            power: Some(Watts(w)),
+        };
+        let mut a = Accumulator::new(Method::Counter);
+        a.update(Seconds(0.0), raw(0, 90.0));
+        a.update(Seconds(1.0), raw(100_000, 110.0));
+        let (e, m, note) = a.energy();
+        assert_eq!((e, m), (Joules(100.0), Method::Counter));
+        assert_eq!(
+            note.as_deref(),
+            Some("integrated power readings over the same intervals: 100.000 J (+0.00 % vs the counter)")
+        );
+        a.update(Seconds(2.0), raw(200_000, 110.0));
+        let note = a.energy().2.unwrap_or_default();
+        assert!(note.contains("210.000 J (+5.00 %"), "{note}");
     }
 
     proptest! {

@@ -4,6 +4,7 @@
 //! prints. The binary chooses a sink and writes the returned string where the user asked.
 
 pub mod bench;
+pub mod bench_gpu;
 pub mod carbon;
 pub mod catalog;
 pub mod fit;

@@ -24,6 +24,8 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod gpu;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(subcommand)]
@@ -63,6 +65,8 @@ pub enum What {
         #[command(flatten)]
         common: Common,
     },
+    /// Measure cuBLAS GEMM per precision and host↔device copy bandwidth (feature `cuda`).
+    Gpu(gpu::GpuArgs),
 }
 
 /// Flags every benchmark takes.
@@ -166,6 +170,7 @@ fn energy_probe(p: &PowercapArgs) -> MeterProbe {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     match args.what {
+        What::Gpu(a) => gpu::run(a),
         What::Gemm { common, precision } => {
             let st = common.settings()?;
             let mut cfg = if common.quick {

@@ -1,0 +1,170 @@
+//! `amdahl bench gpu` — cuBLAS GEMM per precision and host↔device copy bandwidth. Present in
+//! every build; without the `cuda` feature it says how to rebuild (exit 1).
+
+use crate::output::{print, Format, FormatArgs};
+use amdahl_bench::gpu::{GpuConfig, GpuError, GpuPrecision};
+use amdahl_bench::machine::positive_size;
+use amdahl_bench::BenchError;
+use amdahl_report::bench_gpu as render;
+use anyhow::{Context, Result};
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct GpuArgs {
+    /// Run CI-sized problems (n = 1024, 4096; 1 and 64 MiB copies; few repeats).
+    #[arg(long)]
+    pub quick: bool,
+    /// GEMM orders n, comma-separated (default 1024..16384, --quick 1024,4096).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub sizes: Vec<i64>,
+    /// Precisions, comma-separated: fp64, fp32, tf32, fp16, bf16, int8 (default all).
+    #[arg(long, value_delimiter = ',')]
+    pub precision: Vec<String>,
+    /// Host↔device copy sizes in MiB, comma-separated (default 1,16,256,1024; --quick 1,64).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub copy_mib: Vec<i64>,
+    /// Measure no GEMM, only the copies.
+    #[arg(long, conflicts_with = "no_copy")]
+    pub no_gemm: bool,
+    /// Measure no copy, only the GEMMs.
+    #[arg(long)]
+    pub no_copy: bool,
+    /// Timed repeats after the warm-up.
+    #[arg(long, allow_negative_numbers = true)]
+    pub repeats: Option<i64>,
+    /// Keep repeating each GEMM for at least this many seconds (a steady load for `amdahl run`).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub min_time: Option<f64>,
+    /// CUDA device ordinal (after CUDA_VISIBLE_DEVICES).
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+impl GpuArgs {
+    /// Raw flags → a validated config; everything that can be wrong without a GPU is caught here.
+    pub fn config(&self) -> Result<GpuConfig> {
+        let mut cfg = if self.quick {
+            GpuConfig::quick(self.device)
+        } else {
+            GpuConfig::full(self.device)
+        };
+        if !self.sizes.is_empty() {
+            cfg.sizes = self
+                .sizes
+                .iter()
+                .map(|&s| positive_size("--sizes", s))
+                .collect::<Result<_, _>>()?;
+        }
+        if !self.precision.is_empty() {
+            cfg.precisions = self
+                .precision
+                .iter()
+                .map(|p| p.parse::<GpuPrecision>())
+                .collect::<Result<_, _>>()?;
+        }
+        if !self.copy_mib.is_empty() {
+            cfg.copy_sizes = self
+                .copy_mib
+                .iter()
+                .map(|&m| {
+                    let m = positive_size("--copy-mib", m)?;
+                    m.checked_mul(1 << 20)
+                        .ok_or_else(|| BenchError::Invalid(format!("--copy-mib {m} is too large")))
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        if self.no_gemm {
+            cfg.sizes.clear();
+        }
+        if self.no_copy {
+            cfg.copy_sizes.clear();
+        }
+        if let Some(r) = self.repeats {
+            cfg.repeats = positive_size("--repeats", r)?;
+        }
+        if let Some(t) = self.min_time {
+            cfg.min_time_s = t;
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+pub fn run(args: GpuArgs) -> Result<ExitCode> {
+    let cfg = args.config()?;
+    if !amdahl_bench::gpu::CUDA_BUILT {
+        return Err(GpuError::NotBuilt.into());
+    }
+    // The shared progress bar speaks the CPU benchmarks' error type; carry the message over.
+    let r = super::with_progress(|h| {
+        amdahl_bench::gpu::run(&cfg, h).map_err(|e| BenchError::Invalid(e.to_string()))
+    })
+    .context("running the GPU benchmark")?;
+    let out = match args.format.format() {
+        Format::Table => render::gpu_text(&r),
+        Format::Json => amdahl_report::to_json(&r).context("serialising the result")?,
+        Format::Csv => render::gpu_grid(&r).csv().context("writing CSV")?,
+    };
+    print(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        gpu: GpuArgs,
+    }
+
+    fn config(args: &[&str]) -> Result<GpuConfig> {
+        let cli = Cli::try_parse_from(std::iter::once("gpu").chain(args.iter().copied()))?;
+        cli.gpu.config()
+    }
+
+    #[test]
+    fn flags_become_the_config() {
+        let c = config(&[
+            "--quick",
+            "--sizes",
+            "256,512",
+            "--precision",
+            "fp16,int8",
+            "--copy-mib",
+            "8",
+            "--repeats",
+            "4",
+            "--min-time",
+            "2.5",
+            "--device",
+            "1",
+        ])
+        .unwrap();
+        assert_eq!(c.sizes, vec![256, 512]);
+        assert_eq!(c.precisions, vec![GpuPrecision::Fp16, GpuPrecision::Int8]);
+        assert_eq!(c.copy_sizes, vec![8 << 20]);
+        assert_eq!((c.repeats, c.min_time_s, c.device), (4, 2.5, 1));
+        let c = config(&["--no-copy"]).unwrap();
+        assert!(c.copy_sizes.is_empty() && !c.sizes.is_empty());
+        let c = config(&["--no-gemm"]).unwrap();
+        assert!(c.sizes.is_empty() && !c.copy_sizes.is_empty());
+    }
+
+    #[test]
+    fn bad_flags_are_refused_with_the_flag_named() {
+        let err = |a: &[&str]| format!("{:#}", config(a).unwrap_err());
+        assert!(err(&["--sizes", "0"]).contains("--sizes"));
+        assert!(err(&["--sizes", "-5"]).contains("--sizes"));
+        assert!(err(&["--precision", "fp8"]).contains("fp8"));
+        assert!(err(&["--repeats", "0"]).contains("--repeats"));
+        assert!(err(&["--min-time", "-1"]).contains("--min-time"));
+        assert!(err(&["--copy-mib", "0"]).contains("--copy-mib"));
+        assert!(err(&["--sizes", "3000000000"]).contains("out of range"));
+        assert!(config(&["--no-gemm", "--no-copy"]).is_err());
+    }
+}

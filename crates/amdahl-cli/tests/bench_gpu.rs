@@ -1,0 +1,150 @@
+//! `amdahl bench gpu` where there is no GPU (CI): clear errors, exit 1, never a panic.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn amdahl() -> Command {
+    Command::cargo_bin("amdahl").unwrap()
+}
+
+#[test]
+fn without_the_feature_it_says_how_to_rebuild() {
+    let out = amdahl()
+        .args(["bench", "gpu", "--quick", "--json"])
+        .assert();
+    if cfg!(feature = "cuda") {
+        // Built with CUDA: on a machine without a driver this is a clear error; with a GPU it
+        // measures. Either way, no panic.
+        let code = out.get_output().status.code();
+        assert!(matches!(code, Some(0) | Some(1)), "{code:?}");
+        out.stderr(predicate::str::contains("panicked").not());
+    } else {
+        out.code(1).stdout("").stderr(
+            "error: built without the `cuda` feature: \
+             cargo build --release -p amdahl-cli --features cuda\n",
+        );
+    }
+}
+
+#[test]
+fn bad_flags_exit_1_before_any_device_is_touched() {
+    for (args, says) in [
+        (&["--sizes", "0"][..], "--sizes must be a positive integer"),
+        (&["--sizes", "-3"][..], "--sizes must be a positive integer"),
+        (&["--precision", "fp8"][..], "unknown GPU precision `fp8`"),
+        (&["--repeats", "0"][..], "--repeats"),
+        (&["--min-time", "-2"][..], "--min-time"),
+        (&["--copy-mib", "0"][..], "--copy-mib"),
+        (&["--sizes", "4000000000"][..], "out of range"),
+    ] {
+        amdahl()
+            .args(["bench", "gpu"])
+            .args(args)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(says));
+    }
+}
+
+#[test]
+fn conflicting_flags_are_usage_errors() {
+    amdahl()
+        .args(["bench", "gpu", "--no-gemm", "--no-copy"])
+        .assert()
+        .code(2);
+}
+
+/// The whole measuring path against a fake driver + cuBLAS compiled from
+/// `tests/fixtures/fake_cuda.c` (needs `--features cuda` and a C compiler; skipped otherwise).
+#[cfg(all(feature = "cuda", target_os = "linux"))]
+mod fake_driver {
+    use super::*;
+    use serde_json::Value;
+    use std::path::{Path, PathBuf};
+
+    fn build_fake(dir: &Path) -> Option<PathBuf> {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_cuda.c");
+        let lib = dir.join("libcuda.so.1");
+        let ok = std::process::Command::new("cc")
+            .args(["-O2", "-shared", "-fPIC", "-o"])
+            .arg(&lib)
+            .arg(&src)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok {
+            eprintln!("skipped: no C compiler to build the fake CUDA library");
+            return None;
+        }
+        std::fs::copy(&lib, dir.join("libcublas.so.12")).ok()?;
+        Some(dir.to_path_buf())
+    }
+
+    fn gpu(libs: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
+        amdahl()
+            .env("LD_LIBRARY_PATH", libs)
+            .args(["bench", "gpu"])
+            .args(args)
+            .assert()
+    }
+
+    #[test]
+    fn measures_checks_and_refuses_through_the_fake_driver() {
+        let tmp = tempfile::tempdir().unwrap();
+        let Some(libs) = build_fake(tmp.path()) else {
+            return;
+        };
+        let quick = [
+            "--quick",
+            "--sizes",
+            "64,130",
+            "--copy-mib",
+            "1",
+            "--repeats",
+            "2",
+        ];
+        let out = gpu(&libs, &[&quick[..], &["--json"]].concat()).success();
+        let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        assert_eq!(v["schema"], "amdahl.bench.gpu/1");
+        assert_eq!(v["device"]["name"], "Fake GPU (host memory)");
+        assert_eq!(v["device"]["driver_cuda_version"], "12.4");
+        // Every precision checked (the fake computes exactly what cuBLAS would: C = Aᵀ·B).
+        let checks = v["checks"].as_array().unwrap();
+        assert_eq!(checks.len(), 6);
+        // 6 precisions × 2 sizes, less int8 at n = 130 (not a multiple of 4).
+        let gemm = v["gemm"].as_array().unwrap();
+        assert_eq!(gemm.len(), 11);
+        assert_eq!(gemm[0]["flops_per_run"], 2.0 * 64f64.powi(3));
+        assert!(gemm.iter().all(|g| g["copy_share"].as_f64().is_some()));
+        assert_eq!(v["not_measured"][0]["what"], "int8 n=130");
+        assert_eq!(v["copies"].as_array().unwrap().len(), 4);
+
+        gpu(&libs, &quick)
+            .success()
+            .stdout(predicate::str::contains("host↔device copies"));
+        amdahl()
+            .env("LD_LIBRARY_PATH", &libs)
+            .env("FAKE_WRONG", "1")
+            .args(["bench", "gpu"])
+            .args(quick)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "gave a wrong result at element (5, 0)",
+            ));
+        amdahl()
+            .env("LD_LIBRARY_PATH", &libs)
+            .env("FAKE_NODEV", "1")
+            .args(["bench", "gpu", "--quick"])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("the driver sees no CUDA device"));
+        // The fake has 7 GiB free; fp64 at n = 40000 needs 3·40000²·8 B = 35.76 GiB.
+        gpu(&libs, &["--sizes", "40000"])
+            .code(1)
+            .stderr(predicate::str::contains("needs 35.76 GiB of GPU memory"));
+        gpu(&libs, &["--device", "3"])
+            .code(1)
+            .stderr(predicate::str::contains("--device 3 does not exist"));
+    }
+}
