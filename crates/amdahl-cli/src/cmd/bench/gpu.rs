@@ -98,7 +98,8 @@ pub fn run(args: GpuArgs) -> Result<ExitCode> {
         return Err(GpuError::NotBuilt.into());
     }
     // The shared progress bar speaks the CPU benchmarks' error type; carry the message over.
-    let r = super::with_progress(|h| {
+    // No energy probe per case: GPU energy comes from `amdahl run` around the benchmark (NVML).
+    let r = super::with_progress(amdahl_bench::MeterProbe::new(Vec::new()), |h| {
         amdahl_bench::gpu::run(&cfg, h).map_err(|e| BenchError::Invalid(e.to_string()))
     })
     .context("running the GPU benchmark")?;
