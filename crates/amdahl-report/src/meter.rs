@@ -6,7 +6,7 @@
 //! 38 names of [`CODECARBON_HEADER`]. Units there: duration s, emissions kg CO2eq, emissions_rate
 //! kg/s, powers W, energies kWh, ram_total_size GB; PUE multiplies powers and energies
 //! (`EmissionsTracker._do_measurements`). The mapping is documented in
-//! `docs/methodology/energy-measurement.md`.
+//! `docs/methodology.md`.
 
 use crate::sig;
 use crate::table::{Align, Table};

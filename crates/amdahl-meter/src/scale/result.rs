@@ -18,7 +18,7 @@ pub const SCHEMA: &str = "amdahl.scale/1";
 pub struct RunSample {
     pub time_s: Seconds,
     pub energy_j: Joules,
-    /// Outside Tukey's fences of this N's times (see `docs/methodology/scale.md`).
+    /// Outside Tukey's fences of this N's times (see `docs/methodology.md`).
     pub time_outlier: bool,
     pub energy_outlier: bool,
 }

@@ -1,7 +1,7 @@
 //! Energy and carbon accounting: IT energy from hardware-hours, from compute (FLOPs ÷ achieved rate)
 //! or from a measured result; facility energy (× PUE); operational emissions (× grid intensity);
 //! the embodied-carbon share of the hardware; everyday equivalents; and the data of a citable
-//! statement. Formulas and sources: docs/methodology/carbon.md.
+//! statement. Formulas and sources: docs/methodology.md.
 
 pub mod embodied;
 pub mod energy;

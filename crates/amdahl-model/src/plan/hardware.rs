@@ -4,7 +4,7 @@
 //! (`data/devices.csv`, [`crate::catalog::devices`]) by [`Hardware::from_catalog`]; the rules that
 //! turn catalog columns into model inputs (link direction, binary memory units, idle power where
 //! the catalog has none, the GEMM-curve family) are documented there and in
-//! docs/methodology/plan.md ("Hardware from the catalog"). Peaks are *dense* (no 2:4 sparsity)
+//! docs/methodology.md ("Hardware from the catalog"). Peaks are *dense* (no 2:4 sparsity)
 //! vendor figures.
 
 use super::error::PlanError;
@@ -68,7 +68,7 @@ pub enum DeviceClass {
 /// (launch, ramp-up, last partial wave of thread blocks) plus the FLOPs at the sustained
 /// large-GEMM rate. Its efficiency F/(t × peak) = max_efficiency · F/(F + F½) rises with size and
 /// is half of `max_efficiency` at F½ = latency × max_efficiency × peak. Constants and their origin:
-/// docs/methodology/plan.md ("GEMM efficiency").
+/// docs/methodology.md ("GEMM efficiency").
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GemmCurve {
     pub max_efficiency: f64,
@@ -78,7 +78,7 @@ pub struct GemmCurve {
 }
 
 impl DeviceClass {
-    /// The curve for this class (see docs/methodology/plan.md for the sources of the constants).
+    /// The curve for this class (see docs/methodology.md for the sources of the constants).
     pub fn curve(self) -> GemmCurve {
         match self {
             // Volta: cuBLAS fp16 large GEMMs reach ~ 100 of 125 TFLOP/s on V100 SXM2 (NVIDIA
@@ -271,7 +271,7 @@ impl Network {
     /// The network of an 8-device node of this device: its intra-node link inside, `inter_gbit`
     /// Gbit/s per device between nodes (the catalog's `scale_out_gbit`: DGX A100 8 × HDR 200;
     /// DGX H100 8 × NDR 400). Efficiencies and latencies: typical nccl-tests figures
-    /// (docs/methodology/plan.md).
+    /// (docs/methodology.md).
     pub fn node_of(hw: &Hardware, inter_gbit: f64) -> Self {
         Network {
             gpus_per_node: 8,

@@ -6,7 +6,7 @@
 //! where it goes, memory per device, throughput, MFU/HFU; [`cost`] turns it into time, energy
 //! and carbon to train D tokens; [`scaling`] gives Végh's view (α_eff vs N); [`search`] ranks
 //! every valid layout. Devices and models come from the catalogs ([`crate::catalog`]) through
-//! [`system`] and [`ModelShape::from_catalog`]. Every formula's source: docs/methodology/plan.md.
+//! [`system`] and [`ModelShape::from_catalog`]. Every formula's source: docs/methodology.md.
 
 pub mod collective;
 pub mod cost;

@@ -1,5 +1,5 @@
 //! Per-iteration time of one layout: compute, memory-bound work, communication, bubble,
-//! optimizer. Formulas and their sources: docs/methodology/plan.md.
+//! optimizer. Formulas and their sources: docs/methodology.md.
 
 use super::collective::{all_gather, all_reduce, p2p};
 use super::error::PlanError;
