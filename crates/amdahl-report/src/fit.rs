@@ -255,14 +255,6 @@ pub fn csv(r: &FitResult) -> Result<String, csv::Error> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Log-spaced N from `lo` to `hi`.
-fn grid(lo: f64, hi: f64, k: usize) -> Vec<f64> {
-    let (a, b) = (lo.ln(), hi.ln());
-    (0..=k)
-        .map(|i| (a + (b - a) * i as f64 / k as f64).exp())
-        .collect()
-}
-
 /// Two panels: speedup and efficiency against N (log axes), measured points, the fitted curves
 /// (the chosen one solid, the others dashed when there is one series) and the ideal line.
 pub fn svg(r: &FitResult) -> String {
@@ -290,7 +282,7 @@ pub fn svg(r: &FitResult) -> String {
     // A little past the last run or prediction, to show where the curves head.
     let hi = (hi * 1.5).max(lo * 2.0);
     let n0 = r.series.first().map_or(1.0, |s| s.baseline_n);
-    let g = grid(lo, hi, 120);
+    let g = crate::svg::log_space(lo, hi, 120);
     sp.series.push(
         Series::new("ideal", "#888888", Style::DashedLine).points(g.iter().map(|&n| (n, n / n0))),
     );

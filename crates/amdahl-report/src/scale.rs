@@ -210,14 +210,6 @@ pub fn csv(r: &ScaleResult) -> Result<String, csv::Error> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Log-spaced N from `lo` to `hi`.
-fn grid(lo: f64, hi: f64, k: usize) -> Vec<f64> {
-    let (a, b) = (lo.ln(), hi.ln());
-    (0..=k)
-        .map(|i| (a + (b - a) * i as f64 / k as f64).exp())
-        .collect()
-}
-
 /// Three panels against N (log axis): speedup (measured medians, ideal, the chosen model);
 /// parallel efficiency next to energy efficiency Ẽ(N0)/Ẽ(N); median energy per job with its
 /// min–max range.
@@ -244,7 +236,7 @@ pub fn svg(r: &ScaleResult) -> String {
         .fold((f64::INFINITY, 0.0f64), |(a, b), &n| (a.min(n), b.max(n)));
     if lo.is_finite() && hi >= lo {
         let n0 = r.baseline_n as f64;
-        let g = grid(lo, (hi * 1.5).max(lo * 2.0), 120);
+        let g = crate::svg::log_space(lo, (hi * 1.5).max(lo * 2.0), 120);
         sp.series.push(
             Series::new("ideal", "#888888", Style::DashedLine)
                 .points(g.iter().map(|&n| (n, n / n0))),

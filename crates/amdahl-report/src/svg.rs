@@ -137,6 +137,14 @@ pub fn colormap(t: f64) -> String {
     )
 }
 
+/// `k + 1` values from `lo` to `hi`, evenly spaced on a log scale (curves drawn on log axes).
+pub fn log_space(lo: f64, hi: f64, k: usize) -> Vec<f64> {
+    let (a, b) = (lo.ln(), hi.ln());
+    (0..=k)
+        .map(|i| (a + (b - a) * i as f64 / k as f64).exp())
+        .collect()
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
