@@ -428,3 +428,58 @@ fn process_scope_sees_cpu_time_of_orphaned_descendants() {
     );
     assert!(device(&r, "estimate:cpu")["energy_j"].as_f64().unwrap() > 0.0);
 }
+
+/// `--prometheus FILE`: node_exporter's textfile collector reads the same exact energies as the
+/// JSON (package 6 J − 1 J, dram wrapped 1 J + 2 J: 8 J), and the run is marked finished.
+#[test]
+fn prometheus_textfile_carries_the_exact_energies() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let prom = t.path().join("amdahl.prom");
+    let script = format!(
+        "echo 6000000 > {r}/intel-rapl:0/energy_uj; echo 2000000 > {r}/intel-rapl:0/intel-rapl:0:2/energy_uj",
+        r = root.display()
+    );
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--interval", "50ms", "--prometheus"])
+        .arg(&prom)
+        .args(["--", "sh", "-c", &script])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let value = |prefix: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in {text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert_eq!(value("amdahl_run_energy_joules{"), 8.0);
+    assert_eq!(value("amdahl_run_partial{"), 0.0);
+    assert!(
+        text.contains(
+            r#"device="intel-rapl:0",kind="cpu-package",method="counter",in_total="true"} 5"#
+        ),
+        "{text}"
+    );
+    // An unwritable path fails before the command starts.
+    let marker = t.path().join("ran");
+    amdahl(&root)
+        .args([
+            "run",
+            "--no-gpu",
+            "--prometheus",
+            "/proc/version/amdahl.prom",
+            "--",
+            "touch",
+        ])
+        .arg(&marker)
+        .assert()
+        .code(1)
+        .stderr(contains("Prometheus textfile"));
+    assert!(
+        !marker.exists(),
+        "the command ran despite an unwritable --prometheus path"
+    );
+}

@@ -352,6 +352,106 @@ pub fn detect_csv(d: &DetectResult) -> Result<String, csv::Error> {
     )
 }
 
+/// The run as Prometheus text exposition format (version 0.0.4), for node_exporter's textfile
+/// collector (`--collector.textfile.directory`): the file is rewritten after every sample, so a
+/// dashboard sees energy grow while the job runs. Every series carries the run id and host; device
+/// series say how their energy was obtained (`method`: counter, integrated-power, estimate).
+pub fn prometheus_textfile(r: &RunRecord) -> String {
+    // Label values escape backslash, double quote and newline (exposition format spec).
+    fn esc(v: &str) -> String {
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    }
+    let run = format!(
+        "run_id=\"{}\",host=\"{}\"",
+        esc(&r.run_id),
+        esc(&r.host.hostname)
+    );
+    let mut out = String::new();
+    let mut family = |name: &str, kind: &str, help: &str, rows: Vec<(String, f64)>| {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        for (labels, v) in rows {
+            out.push_str(&format!("{name}{{{labels}}} {v}\n"));
+        }
+    };
+    let device = |d: &amdahl_meter::record::DeviceRecord| {
+        let kind = serde_json::to_value(d.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        format!(
+            "{run},device=\"{}\",kind=\"{}\",method=\"{}\",in_total=\"{}\"",
+            esc(&d.id),
+            esc(&kind),
+            d.method.as_str(),
+            d.in_total
+        )
+    };
+    family(
+        "amdahl_device_energy_joules",
+        "counter",
+        "Energy charged to the run since it started, per device.",
+        r.devices
+            .iter()
+            .map(|d| (device(d), d.energy_j.get()))
+            .collect(),
+    );
+    family(
+        "amdahl_device_power_watts",
+        "gauge",
+        "Average power of the device since the run started.",
+        r.devices
+            .iter()
+            .map(|d| (device(d), d.avg_power_w.get()))
+            .collect(),
+    );
+    family(
+        "amdahl_run_energy_joules",
+        "counter",
+        "Energy of the devices in the run's total (each counted once), before PUE.",
+        vec![(run.clone(), r.total_energy_j.get())],
+    );
+    family(
+        "amdahl_run_co2e_grams",
+        "counter",
+        "Operational emissions so far: kWh x PUE x grid intensity.",
+        vec![(run.clone(), r.co2e_g.get())],
+    );
+    family(
+        "amdahl_run_duration_seconds",
+        "gauge",
+        "Wall-clock time since the command started.",
+        vec![(run.clone(), r.duration_s.get())],
+    );
+    family(
+        "amdahl_run_partial",
+        "gauge",
+        "1 while the command runs or when it was interrupted, 0 once it finished.",
+        vec![(run.clone(), if r.partial { 1.0 } else { 0.0 })],
+    );
+    family(
+        "amdahl_run_info",
+        "gauge",
+        "Run metadata as labels; the value is always 1.",
+        vec![(
+            format!(
+                "{run},command=\"{}\",scope=\"{}\",region=\"{}\",g_per_kwh=\"{}\",pue=\"{}\"",
+                esc(&r.command.join(" ")),
+                serde_json::to_value(r.scope)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                esc(&r.intensity.region),
+                r.intensity.g_per_kwh.get(),
+                r.pue
+            ),
+            1.0,
+        )],
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,6 +559,28 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    #[test]
+    fn prometheus_textfile_has_one_series_per_device_and_escapes_labels() {
+        let mut r = record();
+        r.command = vec!["say".into(), "\"hi\"\n".into()];
+        let text = prometheus_textfile(&r);
+        let series = |name: &str| {
+            text.lines()
+                .filter(|l| l.starts_with(&format!("{name}{{")))
+                .count()
+        };
+        assert_eq!(series("amdahl_device_energy_joules"), 3);
+        assert_eq!(series("amdahl_run_energy_joules"), 1);
+        // 300 J package + 60 J dram + 3240 J GPU, all counters in the total.
+        assert!(text.contains("amdahl_run_energy_joules{run_id=\"0f0f0f0f-0000-4000-8000-000000000001\",host=\"node1\"} 3600\n"), "{text}");
+        assert!(
+            text.contains(r#"device="gpu:0",kind="gpu",method="counter",in_total="true"} 3240"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"command="say \"hi\"\n""#), "{text}");
+        assert!(text.contains("# TYPE amdahl_run_co2e_grams counter\n"));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use amdahl_meter::record::{self, Host, Intensity, Progress, RunContext, RunRecor
 use amdahl_meter::{procfs, rapl, runner, sampler, sensors, EnergySource, MeterError, Sample};
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::units::{Seconds, Watts};
-use amdahl_report::meter::{codecarbon_row, run_summary, CODECARBON_HEADER};
+use amdahl_report::meter::{codecarbon_row, prometheus_textfile, run_summary, CODECARBON_HEADER};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -55,6 +55,10 @@ pub struct Args {
     /// Write every sample as a JSON line, flushed as it is taken.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Write the run in Prometheus text format after every sample (for node_exporter's textfile
+    /// collector: give a path inside its --collector.textfile.directory, ending in .prom).
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<PathBuf>,
     /// Append a row to a CodeCarbon-compatible emissions.csv.
     #[arg(long, value_name = "FILE")]
     pub codecarbon_csv: Option<PathBuf>,
@@ -232,6 +236,33 @@ pub(crate) fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The files rewritten after every sample: the JSON result and the Prometheus textfile.
+#[derive(Clone, Default)]
+struct LiveOutputs {
+    json: Option<PathBuf>,
+    prometheus: Option<PathBuf>,
+}
+
+impl LiveOutputs {
+    fn new(args: &Args) -> Self {
+        Self {
+            json: args.output.clone(),
+            prometheus: args.prometheus.clone(),
+        }
+    }
+
+    fn write(&self, r: &RunRecord) -> Result<()> {
+        if let Some(o) = &self.json {
+            write_record(o, r)?;
+        }
+        if let Some(p) = &self.prometheus {
+            write_file(p, &prometheus_textfile(r))
+                .with_context(|| format!("writing the Prometheus textfile {}", p.display()))?;
+        }
+        Ok(())
+    }
+}
+
 fn write_record(path: &Path, r: &RunRecord) -> Result<()> {
     let json = amdahl_report::to_json(r).context("serialising the result")?;
     write_file(path, &json)
@@ -296,15 +327,10 @@ fn open_outputs(
     meter: &Meter,
     warnings: &[String],
 ) -> Result<Option<std::fs::File>> {
-    if let Some(o) = &args.output {
-        let first = record::build(ctx, &meter.energies(), in_progress(Seconds::ZERO, warnings));
-        write_record(o, &first).with_context(|| {
-            format!(
-                "cannot write the result file {} (fix the path or its permissions)",
-                o.display()
-            )
-        })?;
-    }
+    let first = record::build(ctx, &meter.energies(), in_progress(Seconds::ZERO, warnings));
+    LiveOutputs::new(args).write(&first).context(
+        "cannot write an output file before starting the command (fix the path or its permissions)",
+    )?;
     if let Some(c) = &args.codecarbon_csv {
         check_codecarbon(c)?;
     }
@@ -344,7 +370,7 @@ fn on_sample(
     mut log: Option<std::fs::File>,
     warnings: &[String],
 ) -> sampler::OnSample {
-    let (ctx, output, warnings) = (ctx.clone(), args.output.clone(), warnings.to_vec());
+    let (ctx, outputs, warnings) = (ctx.clone(), LiveOutputs::new(args), warnings.to_vec());
     let log_path = args.log.clone().unwrap_or_default();
     let mut warned = false;
     Box::new(move |m: &Meter, s: &Sample| {
@@ -355,9 +381,9 @@ fn on_sample(
                 err = Some(format!("sample log {}: {e}", log_path.display()));
             }
         }
-        if let Some(o) = &output {
+        if outputs.json.is_some() || outputs.prometheus.is_some() {
             let r = record::build(&ctx, &m.energies(), in_progress(s.t_s, &warnings));
-            if let Err(e) = write_record(o, &r) {
+            if let Err(e) = outputs.write(&r) {
                 err = Some(format!("{e:#}"));
             }
         }
@@ -457,9 +483,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             warnings,
         },
     );
-    if let Some(o) = &args.output {
-        write_record(o, &rec)?;
-    }
+    LiveOutputs::new(&args).write(&rec)?;
     if let Some(c) = &args.codecarbon_csv {
         append_codecarbon(c, &rec)?;
     }
