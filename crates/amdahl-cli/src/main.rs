@@ -17,7 +17,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the whole scaling analysis on embedded data: TOP500 history, a measured series, plots.
+    /// Tour all three questions on embedded data: scaling, a training plan, a carbon estimate, plots.
     Demo(cmd::demo::Args),
     /// Fit scaling laws (Amdahl, Amdahl + communication, USL) to measured runs.
     Fit(cmd::fit::Args),

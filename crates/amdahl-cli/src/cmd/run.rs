@@ -36,13 +36,7 @@ pub struct Args {
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
     #[command(flatten)]
-    pub grid: GridArgs,
-    /// PUE: a number ≥ 1 or a preset (local = 1.0, hyperscale, industry) [default: local].
-    #[arg(long, value_name = "PUE|PRESET")]
-    pub pue: Option<String>,
-    /// Extra catalog files (devices, regions, PUE presets); rows override embedded ones by name.
-    #[arg(long = "catalog", value_name = "FILE")]
-    pub catalogs: Vec<PathBuf>,
+    pub cost: CostArgs,
     /// Measure the whole machine, or only the command's share of it.
     #[arg(long, value_enum, default_value_t = ScopeArg::Machine)]
     pub scope: ScopeArg,
@@ -63,14 +57,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub codecarbon_csv: Option<PathBuf>,
     #[command(flatten)]
-    pub powercap: PowercapArgs,
-    /// TDP of the CPU package in watts, for the estimate when no RAPL counter is readable
-    /// [default: from the device catalog when /proc/cpuinfo names a known CPU].
-    #[arg(long, value_name = "W")]
-    pub cpu_tdp: Option<f64>,
-    /// Do not open NVML (no GPU measurement).
-    #[arg(long)]
-    pub no_gpu: bool,
+    pub sensors: SensorArgs,
     /// The command and its arguments (after `--`, or after amdahl's own options).
     #[arg(
         trailing_var_arg = true,
@@ -79,6 +66,41 @@ pub struct Args {
         value_name = "CMD"
     )]
     pub command: Vec<String>,
+}
+
+/// The sensor options `run` and `scale` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SensorArgs {
+    #[command(flatten)]
+    pub powercap: PowercapArgs,
+    /// TDP of the CPU package in watts, for the estimate when no RAPL counter is readable
+    /// [default: from the device catalog when /proc/cpuinfo names a known CPU].
+    #[arg(long, value_name = "W", value_parser = positive_watts)]
+    pub cpu_tdp: Option<f64>,
+    /// Do not open NVML (no GPU measurement).
+    #[arg(long)]
+    pub no_gpu: bool,
+}
+
+fn positive_watts(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(w) if w.is_finite() && w > 0.0 => Ok(w),
+        _ => Err(format!("`{s}`: must be a power in watts > 0")),
+    }
+}
+
+/// What turns measured joules into kWh and CO2e, as `run` and `scale` take it: the grid, the PUE
+/// and extra catalog files.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CostArgs {
+    #[command(flatten)]
+    pub grid: GridArgs,
+    /// PUE: a number ≥ 1 or a preset (local = 1.0, hyperscale, industry) [default: local].
+    #[arg(long, value_name = "PUE|PRESET")]
+    pub pue: Option<String>,
+    /// Extra catalog files (devices, regions, PUE presets); rows override embedded ones by name.
+    #[arg(long = "catalog", value_name = "FILE")]
+    pub catalogs: Vec<PathBuf>,
 }
 
 /// Where the RAPL counters are: `--powercap-root DIR` or `AMDAHL_POWERCAP_ROOT` (a bind-mounted
@@ -269,11 +291,6 @@ fn write_record(path: &Path, r: &RunRecord) -> Result<()> {
 }
 
 fn validate(args: &Args) -> Result<()> {
-    if let Some(w) = args.cpu_tdp {
-        if !(w.is_finite() && w > 0.0) {
-            bail!("--cpu-tdp {w}: must be a power in watts > 0");
-        }
-    }
     if args.baseline.is_some() && matches!(args.scope, ScopeArg::Process) {
         bail!("--baseline measures the idle machine and applies to --scope machine only");
     }
@@ -298,10 +315,10 @@ fn sources(
         return (Vec::new(), Vec::new());
     }
     let d = sensors::discover(sensors::Options {
-        powercap_root: args.powercap.powercap_root.clone(),
+        powercap_root: args.sensors.powercap.powercap_root.clone(),
         reader: rapl::fs_reader(),
         cpu_tdp,
-        nvml: !args.no_gpu,
+        nvml: !args.sensors.no_gpu,
         visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
         target: match ctx.scope {
             Scope::Machine => Target::Machine,
@@ -396,8 +413,8 @@ fn on_sample(
 
 pub fn run(args: Args) -> Result<ExitCode> {
     validate(&args)?;
-    let catalogs = resolve::load(&args.catalogs)?;
-    let pue = resolve::pue(args.pue.as_deref(), "local", &catalogs)?;
+    let catalogs = resolve::load(&args.cost.catalogs)?;
+    let pue = resolve::pue(args.cost.pue.as_deref(), "local", &catalogs)?;
     let host = host();
     let now = unix_now();
     let mut ctx = RunContext {
@@ -412,11 +429,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         host,
         cluster: cluster::detect(|k| std::env::var(k).ok()),
         pue: pue.value,
-        intensity: intensity(&args.grid, &catalogs)?,
+        intensity: intensity(&args.cost.grid, &catalogs)?,
         baseline: None,
     };
     let probe = ProcessProbe::new();
-    let (tdp, tdp_note) = cpu_tdp(args.cpu_tdp, &catalogs);
+    let (tdp, tdp_note) = cpu_tdp(args.sensors.cpu_tdp, &catalogs);
     let (sources, mut warnings) = sources(&args, tdp, &ctx, &probe);
     if let Some(note) = tdp_note.filter(|_| meter_estimates_cpu(&sources)) {
         eprintln!("amdahl: {note}");

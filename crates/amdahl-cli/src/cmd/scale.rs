@@ -66,21 +66,9 @@ pub struct Args {
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
     #[command(flatten)]
-    pub grid: resolve::GridArgs,
-    /// PUE: a number ≥ 1 or a preset (local = 1.0, hyperscale, industry) [default: local].
-    #[arg(long, value_name = "PUE|PRESET")]
-    pub pue: Option<String>,
-    /// Extra catalog files (devices, regions, PUE presets); rows override embedded ones by name.
-    #[arg(long = "catalog", value_name = "FILE")]
-    pub catalogs: Vec<PathBuf>,
+    pub cost: super::run::CostArgs,
     #[command(flatten)]
-    pub powercap: super::run::PowercapArgs,
-    /// TDP of the CPU package in watts, for the estimate when no RAPL counter is readable.
-    #[arg(long, value_name = "W", value_parser = positive)]
-    pub cpu_tdp: Option<f64>,
-    /// Do not open NVML (no GPU measurement).
-    #[arg(long)]
-    pub no_gpu: bool,
+    pub sensors: super::run::SensorArgs,
     #[command(flatten)]
     pub format: FormatArgs,
     /// The command and its arguments, with the placeholder `{ n }` (written without spaces)
@@ -94,22 +82,15 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-fn positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(w) if w.is_finite() && w > 0.0 => Ok(w),
-        _ => Err(format!("`{s}`: must be a power in watts > 0")),
-    }
-}
-
 /// The meter for every run: the sensors `amdahl run` would use in machine scope, with the
 /// catalog TDP note when the CPU is estimated.
 fn meter(args: &Args, catalogs: &Catalogs) -> (Meter, Vec<String>) {
-    let (tdp, tdp_note) = cpu_tdp(args.cpu_tdp, catalogs);
+    let (tdp, tdp_note) = cpu_tdp(args.sensors.cpu_tdp, catalogs);
     let d = sensors::discover(sensors::Options {
-        powercap_root: args.powercap.powercap_root.clone(),
+        powercap_root: args.sensors.powercap.powercap_root.clone(),
         reader: rapl::fs_reader(),
         cpu_tdp: tdp,
-        nvml: !args.no_gpu,
+        nvml: !args.sensors.no_gpu,
         visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
         target: Target::Machine,
     });
@@ -151,9 +132,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let catalogs = resolve::load(&args.catalogs)?;
-    let pue = resolve::pue(args.pue.as_deref(), "local", &catalogs)?;
-    let grid = intensity(&args.grid, &catalogs)?;
+    let catalogs = resolve::load(&args.cost.catalogs)?;
+    let pue = resolve::pue(args.cost.pue.as_deref(), "local", &catalogs)?;
+    let grid = intensity(&args.cost.grid, &catalogs)?;
     let (mut meter, warnings) = meter(&args, &catalogs);
     let idle = args.idle.map(|d| {
         let (duration_s, power_w) = measure_baseline(&mut meter, d);
