@@ -80,8 +80,8 @@ pub struct Options {
     /// Precision whose peak the compute path uses (fp64, fp32, tf32, bf16/fp16, fp8, int8).
     #[arg(long, default_value = "fp16")]
     pub precision: String,
-    /// Read the energy from a saved result: `amdahl run --json` (measured, amdahl.run/1) or
-    /// `amdahl plan --json` (the estimated training run, amdahl.plan/1).
+    /// Read the energy from a saved result: `amdahl run -o FILE` (amdahl.run/1: measured, or
+    /// estimated where no counter was readable) or `amdahl plan --json` (amdahl.plan/1, estimated).
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
     /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry). Default: a plan's own PUE with
