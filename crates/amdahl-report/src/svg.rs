@@ -478,7 +478,8 @@ impl Plot {
             c(ly),
             esc(&self.y.label)
         );
-        // Legend, top-left inside the frame, only for labelled series.
+        // Legend, only for labelled series, in the inside corner that hides the fewest data
+        // points (ties go to top-left, then top-right, bottom-left, bottom-right).
         let named: Vec<&Series> = self.series.iter().filter(|s| !s.label.is_empty()).collect();
         if !named.is_empty() {
             let lw = named
@@ -488,16 +489,35 @@ impl Plot {
                 .unwrap_or(0) as f64
                 * 6.2
                 + 34.0;
+            let lh = named.len() as f64 * 15.0 + 6.0;
+            let (left, right) = (x0 + ml + 6.0, x0 + ml + pw - 6.0 - lw);
+            let (top, bottom) = (y0 + mt + 6.0, y0 + mt + ph - 6.0 - lh);
+            let page_points: Vec<(f64, f64)> = self
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter())
+                .filter_map(|&(x, y)| Some((px(self.x.tr(x)?), py(self.y.tr(y)?))))
+                .collect();
+            let hidden = |(lx, ly): (f64, f64)| {
+                page_points
+                    .iter()
+                    .filter(|(x, y)| *x >= lx && *x <= lx + lw && *y >= ly && *y <= ly + lh)
+                    .count()
+            };
+            let (lx, ly) = [(left, top), (right, top), (left, bottom), (right, bottom)]
+                .into_iter()
+                .min_by_key(|&corner| hidden(corner))
+                .unwrap_or((left, top));
             let _ = writeln!(
                 out,
                 r##"<rect x="{}" y="{}" width="{}" height="{}" fill="white" fill-opacity="0.85" stroke="#999"/>"##,
-                c(x0 + ml + 6.0),
-                c(y0 + mt + 6.0),
+                c(lx),
+                c(ly),
                 c(lw),
-                c(named.len() as f64 * 15.0 + 6.0)
+                c(lh)
             );
             for (i, s) in named.iter().enumerate() {
-                let y = y0 + mt + 18.0 + i as f64 * 15.0;
+                let y = ly + 12.0 + i as f64 * 15.0;
                 let dash = if s.style == Style::DashedLine {
                     r#" stroke-dasharray="4 3""#
                 } else {
@@ -507,7 +527,7 @@ impl Plot {
                     let _ = writeln!(
                         out,
                         r#"<circle cx="{}" cy="{}" r="3.5" fill="{}"/>"#,
-                        c(x0 + ml + 20.0),
+                        c(lx + 14.0),
                         c(y - 4.0),
                         s.color
                     );
@@ -515,9 +535,9 @@ impl Plot {
                     let _ = writeln!(
                         out,
                         r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="2"{dash}/>"#,
-                        c(x0 + ml + 11.0),
+                        c(lx + 5.0),
                         c(y - 4.0),
-                        c(x0 + ml + 29.0),
+                        c(lx + 23.0),
                         c(y - 4.0),
                         s.color
                     );
@@ -525,7 +545,7 @@ impl Plot {
                 let _ = writeln!(
                     out,
                     r#"<text x="{}" y="{}" font-size="11">{}</text>"#,
-                    c(x0 + ml + 34.0),
+                    c(lx + 28.0),
                     c(y),
                     esc(&s.label)
                 );
