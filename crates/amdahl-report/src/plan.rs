@@ -422,7 +422,7 @@ pub fn search_svg(r: &SearchResult) -> String {
 mod tests {
     use super::*;
     use amdahl_model::plan::{
-        catalog_model, catalog_system, evaluate, CostInputs, Layout, Precision, Recompute,
+        catalog_model, catalog_system, evaluate, CostInputs, Layout, Recompute,
     };
 
     fn result() -> PlanResult {
@@ -434,15 +434,9 @@ mod tests {
             tp: 8,
             pp: 2,
             dp: 32,
-            interleave: 1,
-            mbs: 1,
             batch: 1536,
             recompute: Recompute::Full,
-            zero: 0,
-            sp: false,
-            precision: Precision::Bf16,
-            overlap_dp: false,
-            flash_attention: false,
+            ..Layout::default()
         };
         let e = evaluate(&m, &hw, &net, &l).unwrap_or_else(|e| panic!("{e}"));
         let inputs = CostInputs {

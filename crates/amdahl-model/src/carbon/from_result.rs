@@ -200,22 +200,16 @@ mod tests {
     fn plan_result_is_the_estimated_training_run() {
         // A plan's own JSON: its IT energy is power per device × training time × devices.
         use crate::plan::{catalog_model, catalog_system, evaluate};
-        use crate::plan::{CostInputs, Layout, PlanResult, Precision, Recompute};
+        use crate::plan::{CostInputs, Layout, PlanResult, Recompute};
         let (hw, net) = catalog_system("a100-80gb").unwrap();
         let m = catalog_model("megatron-39b").unwrap();
         let l = Layout {
             tp: 8,
             pp: 2,
             dp: 32,
-            interleave: 1,
-            mbs: 1,
             batch: 1536,
             recompute: Recompute::Full,
-            zero: 0,
-            sp: false,
-            precision: Precision::Bf16,
-            overlap_dp: false,
-            flash_attention: false,
+            ..Layout::default()
         };
         let e = evaluate(&m, &hw, &net, &l).unwrap();
         let inputs = CostInputs {

@@ -65,6 +65,27 @@ pub struct Layout {
     pub flash_attention: bool,
 }
 
+/// One device, one sequence, nothing recomputed, sharded or overlapped, bf16: the baseline that
+/// a layout names its departures from (`Layout { tp: 8, ..Layout::default() }`).
+impl Default for Layout {
+    fn default() -> Self {
+        Self {
+            tp: 1,
+            pp: 1,
+            dp: 1,
+            interleave: 1,
+            mbs: 1,
+            batch: 1,
+            recompute: Recompute::None,
+            zero: 0,
+            sp: false,
+            precision: Precision::Bf16,
+            overlap_dp: false,
+            flash_attention: false,
+        }
+    }
+}
+
 impl Layout {
     pub fn gpus(&self) -> u64 {
         u64::from(self.tp) * u64::from(self.pp) * u64::from(self.dp)

@@ -136,17 +136,9 @@ mod tests {
     fn layout(tp: u32, sp: bool, rc: Recompute) -> Layout {
         Layout {
             tp,
-            pp: 1,
-            dp: 1,
-            interleave: 1,
-            mbs: 1,
-            batch: 1,
             recompute: rc,
-            zero: 0,
             sp,
-            precision: Precision::Bf16,
-            overlap_dp: false,
-            flash_attention: false,
+            ..Layout::default()
         }
     }
 

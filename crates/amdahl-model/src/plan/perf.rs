@@ -287,7 +287,7 @@ fn link(net: &Network, span: u64) -> &Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::hardware::{catalog_system, Precision};
+    use crate::plan::hardware::catalog_system;
     use crate::plan::shape::catalog_model;
 
     fn setup() -> (ModelShape, Hardware, Network) {
@@ -303,15 +303,9 @@ mod tests {
             tp: 8,
             pp: 8,
             dp: 24,
-            interleave: 1,
-            mbs: 1,
             batch: 2304,
             recompute: Recompute::Full,
-            zero: 0,
-            sp: false,
-            precision: Precision::Bf16,
-            overlap_dp: false,
-            flash_attention: false,
+            ..Layout::default()
         }
     }
 

@@ -196,15 +196,9 @@ mod tests {
             tp: 8,
             pp: 2,
             dp: 32,
-            interleave: 1,
-            mbs: 1,
             batch: 1536,
             recompute: Recompute::Full,
-            zero: 0,
-            sp: false,
-            precision: Precision::Bf16,
-            overlap_dp: false,
-            flash_attention: false,
+            ..Layout::default()
         };
         let s = scaling(&m, &hw, &net, &base);
         assert!(s.strong.len() > 5 && s.weak.len() > 3);

@@ -1,6 +1,6 @@
 //! Validation against published numbers; each test states its source and tolerance.
 
-use super::hardware::{catalog_system, Precision};
+use super::hardware::catalog_system;
 use super::layout::{Layout, Recompute};
 use super::perf::evaluate;
 use super::shape::catalog_model;
@@ -44,15 +44,9 @@ fn sc21_table1_within_15_percent_and_fits() {
             tp,
             pp,
             dp: gpus / (tp * pp),
-            interleave: 1,
-            mbs: 1,
             batch,
             recompute: Recompute::Full,
-            zero: 0,
-            sp: false,
-            precision: Precision::Bf16,
-            overlap_dp: false,
-            flash_attention: false,
+            ..Layout::default()
         };
         let e = match evaluate(&model, &hw, &net, &layout) {
             Ok(e) => e,
