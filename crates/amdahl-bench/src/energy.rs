@@ -39,7 +39,7 @@ impl EnergyProbe for NoProbe {
 }
 
 /// What a report says about its energy columns.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum EnergyStatus {
     /// Readings come from these sensors; `missing` says which cases have none, and why.
@@ -77,7 +77,7 @@ impl EnergyStatus {
 }
 
 /// Energy of one benchmark case, per run and per unit of work.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EnergyReading {
     pub source: String,
     /// Joules per run of the kernel (the interval's energy divided by the repeats).

@@ -32,7 +32,7 @@ pub enum BenchError {
 
     #[error(
         "{kernel} gave a wrong result at element ({row}, {col}): got {got}, reference {want}, \
-         allowed error {tol:e}; the kernel is broken on this machine, please report it"
+         allowed accumulation error {tol:e} beyond the rounding of the stored result; the kernel is broken on this machine, please report it"
     )]
     WrongResult {
         kernel: String,

@@ -31,7 +31,7 @@ pub const REBUILD_HINT: &str = "cargo build --release -p amdahl-cli --features c
 /// GEMM precisions measured through `cublasGemmEx`. Inputs, output and accumulation per
 /// precision follow the cuBLAS documentation of `cublasGemmEx` (section "cublasGemmEx",
 /// table of supported type combinations).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GpuPrecision {
     Fp64,
@@ -308,7 +308,7 @@ pub fn check_memory(cfg: &GpuConfig, free: u64) -> Result<(), GpuError> {
 }
 
 /// Which way a copy went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Host to device.
@@ -320,14 +320,14 @@ pub enum Direction {
 /// Host memory of a copy: ordinary (pageable) memory is staged by the driver through a pinned
 /// bounce buffer; page-locked (pinned, `cuMemHostAlloc`) memory is read by the GPU's DMA engine
 /// directly (CUDA C++ Programming Guide, "Page-Locked Host Memory").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HostMemory {
     Pageable,
     Pinned,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuDevice {
     pub index: usize,
     pub name: String,
@@ -338,7 +338,7 @@ pub struct GpuDevice {
     pub driver_cuda_version: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuGemmRow {
     pub precision: GpuPrecision,
     pub n: usize,
@@ -355,7 +355,7 @@ pub struct GpuGemmRow {
     pub copy_share: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuCheck {
     pub precision: GpuPrecision,
     pub n: usize,
@@ -364,13 +364,13 @@ pub struct GpuCheck {
     pub tolerance: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NotMeasured {
     pub what: String,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CopyRow {
     pub direction: Direction,
     pub host: HostMemory,
@@ -380,7 +380,7 @@ pub struct CopyRow {
     pub bandwidth: Rate,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuReport {
     pub schema: String,
     pub device: GpuDevice,

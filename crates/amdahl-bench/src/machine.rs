@@ -13,7 +13,7 @@ pub fn logical_cpus() -> usize {
 }
 
 /// The thread count a benchmark will use, and whether the request was capped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Threads {
     pub used: usize,
     /// The user's request when it exceeded the machine and was capped to `used`.
@@ -61,6 +61,25 @@ pub fn positive_size(what: &'static str, value: i64) -> Result<usize> {
     })
 }
 
+/// The most timed repeats a benchmark keeps: every repeat's time is kept for the median (8 bytes
+/// each, 8 MB at the cap). More repeats would not sharpen a median that a million already pin.
+pub const MAX_REPEATS: usize = 1_000_000;
+
+/// `--repeats`: 1 to [`MAX_REPEATS`], with a message that names the cap.
+pub fn repeats(value: i64) -> Result<usize> {
+    let r = positive_size("--repeats", value)?;
+    if r > MAX_REPEATS {
+        return Err(BenchError::TooLarge {
+            what: "--repeats".into(),
+            detail: format!(
+                "{r} is above the cap of {MAX_REPEATS} (each repeat's time is kept for the median); \
+                 give at most {MAX_REPEATS}, or run the benchmark several times"
+            ),
+        });
+    }
+    Ok(r)
+}
+
 /// Bytes of memory available to new allocations (`MemAvailable` in /proc/meminfo), if known.
 pub fn available_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -100,7 +119,7 @@ pub fn bytes_for(what: &str, count: &[usize], elem: usize) -> Result<u64> {
 }
 
 /// One data or unified cache level as the kernel reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cache {
     pub level: u8,
     /// "Data", "Unified" (instruction caches are skipped).
@@ -153,17 +172,8 @@ pub fn parse_cache_size(s: &str) -> Option<u64> {
     num.parse::<u64>().ok()?.checked_mul(mult)
 }
 
-/// The CPU's model name from /proc/cpuinfo, if present.
-pub fn cpu_model() -> Option<String> {
-    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    text.lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, v)| v.trim().to_string())
-}
-
 /// What every benchmark result records about where it ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MachineInfo {
     pub cpu_model: Option<String>,
     pub logical_cpus: usize,
@@ -174,7 +184,7 @@ pub struct MachineInfo {
 impl MachineInfo {
     pub fn detect(threads: Threads) -> Self {
         Self {
-            cpu_model: cpu_model(),
+            cpu_model: amdahl_meter::procfs::cpu_model(),
             logical_cpus: logical_cpus(),
             threads,
             caches: caches(),

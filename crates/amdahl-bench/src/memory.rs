@@ -29,7 +29,7 @@ const STREAM_DEFAULT_N: usize = 10_000_000;
 const FALLBACK_LLC: u64 = 32 << 20;
 
 /// The four STREAM kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StreamKernel {
     Copy,
@@ -113,7 +113,7 @@ impl MemoryConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StreamRow {
     pub kernel: StreamKernel,
     /// Bytes counted per pass (arrays × 8 × n).
@@ -124,7 +124,7 @@ pub struct StreamRow {
     pub energy: Option<EnergyReading>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepPoint {
     pub working_set_bytes: u64,
     /// Best read bandwidth, bytes per second, one thread.
@@ -132,7 +132,7 @@ pub struct SweepPoint {
 }
 
 /// Median sweep bandwidth of the points that sit inside one cache level (or beyond the last).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LevelBandwidth {
     /// "L1", "L2", "L3", "DRAM".
     pub level: String,
@@ -141,7 +141,7 @@ pub struct LevelBandwidth {
     pub bandwidth: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryReport {
     pub schema: String,
     pub machine: MachineInfo,

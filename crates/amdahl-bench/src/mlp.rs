@@ -12,7 +12,9 @@ use crate::error::{BenchError, Result};
 use crate::kernels::{matmul, Exec, Rng, View};
 
 /// Layer widths, input first, classes last, and the batch size.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct MlpShape {
     pub widths: Vec<usize>,
     pub batch: usize,

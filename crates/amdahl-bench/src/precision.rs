@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     Fp64,
@@ -98,44 +98,72 @@ impl Precision {
         }
     }
 
-    /// Unit roundoff of storing the result (fp16: 2^-11, bf16: 2^-8), 0 when not narrower than
-    /// the accumulation.
-    pub fn output_roundoff(self) -> f64 {
-        match self {
-            Precision::Fp16 => 2f64.powi(-11),
-            Precision::Bf16 => 2f64.powi(-8),
-            _ => 0.0,
-        }
-    }
-
-    /// Absolute error of storing a result that underflows into the subnormal range: half the
-    /// smallest subnormal (Higham 2002, eq. 2.8: fl(x) = x(1 + δ) + η, |η| ≤ u_min/2).
-    /// fp16: smallest subnormal 2^-24; bf16: 2^-133.
-    pub fn output_underflow(self) -> f64 {
-        match self {
-            Precision::Fp16 => 2f64.powi(-25),
-            Precision::Bf16 => 2f64.powi(-134),
-            _ => 0.0,
-        }
-    }
-
-    /// Error bound for one element of C = A·B with inner dimension k, given (|A||B|)_ij and the
-    /// exact c_ij: γ_k·(|A||B|)_ij + u_out·|c_ij|, where γ_k = k·u/(1 − k·u) bounds any order of
-    /// summation, FMA or not (Higham 2002, eq. 3.13 and Lemma 3.1); the second term is the final
-    /// rounding to the storage type (plus its underflow term). Integer arithmetic is exact: the bound is 0.
-    pub fn error_bound(self, k: usize, abs_product: f64, exact: f64) -> f64 {
+    /// Bound on the accumulation error of one element of C = A·B with inner dimension k, given
+    /// (|A||B|)_ij: γ_k·(|A||B|)_ij with γ_k = k·u/(1 − k·u), u the unit roundoff of the
+    /// accumulation type. It holds for any order of summation, FMA or not (Higham 2002,
+    /// *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §3.1, eq. 3.5 and Lemma 3.1),
+    /// so a correct kernel can never exceed it. The (1 + 1e-12) covers the f64 reference's own
+    /// rounding (its unit roundoff is 2^-53 ≈ 1.1e-16 per operation). Integer arithmetic is exact: 0.
+    pub fn accumulation_bound(self, k: usize, abs_product: f64) -> f64 {
         let ku = k as f64 * self.accumulation_roundoff();
         let gamma = if ku < 1.0 {
             ku / (1.0 - ku)
         } else {
             f64::INFINITY
         };
-        // The bound holds for the rounded output plus the accumulation in exact arithmetic on the
-        // rounded inputs; add the relative error of the output rounding on top of both.
-        (gamma * abs_product
-            + self.output_roundoff() * (exact.abs() + gamma * abs_product)
-            + self.output_underflow())
-            * (1.0 + 1e-12)
+        gamma * abs_product * (1.0 + 1e-12)
+    }
+
+    /// The values that round to `got` when the result is stored: `[got, got]` when the storage
+    /// type is the accumulation type (fp64, fp32, int32), else the rounding cell of the 16-bit
+    /// value `got` in round-to-nearest: half-way to each neighbour (subnormals included).
+    ///
+    /// With it the check is exact: a correct kernel stores fl(y) for some y within
+    /// [`Precision::accumulation_bound`] of the exact product, so that y lies in `got`'s cell;
+    /// the check asks only that the cell come within the bound of the exact value. The final
+    /// rounding (half an ulp, 2^-11 relative for fp16 and 2^-8 for bf16) is no longer part of the
+    /// tolerance, so the reported ratio measures the accumulation alone.
+    pub fn rounding_cell(self, got: f64) -> (f64, f64) {
+        let bits = match self {
+            Precision::Fp16 => half::f16::from_f64(got).to_bits(),
+            Precision::Bf16 => half::bf16::from_f64(got).to_bits(),
+            _ => return (got, got),
+        };
+        let value = |b: u16| match self {
+            Precision::Fp16 => half::f16::from_bits(b).to_f64(),
+            _ => half::bf16::from_bits(b).to_f64(),
+        };
+        // Sign-magnitude: the neighbour away from zero is bits + 1, towards zero bits − 1;
+        // zero's neighbours are the smallest subnormals of either sign.
+        let (mag, sign) = (bits & 0x7FFF, bits & 0x8000);
+        let (below, above) = if mag == 0 {
+            (value(0x8001), value(0x0001))
+        } else if sign == 0 {
+            (value(bits - 1), value(bits + 1))
+        } else {
+            (value(bits + 1), value(bits - 1))
+        };
+        let v = value(bits);
+        // Past the largest finite value the neighbour is infinite: use the spacing below.
+        let above = if above.is_finite() {
+            above
+        } else {
+            v + (v - below)
+        };
+        let below = if below.is_finite() {
+            below
+        } else {
+            v - (above - v)
+        };
+        ((v + below) / 2.0, (v + above) / 2.0)
+    }
+
+    /// How far the values that round to `got` lie from the `exact` product: 0 when `exact` is
+    /// in `got`'s rounding cell. A correct kernel keeps this within
+    /// [`Precision::accumulation_bound`].
+    pub fn accumulation_miss(self, got: f64, exact: f64) -> f64 {
+        let (lo, hi) = self.rounding_cell(got);
+        (lo - exact).max(exact - hi).max(0.0)
     }
 }
 
@@ -176,7 +204,7 @@ fn fp16_arithmetic() -> Arithmetic {
 }
 
 /// How a precision's arithmetic is carried out on this machine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Arithmetic {
     pub arithmetic: String,
     pub native: bool,
@@ -232,12 +260,40 @@ mod tests {
     #[test]
     fn bounds_follow_higham() {
         // fp64, k = 100, |A||B| = 1: γ = 100·2^-53/(1 − 100·2^-53) ≈ 1.11e-14.
-        let b = Precision::Fp64.error_bound(100, 1.0, 0.5);
+        let b = Precision::Fp64.accumulation_bound(100, 1.0);
         assert!((b - 1.1102e-14).abs() < 1e-17, "{b}");
-        assert_eq!(Precision::Int8.error_bound(1000, 1e6, 1e5), 0.0);
-        // bf16 output rounding dominates: 2^-8 · |c|.
-        let b = Precision::Bf16.error_bound(64, 1.0, 4.0);
-        assert!(b > 4.0 / 256.0 && b < 4.0 / 256.0 + 1e-4, "{b}");
+        assert_eq!(Precision::Int8.accumulation_bound(1000, 1e6), 0.0);
+        // bf16 accumulates in fp32: γ_64 = 64·2^-24/(1 − 64·2^-24) ≈ 3.81e-6.
+        let b = Precision::Bf16.accumulation_bound(64, 1.0);
+        assert!((b - 3.8147e-6).abs() < 1e-9, "{b}");
+    }
+
+    #[test]
+    fn rounding_cells_are_half_way_to_the_neighbours() {
+        // bf16 has 8 significand bits: 1.0's neighbours are 1 − 2^-8 and 1 + 2^-7.
+        let (lo, hi) = Precision::Bf16.rounding_cell(1.0);
+        assert_eq!((lo, hi), (1.0 - 2f64.powi(-9), 1.0 + 2f64.powi(-8)));
+        // fp16 at −2: neighbours −2 − 2^-9 (away) and −2 + 2^-10 (towards zero).
+        let (lo, hi) = Precision::Fp16.rounding_cell(-2.0);
+        assert_eq!((lo, hi), (-2.0 - 2f64.powi(-10), -2.0 + 2f64.powi(-11)));
+        // Zero's cell reaches half the smallest subnormal (fp16: 2^-24) either way.
+        assert_eq!(
+            Precision::Fp16.rounding_cell(0.0),
+            (-(2f64.powi(-25)), 2f64.powi(-25))
+        );
+        assert_eq!(Precision::Fp32.rounding_cell(0.3), (0.3, 0.3));
+        // One element wrong by two bf16 ulps at k = 64 misses the bound by ~1000×: caught.
+        let tol = Precision::Bf16.accumulation_bound(64, 1.0);
+        let wrong = 1.0 + 2.0 * 2f64.powi(-7);
+        assert!(Precision::Bf16.accumulation_miss(wrong, 1.0) > 1000.0 * tol);
+        // The correctly rounded value misses by nothing.
+        assert_eq!(Precision::Bf16.accumulation_miss(1.0, 1.0 + 1e-3), 0.0);
+        // Every value rounds into its own cell (fp16 round-to-nearest), across binades.
+        for x in [1e-7, 3.3e-5, 0.1, 0.7, 1.5, 1000.3, 65000.0, -12.25] {
+            let h = half::f16::from_f64(x).to_f64();
+            let (lo, hi) = Precision::Fp16.rounding_cell(h);
+            assert!(lo <= x && x <= hi, "{x}: [{lo}, {hi}] around {h}");
+        }
     }
 
     #[test]

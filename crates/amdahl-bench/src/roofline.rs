@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA: &str = "amdahl.bench.roofline/1";
 
 /// One roof: a peak for one precision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Roof {
     pub precision: Precision,
     /// Attained peak, FLOP/s (median of the best GEMM size).
@@ -31,7 +31,7 @@ pub struct Roof {
 }
 
 /// A measured kernel on the roofline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelPoint {
     pub name: String,
     pub precision: Precision,
@@ -45,7 +45,7 @@ pub struct KernelPoint {
     pub bound: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RooflineReport {
     pub schema: String,
     pub machine: MachineInfo,
@@ -109,10 +109,14 @@ pub fn run(cfg: &RooflineConfig, hooks: &mut Hooks<'_>) -> Result<RooflineReport
 
 /// The roofline from reports measured separately (pure).
 pub fn build(g: &GemmReport, m: &MemoryReport, s: Option<&SparseReport>) -> Result<RooflineReport> {
+    // β is the best bandwidth any STREAM kernel sustained, not the triad's alone: a roof below a
+    // measured kernel is no roof (issue 13: `stream add` sat at 105 % of a triad-based roof).
     let beta = m
-        .triad()
-        .map(|t| t.rate.max)
+        .stream
+        .iter()
+        .map(|r| r.rate.max)
         .filter(|b| *b > 0.0 && b.is_finite())
+        .max_by(f64::total_cmp)
         .ok_or_else(|| {
             BenchError::Invalid("no STREAM triad bandwidth to build a roofline".into())
         })?;
@@ -142,7 +146,13 @@ pub fn build(g: &GemmReport, m: &MemoryReport, s: Option<&SparseReport>) -> Resu
             intensity,
             rate,
             attainable,
-            bound: if intensity < roof.ridge {
+            // Above the memory roof a kernel did not stream all its compulsory bytes from
+            // memory: its data stayed in cache (small sparse operands do). Said, not hidden as
+            // "105 %". Above the compute roof only, the measured GEMM peak was low (a small or
+            // disturbed GEMM), which is not a cache effect: the point keeps its roof's name.
+            bound: if rate > beta * intensity {
+                "cache"
+            } else if intensity < roof.ridge {
                 "memory"
             } else {
                 "compute"
@@ -241,5 +251,19 @@ mod tests {
             .unwrap();
         assert!((g.intensity - 4.0).abs() < 1e-12);
         assert!(r.kernels.iter().all(|k| k.attainable > 0.0));
+        // Issue 13 item 21: a kernel at 105 % of its roof. STREAM kernels never exceed the memory
+        // roof (β is the best of them); any kernel that does is labelled as served from cache.
+        // (The compute roof of this tiny n = 48 GEMM can sit below a STREAM kernel on a loaded
+        // machine: that regression made this test flaky, so only the memory roof is asserted.)
+        for k in &r.kernels {
+            let memory_roof = r.bandwidth * k.intensity;
+            if k.name.starts_with("stream") {
+                assert!(k.rate <= memory_roof * (1.0 + 1e-12), "{k:?}");
+            }
+            if k.name.starts_with("gemm") {
+                assert!(k.rate <= k.attainable * (1.0 + 1e-12), "{k:?}");
+            }
+            assert_eq!(k.bound == "cache", k.rate > memory_roof, "{k:?}");
+        }
     }
 }

@@ -56,7 +56,7 @@ impl ScalingConfig {
 }
 
 /// One thread count of one kernel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScalingPoint {
     pub threads: usize,
     pub seconds: Stats,
@@ -73,7 +73,7 @@ pub struct ScalingPoint {
 }
 
 /// What the scaling-law fitter (`amdahl_model::scaling::analyse`) concluded for one series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScalingFit {
     /// The model chosen by AICc (Amdahl, Amdahl + log₂ N, Amdahl + N, USL).
     pub model: ModelKind,
@@ -99,7 +99,7 @@ pub struct ScalingFit {
 }
 
 /// The fit of one series, or why there is none.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScalingAnalysis {
     /// What N counts: "threads".
     pub n_counts: String,
@@ -109,7 +109,7 @@ pub struct ScalingAnalysis {
     pub no_fit: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScalingSeries {
     /// "gemm fp32 n=1024" or "mlp step 784-512-512-10 batch 256".
     pub kernel: String,
@@ -153,7 +153,7 @@ impl ScalingSeries {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScalingReport {
     pub schema: String,
     pub machine: MachineInfo,

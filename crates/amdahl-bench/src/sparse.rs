@@ -118,7 +118,7 @@ pub fn csr_matmul(exec: &Exec, a: &Csr, b: &[f32], n: usize, c: &mut [f32]) {
     });
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SparseRow {
     pub sparsity: f64,
     pub nnz: usize,
@@ -132,7 +132,7 @@ pub struct SparseRow {
     pub energy: Option<EnergyReading>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SparseReport {
     pub schema: String,
     pub machine: MachineInfo,

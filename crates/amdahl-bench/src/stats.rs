@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// Summary of repeated timings of one kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     pub min: Seconds,
     pub median: Seconds,
@@ -49,7 +49,7 @@ impl Stats {
 }
 
 /// A throughput summary in work units per second (FLOP/s, OP/s or B/s).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Rate {
     pub min: f64,
     pub median: f64,
@@ -61,7 +61,9 @@ pub fn measure(warmup: usize, repeats: usize, mut f: impl FnMut()) -> Stats {
     for _ in 0..warmup {
         f();
     }
-    let samples: Vec<f64> = (0..repeats.max(1))
+    // Bounded: the CLI refuses more than MAX_REPEATS; a library caller gets the cap.
+    let repeats = repeats.clamp(1, crate::machine::MAX_REPEATS);
+    let samples: Vec<f64> = (0..repeats)
         .map(|_| {
             let t = Instant::now();
             f();

@@ -4,20 +4,59 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+// Terminal output that never panics. std's `eprintln!` and `println!` panic when their stream is
+// a closed pipe (`amdahl ... 2>&1 | head -1`, a log collector that went away): every subcommand
+// then exited 101, and `amdahl run` lost its record. Defined before the modules, these shadow
+// std's macros in the whole crate (macro_rules scoping is textual), so no module can use the
+// panicking ones by accident; a closed or failing terminal stream drops the text. Results on
+// stdout go through `output::print`, which reports real write errors.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+#[allow(unused_macros)]
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+#[allow(unused_macros)]
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod cmd;
+mod domain;
+mod input;
 mod output;
 
 /// How far will it scale, where does the time go, what does it cost — by model and by measurement.
 #[derive(Parser)]
 #[command(name = "amdahl", version, about, long_about = None, propagate_version = true)]
 struct Cli {
+    /// Print results only: no progress bars, notes or "wrote FILE" lines (warnings and errors
+    /// still go to stderr).
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Tour all three questions on embedded data: scaling, a training plan, a carbon estimate, plots.
+    /// Tour all three questions on embedded data: scaling, a training plan, serving, a carbon estimate, plots.
     Demo(cmd::demo::Args),
     /// Fit scaling laws (Amdahl, Amdahl + communication, USL) to measured runs.
     Fit(cmd::fit::Args),
@@ -25,12 +64,14 @@ enum Command {
     Accelerate(cmd::accelerate::Args),
     /// Read official TOP500 spreadsheets: efficiency, effective parallelism, energy efficiency.
     Top500(cmd::top500::Args),
-    /// Draw the efficiency surface E(N, 1-α) with measured systems placed on it.
+    /// Draw the efficiency surface E(N, 1−α) with measured systems placed on it.
     Surface(cmd::surface::Args),
     /// List the embedded catalogs: devices, grid regions, models, PUE presets.
     Catalog(cmd::catalog::Args),
     /// Estimate energy and emissions of a job, with a statement a paper can cite.
     Carbon(cmd::carbon::Args),
+    /// Add serving to training over a model's life: energy, CO2e, when inference overtakes.
+    Lifetime(cmd::lifetime::Args),
     /// Run a command and measure the energy it uses.
     Run(cmd::run::Args),
     /// List the energy sensors on this machine and why any is unusable.
@@ -39,6 +80,8 @@ enum Command {
     Merge(cmd::merge::Args),
     /// Predict step time, memory and cost of distributed training; search for the best layout.
     Plan(cmd::plan::Args),
+    /// Predict serving latency, throughput, energy per token and carbon; search TP, batch, precision.
+    Infer(cmd::infer::Args),
     /// Run a command at several degrees of parallelism; fit its scaling and energy per job.
     Scale(cmd::scale::Args),
     /// Measure this machine: GEMM per precision, sparse vs dense, memory bandwidth, thread scaling.
@@ -47,6 +90,8 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    output::set_quiet(cli.quiet);
+    amdahl_report::table::set_max_width(output::table_width());
     match dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {
@@ -67,10 +112,12 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Surface(a) => cmd::surface::run(a),
         Command::Catalog(a) => cmd::catalog::run(a),
         Command::Carbon(a) => cmd::carbon::run(a),
+        Command::Lifetime(a) => cmd::lifetime::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Detect(a) => cmd::detect::run(a),
         Command::Merge(a) => cmd::merge::run(a),
         Command::Plan(a) => cmd::plan::run(a),
+        Command::Infer(a) => cmd::infer::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Scale(a) => cmd::scale::run(a),
     }

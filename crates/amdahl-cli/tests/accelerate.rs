@@ -37,7 +37,7 @@ fn summit_hpl_with_four_times_faster_accelerators() {
         (r["payload_gain"].as_f64().unwrap() - 2.25).abs() < 5e-3,
         "{r}"
     );
-    // 1-α grows: (1-α)' = (1-α)/((1-α) + α/k) > 1-α.
+    // 1−α grows: (1−α)' = (1−α)/((1−α) + α/k) > 1−α.
     assert!(r["serial_after"].as_f64().unwrap() > r["serial_before"].as_f64().unwrap());
 }
 
@@ -64,27 +64,79 @@ fn table_says_why_efficiency_fell() {
 
 #[test]
 fn bad_input_is_an_error_not_a_panic() {
-    for args in [
-        vec!["--n", "10", "--efficiency", "74", "--by", "2"],
-        vec!["--n", "1", "--efficiency", "0.5", "--by", "2"],
-        vec!["--n", "10", "--efficiency", "0.5", "--by", "0"],
-        vec!["--n", "10", "--by", "2"],
-        vec![
-            "--n",
-            "10",
-            "--serial",
-            "0.01",
-            "--by",
-            "2",
-            "--comm-share",
-            "1.5",
-        ],
+    // Values outside a flag's domain are usage errors (exit 2, naming the flag); inputs that
+    // are each valid but do not make a question are errors (exit 1).
+    for (args, code) in [
+        (vec!["--n", "10", "--efficiency", "74", "--by", "2"], 2),
+        (vec!["--n", "1", "--efficiency", "0.5", "--by", "2"], 1),
+        (vec!["--n", "10", "--efficiency", "0.5", "--by", "0"], 2),
+        (vec!["--n", "10", "--by", "2"], 1),
+        (
+            vec![
+                "--n",
+                "10",
+                "--serial",
+                "0.01",
+                "--by",
+                "2",
+                "--comm-share",
+                "1.5",
+            ],
+            2,
+        ),
     ] {
         amdahl()
             .arg("accelerate")
             .args(&args)
             .assert()
-            .code(1)
-            .stderr(contains("error:"));
+            .code(code)
+            .stderr(contains("error:").and(contains("panicked").not()));
     }
+}
+
+#[test]
+fn accelerate_by_half_is_refused_not_explained_wrongly() {
+    // Issue 13 item 10: K = 0.5 was accepted and explained as if the job had sped up.
+    amdahl()
+        .args([
+            "accelerate",
+            "--n",
+            "10",
+            "--efficiency",
+            "0.5",
+            "--by",
+            "0.5",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("--by").and(contains("at least 1")));
+}
+
+#[test]
+fn accelerate_efficiency_1_is_accepted_as_the_docs_say() {
+    // Issue 13 item 10: the help says E in (0, 1], but E = 1 (1-α = 0) was rejected.
+    let out = amdahl()
+        .args([
+            "accelerate",
+            "--n",
+            "64",
+            "--efficiency",
+            "1",
+            "--by",
+            "4",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["result"];
+    assert_eq!(r["serial_after"].as_f64(), Some(0.0));
+    assert_eq!(r["efficiency_after"].as_f64(), Some(1.0));
+    // Nothing serial stays behind: the whole job runs K = 4 times faster.
+    assert!((r["payload_gain"].as_f64().unwrap() - 4.0).abs() < 1e-12);
 }

@@ -1,38 +1,10 @@
 //! `amdahl carbon`: validation against published figures, the three input paths, statements and
 //! bad input (exit 1 with a clear message, never a panic).
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn amdahl() -> Command {
-    Command::cargo_bin("amdahl").unwrap()
-}
-
-fn json(args: &[&str]) -> Value {
-    let out = amdahl()
-        .args(args)
-        .arg("--json")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap()
-}
-
-fn num(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{key} missing in {v}"))
-}
-
-fn within(x: f64, want: f64, tol: f64) {
-    assert!(
-        (x / want - 1.0).abs() < tol,
-        "{x} vs {want} (tolerance {tol})"
-    );
-}
+mod support;
+use support::{amdahl, json, num, within};
 
 #[test]
 fn patterson_2021_gpt3() {
@@ -85,11 +57,14 @@ fn patterson_2021_t5() {
 
 #[test]
 fn llama_65b_table_15() {
-    // Touvron et al. 2023, Table 15: 1,022,362 GPU-hours at 400 W, PUE 1.1, 0.385 -> 449 MWh, 173 t.
+    // Touvron et al. 2023, Table 15: 1,022,362 GPU-hours at 400 W, PUE 1.1, 0.385 -> 449 MWh, 173 t;
+    // §2.4: 2,048 A100, "approximately 21 days" (1,022,362 / 2,048 h = 20.8 days).
     let v = json(&[
         "carbon",
         "--device-hours",
         "1022362",
+        "--count",
+        "2048",
         "--power",
         "400",
         "--pue",
@@ -99,6 +74,30 @@ fn llama_65b_table_15() {
     ]);
     within(num(&v, "energy_kwh"), 449_000.0, 0.01);
     within(num(&v, "co2e_kg"), 173_000.0, 0.01);
+    within(num(&v, "duration_days"), 20.8, 0.01);
+}
+
+#[test]
+fn device_hours_without_count_is_refused_not_1285000_days() {
+    // Issue 13 item 12: one device was assumed and "1,285,000 days" printed. The count decides the
+    // wall-clock time, so it is required (usage error, exit 2).
+    amdahl()
+        .args(["carbon", "--device-hours", "1022362", "--power", "400"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--count"));
+}
+
+#[test]
+fn compute_path_without_count_is_refused_not_an_invented_duration() {
+    // The sibling of item 12: the compute path divided the FLOPs by one device's peak and printed
+    // decades. The count decides the wall-clock time, so it is required.
+    fails(
+        &[
+            "carbon", "--params", "175e9", "--tokens", "300e9", "--device", "v100", "--mfu", "0.2",
+        ],
+        "needs --count N",
+    );
 }
 
 #[test]
@@ -157,9 +156,10 @@ fn compare_grids_spans_an_order_of_magnitude() {
         .iter()
         .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
     assert!(hi / lo > 10.0, "{kg:?}");
-    // TDP 700 W × 0.7 × 8 × 24 h = 94.08 kWh IT; industry PUE 1.56 by default.
+    // TDP 700 W × 0.7 × 8 × 24 h = 94.08 kWh IT; the default PUE of every command, local = 1.0
+    // (issue 13 item 14; it was industry 1.56 here only).
     within(num(&v, "it_energy_kwh"), 94.08, 1e-9);
-    within(num(&v, "energy_kwh"), 94.08 * 1.56, 1e-9);
+    within(num(&v, "energy_kwh"), 94.08, 1e-9);
     assert!(num(&v, "embodied_co2e_kg") > 0.0);
 }
 
@@ -258,6 +258,103 @@ fn fails(args: &[&str], message: &str) {
         .stderr(predicate::str::contains(message).and(predicate::str::contains("panicked").not()));
 }
 
+/// A flag value outside its domain is a usage error (exit 2) naming the flag and the domain.
+fn usage(args: &[&str], flag: &str, message: &str) {
+    amdahl().args(args).assert().code(2).stderr(
+        predicate::str::contains(flag)
+            .and(predicate::str::contains(message))
+            .and(predicate::str::contains("panicked").not()),
+    );
+}
+
+#[test]
+fn out_of_domain_flags_are_usage_errors() {
+    usage(
+        &["carbon", "--hours", "0", "--power", "300"],
+        "--hours",
+        "must be a positive number",
+    );
+    usage(
+        &["carbon", "--hours", "-3", "--power", "300"],
+        "--hours",
+        "must be a positive number",
+    );
+    usage(
+        &["carbon", "--hours", "1", "--power", "-300"],
+        "--power",
+        "must be a positive number",
+    );
+    usage(
+        &["carbon", "--hours", "1", "--power", "1e308x"],
+        "--power",
+        "not a number",
+    );
+    usage(
+        &["carbon", "--hours", "1", "--power", "300", "--count", "0"],
+        "--count",
+        "from 1",
+    );
+    // Issue 13 item 13: 2^32 + 1 said "must be at least 1".
+    usage(
+        &[
+            "carbon",
+            "--hours",
+            "1",
+            "--power",
+            "300",
+            "--count",
+            "4294967297",
+        ],
+        "--count",
+        "too large",
+    );
+    // Issue 13 item 10: "inf t CO2e" from a lifetime of 1e-320 years.
+    usage(
+        &[
+            "carbon",
+            "--device",
+            "h100",
+            "--hours",
+            "1",
+            "--lifetime-years",
+            "1e-320",
+        ],
+        "--lifetime-years",
+        "between 0.001 and 100",
+    );
+    usage(
+        &["carbon", "--hours", "1", "--power", "NaN"],
+        "--power",
+        "not a finite number",
+    );
+}
+
+#[test]
+fn pue_above_its_documented_bound_is_refused() {
+    // Issue 13 item 10: `--pue 1e308` was accepted (PUE had no upper bound anywhere).
+    fails(
+        &["carbon", "--hours", "1", "--power", "300", "--pue", "1e308"],
+        "above 3",
+    );
+}
+
+#[test]
+fn power_1e308_is_an_error_not_inf() {
+    // Issue 13 item 10: finite inputs whose product overflows stop at the output sink (exit 1).
+    fails(
+        &[
+            "carbon",
+            "--hours",
+            "1e300",
+            "--power",
+            "1e308",
+            "--count",
+            "4000000000",
+        ],
+        "non-finite",
+    );
+}
+
 #[test]
 fn bad_input_is_an_error_not_a_panic() {
     fails(
@@ -269,22 +366,6 @@ fn bad_input_is_an_error_not_a_panic() {
             "carbon", "--region", "Frnace", "--hours", "1", "--power", "1",
         ],
         "did you mean France",
-    );
-    fails(
-        &["carbon", "--hours", "0", "--power", "300"],
-        "--hours must be a positive number",
-    );
-    fails(
-        &["carbon", "--hours", "-3", "--power", "300"],
-        "--hours must be a positive number",
-    );
-    fails(
-        &["carbon", "--hours", "1", "--power", "-300"],
-        "--power must be a positive number",
-    );
-    fails(
-        &["carbon", "--hours", "1", "--power", "300", "--count", "0"],
-        "--count must be at least 1",
     );
     fails(
         &["carbon", "--hours", "1", "--power", "300", "--pue", "0.9"],
@@ -362,12 +443,13 @@ fn bad_input_is_an_error_not_a_panic() {
         ],
         "--mfu X or --achieved-tflops T",
     );
-    fails(
+    usage(
         &[
             "carbon", "--params", "1e9", "--tokens", "1e9", "--device", "v100", "--mfu", "1.5",
             "--power", "1",
         ],
-        "MFU 1.5 is outside (0, 1]",
+        "--mfu",
+        "must be a fraction in (0, 1]",
     );
     fails(
         &[
@@ -383,7 +465,7 @@ fn bad_input_is_an_error_not_a_panic() {
         ],
         "no published fp8 peak",
     );
-    fails(
+    usage(
         &[
             "carbon",
             "--hours",
@@ -393,7 +475,8 @@ fn bad_input_is_an_error_not_a_panic() {
             "--utilisation",
             "1.5",
         ],
-        "outside (0, 1]",
+        "--utilisation",
+        "must be a fraction in (0, 1]",
     );
     fails(
         &["carbon", "--from", "/nonexistent/run.json"],
@@ -478,4 +561,169 @@ fn user_catalog_adds_a_device() {
     // 2 × 250 W × 10 h = 5 kWh at 100 g/kWh = 0.5 kg.
     within(num(&v, "energy_kwh"), 5.0, 1e-12);
     within(num(&v, "co2e_kg"), 0.5, 1e-12);
+}
+
+/// The hand-written `amdahl.infer/1` contract fixture (tests/fixtures/infer.json).
+fn infer_fixture() -> String {
+    format!("{}/tests/fixtures/infer.json", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn from_an_infer_result_is_a_thousand_requests() {
+    // 200 J per request × 1,000 = 0.05556 kWh IT; × PUE 1.1 (the result's) = 0.06111 kWh;
+    // × 56 g/kWh (the result's FR grid) = 3.422 g: the fixture's own co2e_per_1000_requests_g.
+    let v = json(&["carbon", "--from", &infer_fixture(), "--no-embodied"]);
+    assert_eq!(v["basis"], "estimated");
+    assert_eq!(v["intensity"]["code"], "FR");
+    within(num(&v, "it_energy_kwh"), 200e3 / 3.6e6, 1e-12);
+    within(num(&v, "energy_kwh"), 1.1 * 200e3 / 3.6e6, 1e-12);
+    within(num(&v, "co2e_kg") * 1e3, 3.422_222_222, 1e-9);
+    within(num(&v, "duration_s"), 50.0, 1e-12);
+}
+
+#[test]
+fn moving_the_job_adds_the_transfer_and_its_break_even() {
+    // 8 × 700 W × 24 h = 134.4 kWh IT, × PUE 1.2 = 161.28 kWh; staying on 400 g/kWh: 64.512 kg.
+    // 10,000 GB × 0.01 kWh/GB = 100 kWh on the origin's 400 g/kWh = 40 kg.
+    // FR (56 g/kWh, data/grid.csv): 9.03168 + 40 = 49.03168 kg, pays; break-even
+    // 161.28 × (400 − 56) / (0.01 × 400) = 13,870.08 GB. PL (661.9) is dirtier: never pays.
+    let v = json(&[
+        "carbon",
+        "--device",
+        "h100",
+        "--count",
+        "8",
+        "--hours",
+        "24",
+        "--power",
+        "700",
+        "--pue",
+        "1.2",
+        "--intensity",
+        "400",
+        "--no-embodied",
+        "--compare",
+        "FR,PL",
+        "--data-gb",
+        "10000",
+        "--network-kwh-per-gb",
+        "0.01",
+    ]);
+    let t = &v["transfer"];
+    within(num(t, "energy_kwh"), 100.0, 1e-12);
+    within(num(t, "co2e_kg"), 40.0, 1e-12);
+    assert_eq!(t["charged_to"], "custom");
+    assert_eq!(t["network"]["estimate"], false);
+    let fr = &v["compare"][0]["moved"];
+    within(num(fr, "total_co2e_kg"), 49.03168, 1e-9);
+    within(num(fr, "ratio"), 49.03168 / 64.512, 1e-9);
+    assert_eq!(fr["pays"], true);
+    within(num(fr, "break_even_gb"), 13_870.08, 1e-9);
+    let pl = &v["compare"][1]["moved"];
+    assert_eq!(pl["pays"], false);
+    assert!(pl["break_even_gb"].is_null());
+    amdahl()
+        .args([
+            "carbon",
+            "--device",
+            "h100",
+            "--count",
+            "8",
+            "--hours",
+            "24",
+            "--power",
+            "700",
+            "--pue",
+            "1.2",
+            "--intensity",
+            "400",
+            "--no-embodied",
+            "--compare",
+            "FR,PL",
+            "--data-gb",
+            "10000",
+            "--network-kwh-per-gb",
+            "0.01",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("13.9 TB").and(predicate::str::contains("never")));
+}
+
+#[test]
+fn network_default_is_the_flagged_aslan_extrapolation() {
+    // Aslan et al. 2018: 0.06 kWh/GB in 2015, halving every 2 years -> 0.06 / 2^5 in 2025.
+    let v = json(&[
+        "carbon",
+        "--device",
+        "h100",
+        "--count",
+        "8",
+        "--hours",
+        "24",
+        "--power",
+        "700",
+        "--compare",
+        "NO",
+        "--data-gb",
+        "1000",
+    ]);
+    let n = &v["transfer"]["network"];
+    within(num(n, "kwh_per_gb"), 0.001875, 1e-12);
+    assert_eq!(n["estimate"], true);
+    let src = n["source"].as_str().unwrap();
+    assert!(
+        src.contains("estimate") && src.contains("2025") && src.contains("Aslan"),
+        "{src}"
+    );
+    within(num(&v["transfer"], "energy_kwh"), 1.875, 1e-12);
+}
+
+#[test]
+fn bad_transfer_options_are_errors() {
+    let base = [
+        "carbon", "--device", "h100", "--count", "8", "--hours", "24", "--power", "700",
+    ];
+    let with = |extra: &[&'static str]| [&base[..], extra].concat();
+    fails(&with(&["--data-gb", "10"]), "--data-gb needs --compare");
+    fails(
+        &with(&["--compare", "FR", "--data-gb", "0"]),
+        "data volume (GB) must be a positive number",
+    );
+    fails(
+        &with(&[
+            "--compare",
+            "FR",
+            "--data-gb",
+            "10",
+            "--network-kwh-per-gb",
+            "-1",
+        ]),
+        "network energy intensity",
+    );
+    fails(
+        &with(&["--compare", "FR", "--network-kwh-per-gb", "0.01"]),
+        "goes with --data-gb",
+    );
+}
+
+#[test]
+fn compare_against_a_zero_emission_grid_has_no_ratio_not_nan() {
+    // With the finiteness check at the output sink, a NaN sentinel would turn this valid input
+    // into an error: the ratio to a zero-emission grid does not exist, and says so (null, "-").
+    let v = json(&[
+        "carbon",
+        "--hours",
+        "1",
+        "--power",
+        "300",
+        "--count",
+        "1",
+        "--intensity",
+        "0",
+        "--compare",
+        "FR",
+    ]);
+    assert!(v["compare"][0]["ratio"].is_null(), "{}", v["compare"][0]);
+    assert!(v["compare"][0]["co2e_kg"].as_f64().unwrap() > 0.0);
 }

@@ -20,8 +20,21 @@ fn demo_answers_the_three_questions_and_writes_the_plots() {
         // Step 2: 530B on 2,520 A100 predicted at 160 TFLOP/s per GPU (SC21 publishes 163).
         .stdout(contains("160.2"))
         // Step 3: GPT-3 facility energy, Patterson et al. 2021: 1,287 MWh (ours 1,289).
-        .stdout(contains("1,289 MWh"));
-    for name in ["surface.svg", "fit.svg", "plan.svg"] {
+        .stdout(contains("1,289 MWh"))
+        // Step 3, where to run: shipping 45 TB to Norway costs 84.38 kWh (45,000 GB × 0.06 / 32
+        // kWh/GB, Aslan et al. 2018 extrapolated to 2025), 36.2 kg at 429 g/kWh: moving pays.
+        .stdout(contains("84.38 kWh"))
+        // Step 2b prints the serving energy step 4 types in (0.0464 kWh per 1,000 requests)...
+        .stdout(contains("0.0464 kWh"))
+        // ... and step 4: 4,480 MWh of training repaid by serving, at 4.64 MWh a day, on day 966.
+        .stdout(contains("day 966"));
+    for name in [
+        "surface.svg",
+        "fit.svg",
+        "plan.svg",
+        "infer.svg",
+        "lifetime.svg",
+    ] {
         let svg = std::fs::read_to_string(out.join(name)).unwrap();
         assert!(
             svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),

@@ -36,7 +36,7 @@ fn builtin_reproduces_published_usl_coefficients_in_json() {
     let sum = p["alpha_eff"].as_f64().unwrap() + p["karp_flatt"].as_f64().unwrap();
     assert!((sum - 1.0).abs() < 1e-12);
     assert!(s["serial_fraction"].is_number());
-    assert!(["constant", "rising", "falling"].contains(&s["trend"].as_str().unwrap()));
+    assert!(["constant", "rising", "falling", "untested"].contains(&s["trend"].as_str().unwrap()));
     assert_eq!(s["predictions"].as_array().unwrap().len(), 2);
     let usl = s["models"]
         .as_array()
@@ -75,8 +75,26 @@ fn table_csv_and_svg_from_a_csv_file() {
         .assert()
         .success()
         .stdout(predicate::str::starts_with(
-            "label,kind,model,n,speedup,efficiency,alpha_eff,karp_flatt\n",
+            "label,kind,model,n,speedup,efficiency,alpha_eff,karp_flatt,parameters,aicc,",
         ));
+}
+
+/// Issue 13 item 21: `fit --csv` omitted the fitted models; they are `model` rows, the chosen
+/// one marked.
+#[test]
+fn fit_csv_omitted_the_fitted_models() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = file(&dir, "runs.csv", STRONG);
+    let out = amdahl().args(["fit", "--csv"]).arg(&f).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let models: Vec<&str> = text.lines().filter(|l| l.contains(",model,")).collect();
+    assert!(models.len() >= 2, "{text}");
+    assert_eq!(
+        models.iter().filter(|l| l.contains(",true,")).count(),
+        1,
+        "exactly one chosen model: {text}"
+    );
 }
 
 #[test]
@@ -199,11 +217,12 @@ fn usage_errors_exit_2_and_missing_file_exits_1() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("/nonexistent/runs.csv"));
+    // A value outside the flag's domain is a usage error too (exit 2), naming the flag.
     amdahl()
         .args(["fit", "--builtin", "--predict", "0"])
         .assert()
-        .code(1)
-        .stderr(predicate::str::contains("predict"));
+        .code(2)
+        .stderr(predicate::str::contains("--predict"));
 }
 
 #[test]
@@ -242,4 +261,108 @@ fn accelerate_what_if_is_reported() {
         .args(["fit", "--builtin", "--comm-share", "0.5"])
         .assert()
         .code(2);
+}
+
+/// Run `amdahl fit --json` on a CSV written to a temp dir.
+fn fit_json(csv: &str) -> serde_json::Value {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("runs.csv");
+    std::fs::write(&p, csv).unwrap();
+    let out = amdahl()
+        .args(["fit", "--json", p.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn fit_json_trend_is_untested_with_two_points_past_the_baseline() {
+    // Issue 13 item 11: the table said "not tested" while the JSON said "constant".
+    let v = fit_json("n,time\n1,10\n2,5.5\n4,3.2\n");
+    assert_eq!(v["series"][0]["trend"], "untested");
+    assert!(v["series"][0]["trend_slope"].is_null());
+}
+
+#[test]
+fn fit_usl_converges_on_flops_throughputs() {
+    // Issue 13 item 11: USL was skipped ("did not converge") for throughputs ≥ ~1e10 FLOP/s.
+    // The same series in FLOP/s and in TFLOP/s must give the same σ, κ and 1-α.
+    let rows = [
+        (1, 1.0),
+        (2, 1.9),
+        (4, 3.5),
+        (8, 6.0),
+        (16, 9.0),
+        (32, 11.0),
+    ];
+    let csv = |scale: f64| {
+        let mut s = "n,throughput\n".to_string();
+        for (n, x) in rows {
+            s.push_str(&format!("{n},{:e}\n", x * scale));
+        }
+        s
+    };
+    let usl = |v: &serde_json::Value| {
+        v["series"][0]["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["model"] == "usl")
+            .cloned()
+            .unwrap_or_else(|| panic!("USL skipped: {}", v["series"][0]["skipped"]))
+    };
+    let (small, big) = (fit_json(&csv(1.0)), fit_json(&csv(1e15)));
+    let (a, b) = (usl(&small), usl(&big));
+    for i in 0..2 {
+        let (x, y) = (
+            a["params"][i]["value"].as_f64().unwrap(),
+            b["params"][i]["value"].as_f64().unwrap(),
+        );
+        assert!(((x - y) / x).abs() < 1e-6, "param {i}: {x} vs {y}");
+    }
+    let (s1, s2) = (
+        small["series"][0]["serial_fraction"].as_f64().unwrap(),
+        big["series"][0]["serial_fraction"].as_f64().unwrap(),
+    );
+    assert!(((s1 - s2) / s1).abs() < 1e-9);
+}
+
+#[test]
+fn fit_dev_zero_stops_at_the_input_cap() {
+    // Issue 13 item 8: `fit /dev/zero` grew without bound. It now stops at the cap, named with
+    // how to raise it.
+    amdahl()
+        .args(["fit", "--input-format", "csv", "/dev/zero"])
+        .env("AMDAHL_MAX_INPUT_MIB", "2")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("larger than 2 MiB"))
+        .stderr(predicate::str::contains("AMDAHL_MAX_INPUT_MIB"));
+}
+
+#[test]
+fn fit_csv_above_the_cap_is_refused_and_the_cap_can_be_raised() {
+    let d = tempfile::tempdir().unwrap();
+    let mut csv = String::from("n,time\n");
+    for i in 1..=150_000u32 {
+        csv.push_str(&format!("{i},{}\n", 1.0 + 100.0 / f64::from(i)));
+    }
+    assert!(csv.len() > 2 << 20);
+    let p = file(&d, "big.csv", &csv);
+    amdahl()
+        .args(["fit", p.to_str().unwrap()])
+        .env("AMDAHL_MAX_INPUT_MIB", "2")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("larger than 2 MiB"));
+    amdahl()
+        .args(["fit", "--csv", p.to_str().unwrap()])
+        .env("AMDAHL_MAX_INPUT_MIB", "4")
+        .assert()
+        .success();
 }

@@ -2,30 +2,8 @@
 
 use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn amdahl() -> Command {
-    match Command::cargo_bin("amdahl") {
-        Ok(c) => c,
-        Err(e) => panic!("binary not built: {e}"),
-    }
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let out = amdahl().args(args).arg("--json").output();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => panic!("running amdahl: {e}"),
-    };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    match serde_json::from_slice(&out.stdout) {
-        Ok(v) => v,
-        Err(e) => panic!("not JSON: {e}"),
-    }
-}
+mod support;
+use support::{amdahl, json};
 
 const SC21_530B: [&str; 16] = [
     "plan",
@@ -275,6 +253,8 @@ fn model_that_fits_nowhere_says_what_it_needs() {
             "megatron-1t",
             "--system",
             "v100-32gb",
+            "--precision",
+            "fp16",
             "--gpus",
             "8",
             "--batch",
@@ -490,4 +470,85 @@ fn carbon_reads_a_saved_plan() {
     let dh = v["device_hours"].as_f64().unwrap_or(0.0);
     let want = t["device_hours"].as_f64().unwrap_or(f64::NAN);
     assert!((dh / want - 1.0).abs() < 1e-9, "{dh} vs {want}");
+}
+
+#[test]
+fn plan_price_negative_or_nan_is_a_usage_error_not_a_negative_cost() {
+    // Issue 13 item 10: `--price -1` printed a negative cost, `--price NaN` a NaN one.
+    for price in ["-1", "NaN", "inf"] {
+        Command::cargo_bin("amdahl")
+            .unwrap()
+            .args([
+                "plan",
+                "--model",
+                "llama2-7b",
+                "--gpus",
+                "8",
+                "--batch",
+                "8",
+            ])
+            .arg(format!("--price={price}"))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("--price"));
+    }
+}
+
+#[test]
+fn plan_intra_gbs_1e_320_is_refused_not_step_time_inf() {
+    // Issue 13 item 10: "step time inf s". Subnormal bandwidths are outside the domain; a tiny
+    // but normal one that still overflows stops at the output sink (exit 1), never prints inf.
+    Command::cargo_bin("amdahl")
+        .unwrap()
+        .args([
+            "plan",
+            "--model",
+            "llama2-7b",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+        ])
+        .args(["--intra-gbs", "1e-320"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--intra-gbs"));
+    Command::cargo_bin("amdahl")
+        .unwrap()
+        .args([
+            "plan",
+            "--model",
+            "llama2-7b",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+        ])
+        .args(["--intra-gbs", "1e-300", "--recompute", "full"])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(predicates::str::contains("non-finite"));
+}
+
+#[test]
+fn plan_search_mbs_4294967295_says_what_to_change_not_nan_gib() {
+    // Issue 13 item 13: "needs NaN GiB".
+    Command::cargo_bin("amdahl")
+        .unwrap()
+        .args([
+            "plan",
+            "--model",
+            "llama2-7b",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--search",
+        ])
+        .args(["--search-mbs", "4294967295", "--quiet"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("NaN").not())
+        .stderr(predicates::str::contains("--search-mbs"));
 }

@@ -90,15 +90,15 @@ fn known_deltas_and_a_wrap_are_reported_exactly() {
         .iter()
         .all(|d| d["name"] != "core"));
     assert_eq!(r["total_energy_j"], 8.0);
-    // 8 J = 8/3.6e6 kWh; default PUE 1; 475 g/kWh (IEA 2019 world).
+    // 8 J = 8/3.6e6 kWh; default PUE 1; 436 g/kWh (Ember 2022 world, life-cycle).
     let kwh = r["energy_kwh"].as_f64().unwrap();
     assert!((kwh - 8.0 / 3.6e6).abs() < 1e-18);
-    assert!((r["co2e_g"].as_f64().unwrap() - kwh * 475.0).abs() < 1e-15);
+    assert!((r["co2e_g"].as_f64().unwrap() - kwh * 436.0).abs() < 1e-15);
     assert!(r["intensity"]["source"]
         .as_str()
         .unwrap()
-        .starts_with("IEA"));
-    assert_eq!(r["intensity"]["year"], 2019);
+        .starts_with("Ember"));
+    assert_eq!(r["intensity"]["year"], 2022);
 }
 
 #[test]
@@ -481,5 +481,30 @@ fn prometheus_textfile_carries_the_exact_energies() {
     assert!(
         !marker.exists(),
         "the command ran despite an unwritable --prometheus path"
+    );
+}
+
+/// Regression (issue 13 item 15): without `--cpu-tdp` an unknown CPU was charged 85 W, "CodeCarbon's
+/// default for unknown CPUs". Now the record says which catalog row the estimate used, or that
+/// the 4 W-per-logical-CPU fallback was, whatever CPU this test runs on.
+#[test]
+fn cpu_estimate_names_its_catalog_row_or_the_fallback() {
+    let t = tempfile::tempdir().unwrap();
+    let empty = t.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = t.path().join("r.json");
+    amdahl(&empty)
+        .args(["run", "--no-gpu", "-o"])
+        .arg(&out)
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(contains("CPU estimate: ").and(contains("CodeCarbon's default").not()));
+    let r = json(&out);
+    let first = r["warnings"][0].as_str().unwrap_or_default();
+    assert!(
+        first.starts_with("CPU estimate: ")
+            && (first.contains(" matched ") || first.contains("fallback")),
+        "{first}"
     );
 }

@@ -127,3 +127,46 @@ fn bad_inputs_fail_cleanly() {
         .code(2)
         .stderr(predicate::str::contains("LO:HI"));
 }
+
+#[test]
+fn surface_from_refuses_unknown_versions_and_counts_skipped_points() {
+    // Issue 13 item 13: `surface --from` read amdahl.top500/2 (which merge and carbon --from
+    // refuse) and dropped unusable points without saying so.
+    let d = tempfile::tempdir().unwrap();
+    let v2 = d.path().join("v2.json");
+    std::fs::write(&v2, r#"{"schema": "amdahl.top500/2", "systems": []}"#).unwrap();
+    let svg = d.path().join("s.svg");
+    Command::cargo_bin("amdahl")
+        .unwrap()
+        .args([
+            "surface",
+            "--from",
+            v2.to_str().unwrap(),
+            "-o",
+            svg.to_str().unwrap(),
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("amdahl.top500/2"));
+    let v1 = d.path().join("v1.json");
+    std::fs::write(
+        &v1,
+        r#"{"schema": "amdahl.top500/1", "n_counts": "cores", "systems": [
+            {"name": "A", "list": "2018-11", "n": 1000, "serial_fraction_hpl": 1e-4},
+            {"name": "B", "list": "2018-11", "n": null, "serial_fraction_hpl": 1e-4},
+            {"name": "C", "list": "2018-11", "n": 1000, "serial_fraction_hpl": null}]}"#,
+    )
+    .unwrap();
+    Command::cargo_bin("amdahl")
+        .unwrap()
+        .args([
+            "surface",
+            "--from",
+            v1.to_str().unwrap(),
+            "-o",
+            svg.to_str().unwrap(),
+        ])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("2 of 3 entries"));
+}

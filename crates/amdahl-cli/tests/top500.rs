@@ -1,5 +1,6 @@
-//! `amdahl top500` end to end: the shared official lists (../shared/data/top500, laid beside the
-//! checkout as CI does), the built-in history, and bad input (exit 1, a message naming file,
+//! `amdahl top500` end to end: the shared official lists (`$AMDAHL_SHARED_DATA/top500`, default
+//! `../shared/data` beside the checkout as CI lays it out; absent lists skip those tests, or fail
+//! them under `CI=true`: tests/support/shared_data.rs), the built-in history, and bad input (exit 1, a message naming file,
 //! sheet, row and column, never a panic).
 
 use assert_cmd::Command;
@@ -10,10 +11,12 @@ fn amdahl() -> Command {
     Command::cargo_bin("amdahl").unwrap()
 }
 
-fn shared(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/top500")
-        .join(name)
+#[path = "../../../tests/support/shared_data.rs"]
+mod shared_data;
+
+/// A shared TOP500 list, or `None` when the shared data is absent (the test is skipped).
+fn shared(name: &str) -> Option<PathBuf> {
+    shared_data::file(&format!("top500/{name}"))
 }
 
 fn json(args: &[&str]) -> serde_json::Value {
@@ -32,7 +35,7 @@ fn builtin_history_prints_a_table_with_n_stated() {
         .arg("top500")
         .assert()
         .success()
-        .stdout(predicate::str::contains("1-α_eff HPL (N = cores)"))
+        .stdout(predicate::str::contains("1−α_eff HPL (N = cores)"))
         .stdout(predicate::str::contains("Piz Daint"))
         .stdout(predicate::str::contains("Frontier"))
         .stdout(predicate::str::contains("78.18 %"));
@@ -40,7 +43,9 @@ fn builtin_history_prints_a_table_with_n_stated() {
 
 #[test]
 fn json_contract_2018_11_piz_daint_and_summit() {
-    let f = shared("TOP500_201811.xls");
+    let Some(f) = shared("TOP500_201811.xls") else {
+        return;
+    };
     let v = json(&["top500", "--json", "--top", "5", f.to_str().unwrap()]);
     assert_eq!(v["schema"], "amdahl.top500/1");
     assert_eq!(v["n_counts"], "cores");
@@ -65,7 +70,7 @@ fn json_contract_2018_11_piz_daint_and_summit() {
         assert!(systems[0].get(key).is_some(), "missing {key}");
     }
     let daint = systems.iter().find(|s| s["name"] == "Piz Daint").unwrap();
-    // Issue 2 validation numbers: E 78.18 %, 1-α 7.19e-7 (N = 387,872 cores), HPCG 1.83 % of peak.
+    // Issue 2 validation numbers: E 78.18 %, 1−α 7.19e-7 (N = 387,872 cores), HPCG 1.83 % of peak.
     assert!((daint["efficiency_hpl"].as_f64().unwrap() - 0.7818).abs() < 5e-5);
     assert!((daint["serial_fraction_hpl"].as_f64().unwrap() - 7.19e-7).abs() < 5e-10);
     assert!((daint["efficiency_hpcg"].as_f64().unwrap() - 0.0183).abs() < 5e-5);
@@ -77,7 +82,9 @@ fn json_contract_2018_11_piz_daint_and_summit() {
 
 #[test]
 fn accelerators_as_n_for_piz_daint() {
-    let f = shared("TOP500_201811.xls");
+    let Some(f) = shared("TOP500_201811.xls") else {
+        return;
+    };
     let v = json(&[
         "top500",
         "--json",
@@ -90,13 +97,13 @@ fn accelerators_as_n_for_piz_daint() {
     assert_eq!(v["n_counts"], "accelerators");
     let s = &v["systems"][0];
     assert_eq!(s["n"], 5704);
-    // 1-α = (1-0.78183)/(0.78183·5703) = 4.89e-5.
+    // 1−α = (1-0.78183)/(0.78183·5703) = 4.89e-5.
     assert!((s["serial_fraction_hpl"].as_f64().unwrap() - 4.89e-5).abs() < 5e-8);
 }
 
 #[test]
 fn follows_piz_daint_across_all_six_lists() {
-    let files: Vec<String> = [
+    let files: Option<Vec<String>> = [
         "TOP500_201306.xls",
         "TOP500_201311.xls",
         "TOP500_201611.xls",
@@ -105,8 +112,11 @@ fn follows_piz_daint_across_all_six_lists() {
         "TOP500_202311.xlsx",
     ]
     .iter()
-    .map(|f| shared(f).display().to_string())
-    .collect();
+    .map(|f| shared(f).map(|p| p.display().to_string()))
+    .collect::<Option<_>>();
+    let Some(files) = files else {
+        return;
+    };
     let mut args = vec!["top500", "--csv", "--system", "piz daint"];
     args.extend(files.iter().map(String::as_str));
     let out = amdahl().args(&args).output().unwrap();
@@ -123,7 +133,9 @@ fn follows_piz_daint_across_all_six_lists() {
 
 #[test]
 fn nodes_unknown_is_said_not_invented() {
-    let f = shared("TOP500_201811.xls");
+    let Some(f) = shared("TOP500_201811.xls") else {
+        return;
+    };
     amdahl()
         .args(["top500", "--n", "nodes", "--top", "1", f.to_str().unwrap()])
         .assert()
@@ -226,4 +238,33 @@ fn missing_file_and_unknown_system() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("cores, accelerators or nodes"));
+}
+
+/// The shared 2018-11 list with one BIFF record length (the LABELSST record at byte 142,225)
+/// raised from 10 to 0x2000 bytes: the reader then steps over the rows that follow.
+fn with_lost_rows(dir: &tempfile::TempDir) -> Option<PathBuf> {
+    let mut bytes = std::fs::read(shared("TOP500_201811.xls")?).unwrap();
+    let at = (142_225..bytes.len() - 4)
+        .find(|&i| bytes[i..i + 4] == [0xFD, 0x00, 0x0A, 0x00])
+        .expect("a LABELSST record in the second half of the list");
+    bytes[at + 2..at + 4].copy_from_slice(&0x2000u16.to_le_bytes());
+    let p = dir.path().join("TOP500_201811.xls");
+    std::fs::write(&p, bytes).unwrap();
+    Some(p)
+}
+
+#[test]
+fn top500_list_with_lost_rows_fails_instead_of_338_systems() {
+    // Issue 13 item 9: two changed bytes made ranks 134-295 vanish with exit 0 and empty stderr.
+    let dir = tempfile::tempdir().unwrap();
+    let Some(p) = with_lost_rows(&dir) else {
+        return;
+    };
+    amdahl()
+        .args(["top500", "--csv", p.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stdout("")
+        .stderr(predicate::str::is_match("ranks [0-9]+–[0-9]+ are missing").unwrap())
+        .stderr(predicate::str::contains("probably damaged"));
 }

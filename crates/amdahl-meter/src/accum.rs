@@ -7,7 +7,9 @@ use amdahl_model::units::{Joules, Seconds, Watts};
 /// Increase of a counter from `prev` to `cur`. A counter that went down wrapped once at `max`
 /// (RAPL counts 0..=max_energy_range_uj then restarts at 0, so the increase is
 /// `max - prev + cur`); with no known `max` a decrease is a reset and yields `None`.
-/// Sampling at least once per wrap period (≈ 60 s at 1 kW for a 2^32 µJ range) keeps this exact.
+/// Sampling at least once per wrap period (≈ 60 s at 1 kW for a 2^32 µJ range) keeps this exact;
+/// [`Accumulator::update`] further rejects a "wrap" of more than half the range (a counter that
+/// stepped back a little) and any step above the device's plausible power.
 pub fn counter_delta(prev: u64, cur: u64, max: Option<u64>) -> Option<u64> {
     if cur >= prev {
         Some(cur - prev)
@@ -36,7 +38,17 @@ pub struct Accumulator {
     /// Why the device stopped reading, if it did.
     pub lost: Option<String>,
     resets: u32,
+    /// Largest power the device can plausibly draw; counter steps above it × the interval are
+    /// glitches, not energy (None: unchecked, for estimates).
+    max_power: Option<Watts>,
+    /// Counter steps rejected as physically impossible, and the first of them for the note.
+    pub rejected: u64,
+    first_rejected: Option<String>,
 }
+
+/// Slack added to each interval before the power check: a counter read ~1 ms late (RAPL's
+/// update period) or a sampler woken late must not turn a real step into a rejected one.
+const CHECK_SLACK_S: f64 = 0.05;
 
 impl Accumulator {
     pub fn new(method: Method) -> Self {
@@ -49,7 +61,50 @@ impl Accumulator {
             last_power: None,
             lost: None,
             resets: 0,
+            max_power: None,
+            rejected: 0,
+            first_rejected: None,
         }
+    }
+
+    /// An accumulator that rejects counter steps above `max_power` × interval.
+    pub fn with_max_power(method: Method, max_power: Option<Watts>) -> Self {
+        Accumulator {
+            max_power,
+            ..Accumulator::new(method)
+        }
+    }
+
+    /// Why a counter step of `d` units over `dt` cannot be energy, if it cannot: a "wrap" of
+    /// more than half the range is a counter that stepped back (sampling is at least twice per
+    /// wrap period, so a true wrap is shorter); a step above the plausible power is a glitch
+    /// (a counter jumping to 1e18 µJ would add a terajoule).
+    fn implausible(
+        &self,
+        d: u64,
+        wrapped: bool,
+        max: Option<u64>,
+        upj: f64,
+        dt: Seconds,
+    ) -> Option<String> {
+        let joules = d as f64 / upj;
+        if let (true, Some(m)) = (wrapped, max) {
+            if d > m / 2 {
+                return Some(format!(
+                    "counter stepped back {:.6} J (read as a wrap it would add {joules:.0} J)",
+                    (m - d) as f64 / upj
+                ));
+            }
+        }
+        let limit = self.max_power?;
+        let bound = limit.get() * (dt.get().max(0.0) + CHECK_SLACK_S);
+        (joules > bound).then(|| {
+            format!(
+                "+{joules:.0} J in {:.2} s, above {:.0} W × the interval",
+                dt.get(),
+                limit.get()
+            )
+        })
     }
 
     pub fn update(&mut self, t: Seconds, raw: Raw) {
@@ -70,7 +125,16 @@ impl Accumulator {
                     },
                 ) => {
                     self.units_per_joule = units_per_joule;
-                    match counter_delta(v0, v1, max) {
+                    let delta = counter_delta(v0, v1, max);
+                    let bad =
+                        delta.and_then(|d| self.implausible(d, v1 < v0, max, units_per_joule, dt));
+                    match delta {
+                        Some(_) if bad.is_some() => {
+                            self.rejected += 1;
+                            if self.first_rejected.is_none() {
+                                self.first_rejected = bad;
+                            }
+                        }
                         Some(d) => {
                             self.counter_units += u128::from(d);
                             let e = Joules(d as f64 / units_per_joule);
@@ -119,6 +183,17 @@ impl Accumulator {
                 "counter went backwards {} time(s) with no known range; those intervals are missing",
                 self.resets
             ));
+        }
+        if self.rejected > 0 {
+            let r = format!(
+                "{} physically impossible counter step(s) rejected (first: {}); those intervals are missing",
+                self.rejected,
+                self.first_rejected.as_deref().unwrap_or("?")
+            );
+            note = Some(match note {
+                Some(n) => format!("{n}; {r}"),
+                None => r,
+            });
         }
         match self.method {
             Method::Counter if counter_energy.get() == 0.0 && self.power_energy.get() > 0.0 => (
@@ -277,6 +352,70 @@ mod tests {
         a.update(Seconds(2.0), raw(200_000, 110.0));
         let note = a.energy().2.unwrap_or_default();
         assert!(note.contains("210.000 J (+5.00 %"), "{note}");
+    }
+
+    fn rapl(value: u64) -> Raw {
+        uj(value, 262_143_328_850)
+    }
+
+    #[test]
+    fn rapl_step_back_of_1_uj_is_not_a_wrap() {
+        // Was read as a full wrap: +262,193 J in 1.3 s, no warning.
+        let mut a = Accumulator::with_max_power(Method::Counter, Some(Watts(1000.0)));
+        a.update(Seconds(0.0), rapl(50_000_000));
+        a.update(Seconds(1.3), rapl(49_999_999));
+        a.update(Seconds(2.3), rapl(149_999_999));
+        let (e, m, note) = a.energy();
+        assert_eq!((e, m), (Joules(100.0), Method::Counter));
+        assert_eq!(a.rejected, 1);
+        let note = note.unwrap_or_default();
+        assert!(note.contains("stepped back 0.000001 J"), "{note}");
+    }
+
+    #[test]
+    fn rapl_jump_to_1e18_uj_adds_no_terajoule() {
+        let mut a = Accumulator::with_max_power(Method::Counter, Some(Watts(1000.0)));
+        a.update(
+            Seconds(0.0),
+            Raw::Counter {
+                value: 5_000_000,
+                units_per_joule: 1e6,
+                max: None,
+                power: None,
+            },
+        );
+        a.update(
+            Seconds(1.0),
+            Raw::Counter {
+                value: 1_000_000_000_000_000_000,
+                units_per_joule: 1e6,
+                max: None,
+                power: None,
+            },
+        );
+        a.update(
+            Seconds(2.0),
+            Raw::Counter {
+                value: 1_000_000_000_100_000_000,
+                units_per_joule: 1e6,
+                max: None,
+                power: None,
+            },
+        );
+        let (e, _, note) = a.energy();
+        // Only the plausible second step (100 J in 1 s) counts.
+        assert_eq!(e, Joules(100.0));
+        assert_eq!(a.rejected, 1);
+        assert!(note.unwrap_or_default().contains("above 1000 W"));
+    }
+
+    #[test]
+    fn real_wrap_within_half_range_and_power_bound_is_kept() {
+        let max = 262_143_328_850;
+        let mut a = Accumulator::with_max_power(Method::Counter, Some(Watts(1000.0)));
+        a.update(Seconds(0.0), rapl(max - 100_000_000));
+        a.update(Seconds(1.0), rapl(200_000_000));
+        assert_eq!((a.energy().0, a.rejected), (Joules(300.0), 0));
     }
 
     proptest! {

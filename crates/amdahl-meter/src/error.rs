@@ -35,6 +35,8 @@ pub enum MeterError {
     },
     #[error("waiting for the command: {0}")]
     Wait(#[source] std::io::Error),
+    #[error("cannot install the signal handlers: {0}")]
+    Signals(String),
     #[error("the sampler thread stopped unexpectedly")]
     SamplerPanicked,
     #[error("{path}: not an amdahl.run/1 record: {message}")]

@@ -4,8 +4,7 @@
 //! charged per second of CPU time (the "per-core share of TDP" model of Green Algorithms,
 //! Lannelongue et al., Adv. Sci. 2021, eq. 1, with usage factor folded into CPU time).
 //! RAM: P = 0.375 W/GB, "3 W per 8 GB of DDR3/DDR4" (Crucial, as used by CodeCarbon ≤ 2.x,
-//! `codecarbon/external/ram.py`). With no TDP known the fallback is 85 W, CodeCarbon's
-//! `POWER_CONSTANT` for unknown CPUs (`codecarbon/external/hardware.py`).
+//! `codecarbon/external/ram.py`). Which TDP, and over how many logical CPUs: `cpu_power.rs`.
 
 use crate::procfs;
 use crate::source::{DeviceInfo, DeviceKind, EnergySource, Method, Raw};
@@ -16,8 +15,6 @@ use std::sync::Arc;
 
 /// W per GB of RAM (3 W / 8 GB, Crucial via CodeCarbon).
 pub const RAM_WATTS_PER_GB: f64 = 3.0 / 8.0;
-/// TDP assumed for a CPU of unknown model (CodeCarbon `POWER_CONSTANT`).
-pub const FALLBACK_CPU_TDP: Watts = Watts(85.0);
 
 /// Share of a machine counter charged to a process: its CPU time over the machine's busy CPU
 /// time in the same window, clamped to [0, 1] so process scope never exceeds the machine.

@@ -7,6 +7,7 @@
 
 pub mod accum;
 pub mod cluster;
+pub mod cpu_power;
 mod error;
 pub mod estimate;
 pub mod gpu;

@@ -19,7 +19,7 @@ pub struct Meter {
 }
 
 /// Energy of one device so far.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceEnergy {
     pub id: String,
     pub kind: DeviceKind,
@@ -29,20 +29,57 @@ pub struct DeviceEnergy {
     /// Why the reading is less than complete (stalled counter, device vanished, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Counter steps rejected as physically impossible (their intervals are missing).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rejected_steps: u64,
+}
+
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The `schema` of a sample log (`amdahl run --log`).
+pub const SAMPLES_SCHEMA: &str = "amdahl.samples/1";
+
+/// The first line of a sample log: which run, which devices. Every later line is a [`Sample`].
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SampleLogHeader {
+    pub schema: String,
+    pub run_id: String,
+    pub devices: Vec<DeviceInfo>,
+}
+
+impl SampleLogHeader {
+    pub fn new(run_id: &str, devices: Vec<DeviceInfo>) -> Self {
+        Self {
+            schema: SAMPLES_SCHEMA.into(),
+            run_id: run_id.into(),
+            devices,
+        }
+    }
 }
 
 /// One line of the sample log: cumulative energy and latest interval power per device.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     pub t_s: Seconds,
     pub devices: Vec<SampleDevice>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SampleDevice {
     pub id: String,
     pub energy_j: Joules,
     pub power_w: Option<Watts>,
+}
+
+/// Measured devices get the plausibility check of their kind; estimates need none.
+fn accumulator(info: &DeviceInfo) -> Accumulator {
+    let limit = match info.method {
+        Method::Estimate => None,
+        Method::Counter | Method::IntegratedPower => info.kind.plausible_max_power(),
+    };
+    Accumulator::with_max_power(info.method, limit)
 }
 
 impl Meter {
@@ -56,7 +93,7 @@ impl Meter {
                     .into_iter()
                     .map(|info| {
                         devices.push(Device {
-                            acc: Accumulator::new(info.method),
+                            acc: accumulator(&info),
                             info,
                         });
                         devices.len() - 1
@@ -80,7 +117,7 @@ impl Meter {
     /// Forget all energy (after an idle baseline), keeping the sources.
     pub fn reset(&mut self) {
         for d in &mut self.devices {
-            d.acc = Accumulator::new(d.info.method);
+            d.acc = accumulator(&d.info);
         }
         self.last_t = Seconds::ZERO;
     }
@@ -149,6 +186,7 @@ impl Meter {
                     method,
                     energy_j,
                     note,
+                    rejected_steps: d.acc.rejected,
                 }
             })
             .collect()

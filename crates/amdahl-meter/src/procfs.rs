@@ -47,6 +47,8 @@ pub fn machine_busy() -> Option<Seconds> {
 /// The fields of `/proc/PID/stat` (proc(5)) that the process-scope estimate needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PidStat {
+    /// Field 3, the state letter (`R`, `S`, `Z` for a zombie, ...).
+    pub state: u8,
     /// Field 4.
     pub ppid: u32,
     /// utime + stime (fields 14, 15): the process's own CPU ticks.
@@ -64,6 +66,7 @@ pub fn parse_pid_stat(stat: &str) -> Option<PidStat> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let n = |field: usize| f.get(field - 3)?.parse::<u64>().ok();
     Some(PidStat {
+        state: f.first()?.bytes().next()?,
         ppid: u32::try_from(n(4)?).ok()?,
         ticks: n(14)? + n(15)?,
         child_ticks: n(16)? + n(17)?,
@@ -136,9 +139,52 @@ pub fn mem_total_bytes() -> Option<u64> {
 
 /// The first `model name` of `/proc/cpuinfo`.
 pub fn cpu_model() -> Option<String> {
-    let s = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let line = s.lines().find(|l| l.starts_with("model name"))?;
-    Some(line.split_once(':')?.1.trim().to_string())
+    cpu_info().model
+}
+
+/// What `/proc/cpuinfo` says about the CPU packages (x86 field names; absent fields stay `None`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuInfo {
+    /// The first `model name`.
+    pub model: Option<String>,
+    /// `siblings`: logical CPUs per package, as the (possibly virtual) topology shows it.
+    pub siblings: Option<u32>,
+    /// `cpu cores`: physical cores per package, same caveat.
+    pub cores: Option<u32>,
+    /// Distinct `physical id`s (at least 1).
+    pub packages: u32,
+    /// The `hypervisor` CPU flag: a virtual machine, whose topology says nothing of the host's.
+    pub hypervisor: bool,
+}
+
+impl CpuInfo {
+    pub fn parse(text: &str) -> Self {
+        let mut info = CpuInfo::default();
+        let mut ids = std::collections::BTreeSet::new();
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let (key, value) = (key.trim(), value.trim());
+            match key {
+                "model name" if info.model.is_none() => info.model = Some(value.to_string()),
+                "siblings" if info.siblings.is_none() => info.siblings = value.parse().ok(),
+                "cpu cores" if info.cores.is_none() => info.cores = value.parse().ok(),
+                "physical id" => {
+                    ids.insert(value.to_string());
+                }
+                "flags" => info.hypervisor |= value.split_whitespace().any(|f| f == "hypervisor"),
+                _ => {}
+            }
+        }
+        info.packages = (ids.len() as u32).max(1);
+        info
+    }
+}
+
+/// This machine's `/proc/cpuinfo` (empty where unreadable).
+pub fn cpu_info() -> CpuInfo {
+    CpuInfo::parse(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
 }
 
 /// `Linux-<kernel release>-<machine>`, the shape of Python's `platform.platform()`.
@@ -154,14 +200,27 @@ pub fn os_string() -> String {
 
 /// This machine's host name (`gethostname(2)`).
 pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The running kernel's boot id: one per boot, shared by every container on the machine, so
+/// it tells which records read the same counters.
+pub fn boot_id() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = s.trim();
+    (!id.is_empty()).then(|| id.to_string())
+}
+
+/// Live (not zombie) processes whose parent is `parent`: after the command exits, the ones
+/// re-parented to amdahl (its subreaper) are the command's background descendants still running.
+pub fn live_children(parent: u32, procs: &[(u32, PidStat)]) -> Vec<u32> {
+    procs
+        .iter()
+        .filter(|(_, s)| s.ppid == parent && s.state != b'Z' && s.state != b'X')
+        .map(|(p, _)| *p)
+        .collect()
 }
 
 #[cfg(test)]
@@ -169,8 +228,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cpuinfo_of_a_two_socket_host_and_of_a_vm() {
+        let cpu = |id: u32, pkg: u32, flags: &str| {
+            format!(
+                "processor\t: {id}\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7763 64-Core Processor\n\
+                 physical id\t: {pkg}\nsiblings\t: 128\ncore id\t\t: 0\ncpu cores\t: 64\nflags\t\t: fpu sse2 {flags}\n\n"
+            )
+        };
+        let host = format!("{}{}", cpu(0, 0, "avx2"), cpu(128, 1, "avx2"));
+        let i = CpuInfo::parse(&host);
+        assert_eq!(i.model.as_deref(), Some("AMD EPYC 7763 64-Core Processor"));
+        assert_eq!((i.siblings, i.cores, i.packages), (Some(128), Some(64), 2));
+        assert!(!i.hypervisor);
+        assert!(CpuInfo::parse(&cpu(0, 0, "avx2 hypervisor")).hypervisor);
+        assert_eq!(
+            CpuInfo::parse(""),
+            CpuInfo {
+                packages: 1,
+                ..CpuInfo::default()
+            }
+        );
+    }
+
+    #[test]
     fn tree_counts_each_process_once_and_not_the_root_itself() {
         let st = |ppid, ticks, child_ticks, rss_pages| PidStat {
+            state: b'S',
             ppid,
             ticks,
             child_ticks,
@@ -196,6 +279,7 @@ mod tests {
         assert_eq!(
             parse_pid_stat(pid),
             Some(PidStat {
+                state: b'S',
                 ppid: 1,
                 ticks: 280,
                 child_ticks: 10,

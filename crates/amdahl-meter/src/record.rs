@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 pub const RUN_SCHEMA: &str = "amdahl.run/1";
 pub const MERGE_SCHEMA: &str = "amdahl.merge/1";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scope {
     /// Everything the node's sensors see.
@@ -26,25 +26,47 @@ pub enum Scope {
 }
 
 /// A grid carbon intensity with its provenance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Intensity {
     pub g_per_kwh: GramsPerKwh,
     pub region: String,
     pub source: String,
     pub year: Option<u16>,
+    /// Where the grid is, for the CodeCarbon columns; absent for `world` and custom values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The location of a grid region as CodeCarbon's CSV names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Location {
+    pub country_name: String,
+    /// ISO 3166-1 alpha-3, as CodeCarbon writes it (`FRA`).
+    pub country_iso_code: String,
+    /// `aws`, `gcp`, `azure`, ... for a cloud region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_provider: Option<String>,
+    /// The provider's region name (`eu-west-3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_region: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Host {
     pub hostname: String,
     pub os: String,
     pub cpu_model: String,
     pub cpu_count: usize,
     pub ram_total_gb: f64,
+    /// The running kernel's boot id (`/proc/sys/kernel/random/boot_id`): records with the same
+    /// one read the same RAPL and NVML counters (containers on one machine share it; two
+    /// machines that share a hostname do not). Absent in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
 }
 
 /// One device row of a result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceRecord {
     pub id: String,
     pub kind: DeviceKind,
@@ -60,9 +82,13 @@ pub struct DeviceRecord {
     pub machine_energy_j: Option<Joules>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Counter steps rejected as physically impossible (a glitch or a counter that stepped
+    /// back); their intervals are missing from `energy_j`.
+    #[serde(default, skip_serializing_if = "crate::meter::is_zero")]
+    pub rejected_steps: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Baseline {
     pub duration_s: Seconds,
     /// Idle power of the devices in the total, measured before the command started.
@@ -71,7 +97,7 @@ pub struct Baseline {
     pub net_energy_j: Joules,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     pub schema: String,
     pub amdahl_version: String,
@@ -91,6 +117,10 @@ pub struct RunRecord {
     pub partial: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_by: Option<String>,
+    /// Why the command never ran (not found: exit 127; not executable: 126). Such a record
+    /// holds no devices and no energy, and no CodeCarbon row is written for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_started: Option<String>,
     pub scope: Scope,
     pub interval_s: Seconds,
     pub host: Host,
@@ -140,6 +170,8 @@ pub struct Progress {
     pub child_signal: Option<i32>,
     pub partial: bool,
     pub interrupted_by: Option<String>,
+    /// The command could not be started, and why.
+    pub not_started: Option<String>,
     pub cpu_time: Option<Seconds>,
     pub max_rss: Option<Bytes>,
     /// CPU-time share for process scope (None in machine scope).
@@ -183,7 +215,15 @@ pub fn in_total(kind: DeviceKind, has_psys: bool) -> bool {
 
 /// Build the record from the meter's devices.
 pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: Progress) -> RunRecord {
-    let measured = ctx.cluster.role == Role::Measured;
+    // A command that never started used nothing: its record holds no devices.
+    let measured = ctx.cluster.role == Role::Measured && p.not_started.is_none();
+    let mut warnings = p.warnings;
+    let rejected: u64 = devices.iter().map(|d| d.rejected_steps).sum();
+    if measured && rejected > 0 {
+        warnings.push(format!(
+            "{rejected} physically impossible energy-counter step(s) rejected; see the device notes"
+        ));
+    }
     let has_psys = devices.iter().any(|d| d.kind == DeviceKind::Psys);
     let secs = p.duration.get();
     let rows: Vec<DeviceRecord> = if measured {
@@ -210,6 +250,7 @@ pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: Progress) -> RunReco
                     in_total: in_total(d.kind, has_psys),
                     machine_energy_j: machine,
                     note: d.note.clone(),
+                    rejected_steps: d.rejected_steps,
                 }
             })
             .collect()
@@ -236,6 +277,7 @@ pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: Progress) -> RunReco
         child_signal: p.child_signal.map(crate::runner::signal_name),
         partial: p.partial,
         interrupted_by: p.interrupted_by,
+        not_started: p.not_started,
         scope: ctx.scope,
         interval_s: ctx.interval,
         host: ctx.host.clone(),
@@ -255,59 +297,33 @@ pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: Progress) -> RunReco
         cpu_time_s: p.cpu_time,
         max_rss_bytes: p.max_rss,
         process_share: p.share,
-        warnings: p.warnings,
+        warnings,
     }
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time (days → civil date: H. Hinnant, "chrono-compatible
-/// low-level date algorithms", `civil_from_days`).
+/// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC, whole seconds) for a Unix time, through `jiff` rather
+/// than hand-written calendar arithmetic. Times outside jiff's range (years ±9999) are clamped.
 pub fn utc_iso(unix_s: f64) -> String {
-    let secs = unix_s.floor() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let secs = if unix_s.is_finite() {
+        unix_s.floor().clamp(i64::MIN as f64, i64::MAX as f64) as i64
+    } else {
+        0
+    };
+    let t = jiff::Timestamp::from_second(secs).unwrap_or(if secs < 0 {
+        jiff::Timestamp::MIN
+    } else {
+        jiff::Timestamp::MAX
+    });
+    // Whole seconds: Display prints no fraction for them, and always ends in `Z`.
+    jiff::Timestamp::from_second(t.as_second())
+        .unwrap_or(t)
+        .to_string()
 }
 
-/// A UUID-shaped (version 4 layout) id from the clock, the pid and the host name: unique enough
-/// to tell runs apart in a CSV, with no randomness source needed.
-pub fn new_run_id(unix_s: f64, pid: u32, host: &str) -> String {
-    // FNV-1a 64 (Fowler–Noll–Vo), two seeds for 128 bits.
-    let fnv = |seed: u64| {
-        let mut h = seed;
-        for b in unix_s
-            .to_bits()
-            .to_le_bytes()
-            .iter()
-            .chain(&pid.to_le_bytes())
-            .chain(host.as_bytes())
-        {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h
-    };
-    let (a, b) = (fnv(0xcbf2_9ce4_8422_2325), fnv(0x8422_2325_cbf2_9ce4));
-    format!(
-        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xffff,
-        a & 0x0fff,
-        0x8000 | (b >> 48) & 0x3fff,
-        b & 0xffff_ffff_ffff
-    )
+/// A random (version 4) UUID. The former hash of clock, pid and hostname collided across
+/// identical containers started together (same pid 1 child, same hostname, same second).
+pub fn new_run_id() -> String {
+    uuid::Uuid::new_v4().to_string()
 }
 
 /// Read and check one saved record.
@@ -316,23 +332,76 @@ pub fn read_record(path: &Path) -> Result<RunRecord, MeterError> {
         path: path.to_path_buf(),
         source: e,
     })?;
-    let r: RunRecord = serde_json::from_str(&text).map_err(|e| MeterError::BadRecord {
+    parse_record(&text, path)
+}
+
+/// Parse and check a record's text (`path` names it in errors). Beyond the JSON shape, every
+/// figure must be one a run can produce: finite, energies, durations and emissions ≥ 0, so a
+/// hand-edited or corrupt file cannot subtract from a job total.
+pub fn parse_record(text: &str, path: &Path) -> Result<RunRecord, MeterError> {
+    let bad = |message: String| MeterError::BadRecord {
         path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+        message,
+    };
+    let r: RunRecord = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
     if r.schema != RUN_SCHEMA {
-        return Err(MeterError::BadRecord {
-            path: path.to_path_buf(),
-            message: format!("schema is `{}`, expected `{RUN_SCHEMA}`", r.schema),
-        });
+        return Err(bad(format!(
+            "schema is `{}`, expected `{RUN_SCHEMA}`",
+            r.schema
+        )));
+    }
+    let mut checks: Vec<(String, f64)> = vec![
+        ("duration_s".into(), r.duration_s.get()),
+        ("total_energy_j".into(), r.total_energy_j.get()),
+        ("energy_kwh".into(), r.energy_kwh),
+        ("co2e_g".into(), r.co2e_g.get()),
+        ("intensity.g_per_kwh".into(), r.intensity.g_per_kwh.get()),
+        ("pue".into(), r.pue),
+        ("interval_s".into(), r.interval_s.get()),
+    ];
+    for (i, d) in r.devices.iter().enumerate() {
+        checks.push((format!("devices[{i}].energy_j"), d.energy_j.get()));
+        if let Some(m) = d.machine_energy_j {
+            checks.push((format!("devices[{i}].machine_energy_j"), m.get()));
+        }
+    }
+    if let Some(c) = r.cpu_time_s {
+        checks.push(("cpu_time_s".into(), c.get()));
+    }
+    for (field, v) in checks {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(bad(format!(
+                "`{field}` is {v}; it must be a finite number ≥ 0 (was the file edited by hand?)"
+            )));
+        }
+    }
+    if !r.started_unix_s.is_finite() {
+        return Err(bad("`started_unix_s` is not a finite number".into()));
+    }
+    // merge counts device rows, carbon --from the total: they must agree.
+    let sum: f64 = r
+        .devices
+        .iter()
+        .filter(|d| d.in_total)
+        .map(|d| d.energy_j.get())
+        .sum();
+    let total = r.total_energy_j.get();
+    if (sum - total).abs() > 1e-9 * total.max(1.0) {
+        return Err(bad(format!(
+            "`total_energy_j` is {total} but its in-total devices sum to {sum} (was the file edited by hand?)"
+        )));
     }
     Ok(r)
 }
 
 /// One node of a merged job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MergedNode {
     pub hostname: String,
+    /// The machine's boot id, when its records carry one (tells apart nodes sharing a name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    /// The first job id its records name (a record without one still belongs to the node).
     pub job_id: Option<String>,
     /// Ranks seen on this node (measured and reference).
     pub ranks: Vec<u32>,
@@ -345,7 +414,7 @@ pub struct MergedNode {
     pub partial: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MergeResult {
     pub schema: String,
     pub files: usize,
@@ -369,18 +438,88 @@ fn overlaps(a: &RunRecord, b: &RunRecord) -> bool {
     a0 < b1 && b0 < a1
 }
 
-/// Sum per-node results into a job total without double counting: on each (job, host),
-/// reference records add no energy; of machine-scope records whose time windows overlap only the
-/// first is kept (they read the same counters); process-scope records overlapping a kept
-/// machine-scope record are inside it and dropped. Sequential runs on one host add up.
+/// Whether two records were measured on one machine, i.e. read the same counters. The kernel's
+/// boot id decides when both carry one. Otherwise the hostname does, except that under one
+/// launcher job each node has exactly one local rank 0, so two local-rank-0 records with
+/// different global ranks are two nodes even when their containers share a hostname.
+pub fn same_machine(a: &RunRecord, b: &RunRecord) -> bool {
+    if let (Some(x), Some(y)) = (&a.host.boot_id, &b.host.boot_id) {
+        return x == y;
+    }
+    if a.host.hostname != b.host.hostname {
+        return false;
+    }
+    let (ca, cb) = (&a.cluster, &b.cluster);
+    let two_nodes = ca.job_id.is_some()
+        && ca.job_id == cb.job_id
+        && ca.local_rank == Some(0)
+        && cb.local_rank == Some(0)
+        && ca.rank.is_some()
+        && cb.rank.is_some()
+        && ca.rank != cb.rank;
+    !two_nodes
+}
+
+/// Whether a device row holds the whole device's reading rather than a CPU-time share of it
+/// (process scope charges machine counters by share; estimates in process scope come from the
+/// command's own CPU time). Two whole readings of one device over overlapping windows hold
+/// the same joules; shares of different commands add up.
+fn whole_device(r: &RunRecord, d: &DeviceRecord) -> bool {
+    d.machine_energy_j.is_none() && (r.scope == Scope::Machine || d.method != Method::Estimate)
+}
+
+/// How complete a record is, to keep the best copy of a run given twice: finished before
+/// partial, then the longer one.
+fn completeness(r: &RunRecord) -> (bool, f64) {
+    (r.exit_code.is_some() && !r.partial, r.duration_s.get())
+}
+
+/// Sum per-node results into a job total, counting every joule once. The rule, in order:
+///
+/// 1. **Run id.** Records with one `run_id` are copies of one run (a file given twice, or the
+///    partial and the final file): the most complete copy counts, the others not at all.
+/// 2. **Machine.** Records are grouped by machine ([`same_machine`]); `job_id` does not split
+///    a machine (a record without one and one with job "42" from one host are one node).
+/// 3. **Reference ranks** (not local rank 0) hold no energy; they only add their rank.
+/// 4. **Counter identity and time overlap.** Machine-scope records are taken first, then by
+///    start time. A device row is left out when an already counted record of the same machine
+///    whose time window overlaps has a whole-device row of the same device id: both read that
+///    counter. Everything else adds: rows of other devices (two ranks metering different GPUs),
+///    CPU-time shares of different commands in process scope, runs that do not overlap.
+///
+/// A record that overlaps only partly loses its shared devices' energy outside the overlap
+/// too (a record holds no per-sample breakdown); the warning says so.
 pub fn merge(records: Vec<(PathBuf, RunRecord)>) -> MergeResult {
     let files = records.len();
     let mut warnings = Vec::new();
+    // 1. One copy per run id.
+    let mut unique: Vec<(PathBuf, RunRecord)> = Vec::new();
+    for (path, r) in records {
+        match unique.iter_mut().find(|(_, u)| u.run_id == r.run_id) {
+            Some(slot) => {
+                let (keep, drop) = if completeness(&r) > completeness(&slot.1) {
+                    let old = std::mem::replace(slot, (path, r));
+                    (slot.0.clone(), old.0)
+                } else {
+                    (slot.0.clone(), path)
+                };
+                warnings.push(format!(
+                    "{}: the same run (run_id {}) as {}; counted once",
+                    drop.display(),
+                    slot.1.run_id,
+                    keep.display()
+                ));
+            }
+            None => unique.push((path, r)),
+        }
+    }
+    let mut sorted = unique;
+    sorted.sort_by(|a, b| {
+        (a.1.scope != Scope::Machine)
+            .cmp(&(b.1.scope != Scope::Machine))
+            .then(a.1.started_unix_s.total_cmp(&b.1.started_unix_s))
+    });
     let mut nodes: Vec<(MergedNode, Vec<RunRecord>)> = Vec::new();
-    let mut sorted = records;
-    sorted.sort_by(|a, b| a.1.started_unix_s.total_cmp(&b.1.started_unix_s));
-    // Machine scope first, so process-scope records are checked against them.
-    sorted.sort_by_key(|(_, r)| r.scope != Scope::Machine);
     let (mut total, mut kwh, mut co2, mut dur) =
         (Joules::ZERO, 0.0, GramsCo2e::ZERO, Seconds::ZERO);
     let (mut exit_code, mut partial) = (0, false);
@@ -392,14 +531,22 @@ pub fn merge(records: Vec<(PathBuf, RunRecord)>) -> MergeResult {
             exit_code = r.exit_code.unwrap_or(0);
         }
         partial |= r.partial || r.exit_code.is_none();
+        if let Some(why) = &r.not_started {
+            warnings.push(format!(
+                "{}: the command never started ({why}); no energy",
+                path.display()
+            ));
+        }
+        // 2. The machine's node (the first record seen of it holds the group).
         let pos = nodes
             .iter()
-            .position(|(n, _)| n.hostname == r.host.hostname && n.job_id == r.cluster.job_id);
+            .position(|(_, kept)| kept.first().is_some_and(|k| same_machine(k, &r)));
         let i = pos.unwrap_or_else(|| {
             nodes.push((
                 MergedNode {
                     hostname: r.host.hostname.clone(),
-                    job_id: r.cluster.job_id.clone(),
+                    boot_id: r.host.boot_id.clone(),
+                    job_id: None,
                     ranks: Vec::new(),
                     counted: Vec::new(),
                     energy_j: Joules::ZERO,
@@ -415,26 +562,60 @@ pub fn merge(records: Vec<(PathBuf, RunRecord)>) -> MergeResult {
         let Some((node, kept)) = nodes.get_mut(i) else {
             continue;
         };
+        if node.job_id.is_none() {
+            node.job_id.clone_from(&r.cluster.job_id);
+        }
         node.ranks.extend(r.cluster.rank);
+        // 3. Reference ranks: grouped (their rank is listed), never counted.
         if r.cluster.role == Role::Reference {
+            kept.push(r);
             continue;
         }
-        let clash = kept
-            .iter()
-            .find(|k| overlaps(k, &r) && (k.scope == Scope::Machine || r.scope == Scope::Machine));
-        if let Some(k) = clash {
+        // 4. Leave out devices an overlapping counted record already read whole.
+        let mut energy = Joules::ZERO;
+        let mut shared: Vec<&str> = Vec::new();
+        let mut partly = false;
+        for d in r.devices.iter() {
+            let clash = kept.iter().find(|k| {
+                k.cluster.role == Role::Measured
+                    && overlaps(k, &r)
+                    && k.devices.iter().any(|e| e.id == d.id && whole_device(k, e))
+            });
+            match clash {
+                Some(k) => {
+                    shared.push(&d.id);
+                    let inside = k.started_unix_s <= r.started_unix_s
+                        && r.started_unix_s + r.duration_s.get()
+                            <= k.started_unix_s + k.duration_s.get();
+                    partly |= !inside;
+                }
+                None if d.in_total => energy += d.energy_j,
+                None => {}
+            }
+        }
+        if !shared.is_empty() {
             warnings.push(format!(
-                "{}: overlaps a {}-scope record of host {} started at {}; it reads the same counters, not counted again",
+                "{}: overlaps in time a record of the same machine ({}) that read {}; not counted again{}",
                 path.display(),
-                match k.scope { Scope::Machine => "machine", Scope::Process => "process" },
                 r.host.hostname,
-                k.started_at
+                shared.join(", "),
+                if partly {
+                    " (it runs past that record, so its energy outside the overlap on these devices is missing)"
+                } else {
+                    ""
+                }
             ));
-            continue;
         }
-        node.energy_j += r.total_energy_j;
-        node.energy_kwh += r.energy_kwh;
-        node.co2e_g += r.co2e_g;
+        // kWh and emissions follow the counted share of the record's own total.
+        let share = if r.total_energy_j.get() > 0.0 {
+            (energy.get() / r.total_energy_j.get()).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let (rec_kwh, rec_co2) = (r.energy_kwh * share, r.co2e_g * share);
+        node.energy_j += energy;
+        node.energy_kwh += rec_kwh;
+        node.co2e_g += rec_co2;
         node.partial |= r.partial;
         for d in &r.devices {
             if !node.methods.contains(&d.method) {
@@ -442,14 +623,15 @@ pub fn merge(records: Vec<(PathBuf, RunRecord)>) -> MergeResult {
             }
         }
         node.counted.push(path);
-        total += r.total_energy_j;
-        kwh += r.energy_kwh;
-        co2 += r.co2e_g;
+        total += energy;
+        kwh += rec_kwh;
+        co2 += rec_co2;
         kept.push(r);
     }
     let mut nodes: Vec<MergedNode> = nodes.into_iter().map(|(n, _)| n).collect();
     for n in &mut nodes {
         n.ranks.sort_unstable();
+        n.ranks.dedup();
         if n.counted.is_empty() {
             warnings.push(format!(
                 "host {}: only reference records (no local rank 0 file given); its energy is missing",
@@ -496,6 +678,7 @@ mod tests {
                 cpu_model: "x".into(),
                 cpu_count: 8,
                 ram_total_gb: 16.0,
+                boot_id: None,
             },
             cluster: Cluster {
                 launcher: Some("slurm".into()),
@@ -510,6 +693,7 @@ mod tests {
                 region: "world".into(),
                 source: "IEA 2019".into(),
                 year: Some(2019),
+                location: None,
             },
             baseline: None,
         }
@@ -523,6 +707,7 @@ mod tests {
             method: Method::Counter,
             energy_j: Joules(j),
             note: None,
+            rejected_steps: 0,
         }
     }
 
@@ -554,29 +739,208 @@ mod tests {
         assert_eq!(r.total_energy_j, Joules(500.0));
     }
 
+    /// A record with its own run id (build() copies the context's fixed one).
+    fn rec(host: &str, role: Role, rank: u32, devs: &[DeviceEnergy]) -> RunRecord {
+        let mut r = build(&ctx(host, role, rank), devs, done(10.0));
+        r.run_id = new_run_id();
+        r
+    }
+
+    fn named(rs: Vec<RunRecord>) -> Vec<(PathBuf, RunRecord)> {
+        rs.into_iter()
+            .enumerate()
+            .map(|(i, r)| (PathBuf::from(format!("f{i}")), r))
+            .collect()
+    }
+
     #[test]
     fn merge_never_double_counts_a_node() {
         let devs = [dev(DeviceKind::CpuPackage, 100.0)];
-        let a0 = build(&ctx("a", Role::Measured, 0), &devs, done(10.0));
-        let a1 = build(&ctx("a", Role::Reference, 1), &devs, done(10.0));
-        let b0 = build(&ctx("b", Role::Measured, 2), &devs, done(10.0));
-        // A second machine-scope record of host b in the same window (e.g. rank detection off).
-        let b0dup = build(&ctx("b", Role::Measured, 3), &devs, done(10.0));
-        let m = merge(vec![
-            ("a0".into(), a0),
-            ("a1".into(), a1),
-            ("b0".into(), b0.clone()),
-            ("b0dup".into(), b0dup),
-        ]);
+        let a0 = rec("a", Role::Measured, 0, &devs);
+        let a1 = rec("a", Role::Reference, 1, &devs);
+        let mut b0 = rec("b", Role::Measured, 2, &devs);
+        b0.host.boot_id = Some("boot-b".into());
+        // A second machine-scope record of machine b in the same window.
+        let mut b0dup = rec("b", Role::Measured, 3, &devs);
+        b0dup.host.boot_id = Some("boot-b".into());
+        let m = merge(named(vec![a0, a1, b0.clone(), b0dup]));
         assert_eq!(m.total_energy_j, Joules(200.0));
         assert_eq!(m.nodes.len(), 2);
         assert_eq!(m.nodes[0].ranks, [0, 1]);
         assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
         // Sequential runs on one host add up.
         let mut later = b0.clone();
+        later.run_id = new_run_id();
         later.started_unix_s += 100.0;
-        let m = merge(vec![("x".into(), b0), ("y".into(), later)]);
+        let m = merge(named(vec![b0, later]));
         assert_eq!(m.total_energy_j, Joules(200.0));
+    }
+
+    #[test]
+    fn merge_counts_one_record_given_three_times_once() {
+        let mut ctx = ctx("a", Role::Measured, 0);
+        ctx.scope = Scope::Process;
+        let mut est = dev(DeviceKind::Cpu, 22.0);
+        est.method = Method::Estimate;
+        let r = build(&ctx, &[est], done(10.0));
+        let m = merge(named(vec![r.clone(), r.clone(), r]));
+        assert_eq!(m.total_energy_j, Joules(22.0));
+        assert_eq!(m.warnings.len(), 2, "{:?}", m.warnings);
+    }
+
+    #[test]
+    fn merge_keeps_the_final_copy_of_a_run_over_its_partial_one() {
+        let devs = [dev(DeviceKind::CpuPackage, 100.0)];
+        let fin = rec("a", Role::Measured, 0, &devs);
+        let mut part = fin.clone();
+        part.partial = true;
+        part.exit_code = None;
+        part.total_energy_j = Joules(40.0);
+        let m = merge(named(vec![part, fin]));
+        assert_eq!((m.total_energy_j, m.partial), (Joules(100.0), false));
+    }
+
+    #[test]
+    fn merge_adds_overlapping_process_scope_estimates_of_one_host() {
+        // Two commands' own CPU-time estimates share no counter: 22 J + 202 J.
+        let mut c = ctx("a", Role::Measured, 0);
+        c.scope = Scope::Process;
+        let est = |j| DeviceEnergy {
+            method: Method::Estimate,
+            ..dev(DeviceKind::Cpu, j)
+        };
+        let mut x = build(&c, &[est(22.0)], done(10.0));
+        x.run_id = new_run_id();
+        let mut y = build(&c, &[est(202.0)], done(10.0));
+        y.run_id = new_run_id();
+        let m = merge(named(vec![x, y]));
+        assert_eq!(m.total_energy_j, Joules(224.0));
+        assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    }
+
+    #[test]
+    fn merge_counts_machine_scope_estimates_of_one_machine_once() {
+        // Machine-scope estimates both read the machine's /proc/stat: one counter.
+        let est = |j| DeviceEnergy {
+            method: Method::Estimate,
+            ..dev(DeviceKind::Cpu, j)
+        };
+        let x = rec("a", Role::Measured, 0, &[est(22.0)]);
+        let mut y = rec("a", Role::Measured, 0, &[est(202.0)]);
+        y.cluster.job_id = None;
+        let m = merge(named(vec![x, y]));
+        assert_eq!(m.total_energy_j, Joules(22.0));
+    }
+
+    #[test]
+    fn merge_keeps_two_nodes_that_share_a_hostname() {
+        let devs = [dev(DeviceKind::CpuPackage, 100.0)];
+        // By boot id.
+        let mut x = rec("node", Role::Measured, 0, &devs);
+        x.host.boot_id = Some("boot-1".into());
+        let mut y = rec("node", Role::Measured, 0, &devs);
+        y.host.boot_id = Some("boot-2".into());
+        let m = merge(named(vec![x, y]));
+        assert_eq!((m.total_energy_j, m.nodes.len()), (Joules(200.0), 2));
+        // Without boot ids (older records): two local rank 0s of one job, ranks 0 and 4.
+        let x = rec("node", Role::Measured, 0, &devs);
+        let y = rec("node", Role::Measured, 4, &devs);
+        let m = merge(named(vec![x, y]));
+        assert_eq!((m.total_energy_j, m.nodes.len()), (Joules(200.0), 2));
+    }
+
+    #[test]
+    fn merge_job_id_null_and_42_from_one_host_count_once() {
+        let devs = [dev(DeviceKind::CpuPackage, 100.0)];
+        let x = rec("a", Role::Measured, 0, &devs);
+        let mut y = rec("a", Role::Measured, 0, &devs);
+        y.cluster = Cluster {
+            launcher: None,
+            job_id: None,
+            rank: None,
+            local_rank: None,
+            role: Role::Measured,
+        };
+        let m = merge(named(vec![y, x]));
+        assert_eq!((m.total_energy_j, m.nodes.len()), (Joules(100.0), 1));
+        assert_eq!(m.nodes[0].job_id.as_deref(), Some("42"));
+    }
+
+    #[test]
+    fn merge_adds_different_gpus_of_one_machine() {
+        // Two ranks metering their own GPU (CUDA_VISIBLE_DEVICES) on one machine, overlapping.
+        let g = |id: &str, j| DeviceEnergy {
+            id: id.into(),
+            ..dev(DeviceKind::Gpu, j)
+        };
+        let mut x = rec("a", Role::Measured, 0, &[g("gpu:0", 300.0)]);
+        x.host.boot_id = Some("b".into());
+        let mut y = rec("a", Role::Measured, 0, &[g("gpu:1", 500.0)]);
+        y.host.boot_id = Some("b".into());
+        let m = merge(named(vec![x, y]));
+        assert_eq!(m.total_energy_j, Joules(800.0));
+    }
+
+    #[test]
+    fn merge_process_share_inside_machine_record_is_not_added() {
+        let devs = [dev(DeviceKind::CpuPackage, 100.0)];
+        let machine = rec("a", Role::Measured, 0, &devs);
+        let mut c = ctx("a", Role::Measured, 0);
+        c.scope = Scope::Process;
+        let mut p = Progress {
+            share: Some(0.25),
+            ..done(10.0)
+        };
+        p.exit_code = Some(0);
+        let mut proc_rec = build(&c, &devs, p);
+        proc_rec.run_id = new_run_id();
+        let m = merge(named(vec![proc_rec, machine]));
+        assert_eq!(m.total_energy_j, Joules(100.0));
+    }
+
+    #[test]
+    fn record_with_negative_energy_is_rejected() {
+        let mut r = rec(
+            "a",
+            Role::Measured,
+            0,
+            &[dev(DeviceKind::CpuPackage, 100.0)],
+        );
+        r.total_energy_j = Joules(-5.0);
+        let text = serde_json::to_string(&r).unwrap();
+        let e = parse_record(&text, Path::new("neg.json")).unwrap_err();
+        assert!(e.to_string().contains("`total_energy_j` is -5"), "{e}");
+        let mut r = rec(
+            "a",
+            Role::Measured,
+            0,
+            &[dev(DeviceKind::CpuPackage, 100.0)],
+        );
+        r.devices[0].energy_j = Joules(-1.0);
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(parse_record(&text, Path::new("neg.json")).is_err());
+    }
+
+    #[test]
+    fn rejected_rapl_steps_are_counted_in_the_record() {
+        let mut d = dev(DeviceKind::CpuPackage, 100.0);
+        d.rejected_steps = 2;
+        let r = build(&ctx("a", Role::Measured, 0), &[d], done(10.0));
+        assert_eq!(r.devices[0].rejected_steps, 2);
+        assert!(r
+            .warnings
+            .iter()
+            .any(|w| w.contains("2 physically impossible")));
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"rejected_steps\":2"));
+    }
+
+    #[test]
+    fn run_ids_are_random_v4_uuids() {
+        let (a, b) = (new_run_id(), new_run_id());
+        assert_ne!(a, b);
+        let u = uuid::Uuid::parse_str(&a).unwrap();
+        assert_eq!(u.get_version_num(), 4);
     }
 
     proptest::proptest! {

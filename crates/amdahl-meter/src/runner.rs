@@ -1,48 +1,101 @@
-//! Running the measured command: spawn, forward SIGINT/SIGTERM, wait, and map its status to the
-//! exit code a shell would give (`128 + signal` when killed, as bash does: SIGKILL → 137).
+//! Running the measured command: spawn it in its own process group, forward signals to that
+//! group, wait, and map its status to the exit code a shell would give (`128 + signal` when
+//! killed, as bash does: SIGKILL → 137).
+//!
+//! Signals (documented in docs/usage/run.md): amdahl catches every signal in [`FORWARDED`]
+//! and passes it on to the command's whole process group (`sh -c 'sleep 60; echo'`: the
+//! `sleep` gets it too), then keeps waiting, so the final record is always written when the
+//! command exits. The terminating ones ([`TERMINATING`]) mark the record interrupted; SIGUSR1
+//! and SIGUSR2 (Slurm's checkpoint signals) are only forwarded and noted. SIGKILL and SIGSTOP
+//! cannot be caught: after SIGKILL the files already written survive (see run.md).
 
 use crate::MeterError;
 use amdahl_model::units::{Bytes, Seconds};
-use std::os::unix::process::ExitStatusExt;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
-static CHILD_PID: AtomicI32 = AtomicI32::new(0);
+/// Process group of the running command (its pid), 0 when none runs.
+static CHILD_PGID: AtomicI32 = AtomicI32::new(0);
+/// The first terminating signal received.
 static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
+/// Bit `n` set: signal `n` was received (and forwarded) at least once.
+static RECEIVED: AtomicU64 = AtomicU64::new(0);
+/// Whether the command's group was given the terminal, to take it back after it exits.
+static HANDED_TERMINAL: AtomicBool = AtomicBool::new(false);
 
-/// Signal handler: remember the signal and pass it on to the child. A signal sent by a process
-/// (`kill`, Slurm, a scheduler: `si_code <= 0`) reached only us, so it is forwarded; one from the
-/// kernel (Ctrl-C on a terminal: `si_code > 0`) already reached the whole foreground process
-/// group, child included, and forwarding it would deliver it twice.
-extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    INTERRUPTED.store(sig, Ordering::SeqCst);
-    // SAFETY: the kernel passes a valid siginfo_t to an SA_SIGINFO handler.
-    let from_process = info.is_null() || unsafe { (*info).si_code } <= 0;
-    let pid = CHILD_PID.load(Ordering::SeqCst);
-    if from_process && pid > 0 {
-        // SAFETY: kill is async-signal-safe; pid > 0 names only the child.
-        unsafe {
-            libc::kill(pid, sig);
-        }
+/// Signals amdahl catches and forwards to the command's process group.
+pub const FORWARDED: [i32; 9] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+];
+
+/// Of those, the ones whose default action ends a process: receiving one marks the record
+/// interrupted (`partial: true`, `interrupted_by`).
+pub const TERMINATING: [i32; 7] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGALRM,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+];
+
+/// Note a signal and pass it on to the command's group (or, before the command exists,
+/// leave it for [`spawn_with`] to deliver).
+fn on_signal(sig: i32) {
+    if (0..64).contains(&sig) {
+        RECEIVED.fetch_or(1 << sig, Ordering::SeqCst);
+    }
+    if TERMINATING.contains(&sig) {
+        let _ = INTERRUPTED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    }
+    forward(sig);
+}
+
+fn forward(sig: i32) {
+    let pgid = CHILD_PGID.load(Ordering::SeqCst);
+    if let (true, Ok(s)) = (pgid > 0, Signal::try_from(sig)) {
+        // The group may have just exited: ESRCH is fine.
+        let _ = killpg(Pid::from_raw(pgid), s);
     }
 }
 
-/// Install the forwarding handler for SIGINT and SIGTERM (amdahl then outlives the signal long
-/// enough to record the partial result).
-pub fn install_forwarding() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: a zeroed sigaction with a valid handler and empty mask is well-formed.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+/// Catch [`FORWARDED`] for the rest of the process (idempotent). The handlers only write to a
+/// pipe (signal-hook); a thread reads it, notes the signal and forwards it, so amdahl outlives
+/// every catchable signal long enough to record the result.
+pub fn install_forwarding() -> Result<(), MeterError> {
+    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let mut signals =
+                signal_hook::iterator::Signals::new(FORWARDED).map_err(|e| e.to_string())?;
+            std::thread::Builder::new()
+                .name("amdahl-signals".into())
+                .spawn(move || {
+                    for sig in signals.forever() {
+                        on_signal(sig);
+                    }
+                })
+                .map_err(|e| e.to_string())?;
+            Ok(())
+        })
+        .clone()
+        .map_err(MeterError::Signals)
 }
 
-/// The signal amdahl received (SIGINT, SIGTERM) while the command ran, if any.
+/// The terminating signal amdahl received while the command ran, if any.
 pub fn interrupted() -> Option<i32> {
     match INTERRUPTED.load(Ordering::SeqCst) {
         0 => None,
@@ -50,15 +103,20 @@ pub fn interrupted() -> Option<i32> {
     }
 }
 
+/// Every signal amdahl received and forwarded so far, in [`FORWARDED`] order.
+pub fn received() -> Vec<i32> {
+    let mask = RECEIVED.load(Ordering::SeqCst);
+    FORWARDED
+        .iter()
+        .copied()
+        .filter(|&s| mask & (1 << s) != 0)
+        .collect()
+}
+
 pub fn signal_name(sig: i32) -> String {
-    match sig {
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGKILL => "SIGKILL".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        libc::SIGSEGV => "SIGSEGV".into(),
-        libc::SIGABRT => "SIGABRT".into(),
-        n => format!("signal {n}"),
+    match Signal::try_from(sig) {
+        Ok(s) => s.as_str().to_string(),
+        Err(_) => format!("signal {sig}"),
     }
 }
 
@@ -73,27 +131,43 @@ pub fn spawn(argv: &[String]) -> Result<Child, MeterError> {
 /// [`spawn`] with extra environment variables; with `quiet`, the command's stdout is discarded
 /// and its stderr piped to the caller (who keeps its tail for error reports), as hyperfine does
 /// for repeated runs.
+///
+/// The command runs in its own process group, so forwarded signals reach everything it starts.
+/// When amdahl owns the terminal's foreground (an interactive shell started it), that group is
+/// made the foreground, as a shell does for a job: Ctrl-C and terminal reads go to the command
+/// directly. A file without `#!` that the kernel will not execute (ENOEXEC) is run by
+/// `/bin/sh`, as `execvp(3)` and every POSIX shell do.
 pub fn spawn_with(
     argv: &[String],
     env: &[(String, String)],
     quiet: bool,
 ) -> Result<Child, MeterError> {
-    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument; failure is harmless.
     #[cfg(target_os = "linux")]
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    let _ = nix::sys::prctl::set_child_subreaper(true);
     let Some((program, args)) = argv.split_first() else {
         return Err(MeterError::CommandNotFound {
             program: String::new(),
         });
     };
-    let mut cmd = Command::new(program);
-    cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
-    if quiet {
-        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    }
-    let child = cmd.spawn().map_err(|e| match e.kind() {
+    let build = |argv0: &str, rest: &[&str]| {
+        let mut cmd = Command::new(argv0);
+        cmd.args(rest).envs(env.iter().map(|(k, v)| (k, v)));
+        cmd.process_group(0);
+        if quiet {
+            cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        }
+        cmd
+    };
+    let rest: Vec<&str> = args.iter().map(String::as_str).collect();
+    let spawned = match build(program, &rest).spawn() {
+        Err(e) if e.raw_os_error() == Some(libc::ENOEXEC) => {
+            let mut sh_args = vec![program.as_str()];
+            sh_args.extend(&rest);
+            build("/bin/sh", &sh_args).spawn()
+        }
+        other => other,
+    };
+    let child = spawned.map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => MeterError::CommandNotFound {
             program: program.clone(),
         },
@@ -105,15 +179,78 @@ pub fn spawn_with(
             source: e,
         },
     })?;
-    CHILD_PID.store(child.id() as i32, Ordering::SeqCst);
-    // A signal that arrived between installing the handler and now had no child to go to.
-    if let Some(sig) = interrupted() {
-        // SAFETY: the pid is our live child.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, sig);
-        }
+    let pgid = child.id() as i32;
+    CHILD_PGID.store(pgid, Ordering::SeqCst);
+    give_terminal(pgid);
+    // A signal that arrived before the command existed had no group to go to.
+    for sig in received() {
+        forward(sig);
     }
     Ok(child)
+}
+
+/// Make `pgid` the terminal's foreground group when amdahl's own group is the foreground now
+/// (stdin is the terminal of an interactive shell). SIGCONT wakes the command if it already
+/// tried to read the terminal from the background and was stopped for it (SIGTTIN).
+fn give_terminal(pgid: i32) {
+    use nix::unistd::{getpgrp, tcgetpgrp, tcsetpgrp};
+    let stdin = std::io::stdin();
+    if !std::io::IsTerminal::is_terminal(&stdin) {
+        return;
+    }
+    if tcgetpgrp(&stdin).ok() != Some(getpgrp()) {
+        return;
+    }
+    if tcsetpgrp(&stdin, Pid::from_raw(pgid)).is_ok() {
+        HANDED_TERMINAL.store(true, Ordering::SeqCst);
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
+    }
+}
+
+/// Take the terminal back for amdahl's group once the command is done. amdahl is then a
+/// background group, and the kernel stops a background `tcsetpgrp` caller with SIGTTOU unless
+/// that signal is blocked, so it is blocked on this thread around the call.
+fn take_terminal_back() {
+    use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow};
+    if !HANDED_TERMINAL.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGTTOU);
+    let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None);
+    let _ = nix::unistd::tcsetpgrp(std::io::stdin(), nix::unistd::getpgrp());
+    let _ = pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
+}
+
+/// Wait for the command to end, with job control when it holds the terminal: Ctrl-Z stops the
+/// command's group, so amdahl takes the terminal back and stops itself too, and the shell gets
+/// its prompt; on `fg` (SIGCONT) amdahl hands the terminal over again and continues the command.
+fn wait_job(child: &mut Child) -> Result<std::process::ExitStatus, MeterError> {
+    use nix::errno::Errno;
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    let pid = Pid::from_raw(child.id() as i32);
+    loop {
+        match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
+            // Rebuild the raw wait status (wait(2) layout) for std's ExitStatus.
+            Ok(WaitStatus::Exited(_, code)) => {
+                return Ok(std::process::ExitStatus::from_raw((code & 0xff) << 8))
+            }
+            Ok(WaitStatus::Signaled(_, sig, core)) => {
+                let raw = sig as i32 | if core { 0x80 } else { 0 };
+                return Ok(std::process::ExitStatus::from_raw(raw));
+            }
+            Ok(WaitStatus::Stopped(..)) if HANDED_TERMINAL.load(Ordering::SeqCst) => {
+                take_terminal_back();
+                let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+                // Continued: in the foreground again (`fg`) the command gets the terminal back;
+                // in the background (`bg`) it only continues.
+                give_terminal(pid.as_raw());
+                let _ = killpg(pid, Signal::SIGCONT);
+            }
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(MeterError::Wait(e.into())),
+        }
+    }
 }
 
 /// How the command ended.
@@ -143,25 +280,29 @@ pub fn exit_code(status: std::process::ExitStatus) -> i32 {
 /// so their CPU time enters `RUSAGE_CHILDREN`; only pass true when this process has no other
 /// children of its own (the `amdahl` binary), since they would be reaped too.
 pub fn wait(child: &mut Child, reap_orphans: bool) -> Result<Finished, MeterError> {
-    let status = child.wait().map_err(MeterError::Wait)?;
-    CHILD_PID.store(0, Ordering::SeqCst);
+    let status = wait_job(child);
+    take_terminal_back();
+    let status = status?;
+    CHILD_PGID.store(0, Ordering::SeqCst);
     if reap_orphans {
-        // SAFETY: waitpid with a null status pointer and WNOHANG only reaps exited children.
-        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+        // WNOHANG reaps only children that already exited.
+        while let Ok(st) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            if st == WaitStatus::StillAlive {
+                break;
+            }
+        }
     }
-    // SAFETY: getrusage fills the zeroed struct.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
-        ru
-    };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    use nix::sys::resource::{getrusage, UsageWho};
+    use nix::sys::time::TimeValLike;
+    let ru = getrusage(UsageWho::RUSAGE_CHILDREN).map_err(|e| MeterError::Wait(e.into()))?;
+    let tv = |t: nix::sys::time::TimeVal| t.num_microseconds() as f64 / 1e6;
     Ok(Finished {
         exit_code: exit_code(status),
         signal: status.signal(),
-        cpu: Seconds(tv(ru.ru_utime) + tv(ru.ru_stime)),
+        cpu: Seconds(tv(ru.user_time()) + tv(ru.system_time())),
         // Linux reports ru_maxrss in KiB.
-        max_rss: Bytes(ru.ru_maxrss as f64 * 1024.0),
+        max_rss: Bytes(ru.max_rss() as f64 * 1024.0),
     })
 }
 
@@ -180,6 +321,36 @@ mod tests {
         assert_eq!(run("exit 1").exit_code, 1);
         let k = run("kill -9 $$");
         assert_eq!((k.exit_code, k.signal), (137, Some(9)));
+    }
+
+    #[test]
+    fn script_without_shebang_runs_like_a_shell_would() {
+        // execvp(3) and shells run a file the kernel rejects (ENOEXEC) with /bin/sh.
+        let t = tempfile::tempdir().unwrap();
+        let script = t.path().join("noshebang");
+        std::fs::write(&script, "exit 7\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = spawn(&[script.to_string_lossy().into_owned()]).unwrap();
+        assert_eq!(wait(&mut c, false).unwrap().exit_code, 7);
+    }
+
+    #[test]
+    fn command_runs_in_its_own_process_group() {
+        let mut c = spawn(&[
+            "sh".into(),
+            "-c".into(),
+            "test \"$(cut -d' ' -f5 /proc/$$/stat)\" = $$".into(),
+        ])
+        .unwrap();
+        assert_eq!(wait(&mut c, false).unwrap().exit_code, 0);
+    }
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(signal_name(libc::SIGUSR1), "SIGUSR1");
+        assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
+        assert_eq!(signal_name(99), "signal 99");
     }
 
     #[test]

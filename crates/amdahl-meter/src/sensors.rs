@@ -1,6 +1,6 @@
 //! Choosing the sources for a run, and describing every sensor for `amdahl detect`.
 
-use crate::estimate::{EstimateSource, ProbeSource, Target, FALLBACK_CPU_TDP};
+use crate::estimate::{EstimateSource, ProbeSource, Target};
 use crate::gpu::Visible;
 use crate::rapl::{self, FileReader, Scan};
 use crate::source::{DeviceKind, EnergySource};
@@ -122,10 +122,19 @@ pub fn discover(opts: Options) -> Discovery {
                 ));
             }
             Some(opts.cpu_tdp.unwrap_or_else(|| {
-                warnings.push(format!(
-                    "CPU TDP unknown: assuming {FALLBACK_CPU_TDP:.0} (CodeCarbon's default for unknown CPUs); pass --cpu-tdp W"
-                ));
-                FALLBACK_CPU_TDP
+                // No power given: the embedded catalogs (the binary passes its own choice, made
+                // with the user's catalog files, as `cpu_tdp`).
+                let p = crate::cpu_power::resolve(
+                    None,
+                    &crate::procfs::cpu_info(),
+                    crate::procfs::cpu_count(),
+                    &amdahl_model::catalog::devices::embedded()
+                        .cloned()
+                        .unwrap_or_default(),
+                    amdahl_model::catalog::cpu_power::embedded().ok(),
+                );
+                warnings.push(p.note);
+                p.watts
             }))
         };
         sources.push(Box::new(EstimateSource::new(
@@ -142,7 +151,7 @@ pub fn discover(opts: Options) -> Discovery {
 }
 
 /// `amdahl detect`'s view of one sensor.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SensorReport {
     /// `rapl`, `nvml`, `estimate`.
     pub sensor: String,
@@ -157,7 +166,11 @@ pub struct SensorReport {
     pub fix: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The `schema` of an `amdahl detect` result.
+pub const DETECT_SCHEMA: &str = "amdahl.detect/1";
+
+/// The `amdahl detect` result: every sensor looked for, and what was found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DetectResult {
     pub schema: String,
     pub powercap_root: String,
@@ -314,7 +327,7 @@ pub fn detect(root: &Path, reader: &FileReader, nvml: bool, visible: &Visible) -
         fix: None,
     });
     DetectResult {
-        schema: "amdahl.detect/1".into(),
+        schema: DETECT_SCHEMA.into(),
         powercap_root: root.display().to_string(),
         in_container: in_container(),
         sensors,

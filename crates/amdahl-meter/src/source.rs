@@ -6,7 +6,7 @@ use amdahl_model::units::Watts;
 use serde::{Deserialize, Serialize};
 
 /// How a device's energy was obtained. Every output row states it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// Differences of a hardware energy counter (RAPL `energy_uj`, NVML total energy).
@@ -28,7 +28,7 @@ impl Method {
 }
 
 /// What part of the machine a device covers; decides how it enters totals and CSV columns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeviceKind {
     /// A CPU socket (RAPL `package-N`; already contains its cores and uncore).
@@ -45,8 +45,24 @@ pub enum DeviceKind {
     Ram,
 }
 
+impl DeviceKind {
+    /// A bound no device of this kind draws, used to reject impossible counter steps (see
+    /// `accum`). About twice the largest shipping part, so no real reading comes near it:
+    /// CPU packages top out at 500 W TDP (AMD EPYC 9965, Intel Xeon 6980P); DRAM of one socket
+    /// (12 channels × 2 DIMMs at ~15 W) stays under 400 W; a psys zone covers a whole platform;
+    /// the largest GPU module is 2700 W (NVIDIA GB200 superchip). None for estimates.
+    pub fn plausible_max_power(self) -> Option<Watts> {
+        match self {
+            DeviceKind::CpuPackage | DeviceKind::Dram => Some(Watts(1000.0)),
+            DeviceKind::Psys => Some(Watts(10_000.0)),
+            DeviceKind::Gpu => Some(Watts(6000.0)),
+            DeviceKind::Cpu | DeviceKind::Ram => None,
+        }
+    }
+}
+
 /// A device as a source describes it once, before sampling.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceInfo {
     /// Stable id, e.g. `intel-rapl:0`, `gpu:0`, `estimate:cpu`.
     pub id: String,

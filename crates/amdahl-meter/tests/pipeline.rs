@@ -147,6 +147,7 @@ fn process_scope_is_a_share_of_the_machine() {
             cpu_model: String::new(),
             cpu_count: 4,
             ram_total_gb: 1.0,
+            boot_id: None,
         },
         cluster: Cluster {
             launcher: None,
@@ -161,6 +162,7 @@ fn process_scope_is_a_share_of_the_machine() {
             region: "world".into(),
             source: "IEA 2019".into(),
             year: Some(2019),
+            location: None,
         },
         baseline: None,
     };

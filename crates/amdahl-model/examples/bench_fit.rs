@@ -85,7 +85,7 @@ fn main() {
     if let Ok(r) = analyse(&d, &opts) {
         let s = &r.series[0];
         println!(
-            "chosen model: {} (1-α = {:.4e}), trend: {:?}",
+            "chosen model: {} (1−α = {:.4e}), trend: {:?}",
             s.chosen_model.name(),
             s.serial_fraction,
             s.trend

@@ -30,6 +30,7 @@ fn main() {
         gpus: 5128,
         up_to,
         max_batch: 2520,
+        exact_batch: false,
         microbatches: vec![1, 2, 4, 8],
         max_interleave: 4,
         precisions: vec![Precision::Bf16],

@@ -8,6 +8,7 @@
 
 pub mod carbon;
 pub mod catalog;
+pub mod infer;
 pub mod plan;
 pub mod scaling;
 pub mod surface;

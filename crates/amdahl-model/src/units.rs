@@ -12,7 +12,7 @@ use std::ops::{Add, AddAssign, Div, Mul, Sub};
 macro_rules! unit {
     ($(#[$doc:meta])* $name:ident, $symbol:literal) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(transparent)]
         pub struct $name(pub f64);
 
@@ -206,9 +206,29 @@ impl Mul<GramsPerKwh> for Joules {
     }
 }
 
+/// A number a user typed, shown in an error message: as typed for ordinary magnitudes, in
+/// scientific notation for extreme ones (Rust's `{}` writes 1e308 as 309 digits).
+pub fn shown(x: &f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() || a == 0.0 || (1e-4..1e9).contains(&a) {
+        format!("{x}")
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_keeps_typed_numbers_and_shortens_extreme_ones() {
+        assert_eq!(shown(&1.5), "1.5");
+        assert_eq!(shown(&50.0), "50");
+        assert_eq!(shown(&1e308), "1.000e308");
+        assert_eq!(shown(&-1e-320), "-1.000e-320");
+        assert_eq!(shown(&f64::NAN), "NaN");
+    }
 
     #[test]
     fn kwh_round_trip() {

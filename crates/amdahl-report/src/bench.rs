@@ -406,7 +406,7 @@ pub fn roofline_text(r: &RooflineReport) -> String {
         r.debug_build,
     );
     s.push_str(&format!(
-        "bandwidth β = {} GB/s (STREAM triad, best)\n",
+        "bandwidth β = {} GB/s (best STREAM kernel, best run)\n",
         sig(r.bandwidth / GIGA, 4)
     ));
     for roof in &r.roofs {
@@ -420,6 +420,12 @@ pub fn roofline_text(r: &RooflineReport) -> String {
     }
     s.push('\n');
     s.push_str(&roofline_grid(r).table());
+    if r.kernels.iter().any(|k| k.bound == "cache") {
+        s.push_str(
+            "cache: above its roof — the kernel's data stayed in cache, so not all of its bytes \
+             came from memory\n",
+        );
+    }
     s
 }
 
@@ -562,7 +568,7 @@ fn scaling_fit_text(kernel: &str, a: &ScalingAnalysis) -> String {
         );
     };
     let trend = match f.trend {
-        None => "undetermined (needs 3 or more points beyond 1 thread)",
+        None | Some(Trend::Untested) => "undetermined (needs 3 or more points beyond 1 thread)",
         Some(Trend::Constant) => "constant (Amdahl's law describes it)",
         Some(Trend::Rising) => "rising (overhead grows with threads)",
         Some(Trend::Falling) => "falling (superlinear effects or a noisy baseline)",

@@ -3,7 +3,9 @@
 
 use crate::sig;
 use crate::table::{Align, Table};
+use amdahl_model::carbon::network::{Move, Transfer};
 use amdahl_model::carbon::{CarbonReport, Statement};
+use amdahl_model::catalog::grid::year_label;
 
 /// `sig` without trailing zeros, with thousands separators: 1.10 → "1.1", 1291159 → "1,291,159".
 pub(crate) fn num(x: f64, digits: usize) -> String {
@@ -33,7 +35,7 @@ pub(crate) fn num(x: f64, digits: usize) -> String {
     }
 }
 
-fn kg(x: f64) -> String {
+pub(crate) fn kg(x: f64) -> String {
     if x >= 1e4 {
         format!("{} t", num(x / 1e3, 4))
     } else {
@@ -41,7 +43,7 @@ fn kg(x: f64) -> String {
     }
 }
 
-fn kwh(x: f64) -> String {
+pub(crate) fn kwh(x: f64) -> String {
     if x >= 1e4 {
         format!("{} MWh", num(x / 1e3, 4))
     } else {
@@ -83,7 +85,7 @@ pub fn table(r: &CarbonReport) -> String {
             "{} gCO2e/kWh, {} ({}, {}; {})",
             num(g.g_per_kwh.get(), 4),
             g.name,
-            g.year,
+            year_label(g.year),
             g.scope.name(),
             g.source
         ),
@@ -133,14 +135,69 @@ pub fn table(r: &CarbonReport) -> String {
                 x.intensity.code.clone(),
                 x.intensity.name.clone(),
                 num(x.intensity.g_per_kwh.get(), 4),
-                x.intensity.year.to_string(),
+                year_label(x.intensity.year),
                 x.intensity.scope.name().to_string(),
                 kg(x.co2e_kg),
-                num(x.ratio, 3),
+                x.ratio.map_or_else(|| "-".into(), |v| num(v, 3)),
             ]);
         }
         out.push_str(&c.render());
     }
+    if let Some(t) = &r.transfer {
+        out.push_str(&moving(r, t));
+    }
+    out
+}
+
+/// A data volume in GB, TB or PB (decimal, as network figures are quoted per GB = 10⁹ bytes).
+fn volume(gb: f64) -> String {
+    if gb >= 1e6 {
+        format!("{} PB", num(gb / 1e6, 3))
+    } else if gb >= 1e3 {
+        format!("{} TB", num(gb / 1e3, 3))
+    } else {
+        format!("{} GB", num(gb, 3))
+    }
+}
+
+/// Where to run: each `--compare` site with the data shipped there from the chosen grid.
+fn moving(r: &CarbonReport, t: &Transfer) -> String {
+    let mut out = format!(
+        "\nmoving the job: {} × {} kWh/GB = {} for the transfer ({}), charged to the chosen \
+         grid ({}): {}\n",
+        volume(t.data_gb),
+        num(t.network.kwh_per_gb, 4),
+        kwh(t.energy_kwh),
+        t.network.source,
+        t.charged_to,
+        kg(t.co2e_kg),
+    );
+    let mut c = Table::new([
+        "grid",
+        "operational CO2e",
+        "+ transfer",
+        "total",
+        "× staying",
+        "moving pays?",
+        "break-even data",
+    ]);
+    for x in &r.compare {
+        let Some(m) = &x.moved else { continue };
+        c.row([
+            x.intensity.code.clone(),
+            kg(x.co2e_kg),
+            kg(m.transfer_co2e_kg),
+            kg(m.total_co2e_kg),
+            num(m.ratio, 3),
+            if m.pays { "yes" } else { "no" }.to_string(),
+            match m.break_even_gb {
+                Some(gb) if gb.is_finite() => volume(gb),
+                Some(_) => "any volume".to_string(),
+                None => "never (grid not cleaner)".to_string(),
+            },
+        ]);
+    }
+    out.push_str(&c.render());
     out
 }
 
@@ -159,22 +216,28 @@ pub fn csv(r: &CarbonReport) -> Result<String, csv::Error> {
         "energy_kwh",
         "co2e_kg",
         "embodied_co2e_kg",
+        "transfer_co2e_kg",
+        "pays",
     ])?;
-    let row = |code: &str, g: f64, year: u16, scope: &str, co2e: f64| {
-        vec![
-            code.to_string(),
-            g.to_string(),
-            year.to_string(),
-            scope.to_string(),
-            r.basis.name().to_string(),
-            r.duration_s.to_string(),
-            r.it_energy_kwh.to_string(),
-            r.pue.value.to_string(),
-            r.energy_kwh.to_string(),
-            co2e.to_string(),
-            r.embodied_co2e_kg.to_string(),
-        ]
-    };
+    // `transfer_co2e_kg` and `pays` are empty except for `--compare` rows with `--data-gb`.
+    let row =
+        |code: &str, g: f64, year: Option<u16>, scope: &str, co2e: f64, moved: Option<&Move>| {
+            vec![
+                code.to_string(),
+                g.to_string(),
+                year.map(|y| y.to_string()).unwrap_or_default(),
+                scope.to_string(),
+                r.basis.name().to_string(),
+                r.duration_s.to_string(),
+                r.it_energy_kwh.to_string(),
+                r.pue.value.to_string(),
+                r.energy_kwh.to_string(),
+                co2e.to_string(),
+                r.embodied_co2e_kg.to_string(),
+                moved.map_or(String::new(), |m| m.transfer_co2e_kg.to_string()),
+                moved.map_or(String::new(), |m| m.pays.to_string()),
+            ]
+        };
     let i = &r.intensity;
     w.write_record(row(
         &i.code,
@@ -182,6 +245,7 @@ pub fn csv(r: &CarbonReport) -> Result<String, csv::Error> {
         i.year,
         i.scope.name(),
         r.co2e_kg,
+        None,
     ))?;
     for c in &r.compare {
         let i = &c.intensity;
@@ -191,6 +255,7 @@ pub fn csv(r: &CarbonReport) -> Result<String, csv::Error> {
             i.year,
             i.scope.name(),
             c.co2e_kg,
+            c.moved.as_ref(),
         ))?;
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;
@@ -204,48 +269,107 @@ struct Markup {
     times: &'static str,
 }
 
+/// Text that goes inside the statement's own parentheses: inner parentheses become commas and
+/// code ticks go, so the paragraph never nests brackets (sources and method strings carry their own).
+fn flat(t: &str) -> String {
+    t.replace(" (", ", ").replace(['(', ')', '`'], "")
+}
+
+/// A duration in the unit a reader expects: seconds, minutes, hours, then days.
+fn duration_words(hours: f64) -> String {
+    let secs = hours * 3600.0;
+    if secs < 120.0 {
+        format!("{} seconds", num(secs, 3))
+    } else if secs < 7200.0 {
+        format!("{} minutes", num(secs / 60.0, 3))
+    } else if hours < 72.0 {
+        format!("{} hours", num(hours, 4))
+    } else {
+        format!("{} days", num(hours / 24.0, 4))
+    }
+}
+
+/// An energy in J, Wh, kWh or MWh, whichever keeps the number readable.
+pub(crate) fn energy_words(kwh: f64) -> String {
+    if kwh >= 1e4 {
+        format!("{} MWh", num(kwh / 1e3, 4))
+    } else if kwh >= 1.0 {
+        format!("{} kWh", num(kwh, 4))
+    } else if kwh >= 1e-3 {
+        format!("{} Wh", num(kwh * 1e3, 4))
+    } else {
+        format!("{} J", num(kwh * 3.6e6, 4))
+    }
+}
+
+/// A mass of CO2e in mg, g, kg or t, whichever keeps the number readable.
+pub(crate) fn mass_words(kg: f64, co2: &str) -> String {
+    if kg >= 1e4 {
+        format!("{} t{co2}", num(kg / 1e3, 4))
+    } else if kg >= 1.0 {
+        format!("{} kg{co2}", num(kg, 4))
+    } else if kg >= 1e-3 {
+        format!("{} g{co2}", num(kg * 1e3, 4))
+    } else {
+        format!("{} mg{co2}", num(kg * 1e6, 4))
+    }
+}
+
 fn statement(s: &Statement, m: &Markup) -> String {
-    let e = m.escape;
+    let e = |t: &str| (m.escape)(&flat(t));
+    let co2 = m.co2;
     let hardware = match (&s.device, s.count) {
         (Some(d), Some(n)) => format!("{} {} {}", num(f64::from(n), 10), m.times, e(d)),
         (Some(d), None) => e(d),
         (None, Some(n)) => format!("{} devices", num(f64::from(n), 10)),
         (None, None) => "the measured hardware".into(),
     };
-    let mut out = format!(
-        "The computation ran on {hardware} for {} hours",
-        num(s.duration_hours, 4)
-    );
+    // A prediction is worded in the conditional; a job that ran, in the past.
+    let (ran, was, is) = if s.predicted {
+        ("would run", "would be", "would correspond")
+    } else {
+        ("ran", "was", "corresponds")
+    };
+    let mut out = String::new();
+    for c in &s.caveats {
+        out.push_str(&format!("Caution: {}. ", e(c)));
+    }
+    out.push_str(&format!(
+        "The computation {ran} on {hardware} for {}",
+        duration_words(s.duration_hours)
+    ));
     if let Some(h) = s.device_hours {
         out.push_str(&format!(" ({} device-hours)", num(h, 4)));
     }
-    let how = match s.basis {
-        amdahl_model::carbon::Basis::Measured => "measured",
-        amdahl_model::carbon::Basis::Estimated => "estimated",
+    let energy = match (s.predicted, s.basis) {
+        (true, _) => format!("would be {}", energy_words(s.it_energy_kwh)),
+        (false, amdahl_model::carbon::Basis::Measured) => {
+            format!("was measured at {}", energy_words(s.it_energy_kwh))
+        }
+        (false, amdahl_model::carbon::Basis::Estimated) => {
+            format!("was estimated at {}", energy_words(s.it_energy_kwh))
+        }
     };
     out.push_str(&format!(
-        ". Its IT energy was {how} at {} kWh ({}). With a power usage effectiveness (PUE) of {} ({}), the facility energy was {} kWh. ",
-        num(s.it_energy_kwh, 4),
+        ". Its IT energy {energy} ({}). With a power usage effectiveness (PUE) of {} ({}), the facility energy {was} {}. ",
         e(&s.method),
         num(s.pue, 3),
         e(&s.pue_source),
-        num(s.energy_kwh, 4),
+        energy_words(s.energy_kwh),
     ));
     out.push_str(&format!(
-        "At a grid carbon intensity of {} g{co2}/kWh ({}, {}, {} emissions; source: {}), this corresponds to {} kg{co2} of operational emissions",
+        "At a grid carbon intensity of {} g{co2}/kWh ({}, {}, {} emissions; source: {}), this {is} to {} of operational emissions",
         num(s.intensity_g_per_kwh, 4),
         e(&s.intensity_region),
-        s.intensity_year,
+        year_label(s.intensity_year),
         s.intensity_scope,
         e(&s.intensity_source),
-        num(s.co2e_kg, 4),
-        co2 = m.co2,
+        mass_words(s.co2e_kg, co2),
     ));
     if let (Some(kg), Some(y)) = (s.embodied_co2e_kg, s.embodied_lifetime_years) {
         out.push_str(&format!(
-            ", plus {} kg{} embodied in the hardware (its share of a {}-year service life, after LLMCarbon, Faiz et al. 2024)",
-            num(kg, 4),
-            m.co2,
+            ", plus {} embodied in the hardware: its share of a {}-year service life, after LLMCarbon, Faiz et al. 2024",
+            mass_words(kg, co2),
             num(y, 3)
         ));
     }
@@ -307,14 +431,14 @@ mod tests {
             10_000,
             Seconds::from_days(14.8),
             Watts(330.0),
-            "330 W average per device (given)",
+            "330 W average per device, given",
         )
         .unwrap();
         estimate(
             &it,
             Some("V100 SXM2 16GB"),
             Pue::new(1.1, "given").unwrap(),
-            GridIntensity::custom(429.0, Scope::Direct, 2021).unwrap(),
+            GridIntensity::custom(429.0, Scope::Direct, Some(2021)).unwrap(),
             None,
             vec![grid::lookup("FR").unwrap()],
         )
@@ -354,6 +478,94 @@ mod tests {
         insta::assert_snapshot!("statement_md", statement_markdown(&s));
         insta::assert_snapshot!("statement_tex", statement_latex(&s));
         insta::assert_snapshot!("carbon_table", table(&gpt3()));
+    }
+
+    /// The deepest nesting of parentheses in `t`.
+    fn paren_depth(t: &str) -> usize {
+        let (mut depth, mut max) = (0usize, 0usize);
+        for c in t.chars() {
+            match c {
+                '(' => {
+                    depth += 1;
+                    max = max.max(depth);
+                }
+                ')' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        max
+    }
+
+    /// A one-minute measured run on the world default grid that failed (exit 2).
+    fn failed_short_run() -> CarbonReport {
+        let mut it = ItEnergy::measured(
+            amdahl_model::units::Joules(353_500.0),
+            Seconds(35.35),
+            "measured by amdahl run, file r.json",
+        )
+        .unwrap();
+        it.caveats.push(
+            "the measured command failed with exit status 2, so the figures describe a failed run"
+                .into(),
+        );
+        let mut world = grid::lookup("world").unwrap();
+        world.name = "World (default)".into();
+        estimate(
+            &it,
+            None,
+            Pue::new(
+                1.0,
+                "local preset, default: No facility overhead (a laptop)",
+            )
+            .unwrap(),
+            world,
+            None,
+            vec![],
+        )
+    }
+
+    /// Issue 13 item 17: the statement said "The computation ran … for 997.9 hours" about a
+    /// prediction, was written for a failed run without a word, printed "9.820e-5 hours", internal
+    /// ids like `estimate:cpu` and nested parentheses.
+    #[test]
+    fn statement_of_a_prediction_says_would_and_of_a_failed_run_says_so() {
+        let mut plan = gpt3();
+        plan.predicted = true;
+        plan.method = "amdahl plan prediction, file plan.json: GPT-3 (175B) on 1024 × A100".into();
+        let p = statement_markdown(&Statement::from_report(&plan));
+        assert!(p.contains("The computation would run on"), "{p}");
+        assert!(
+            p.contains("would be 1,172 MWh") && !p.contains(" ran "),
+            "{p}"
+        );
+        assert_eq!(paren_depth(&p), 1, "{p}");
+        insta::assert_snapshot!("statement_md_prediction", p);
+
+        let f = statement_markdown(&Statement::from_report(&failed_short_run()));
+        assert!(
+            f.starts_with("Caution: the measured command failed with exit status 2"),
+            "{f}"
+        );
+        assert!(f.contains("for 35.4 seconds"), "{f}");
+        assert!(f.contains("measured at 98.19 Wh"), "{f}");
+        assert!(f.contains("42.81 gCO₂e"), "{f}");
+        let sci = f.as_bytes().windows(3).any(|w| {
+            w[0].is_ascii_digit() && w[1] == b'e' && (w[2] == b'-' || w[2].is_ascii_digit())
+        });
+        assert!(!sci, "no scientific notation: {f}");
+        assert_eq!(paren_depth(&f), 1, "{f}");
+        insta::assert_snapshot!("statement_md_failed_short_run", f);
+        let tex = statement_latex(&Statement::from_report(&failed_short_run()));
+        assert_eq!(paren_depth(&tex), 1, "{tex}");
+    }
+
+    #[test]
+    fn readable_units() {
+        assert_eq!(duration_words(9.82e-5), "0.354 seconds");
+        assert_eq!(duration_words(0.5), "30 minutes");
+        assert_eq!(duration_words(997.9), "41.58 days");
+        assert_eq!(energy_words(2e-7), "0.72 J");
+        assert_eq!(mass_words(2e-4, "CO2e"), "200 mgCO2e");
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub fn regions_table(items: &[GridIntensity]) -> String {
             g.code.clone(),
             g.name.clone(),
             sig(g.g_per_kwh.get(), 4),
-            g.year.to_string(),
+            amdahl_model::catalog::grid::year_label(g.year),
             g.scope.name().to_string(),
             g.source.clone(),
         ]);
@@ -144,6 +144,7 @@ pub fn regions_table(items: &[GridIntensity]) -> String {
 pub fn models_table(models: &[&ModelShape]) -> String {
     let mut t = Table::new([
         "model",
+        "also called",
         "arch",
         "params",
         "layers",
@@ -155,11 +156,14 @@ pub fn models_table(models: &[&ModelShape]) -> String {
         "seq",
         "fwd FLOP/sample",
     ])
-    .align(1, Align::Left);
+    .align(1, Align::Left)
+    .align(2, Align::Left);
     let n = |x: Option<u32>| opt(x, |v| v.to_string());
     for m in models {
         t.row([
             m.name.clone(),
+            // The short names users type (`--model gpt3`): issue 13 item 21.
+            m.aliases.join(", "),
             m.arch.clone(),
             sig(m.params, 3),
             n(m.layers),
@@ -258,7 +262,7 @@ pub fn regions_csv(items: &[GridIntensity]) -> Result<String, csv::Error> {
                 g.code.clone(),
                 g.name.clone(),
                 g.g_per_kwh.get().to_string(),
-                g.year.to_string(),
+                g.year.map(|y| y.to_string()).unwrap_or_default(),
                 g.scope.name().to_string(),
                 g.source.clone(),
             ]
@@ -284,7 +288,7 @@ mod tests {
         let s = regions_csv(&all).unwrap();
         let second = s.lines().nth(1).unwrap();
         assert!(
-            second.starts_with("world,World,475,2019,direct,"),
+            second.starts_with("world,World,436,2022,lifecycle,"),
             "{second}"
         );
     }

@@ -77,7 +77,7 @@ pub fn table(r: &FitResult) -> String {
             "model",
             "parameters (± 1 s.e.)",
             "AICc",
-            "1-α",
+            "1−α",
             "S_max",
             "N(E=50%)",
             "N_opt",
@@ -113,12 +113,17 @@ pub fn table(r: &FitResult) -> String {
         );
         let _ = writeln!(
             out,
-            "serial fraction 1-α = {} (N counts {}); S_max = {}; E = 50 % at N = {}; throughput peak at N = {}",
+            "serial fraction 1−α = {} (N counts {}); S_max = {}; E = 50 % at N = {}; {}",
             sig(s.serial_fraction, 4),
             counts,
             opt(s.s_max, 4),
             opt(s.n_half, 4),
-            opt(s.n_opt, 4)
+            // Issue 13 item 21: "throughput peak at N = -" read as a missing number; a model
+            // without a peak (Amdahl's law rises forever) says so.
+            s.n_opt.map_or_else(
+                || "no throughput peak (throughput rises with N in this model)".to_string(),
+                |n| format!("throughput peak at N = {}", sig(n, 4))
+            )
         );
         let meaning = match s.trend {
             amdahl_model::scaling::analysis::Trend::Constant => {
@@ -130,6 +135,7 @@ pub fn table(r: &FitResult) -> String {
             amdahl_model::scaling::analysis::Trend::Falling => {
                 "serial share shrinks with N (superlinear effects or a costly baseline)"
             }
+            amdahl_model::scaling::analysis::Trend::Untested => "",
         };
         // Without a slope the trend was not tested: say so, and claim nothing about its meaning.
         let _ = match (s.trend_slope, s.trend_slope_stderr) {
@@ -163,7 +169,7 @@ pub fn table(r: &FitResult) -> String {
             let r = &w.result;
             let _ = writeln!(
                 out,
-                "\nwhat-if (Végh): parallel part {}x faster at N = {}, communication share {} of 1-α scaled by {}:\n  1-α {} -> {}, efficiency {} -> {}, payload gain {}x",
+                "\nwhat-if (Végh): parallel part {}x faster at N = {}, communication share {} of 1−α scaled by {}:\n  1−α {} -> {}, efficiency {} -> {}, payload gain {}x",
                 sig(w.spec.k, 3),
                 fmt_n(w.n),
                 sig(w.spec.comm_share, 3),
@@ -177,7 +183,7 @@ pub fn table(r: &FitResult) -> String {
         }
         if let Some(d) = &s.decomposition {
             out.push('\n');
-            let _ = writeln!(out, "contributions to 1-α_eff (Karp-Flatt e) by phase:");
+            let _ = writeln!(out, "contributions to 1−α_eff (Karp-Flatt e) by phase:");
             let mut head = vec!["n".to_string(), "e".to_string()];
             head.extend(d.phases.iter().cloned());
             head.push("dominant".into());
@@ -201,6 +207,7 @@ fn trend_name(s: &SeriesResult) -> &'static str {
         amdahl_model::scaling::analysis::Trend::Constant => "constant",
         amdahl_model::scaling::analysis::Trend::Rising => "rising",
         amdahl_model::scaling::analysis::Trend::Falling => "falling",
+        amdahl_model::scaling::analysis::Trend::Untested => "untested",
     }
 }
 
@@ -213,6 +220,8 @@ fn num(v: Option<f64>) -> String {
 /// (`kind` = predicted).
 pub fn csv(r: &FitResult) -> Result<String, csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());
+    // One long table: `measured` and `predicted` rows per N, then one `model` row per fitted
+    // model (issue 13 item 21: the CSV left the fits out), each with the columns that apply.
     w.write_record([
         "label",
         "kind",
@@ -222,10 +231,19 @@ pub fn csv(r: &FitResult) -> Result<String, csv::Error> {
         "efficiency",
         "alpha_eff",
         "karp_flatt",
+        "parameters",
+        "aicc",
+        "serial_fraction",
+        "s_max",
+        "n_half",
+        "n_opt",
+        "chosen",
+        "physical",
     ])?;
+    let empty = || std::iter::repeat_n(String::new(), 8);
     for s in &r.series {
         for p in &s.points {
-            w.write_record([
+            let row = [
                 s.label.clone(),
                 "measured".into(),
                 String::new(),
@@ -234,10 +252,11 @@ pub fn csv(r: &FitResult) -> Result<String, csv::Error> {
                 format!("{}", p.efficiency),
                 num(p.alpha_eff),
                 num(p.karp_flatt),
-            ])?;
+            ];
+            w.write_record(row.into_iter().chain(empty()))?;
         }
         for q in &s.predictions {
-            w.write_record([
+            let row = [
                 s.label.clone(),
                 "predicted".into(),
                 s.chosen_model.name().into(),
@@ -246,7 +265,38 @@ pub fn csv(r: &FitResult) -> Result<String, csv::Error> {
                 format!("{}", q.efficiency),
                 num(q.alpha_eff),
                 num(q.alpha_eff.map(|a| 1.0 - a)),
-            ])?;
+            ];
+            w.write_record(row.into_iter().chain(empty()))?;
+        }
+        for f in &s.models {
+            let params = f
+                .params
+                .iter()
+                .map(|p| match p.stderr {
+                    Some(se) => format!("{}={}±{}", p.name, p.value, se),
+                    None => format!("{}={}", p.name, p.value),
+                })
+                .collect::<Vec<_>>()
+                .join(";");
+            let row = [
+                s.label.clone(),
+                "model".into(),
+                f.model.name().into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                params,
+                num(f.aicc),
+                format!("{}", f.serial_fraction),
+                num(f.s_max),
+                num(f.n_half),
+                num(f.n_opt),
+                (f.model == s.chosen_model).to_string(),
+                f.physical.to_string(),
+            ];
+            w.write_record(row)?;
         }
     }
     let bytes = w
@@ -380,10 +430,12 @@ mod tests {
 
     #[test]
     fn csv_has_points_and_predictions() {
-        let c = csv(&cisco()).unwrap();
-        assert_eq!(c.lines().count(), 1 + 32 + 1);
-        assert!(c.starts_with("label,kind,model,n,speedup,efficiency,alpha_eff,karp_flatt\n"));
-        assert!(c.contains(",predicted,"));
+        let r = cisco();
+        let c = csv(&r).unwrap();
+        let models: usize = r.series.iter().map(|s| s.models.len()).sum();
+        assert_eq!(c.lines().count(), 1 + 32 + 1 + models);
+        assert!(c.starts_with("label,kind,model,n,speedup,efficiency,alpha_eff,karp_flatt,"));
+        assert!(c.contains(",predicted,") && c.contains(",model,"));
     }
 
     #[test]

@@ -7,10 +7,14 @@ pub mod bench;
 pub mod bench_gpu;
 pub mod carbon;
 pub mod catalog;
+pub mod finite;
 pub mod fit;
+pub mod infer;
+pub mod lifetime;
 pub mod meter;
 pub mod plan;
 pub mod scale;
+pub mod schema;
 pub mod surface;
 pub mod svg;
 pub mod table;
@@ -46,9 +50,39 @@ pub fn sig(x: f64, sig: usize) -> String {
     format!("{:.*}", decimals, x)
 }
 
+/// A whole count for humans, every digit kept and grouped by thousands (1e8 → "100,000,000"):
+/// request counts and days read better in full than as "1.00000e8". Other values go through
+/// [`sig`] with 4 digits.
+pub fn count(x: f64) -> String {
+    if !(x.is_finite() && x.fract() == 0.0 && x.abs() < 1e15) {
+        return sig(x, 4);
+    }
+    let digits = format!("{:.0}", x.abs());
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if x < 0.0 {
+        out.push('-');
+    }
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::sig;
+    use super::{count, sig};
+
+    #[test]
+    fn counts_are_whole_and_grouped() {
+        assert_eq!(count(1e8), "100,000,000");
+        assert_eq!(count(109_500_000_000.0), "109,500,000,000");
+        assert_eq!(count(365.0), "365");
+        assert_eq!(count(-1234.0), "-1,234");
+        assert_eq!(count(2.5), "2.500");
+    }
 
     #[test]
     fn sig_formats_by_magnitude() {

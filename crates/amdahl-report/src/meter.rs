@@ -48,6 +48,11 @@ pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
         .map(|d| d.name.as_str())
         .collect();
     let end = utc_iso(r.started_unix_s + secs);
+    // Location columns as CodeCarbon 3.x fills them (`EmissionsTracker._prepare_emissions_data`):
+    // country name and ISO alpha-3, and for a cloud region its provider and name with
+    // on_cloud = Y.
+    let loc = r.intensity.location.as_ref();
+    let cloud = loc.and_then(|l| Some((l.cloud_provider.as_deref()?, l.cloud_region.as_deref()?)));
     let fields: Vec<String> = vec![
         end.trim_end_matches('Z').to_string(),
         "amdahl".into(),
@@ -67,11 +72,12 @@ pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
         fmt_f(ram),
         fmt_f(r.energy_kwh),
         fmt_f(0.0),
+        loc.map(|l| l.country_name.clone()).unwrap_or_default(),
+        loc.map(|l| l.country_iso_code.clone()).unwrap_or_default(),
+        // CodeCarbon's `region` is a sub-national region (`california`), never the country.
         String::new(),
-        String::new(),
-        r.intensity.region.clone(),
-        String::new(),
-        String::new(),
+        cloud.map(|(p, _)| p.to_string()).unwrap_or_default(),
+        cloud.map(|(_, r)| r.to_string()).unwrap_or_default(),
         r.host.os.clone(),
         String::new(),
         format!("amdahl {}", r.amdahl_version),
@@ -90,7 +96,7 @@ pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
         fmt_f(0.0),
         fmt_f(0.0),
         fmt_f(r.max_rss_bytes.map(|b| b.get() / 1e9).unwrap_or(0.0)),
-        "N".into(),
+        if cloud.is_some() { "Y" } else { "N" }.into(),
         fmt_f(pue),
         fmt_f(0.0),
     ];
@@ -183,12 +189,16 @@ pub fn run_summary(r: &RunRecord) -> String {
             sig(b.duration_s.get(), 3),
             sig(b.net_energy_j.get(), 4)
         ));
+        out.push_str(&negative_net_note(
+            b.net_energy_j.get(),
+            "lengthen --baseline or run longer",
+        ));
     }
     out.push_str(&format!(
-        "{} kWh with PUE {} → {} gCO2e at {} gCO2e/kWh ({}: {}{})\n",
-        sig(r.energy_kwh, 4),
+        "{} with PUE {} → {} at {} gCO2e/kWh ({}: {}{})\n",
+        crate::carbon::energy_words(r.energy_kwh),
         r.pue,
-        sig(r.co2e_g.get(), 4),
+        crate::carbon::mass_words(r.co2e_g.get() / 1e3, "CO2e"),
         sig(r.intensity.g_per_kwh.get(), 4),
         r.intensity.region,
         r.intensity.source,
@@ -242,10 +252,10 @@ pub fn merge_summary(m: &MergeResult) -> String {
     }
     let mut out = t.render();
     out.push_str(&format!(
-        "job total: {} J, {} kWh with PUE, {} gCO2e over {} node(s) from {} file(s){}\n",
+        "job total: {} J, {} with PUE, {} over {} node(s) from {} file(s){}\n",
         sig(m.total_energy_j.get(), 4),
-        sig(m.energy_kwh, 4),
-        sig(m.co2e_g.get(), 4),
+        crate::carbon::energy_words(m.energy_kwh),
+        crate::carbon::mass_words(m.co2e_g.get() / 1e3, "CO2e"),
         m.nodes.len(),
         m.files,
         if m.partial {
@@ -452,8 +462,29 @@ pub fn prometheus_textfile(r: &RunRecord) -> String {
     out
 }
 
+/// Why an energy above idle can be negative (issue 13 item 21: printed without a word): the
+/// command drew less power than the idle baseline measured before it. Not clamped, because
+/// clamping would bias averages; explained instead.
+/// `fix` says how to measure longer (`--baseline` for `run`, `--idle` for `scale`).
+pub fn negative_net_note(net_j: f64, fix: &str) -> String {
+    if net_j < 0.0 {
+        format!(
+            "  (negative: the command drew less than the idle power measured before it, so its \
+             own energy is within the noise of that baseline; {fix})\n"
+        )
+    } else {
+        String::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn baseline_negative_energy_was_unexplained() {
+        assert!(negative_net_note(-1.5, "x").contains("within the noise"));
+        assert!(negative_net_note(0.0, "x").is_empty());
+    }
     use super::*;
 
     /// The header line CodeCarbon 3.3.2 writes: the `EmissionsData` field names in declaration
@@ -516,6 +547,7 @@ mod tests {
                 cpu_model: "Intel(R) Xeon(R), 2.1GHz".into(),
                 cpu_count: 8,
                 ram_total_gb: 16.0,
+                boot_id: None,
             },
             cluster: Cluster {
                 launcher: None,
@@ -530,6 +562,7 @@ mod tests {
                 region: "world".into(),
                 source: "IEA 2019".into(),
                 year: Some(2019),
+                location: None,
             },
             baseline: None,
         };
@@ -544,6 +577,7 @@ mod tests {
             method: Method::Counter,
             energy_j: Joules(j),
             note: None,
+            rejected_steps: 0,
         };
         let devs = [
             dev("intel-rapl:0", DeviceKind::CpuPackage, 300.0),
@@ -633,6 +667,8 @@ mod tests {
         let a = record();
         let mut b = record();
         b.host.hostname = "node2".into();
+        // Another run (one run id given twice would count once).
+        b.run_id = "0f0f0f0f-0000-4000-8000-000000000002".into();
         let m = merge(vec![("a.json".into(), a), ("b.json".into(), b)]);
         assert_eq!(m.total_energy_j.get(), 7200.0);
         insta::assert_snapshot!("merge_summary", merge_summary(&m));

@@ -4,7 +4,7 @@
 use crate::sig;
 use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
-use amdahl_model::catalog::grid::GridIntensity;
+use amdahl_model::catalog::grid::{year_label, GridIntensity};
 use amdahl_model::plan::{
     DeviceClass, Hardware, PlanResult, RankedLayout, ScalingPoint, SearchResult,
     IDLE_FRACTION_OF_TDP,
@@ -12,7 +12,7 @@ use amdahl_model::plan::{
 
 /// "(France, 2023, lifecycle)": where an intensity comes from.
 fn grid_note(g: Option<&GridIntensity>) -> String {
-    g.map(|g| format!(" ({}, {}, {})", g.name, g.year, g.scope.name()))
+    g.map(|g| format!(" ({}, {}, {})", g.name, year_label(g.year), g.scope.name()))
         .unwrap_or_default()
 }
 
@@ -157,7 +157,7 @@ pub fn plan_table(r: &PlanResult) -> String {
                 ""
             }
         ));
-        out.push_str(&scaling_table(&[w.base, w.whatif]));
+        out.push_str(&precision_table(w));
     }
     out
 }
@@ -166,29 +166,53 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| sig(v, 4)).unwrap_or_else(|| "-".into())
 }
 
-fn scaling_table(pts: &[ScalingPoint]) -> String {
-    let mut t = Table::new([
-        "N", "DP", "batch", "step s", "TFLOP/s", "E", "α_eff", "1-α", "comm", "bubble", "serial",
-        "fits",
-    ]);
-    for p in pts {
-        let parts = p.parts;
-        t.row([
-            p.gpus.to_string(),
-            p.dp.to_string(),
-            p.batch.to_string(),
-            sig(p.step_time_s, 4),
-            sig(p.tflops_per_gpu, 4),
-            sig(p.efficiency, 4),
-            opt(p.alpha_eff.map(|a| a.min(1.0))),
-            opt(p.serial_total),
-            opt(parts.map(|x| x.communication)),
-            opt(parts.map(|x| x.bubble)),
-            opt(parts.map(|x| x.serial)),
-            if p.fits { "yes" } else { "no" }.to_string(),
-        ]);
+/// The what-if as two rows that say which precision each is (issue 13 item 21: the table had no
+/// precision column, so the two rows read as the same job).
+fn precision_table(w: &amdahl_model::plan::scaling::PrecisionWhatIf) -> String {
+    let rows = scaling_rows(&[w.base, w.whatif]);
+    let mut t = Table::new(
+        std::iter::once("precision".to_string())
+            .chain(SCALING_HEADERS.iter().map(|h| h.to_string())),
+    );
+    for (p, r) in [w.from.name(), w.to.name()].into_iter().zip(rows) {
+        t.row(std::iter::once(p.to_string()).chain(r));
     }
     t.render()
+}
+
+const SCALING_HEADERS: [&str; 12] = [
+    "N", "DP", "batch", "step s", "TFLOP/s", "E", "α_eff", "1−α", "comm", "bubble", "serial",
+    "fits",
+];
+
+fn scaling_table(pts: &[ScalingPoint]) -> String {
+    let mut t = Table::new(SCALING_HEADERS);
+    for r in scaling_rows(pts) {
+        t.row(r);
+    }
+    t.render()
+}
+
+fn scaling_rows(pts: &[ScalingPoint]) -> Vec<Vec<String>> {
+    pts.iter()
+        .map(|p| {
+            let parts = p.parts;
+            vec![
+                p.gpus.to_string(),
+                p.dp.to_string(),
+                p.batch.to_string(),
+                sig(p.step_time_s, 4),
+                sig(p.tflops_per_gpu, 4),
+                sig(p.efficiency, 4),
+                opt(p.alpha_eff.map(|a| a.min(1.0))),
+                opt(p.serial_total),
+                opt(parts.map(|x| x.communication)),
+                opt(parts.map(|x| x.bubble)),
+                opt(parts.map(|x| x.serial)),
+                if p.fits { "yes" } else { "no" }.to_string(),
+            ]
+        })
+        .collect()
 }
 
 /// `quantity,value` rows of the headline numbers and the breakdown.
@@ -252,9 +276,9 @@ pub fn plan_svg(r: &PlanResult) -> String {
         );
     }
     let mut parts = Plot::new(
-        "1-α_eff by cause (strong scaling)",
+        "1−α_eff by cause (strong scaling)",
         Axis::new(Scale::Log10, "GPUs N"),
-        Axis::new(Scale::Log10, "contribution to 1-α_eff"),
+        Axis::new(Scale::Log10, "contribution to 1−α_eff"),
     );
     let s = &r.scaling.strong;
     for (i, (name, f)) in [
@@ -315,7 +339,8 @@ pub fn search_table(r: &SearchResult) -> String {
     let rj = &r.rejected;
     let mut out = format!(
         "{} on {}{} × {}: {} layouts evaluated in {} s, {} fit, {} rejected \
-         (memory {}, interleave/microbatches {}, ZeRO-2/3 with PP {}, batch too small {})\n\n",
+         (memory {}, interleave/microbatches {}, ZeRO-2/3 with PP {}, batch too small {}, \
+         DP × mbs not dividing the batch {})\n{}\n",
         r.model.name,
         if r.space.up_to { "up to " } else { "" },
         r.space.gpus,
@@ -328,6 +353,23 @@ pub fn search_table(r: &SearchResult) -> String {
         rj.interleave_microbatches,
         rj.zero_with_pipeline,
         rj.batch_too_small,
+        rj.batch_not_divisible,
+        if r.space.exact_batch {
+            format!(
+                "global batch: {} sequences in every layout",
+                r.space.max_batch
+            )
+        } else {
+            format!(
+                "global batch: at most {} sequences (--batch-max): each layout trains on the \
+                 largest multiple of DP × mbs not above it, shown in the B column",
+                r.space.max_batch
+            )
+        },
+    );
+    out.push_str(
+        "one row per parallel shape (TP, PP, DP, mbs, batch, precision), with its best ZeRO \
+         stage, recomputation, SP, overlap and interleaving\n\n",
     );
     out.push_str(&format!(
         "top {} by {:?} (training on {} tokens; {} g/kWh{}, PUE {}; {}; GEMM curve {})\n",
@@ -467,6 +509,6 @@ mod tests {
         assert!(csv.starts_with("quantity,value\nstep_time_s,"));
         assert_eq!(csv.lines().count(), 19);
         let svg = plan_svg(&r);
-        assert!(svg.starts_with("<svg") && svg.contains("1-α_eff by cause"));
+        assert!(svg.starts_with("<svg") && svg.contains("1−α_eff by cause"));
     }
 }

@@ -118,6 +118,16 @@ pub fn table(r: &ScaleResult) -> String {
         );
     }
     out.push_str(&t.render());
+    if r.points
+        .iter()
+        .any(|p| p.net_energy_j.is_some_and(|s| s.median < 0.0))
+    {
+        // Same explanation as `amdahl run --baseline` (issue 13 item 21).
+        out.push_str(&crate::meter::negative_net_note(
+            -1.0,
+            "lengthen --idle or give the command more work",
+        ));
+    }
     if let Some(f) = &r.failure {
         let _ = writeln!(
             out,
@@ -326,6 +336,7 @@ mod tests {
                 cpu_model: "x".into(),
                 cpu_count: 8,
                 ram_total_gb: 8.0,
+                boot_id: None,
             },
             pue: 1.0,
             intensity: Intensity {
@@ -333,6 +344,7 @@ mod tests {
                 region: "world".into(),
                 source: "IEA 2019".into(),
                 year: Some(2019),
+                location: None,
             },
             idle: None,
             warnings: Vec::new(),

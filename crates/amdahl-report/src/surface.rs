@@ -15,7 +15,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 /// What to draw.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SurfaceSpec {
     /// N range (both > 0; the surface is defined for N ≥ 1).
     pub n_range: (f64, f64),
@@ -33,14 +33,14 @@ impl Default for SurfaceSpec {
             n_range: (1.0, 1e8),
             serial_range: (1e-9, 1e-1),
             contours: vec![0.9, 0.5, 0.1],
-            title: "Efficiency E(N, 1-α) = 1/(N(1-α)+α); colour: E from 0 (dark) to 1 (yellow)"
+            title: "Efficiency E(N, 1−α) = 1/(N(1−α)+α); colour: E from 0 (dark) to 1 (yellow)"
                 .into(),
         }
     }
 }
 
 /// One point to place on the surface.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SurfacePoint {
     pub n: f64,
     /// 1−α_eff (or Karp–Flatt e) of the point.
@@ -52,7 +52,7 @@ pub struct SurfacePoint {
 }
 
 /// The `amdahl surface` result: what was drawn and where it was written.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SurfaceResult {
     pub schema: &'static str,
     pub output: String,
@@ -98,7 +98,7 @@ impl SurfaceResult {
             .map(|e| format!("{:.0}", e * 100.0))
             .collect();
         let mut s = format!(
-            "wrote {}: E(N, 1-α) over N {:e}..{:e}, 1-α {:e}..{:e}, contours at {} %, {} points",
+            "{}: E(N, 1−α) over N {:e}..{:e}, 1−α {:e}..{:e}, contours at {} %, {} points",
             self.output,
             self.spec.n_range.0,
             self.spec.n_range.1,
@@ -173,7 +173,7 @@ pub fn validate(spec: &SurfaceSpec) -> Result<(), SurfaceError> {
             what: "--serial-range",
             lo: a,
             hi: b,
-            extra: ", and 1-α ≤ 1",
+            extra: ", and 1−α ≤ 1",
         });
     }
     Ok(())
@@ -191,30 +191,54 @@ fn text(v: &Value, k: &str) -> Option<String> {
     }
 }
 
-/// Points from one `amdahl.top500/1` or `amdahl.fit/1` JSON value. Entries without a usable
-/// (N > 1, 1−α > 0) pair — N unknown, E = 1 — are skipped: they have no place on a log plot.
-pub fn points_from_json(source_name: &str, v: &Value) -> Result<Vec<SurfacePoint>, SurfaceError> {
+/// The schema versions `surface --from` reads: the same exact-version rule as `merge` and
+/// `carbon --from` (a future `/2` may change field meanings, so it is refused, not guessed at).
+pub const OVERLAY_SCHEMAS: [&str; 3] = ["amdahl.top500/1", "amdahl.fit/1", "amdahl.scale/1"];
+
+/// The points of one result, and how many of its entries could not be placed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Overlay {
+    pub points: Vec<SurfacePoint>,
+    /// Entries without a usable (N > 1, 0 < 1−α) pair: N unknown, E = 1, a value missing or out of
+    /// range. A fit's baseline point (Karp–Flatt e undefined at N0) is not counted.
+    pub skipped: usize,
+}
+
+/// Points from one `amdahl.top500/1` or `amdahl.fit/1` JSON value (or the fit inside an
+/// `amdahl.scale/1`). Entries without a usable pair are counted in [`Overlay::skipped`]: they
+/// have no place on a log plot, and the caller says how many were left out.
+pub fn points_from_json(source_name: &str, v: &Value) -> Result<Overlay, SurfaceError> {
     let schema = v.get("schema").and_then(Value::as_str).unwrap_or("");
+    if !OVERLAY_SCHEMAS.contains(&schema) {
+        return Err(SurfaceError::UnknownSchema {
+            source_name: source_name.into(),
+            found: if schema.is_empty() {
+                "missing".into()
+            } else {
+                format!("\"{schema}\"")
+            },
+        });
+    }
     let shape = |field| SurfaceError::Shape {
         source_name: source_name.into(),
         schema: schema.into(),
         field,
     };
-    let usable = |n: f64, s: f64| n > 1.0 && s > 0.0;
-    if schema.starts_with("amdahl.scale/") {
+    let usable = |n: f64, s: f64| n > 1.0 && s > 0.0 && s <= 1.0;
+    if schema == "amdahl.scale/1" {
         // `amdahl scale` embeds its fit as an `amdahl.fit/1` object.
         let fit = v.get("fit").filter(|f| f.is_object()).ok_or_else(|| {
             shape("`fit` (null when fewer than three N were measured: see `no_fit_reason`)")
         })?;
         points_from_json(source_name, fit)
-    } else if schema.starts_with("amdahl.top500/") {
+    } else if schema == "amdahl.top500/1" {
         let counts = text(v, "n_counts").unwrap_or_else(|| "cores".into());
         let group = format!("TOP500 (N = {counts})");
         let systems = v
             .get("systems")
             .and_then(Value::as_array)
             .ok_or_else(|| shape("`systems`"))?;
-        Ok(systems
+        let points: Vec<SurfacePoint> = systems
             .iter()
             .filter_map(|s| {
                 let (n, serial) = (num(s, "n")?, num(s, "serial_fraction_hpl")?);
@@ -229,21 +253,29 @@ pub fn points_from_json(source_name: &str, v: &Value) -> Result<Vec<SurfacePoint
                     )),
                 })
             })
-            .collect())
-    } else if schema.starts_with("amdahl.fit/") {
+            .collect();
+        Ok(Overlay {
+            skipped: systems.len() - points.len(),
+            points,
+        })
+    } else {
         let series = v
             .get("series")
             .and_then(Value::as_array)
             .ok_or_else(|| shape("`series`"))?;
-        let mut out = Vec::new();
+        let mut out = Overlay::default();
         for (i, s) in series.iter().enumerate() {
             let label = text(s, "label").unwrap_or_else(|| format!("series {}", i + 1));
             let pts = s
                 .get("points")
                 .and_then(Value::as_array)
                 .ok_or_else(|| shape("`series[].points`"))?;
-            let mut mine: Vec<SurfacePoint> = pts
+            // The baseline's Karp–Flatt e is undefined (null): not a point, and not a loss.
+            let candidates = pts
                 .iter()
+                .filter(|p| !p.get("karp_flatt").is_some_and(Value::is_null));
+            let total = candidates.clone().count();
+            let mut mine: Vec<SurfacePoint> = candidates
                 .filter_map(|p| {
                     let (n, e) = (num(p, "n")?, num(p, "karp_flatt")?);
                     usable(n, e).then(|| SurfacePoint {
@@ -258,18 +290,10 @@ pub fn points_from_json(source_name: &str, v: &Value) -> Result<Vec<SurfacePoint
             if let Some(last) = mine.iter_mut().max_by(|a, b| a.n.total_cmp(&b.n)) {
                 last.label = Some(label);
             }
-            out.extend(mine);
+            out.skipped += total - mine.len();
+            out.points.extend(mine);
         }
         Ok(out)
-    } else {
-        Err(SurfaceError::UnknownSchema {
-            source_name: source_name.into(),
-            found: if schema.is_empty() {
-                "missing".into()
-            } else {
-                format!("\"{schema}\"")
-            },
-        })
     }
 }
 
@@ -314,7 +338,7 @@ pub fn svg(spec: &SurfaceSpec, points: &[SurfacePoint]) -> String {
     let mut plot = Plot::new(
         spec.title.clone(),
         Axis::new(Scale::Log10, "N (processors, as each source counts them)").range(n_lo, n_hi),
-        Axis::new(Scale::Log10, "1-α (non-parallel fraction)").range(s_lo, s_hi),
+        Axis::new(Scale::Log10, "1−α (non-parallel fraction)").range(s_lo, s_hi),
     );
     // Colour map: one cell per grid step, coloured by E at the cell centre (in log space);
     // runs of equal colour along a row merge into one rectangle to keep the file small.
@@ -438,7 +462,7 @@ mod tests {
 
     #[test]
     fn point_on_the_half_contour_has_efficiency_one_half() {
-        // Closed form: on E = 50 %, 1-α = 1/(N-1); at N = 1e4 that is 1/9999, and
+        // Closed form: on E = 50 %, 1−α = 1/(N-1); at N = 1e4 that is 1/9999, and
         // E = 1/(1e4/9999 + 1 - 1/9999) = 1/(2·9999/9999) = 0.5.
         let s = iso_efficiency_serial(1e4, 0.5);
         assert!((s - 1.0 / 9999.0).abs() < 1e-18);
@@ -464,7 +488,7 @@ mod tests {
         for t in ["E = 90 %", "E = 50 %", "E = 10 %", "Piz Daint 2018-11"] {
             assert!(out.contains(t), "{t}");
         }
-        // N axis decades labelled from 1 to 1e8, 1-α from 1e-9.
+        // N axis decades labelled from 1 to 1e8, 1−α from 1e-9.
         for t in [">1<", ">1000<", ">1e8<", ">1e-9<"] {
             assert!(out.contains(t), "{t}");
         }
@@ -475,7 +499,10 @@ mod tests {
         let t = json!({"schema": "amdahl.top500/1", "n_counts": "accelerators", "systems": [
             {"list": "2018-11", "name": "Piz Daint", "n": 5704, "serial_fraction_hpl": 4.89e-5, "extra": 1},
             {"list": "2018-11", "name": "TaihuLight", "n": null, "serial_fraction_hpl": null}]});
-        let p = points_from_json("t.json", &t).unwrap();
+        let o = points_from_json("t.json", &t).unwrap();
+        // TaihuLight has no N: counted, not silently dropped (issue 13 item 13).
+        assert_eq!(o.skipped, 1);
+        let p = o.points;
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].group, "TOP500 (N = accelerators)");
         assert_eq!(p[0].label.as_deref(), Some("Piz Daint 2018-11"));
@@ -483,18 +510,51 @@ mod tests {
             "points": [{"n": 1, "speedup": 1, "efficiency": 1, "alpha_eff": null, "karp_flatt": null},
                        {"n": 8, "speedup": 7, "efficiency": 0.875, "alpha_eff": 0.98, "karp_flatt": 0.0204},
                        {"n": 16, "speedup": 12, "efficiency": 0.75, "alpha_eff": 0.97, "karp_flatt": 0.0222}]}]});
-        let p = points_from_json("f.json", &f).unwrap();
+        let o = points_from_json("f.json", &f).unwrap();
+        assert_eq!(o.skipped, 0, "the baseline point is not a loss");
+        let p = o.points;
         assert_eq!(p.len(), 2);
         assert_eq!(p[1].label.as_deref(), Some("gemm"));
         assert_eq!(p[0].label, None);
         let sc = json!({"schema": "amdahl.scale/1", "fit": f});
-        assert_eq!(points_from_json("s.json", &sc).unwrap(), p);
+        assert_eq!(points_from_json("s.json", &sc).unwrap().points, p);
         let sc = json!({"schema": "amdahl.scale/1", "fit": null});
         assert!(points_from_json("s.json", &sc).is_err());
         let e = points_from_json("x.json", &json!({"schema": "amdahl.plan/1"})).unwrap_err();
         assert!(e.to_string().contains("\"amdahl.plan/1\""), "{e}");
         let e = points_from_json("x.json", &json!({"schema": "amdahl.fit/1"})).unwrap_err();
         assert!(e.to_string().contains("`series`"), "{e}");
+    }
+
+    #[test]
+    fn surface_from_unknown_schema_version_is_refused_like_merge() {
+        // Issue 13 item 13: amdahl.top500/2 was read as if it were /1.
+        for schema in [
+            "amdahl.top500/2",
+            "amdahl.fit/9",
+            "amdahl.scale/1.1",
+            "amdahl.top500/",
+        ] {
+            let v = json!({"schema": schema, "systems": [], "series": []});
+            let e = points_from_json("x.json", &v).unwrap_err();
+            assert!(e.to_string().contains(schema), "{e}");
+        }
+    }
+
+    #[test]
+    fn surface_counts_invalid_points_instead_of_dropping_them() {
+        let t = json!({"schema": "amdahl.top500/1", "systems": [
+            {"n": 10, "serial_fraction_hpl": 0.01},
+            {"n": 10, "serial_fraction_hpl": 1.5},
+            {"n": "ten", "serial_fraction_hpl": 0.01},
+            {"n": 0.5, "serial_fraction_hpl": 0.01},
+            {"serial_fraction_hpl": 0.01}]});
+        let o = points_from_json("t.json", &t).unwrap();
+        assert_eq!((o.points.len(), o.skipped), (1, 4));
+        let f = json!({"schema": "amdahl.fit/1", "series": [{"points": [
+            {"n": 1, "karp_flatt": null}, {"n": 4, "karp_flatt": -0.1}, {"n": 8, "karp_flatt": 0.02}]}]});
+        let o = points_from_json("f.json", &f).unwrap();
+        assert_eq!((o.points.len(), o.skipped), (1, 1));
     }
 
     #[test]

@@ -1,7 +1,31 @@
 //! Plain-text tables for the terminal: a header row, aligned columns, numbers right-aligned.
 //!
-//! Deliberately dependency-free and colour-free so the output is the same in a pipe, a CI log and
-//! a terminal (NO_COLOR needs no special case).
+//! Laid out by `comfy-table`, which wraps cells inside their columns so a wide table fits a
+//! narrower terminal instead of letting the terminal wrap every line. Colour-free so the output is
+//! the same in a pipe, a CI log and a terminal (NO_COLOR needs no special case).
+//!
+//! The width to fit is set once by the binary ([`set_max_width`]) when stdout is a terminal; the
+//! renderers stay pure functions of their results and tables are never wrapped when no width was
+//! set (pipes, files, tests), so scripts and snapshots see whole lines.
+
+use comfy_table::{CellAlignment, ContentArrangement, TableComponent};
+use std::sync::atomic::{AtomicU16, Ordering};
+
+/// The terminal width tables must fit; 0 = no limit.
+static MAX_WIDTH: AtomicU16 = AtomicU16::new(0);
+
+/// Fit every table rendered from now on into `width` columns (`None`: never wrap). The binary
+/// calls this once, before any command runs.
+pub fn set_max_width(width: Option<u16>) {
+    MAX_WIDTH.store(width.unwrap_or(0), Ordering::Relaxed);
+}
+
+fn max_width() -> Option<u16> {
+    match MAX_WIDTH.load(Ordering::Relaxed) {
+        0 => None,
+        w => Some(w),
+    }
+}
 
 /// How a column's cells are aligned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +74,14 @@ impl Table {
         self.rows.is_empty()
     }
 
-    /// Render with two spaces between columns and a dashed rule under the header.
+    /// Render with two spaces between columns and a dashed rule under the header, fitted to the
+    /// width set by [`set_max_width`] (cells wrap inside their columns).
     pub fn render(&self) -> String {
+        self.render_width(max_width())
+    }
+
+    /// Render fitted to `width` columns (`None`: never wrap).
+    pub fn render_width(&self, width: Option<u16>) -> String {
         let ncols = self
             .rows
             .iter()
@@ -59,48 +89,45 @@ impl Table {
             .chain(std::iter::once(self.headers.len()))
             .max()
             .unwrap_or(0);
-        fn cell(row: &[String], i: usize) -> &str {
-            row.get(i).map(String::as_str).unwrap_or("")
+        if ncols == 0 {
+            return String::new();
         }
-        let widths: Vec<usize> = (0..ncols)
-            .map(|i| {
-                self.rows
-                    .iter()
-                    .map(|r| cell(r, i).chars().count())
-                    .chain(std::iter::once(cell(&self.headers, i).chars().count()))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let mut out = String::new();
-        let mut line = |row: &[String]| {
-            let mut s = String::new();
-            for (i, w) in widths.iter().enumerate() {
-                let c = cell(row, i);
-                let pad = w.saturating_sub(c.chars().count());
-                if i > 0 {
-                    s.push_str("  ");
-                }
-                match self.aligns.get(i).copied().unwrap_or(Align::Right) {
-                    Align::Left => {
-                        s.push_str(c);
-                        s.extend(std::iter::repeat_n(' ', pad));
-                    }
-                    Align::Right => {
-                        s.extend(std::iter::repeat_n(' ', pad));
-                        s.push_str(c);
-                    }
-                }
-            }
-            out.push_str(s.trim_end());
-            out.push('\n');
+        let pad = |row: &[String]| -> Vec<String> {
+            (0..ncols)
+                .map(|i| row.get(i).cloned().unwrap_or_default())
+                .collect()
         };
-        line(&self.headers);
-        let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-        line(&rule);
-        for r in &self.rows {
-            line(r);
+        let mut t = comfy_table::Table::new();
+        // No borders; a space between columns and a dashed rule under the header. With one
+        // space of right padding per column (below) the columns sit two spaces apart.
+        t.load_preset(comfy_table::presets::NOTHING)
+            .set_style(TableComponent::HeaderLines, '-')
+            .set_style(TableComponent::VerticalLines, ' ')
+            .set_style(TableComponent::MiddleHeaderIntersections, ' ');
+        match width {
+            Some(w) => {
+                t.set_content_arrangement(ContentArrangement::Dynamic)
+                    .set_width(w);
+            }
+            None => {
+                t.set_content_arrangement(ContentArrangement::Disabled);
+            }
         }
+        t.set_header(pad(&self.headers));
+        for r in &self.rows {
+            t.add_row(pad(r));
+        }
+        for i in 0..ncols {
+            if let Some(c) = t.column_mut(i) {
+                c.set_padding((0, u16::from(i + 1 < ncols)));
+                c.set_cell_alignment(match self.aligns.get(i).copied().unwrap_or(Align::Right) {
+                    Align::Left => CellAlignment::Left,
+                    Align::Right => CellAlignment::Right,
+                });
+            }
+        }
+        let mut out = t.trim_fmt();
+        out.push('\n');
         out
     }
 }
@@ -115,8 +142,32 @@ mod tests {
         t.row(["Summit", "0.7147"]);
         t.row(["Piz Daint", "0.78"]);
         assert_eq!(
-            t.render(),
-            "system          E\n---------  ------\nSummit     0.7147\nPiz Daint    0.78\n"
+            t.render_width(None),
+            "system          E\n---------- ------\nSummit     0.7147\nPiz Daint    0.78\n"
         );
+    }
+
+    /// Issue 13 item 21: tables 150–260 columns wide wrapped in an 80–120 column terminal (every
+    /// line broke in two). Fitted to a width, every line stays within it and no cell is lost.
+    #[test]
+    fn wide_table_fits_the_terminal_width() {
+        let mut t = Table::new(["system", "source", "value"]).align(1, Align::Left);
+        let source = "Uptime Institute Global Data Center Survey 2024: average annual PUE 1.56, \
+                      weighted by the number of respondents in each region of the world";
+        t.row(["industry", source, "1.56"]);
+        t.row(["hyperscale", "Google 2023 Environmental Report", "1.1"]);
+        let wide = t.render_width(None);
+        assert!(wide.lines().any(|l| l.chars().count() > 150), "{wide}");
+        let fitted = t.render_width(Some(80));
+        for l in fitted.lines() {
+            assert!(
+                l.chars().count() <= 80,
+                "{} columns: {l}",
+                l.chars().count()
+            );
+        }
+        for word in ["industry", "hyperscale", "1.56", "respondents", "world"] {
+            assert!(fitted.contains(word), "{word} lost:\n{fitted}");
+        }
     }
 }

@@ -29,9 +29,9 @@ pub fn table(r: &Top500Result) -> String {
         "name".into(),
         format!("N ({what})"),
         "E_HPL".into(),
-        format!("1-α_eff HPL (N = {what})"),
+        format!("1−α_eff HPL (N = {what})"),
         "E_HPCG".into(),
-        format!("1-α_eff HPCG (N = {what})"),
+        format!("1−α_eff HPCG (N = {what})"),
         "GFlops/W".into(),
     ];
     let explain = what != NCounts::Cores;
@@ -60,7 +60,7 @@ pub fn table(r: &Top500Result) -> String {
     }
     let mut out = t.render();
     out.push_str(&format!(
-        "N counts {what}; 1-α_eff = (1-E)/(E·(N-1)) per {per} (Végh); E = Rmax/Rpeak, E_HPCG = HPCG/Rpeak.\n"
+        "N counts {what}; 1−α_eff = (1-E)/(E·(N-1)) per {per} (Végh); E = Rmax/Rpeak, E_HPCG = HPCG/Rpeak.\n"
     ));
     if what == NCounts::Cores {
         out.push_str(
@@ -142,8 +142,8 @@ mod tests {
     #[test]
     fn table_states_what_n_counts() {
         let t = table(&history(NCounts::Accelerators));
-        assert!(t.contains("1-α_eff HPL (N = accelerators)"), "{t}");
-        // 2018-11: 319,424 accelerator cores / 56 SMs = 5,704 P100; 1-α = 4.89e-5.
+        assert!(t.contains("1−α_eff HPL (N = accelerators)"), "{t}");
+        // 2018-11: 319,424 accelerator cores / 56 SMs = 5,704 P100; 1−α = 4.89e-5.
         assert!(t.contains("5704"), "{t}");
         assert!(t.contains("4.89e-5"), "{t}");
         assert!(t.contains("78.18 %"), "{t}");

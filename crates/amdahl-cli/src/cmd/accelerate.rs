@@ -3,53 +3,42 @@
 //! 1−α grows and efficiency falls even as the job gets faster. The model is
 //! `amdahl_model::scaling::whatif` (docs/methodology.md, "Végh's what-if").
 
-use crate::output::{print, Format, FormatArgs};
-use amdahl_model::scaling::whatif::{WhatIf, WhatIfResult};
+use crate::domain;
+use crate::output::{print_result, Format, FormatArgs};
+use amdahl_model::scaling::whatif::{AccelerateResult, WhatIf};
 use amdahl_report::{sig, table::Table, to_json};
 use anyhow::{bail, Result};
-use serde::Serialize;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Processor count of the measured run (as N is counted there: cores, GPUs, nodes).
-    #[arg(long)]
+    #[arg(long, value_parser = domain::processors)]
     pub n: f64,
     /// Measured parallel efficiency E in (0, 1] (HPL: Rmax/Rpeak).
-    #[arg(long, value_name = "E", conflicts_with = "serial")]
+    #[arg(long, value_name = "E", conflicts_with = "serial", value_parser = domain::fraction)]
     pub efficiency: Option<f64>,
-    /// Or the non-parallel fraction 1-α directly, in (0, 1).
-    #[arg(long, value_name = "1-α")]
+    /// Or the non-parallel fraction 1−α directly, in [0, 1).
+    #[arg(long, value_name = "1−α", value_parser = domain::serial_fraction)]
     pub serial: Option<f64>,
-    /// How many times faster the parallel part runs (e.g. 4 for a 4× faster accelerator).
-    #[arg(long, value_name = "K")]
+    /// How many times faster the parallel part runs, K ≥ 1 (e.g. 4 for a 4× faster accelerator).
+    #[arg(long, value_name = "K", value_parser = domain::speedup)]
     pub by: f64,
-    /// Share of 1-α that is communication, in [0, 1] (scaled by --bytes-ratio).
-    #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
+    /// Share of 1−α that is communication, in [0, 1] (scaled by --bytes-ratio).
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = domain::share)]
     pub comm_share: f64,
     /// Factor on communication bytes (fp32 -> bf16 gradients: 0.5).
-    #[arg(long, value_name = "RATIO", default_value_t = 1.0)]
+    #[arg(long, value_name = "RATIO", default_value_t = 1.0, value_parser = domain::non_negative)]
     pub bytes_ratio: f64,
     #[command(flatten)]
     pub format: FormatArgs,
 }
 
-/// The result: inputs and the model's answer (`amdahl.accelerate/1`).
-#[derive(Debug, Serialize)]
-pub struct AccelerateResult {
-    pub schema: &'static str,
-    pub input: WhatIf,
-    pub result: WhatIfResult,
-}
-
 pub fn run(args: Args) -> Result<ExitCode> {
     let serial = match (args.efficiency, args.serial) {
-        (Some(e), _) if !(e > 0.0 && e <= 1.0) => {
-            bail!("--efficiency {e} is outside (0, 1]; give it as a fraction (0.74, not 74)")
-        }
         (Some(e), _) => amdahl_model::scaling::laws::serial_from_efficiency(args.n, e),
         (None, Some(s)) => s,
-        (None, None) => bail!("give the measured point as --efficiency E or --serial 1-α"),
+        (None, None) => bail!("give the measured point as --efficiency E or --serial 1−α"),
     };
     let input = WhatIf {
         n: args.n,
@@ -59,20 +48,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
         bytes_ratio: args.bytes_ratio,
     };
     let result = input.evaluate()?;
-    let out = AccelerateResult {
-        schema: "amdahl.accelerate/1",
-        input,
-        result,
-    };
-    match args.format.format() {
-        Format::Json => print(&to_json(&out)?),
-        Format::Csv => print(&format!(
+    let out = AccelerateResult::new(input, result);
+    let text = match args.format.format() {
+        Format::Json => to_json(&out)?,
+        Format::Csv => format!(
             "n,k,comm_share,bytes_ratio,serial_before,serial_after,efficiency_before,efficiency_after,payload_gain\n{},{},{},{},{},{},{},{},{}\n",
             input.n, input.k, input.comm_share, input.bytes_ratio, result.serial_before,
             result.serial_after, result.efficiency_before, result.efficiency_after, result.payload_gain
-        )),
-        Format::Table => print(&table(&out)),
-    }?;
+        ),
+        Format::Table => table(&out),
+    };
+    print_result(&out, &text)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -80,7 +66,7 @@ fn table(r: &AccelerateResult) -> String {
     let (i, o) = (&r.input, &r.result);
     let mut t = Table::new(["", "before", "after"]);
     t.row([
-        "1-α".to_string(),
+        "1−α".to_string(),
         sig(o.serial_before, 3),
         sig(o.serial_after, 3),
     ]);
@@ -89,25 +75,36 @@ fn table(r: &AccelerateResult) -> String {
         format!("{:.1} %", 100.0 * o.efficiency_before),
         format!("{:.1} %", 100.0 * o.efficiency_after),
     ]);
+    // Both columns in the same unit (issue 13 item 21: "1" stood beside "2.247×").
     t.row([
         "payload speed".to_string(),
-        "1".into(),
+        "1×".into(),
         format!("{:.3}×", o.payload_gain),
     ]);
     let verdict = if o.efficiency_after < o.efficiency_before {
-        "the non-parallel part did not speed up as much, so 1-α grew and E fell"
+        "the non-parallel part did not speed up as much, so 1−α grew and E fell"
     } else {
         "the non-parallel part shrank at least as much, so E held"
     };
     let comm = if i.comm_share > 0.0 {
         format!(
-            ", {:.0} % of 1-α communication scaled by {}",
+            ", {:.0} % of 1−α communication scaled by {}",
             100.0 * i.comm_share,
             i.bytes_ratio
         )
     } else {
         String::new()
     };
+    if o.serial_before == 0.0 && i.comm_share == 0.0 {
+        // E = 1: nothing serial stays behind, so the whole job runs K times faster.
+        return format!(
+            "N = {}, parallel part {}× faster\n{}The job runs {:.2}× faster: with 1-α = 0 (E = 100 %) every part of it sped up.\n",
+            i.n,
+            i.k,
+            t.render(),
+            o.payload_gain,
+        );
+    }
     format!(
         "N = {}, parallel part {}× faster{comm}\n{}The job runs {:.2}× faster, not {}×: {verdict}.\n",
         i.n,

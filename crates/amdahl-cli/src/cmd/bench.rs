@@ -3,7 +3,7 @@
 //! configs here; progress goes to stderr through a progress bar, results to stdout.
 
 use super::run::PowercapArgs;
-use crate::output::{print, write_file, Format, FormatArgs};
+use crate::output::{check_result, print_result, write_file, Format, FormatArgs};
 use amdahl_bench::energy::ESTIMATE_ONLY;
 use amdahl_bench::gemm::GemmConfig;
 use amdahl_bench::machine::{logical_cpus, positive_size, resolve_threads, Threads};
@@ -19,7 +19,7 @@ use amdahl_report::bench as render;
 use amdahl_report::bench::Grid;
 use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressStyle;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -119,7 +119,7 @@ impl Common {
             .collect::<Result<Vec<_>, _>>()?;
         let repeats = self
             .repeats
-            .map(|r| positive_size("--repeats", r))
+            .map(amdahl_bench::machine::repeats)
             .transpose()?;
         if amdahl_bench::DEBUG_BUILD {
             eprintln!("note: debug build; timings are not representative (use a release build)");
@@ -308,7 +308,7 @@ fn with_progress<T>(
     energy: MeterProbe,
     f: impl FnOnce(&mut Hooks<'_>) -> amdahl_bench::Result<T>,
 ) -> amdahl_bench::Result<T> {
-    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    let bar = crate::output::progress_bar(Some(0));
     if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}") {
         bar.set_style(style);
     }
@@ -334,14 +334,15 @@ fn emit<T: Serialize>(
     svg: impl FnOnce() -> String,
 ) -> Result<ExitCode> {
     if let Some(path) = &common.svg {
+        check_result(report)?;
         write_file(path, &svg())?;
-        eprintln!("wrote {}", path.display());
+        crate::output::wrote(path);
     }
     let out = match common.format.format() {
         Format::Table => text,
         Format::Json => amdahl_report::to_json(report).context("serialising the result")?,
         Format::Csv => grid.csv().context("writing CSV")?,
     };
-    print(&out)?;
+    print_result(report, &out)?;
     Ok(ExitCode::SUCCESS)
 }

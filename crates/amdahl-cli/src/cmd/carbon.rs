@@ -5,11 +5,12 @@
 //! Arguments are checked in two stages (raw flags → [`Plan`]) so that conflicting or missing
 //! options are reported with what to do, as ordinary errors (exit 1).
 
-use crate::cmd::resolve::{exclusive, load, pue as resolve_pue, GridArgs};
-use crate::output::{print, Format, FormatArgs};
-use amdahl_model::carbon::{self, embodied, from_result, ItEnergy, Pue, Statement};
+use crate::cmd::resolve::{exclusive, grid_for, load, pue_for, GridArgs};
+use crate::domain;
+use crate::output::{print_result, Format, FormatArgs};
+use amdahl_model::carbon::network::NetworkIntensity;
+use amdahl_model::carbon::{self, embodied, from_result, ItEnergy, Statement};
 use amdahl_model::catalog::devices::{Device, Precision};
-use amdahl_model::catalog::grid::{GridIntensity, Scope};
 use amdahl_model::catalog::{embodied as factors, Catalogs};
 use amdahl_model::units::{Flops, Seconds, Watts};
 use amdahl_report::{carbon as render, to_json};
@@ -34,78 +35,102 @@ pub struct Args {
 #[derive(clap::Args, Debug)]
 pub struct Options {
     /// Device name or alias from `amdahl catalog devices` (e.g. h100, v100, tpuv4).
-    #[arg(long)]
+    #[arg(help_heading = "Job", long)]
     pub device: Option<String>,
     /// Number of devices working in parallel.
-    #[arg(long, allow_negative_numbers = true)]
-    pub count: Option<i64>,
+    #[arg(help_heading = "Job", long, allow_negative_numbers = true, value_parser = domain::count)]
+    pub count: Option<u32>,
     /// Wall-clock duration in hours.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = "Job", long, allow_negative_numbers = true, value_parser = domain::positive)]
     pub hours: Option<f64>,
     /// Wall-clock duration in days.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = "Job", long, allow_negative_numbers = true, value_parser = domain::positive)]
     pub days: Option<f64>,
-    /// Total device-hours (e.g. "GPU-hours" in a paper); with --count the wall-clock time is H / count.
-    #[arg(allow_negative_numbers = true, long, value_name = "H")]
+    /// Total device-hours (e.g. "GPU-hours" in a paper), with --count: the wall-clock time is
+    /// H / count (without the count the duration, and the embodied share, would be invented).
+    #[arg(help_heading = "Job", allow_negative_numbers = true, long, value_name = "H", value_parser = domain::positive, requires = "count")]
     pub device_hours: Option<f64>,
     /// Average power per device in watts.
-    #[arg(allow_negative_numbers = true, long, value_name = "W")]
+    #[arg(help_heading = "Job", allow_negative_numbers = true, long, value_name = "W", value_parser = domain::positive)]
     pub power: Option<f64>,
     /// Average utilisation in (0, 1]: power = device TDP × utilisation.
     #[arg(
+        help_heading = "Job",
         allow_negative_numbers = true,
         long,
         alias = "utilization",
-        value_name = "U"
-    )]
+        value_name = "U", value_parser = domain::fraction)]
     pub utilisation: Option<f64>,
     /// Model parameters (compute path: FLOPs = 6·P·D).
-    #[arg(allow_negative_numbers = true, long, value_name = "P")]
+    #[arg(help_heading = "Compute path", allow_negative_numbers = true, long, value_name = "P", value_parser = domain::positive)]
     pub params: Option<f64>,
     /// Take the parameter count from `amdahl catalog models`.
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Compute path", long, value_name = "NAME")]
     pub model: Option<String>,
     /// Training tokens D (compute path).
-    #[arg(allow_negative_numbers = true, long, value_name = "D")]
+    #[arg(help_heading = "Compute path", allow_negative_numbers = true, long, value_name = "D", value_parser = domain::positive)]
     pub tokens: Option<f64>,
     /// A FLOP count instead of 6·P·D.
-    #[arg(allow_negative_numbers = true, long, value_name = "F")]
+    #[arg(help_heading = "Compute path", allow_negative_numbers = true, long, value_name = "F", value_parser = domain::positive)]
     pub flops: Option<f64>,
     /// Model FLOPs utilisation in (0, 1]: achieved ÷ peak.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = "Compute path", long, allow_negative_numbers = true, value_parser = domain::fraction)]
     pub mfu: Option<f64>,
     /// Achieved TFLOP/s per device (instead of --mfu).
-    #[arg(allow_negative_numbers = true, long, value_name = "T")]
+    #[arg(help_heading = "Compute path", allow_negative_numbers = true, long, value_name = "T", value_parser = domain::positive)]
     pub achieved_tflops: Option<f64>,
     /// Precision whose peak the compute path uses (fp64, fp32, tf32, bf16/fp16, fp8, int8).
-    #[arg(long, default_value = "fp16")]
+    #[arg(help_heading = "Compute path", long, default_value = "fp16")]
     pub precision: String,
     /// Read the energy from a saved result: `amdahl run -o FILE` (amdahl.run/1: measured, or
     /// estimated where no counter was readable) or `amdahl plan --json` (amdahl.plan/1, estimated).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Saved result", long, value_name = "FILE")]
     pub from: Option<PathBuf>,
-    /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry). Default: a plan's own PUE with
-    /// --from plan.json, local with --from run.json, else industry.
-    #[arg(long)]
+    /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry) [default: the saved result's
+    /// with --from, else local = 1.0, as in every command].
+    #[arg(help_heading = "Cost", long)]
     pub pue: Option<String>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Cost")]
     pub grid: GridArgs,
     /// Show the same job on other grids, e.g. FR,PL,US,IN,NO,AU.
-    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    #[arg(
+        help_heading = "Where to run",
+        long,
+        value_delimiter = ',',
+        value_name = "CODES"
+    )]
     pub compare: Vec<String>,
+    /// Where to run: gigabytes shipped from the chosen grid to each --compare site; adds the
+    /// transfer's energy and CO2e (on the chosen grid) and says whether moving still pays.
+    #[arg(
+        help_heading = "Where to run",
+        allow_negative_numbers = true,
+        long,
+        value_name = "G"
+    )]
+    pub data_gb: Option<f64>,
+    /// Network electricity per GB for --data-gb. Default: an estimate, Aslan et al. 2018's
+    /// 0.06 kWh/GB (2015) halving every 2 years, extrapolated to 2025 (0.001875).
+    #[arg(
+        help_heading = "Where to run",
+        allow_negative_numbers = true,
+        long,
+        value_name = "KWH"
+    )]
+    pub network_kwh_per_gb: Option<f64>,
     /// Service life over which embodied carbon is spread, in years.
-    #[arg(allow_negative_numbers = true, long, default_value_t = embodied::DEFAULT_LIFETIME_YEARS)]
+    #[arg(help_heading = "Cost", allow_negative_numbers = true, long, default_value_t = embodied::DEFAULT_LIFETIME_YEARS, value_parser = domain::lifetime_years)]
     pub lifetime_years: f64,
     /// Leave embodied carbon out.
-    #[arg(long)]
+    #[arg(help_heading = "Cost", long)]
     pub no_embodied: bool,
     /// Print a paragraph a paper can cite instead of the table.
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Output", long, value_enum)]
     pub statement: Option<StatementFormat>,
     /// Override or extend a catalog with a CSV file in the format of data/*.csv (repeatable).
-    #[arg(long = "catalog", value_name = "FILE")]
+    #[arg(help_heading = "Cost", long = "catalog", value_name = "FILE")]
     pub catalogs: Vec<PathBuf>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Output")]
     pub format: FormatArgs,
 }
 
@@ -135,7 +160,7 @@ fn power(args: &Options, device: Option<&Device>) -> Result<(Watts, String)> {
                 "warning: no --power or --utilisation; assuming every device draws its full TDP ({} W)",
                 tdp.get()
             );
-            Ok((tdp, format!("TDP {} W (utilisation 1 assumed)", tdp.get())))
+            Ok((tdp, format!("TDP {} W, utilisation 1 assumed", tdp.get())))
         }
     }
 }
@@ -180,12 +205,15 @@ fn it_energy(
         let mut e = saved.energy.clone();
         // --count applies to a measured total only with a device (for the embodied share); a
         // plan already knows its device count.
-        if let Some(n) = count(args)?.filter(|_| device.is_some()) {
+        if let Some(n) = args.count.filter(|_| device.is_some()) {
             e.count = Some(n);
         }
         return Ok(e);
     }
-    let count = count(args)?.unwrap_or(1);
+    if args.count.is_none() && (args.hours.is_some() || args.days.is_some()) {
+        eprintln!("warning: no --count; the energy is that of one device for the given time");
+    }
+    let count = args.count.unwrap_or(1);
     let (watts, how) = power(args, device)?;
     let duration = if compute {
         if any_time {
@@ -227,7 +255,12 @@ fn it_energy(
             (None, Some(t)) => t / peak.tflops(),
             _ => bail!("the compute path needs --mfu X or --achieved-tflops T"),
         };
-        carbon::compute_duration(flops, count, peak, mfu)?
+        // The time is FLOPs ÷ (N × peak × MFU): without N it would be invented (the same defect
+        // as --device-hours without --count, issue 13 item 12), so N is required here.
+        let Some(n) = args.count else {
+            bail!("the compute path needs --count N (devices in parallel): the wall-clock time is FLOPs ÷ (N × peak × MFU)");
+        };
+        carbon::compute_duration(flops, n, peak, mfu)?
     } else {
         match (args.hours, args.days, args.device_hours) {
             (Some(h), _, _) => Seconds::from_hours(check_positive("--hours", h)?),
@@ -238,17 +271,11 @@ fn it_energy(
             ),
         }
     };
-    Ok(ItEnergy::from_power(count, duration, watts, how)?)
-}
-
-/// `--count`, parsed wide so that 0 and negative counts get a clear error (exit 1), not a usage error.
-fn count(args: &Options) -> Result<Option<u32>> {
-    args.count
-        .map(|n| match u32::try_from(n) {
-            Ok(n) if n > 0 => Ok(n),
-            _ => bail!("--count must be at least 1 (got {n})"),
-        })
-        .transpose()
+    let mut e = ItEnergy::from_power(count, duration, watts, how)?;
+    // The compute path derives the time from FLOPs and an assumed MFU: a prediction, which the
+    // statement words as "would".
+    e.predicted = compute;
+    Ok(e)
 }
 
 fn check_positive(flag: &str, v: f64) -> Result<f64> {
@@ -256,27 +283,6 @@ fn check_positive(flag: &str, v: f64) -> Result<f64> {
         Ok(v)
     } else {
         bail!("{flag} must be a positive number (got {v})")
-    }
-}
-
-/// The grid a saved result used: its catalog entry when the recorded figure is that entry's
-/// (so scope and name come along), else the recorded figure with its recorded source.
-fn saved_grid(g: &from_result::SavedGrid, c: &Catalogs) -> Result<GridIntensity> {
-    match c.grid.lookup(&g.region) {
-        Ok(entry) if (entry.g_per_kwh.get() - g.g_per_kwh).abs() < 1e-9 => Ok(entry),
-        _ => {
-            // `amdahl run` records the scope at the end of the source: "… (direct)".
-            let scope = if g.source.ends_with("(direct)") {
-                Scope::Direct
-            } else {
-                Scope::Lifecycle
-            };
-            let mut custom = GridIntensity::custom(g.g_per_kwh, scope, g.year.unwrap_or(0))
-                .map_err(anyhow::Error::msg)?;
-            custom.name = format!("as recorded in the saved result ({})", g.region);
-            custom.source = g.source.clone();
-            Ok(custom)
-        }
     }
 }
 
@@ -288,8 +294,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let saved = match &args.from {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
+            let text = crate::input::read_text(path)?;
             Some(from_result::read(&text, &path.display().to_string())?)
         }
         None => None,
@@ -308,24 +313,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (None, None) => None,
     };
     let it = it_energy(&args, &c, device, saved.as_ref())?;
-    // PUE: given; else the one the saved result (a run or a plan) used; else local for a
-    // measurement (one machine) and the industry average for an estimated data-centre job.
-    let pue = match (args.pue.as_deref(), saved.as_ref().and_then(|s| s.pue)) {
-        (None, Some(p)) => Pue::new(
-            p,
-            match saved.as_ref().and_then(|s| s.pue_source.as_deref()) {
-                Some(src) => format!("as in the saved result: {src}"),
-                None => "as in the saved result".into(),
-            },
-        )?,
-        (spec, _) => resolve_pue(spec, if saved.is_some() { "local" } else { "industry" }, &c)?,
-    };
-    let grid = match saved.as_ref().and_then(|s| s.grid.as_ref()) {
-        Some(g) if args.grid.region.is_none() && args.grid.intensity.is_none() => {
-            saved_grid(g, &c)?
-        }
-        _ => args.grid.resolve(&c)?,
-    };
+    for caveat in &it.caveats {
+        eprintln!("warning: {caveat}");
+    }
+    // PUE and grid: given; else the saved result's; else the defaults (see `resolve`).
+    let pue = pue_for(args.pue.as_deref(), saved.as_ref(), &c)?;
+    let grid = grid_for(&args.grid, saved.as_ref(), &c)?;
     let compare = args
         .compare
         .iter()
@@ -344,7 +337,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         _ => None,
     };
-    let report = carbon::estimate(
+    let mut report = carbon::estimate(
         &it,
         device.map(|d| d.name.as_str()),
         pue,
@@ -352,6 +345,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         embodied,
         compare,
     );
+    match (args.data_gb, args.network_kwh_per_gb) {
+        (Some(_), _) if args.compare.is_empty() => {
+            bail!("--data-gb needs --compare CODES: the sites the data would be shipped to")
+        }
+        (Some(gb), k) => {
+            let network = match k {
+                Some(k) => NetworkIntensity::given(k)?,
+                None => NetworkIntensity::default_estimate(),
+            };
+            report = report.with_transfer(gb, network)?;
+        }
+        (None, Some(_)) => bail!("--network-kwh-per-gb goes with --data-gb G"),
+        (None, None) => {}
+    }
     let text = match (args.statement, args.format.format()) {
         (Some(StatementFormat::Md), _) => {
             render::statement_markdown(&Statement::from_report(&report))
@@ -364,6 +371,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (None, Format::Csv) => render::csv(&report)?,
         (None, Format::Table) => render::table(&report),
     };
-    print(&text)?;
+    print_result(&report, &text)?;
     Ok(ExitCode::SUCCESS)
 }

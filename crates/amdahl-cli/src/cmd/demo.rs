@@ -31,7 +31,7 @@ fn steps(out: &str) -> Vec<Step> {
             argv: words("top500"),
         },
         Step {
-            heading: "1b. The same systems on the efficiency surface E(N, 1-α)",
+            heading: "1b. The same systems on the efficiency surface E(N, 1−α)",
             argv: [words("surface -o"), vec![svg("surface.svg")]].concat(),
         },
         Step {
@@ -50,11 +50,38 @@ fn steps(out: &str) -> Vec<Step> {
             .concat(),
         },
         Step {
-            heading: "3. What does it cost? GPT-3 training as published (Patterson et al. 2021), on six grids",
+            heading: "2b. ... and when serving? Llama 3 70B on 4 H100, fp8, 1,024 + 256 tokens, in France",
+            argv: [
+                words(
+                    "infer --model llama3-70b --system h100 --tp 4 --precision fp8 \
+                     --kv-precision fp8 --input 1024 --output 256 --batch 64 --region FR --svg",
+                ),
+                vec![svg("infer.svg")],
+            ]
+            .concat(),
+        },
+        Step {
+            heading: "3. What does it cost? GPT-3 training as published (Patterson et al. 2021), on six grids, \
+                      its 45 TB raw crawl (Brown et al. 2020) shipped to each",
             argv: words(
                 "carbon --device v100 --count 10000 --days 14.8 --power 330 --pue 1.1 \
-                 --intensity 429 --compare FR,PL,US,IN,NO,AU",
+                 --intensity 429 --intensity-year 2021 --compare FR,PL,US,IN,NO,AU --data-gb 45000",
             ),
+        },
+        Step {
+            // Training: 6.4 M H100-hours for Llama 3 70B (Meta's Llama 3 model card, 2024) at the
+            // 700 W TDP = 4,480 MWh. Serving: step 2b's 0.0464 kWh per 1,000 requests (the demo
+            // test checks that step 2b still prints it).
+            heading: "4. ... over its life? Llama 3 70B trained once (6.4 M H100-hours, Meta 2024), \
+                      then served as in 2b, 100 M requests a day for three years, in France",
+            argv: [
+                words(
+                    "lifetime --train-kwh 4480000 --kwh-per-1000-requests 0.0464 \
+                     --requests-per-day 1e8 --days 1095 --region FR --svg",
+                ),
+                vec![svg("lifetime.svg")],
+            ]
+            .concat(),
         },
     ]
 }

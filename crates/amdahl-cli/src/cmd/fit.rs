@@ -1,12 +1,12 @@
 //! `amdahl fit` — fit scaling laws to measured runs (or the built-in series) and report
 //! α_eff, Karp–Flatt e, the chosen model, predictions and plots.
 
+use crate::domain;
 use crate::output::{self, Format, FormatArgs};
 use amdahl_model::scaling::analysis::WhatIfSpec;
 use amdahl_model::scaling::input::{self, Dataset};
 use amdahl_model::scaling::{analyse, builtin, FitOptions};
 use anyhow::{bail, Context, Result};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -30,23 +30,24 @@ pub struct Args {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub input_format: Option<InputFormat>,
     /// Baseline run: S = T(N0)/T(N), p = N/N0 [default: smallest N for time/throughput, else 1].
-    #[arg(long, value_name = "N0")]
+    #[arg(long, value_name = "N0", value_parser = domain::processors)]
     pub baseline_n: Option<f64>,
     /// Predict speedup, efficiency and α_eff at these N with the chosen model, e.g. 1024,4096.
-    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = domain::processors)]
     pub predict: Vec<f64>,
     /// What N counts (processes, GPUs, nodes), printed next to every α_eff.
     #[arg(long, value_name = "TEXT")]
     pub n_counts: Option<String>,
     /// Végh's what-if: the parallel part runs K times faster (serial and communication unchanged).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", value_parser = domain::speedup)]
     pub accelerate: Option<f64>,
-    /// With --accelerate: share of 1-α that is communication, in [0, 1].
+    /// With --accelerate: share of 1−α that is communication, in [0, 1].
     #[arg(
         long,
         value_name = "SHARE",
         default_value_t = 0.0,
-        requires = "accelerate"
+        requires = "accelerate",
+        value_parser = domain::share
     )]
     pub comm_share: f64,
     /// With --accelerate: factor on communication bytes (fp32 -> bf16 gradients: 0.5).
@@ -54,7 +55,8 @@ pub struct Args {
         long,
         value_name = "RATIO",
         default_value_t = 1.0,
-        requires = "accelerate"
+        requires = "accelerate",
+        value_parser = domain::non_negative
     )]
     pub bytes_ratio: f64,
     /// Also write the speedup and efficiency plot to this SVG file.
@@ -65,15 +67,7 @@ pub struct Args {
 }
 
 fn load(path: &Path, hint: Option<InputFormat>) -> Result<Dataset> {
-    let text = if path == Path::new("-") {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .context("reading standard input")?;
-        s
-    } else {
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
-    };
+    let text = crate::input::read_text(path)?;
     let format = match hint {
         Some(InputFormat::Csv) => input::Format::Csv,
         Some(InputFormat::Json) => input::Format::Json,
@@ -112,14 +106,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut result = analyse(&dataset, &opts).with_context(|| format!("analysing {source}"))?;
     result.source = Some(source);
     if let Some(path) = &args.svg {
+        output::check_result(&result)?;
         output::write_file(path, &amdahl_report::fit::svg(&result))?;
-        eprintln!("wrote {}", path.display());
+        output::wrote(path);
     }
     let text = match args.format.format() {
         Format::Table => amdahl_report::fit::table(&result),
         Format::Json => amdahl_report::to_json(&result)?,
         Format::Csv => amdahl_report::fit::csv(&result)?,
     };
-    output::print(&text)?;
+    output::print_result(&result, &text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `amdahl merge FILES...`: sum per-node `amdahl run` results into a job total, counting each
 //! node once (see `amdahl_meter::record::merge` for the rules).
 
-use crate::output::{print, Format, FormatArgs};
+use crate::output::{print_result, Format, FormatArgs};
 use amdahl_meter::record::{merge, read_record};
 use amdahl_report::meter::{merge_csv, merge_summary};
 use anyhow::{Context, Result};
@@ -32,12 +32,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if let Some(o) = &args.output {
         crate::output::write_file(o, &amdahl_report::to_json(&m).context("serialising")?)?;
+        crate::output::wrote(o);
     }
     let text = match args.format.format() {
         Format::Table => merge_summary(&m),
         Format::Json => amdahl_report::to_json(&m).context("serialising the merged result")?,
         Format::Csv => merge_csv(&m).context("formatting CSV")?,
     };
-    print(&text)?;
+    print_result(&m, &text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,17 +1,22 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(Args) -> Result<ExitCode>`.
-//! `resolve` holds the catalog-backed options several subcommands share.
+//! `resolve` holds the catalog-backed options several subcommands share; `codecarbon` the
+//! CodeCarbon CSV that `run` appends to.
 
 pub mod accelerate;
 pub mod bench;
 pub mod carbon;
 pub mod catalog;
+pub mod codecarbon;
 pub mod demo;
 pub mod detect;
 pub mod fit;
+pub mod infer;
+pub mod lifetime;
 pub mod merge;
 pub mod plan;
 pub mod resolve;
 pub mod run;
 pub mod scale;
+pub mod shape;
 pub mod surface;
 pub mod top500;

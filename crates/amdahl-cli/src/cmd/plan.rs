@@ -1,16 +1,17 @@
 //! `amdahl plan`: predict one training layout, or search every layout (`--search`).
 
 use crate::cmd::resolve::{load, pue, GridArgs};
-use crate::output::{print, write_file, Format, FormatArgs};
+use crate::cmd::shape::{ModelArgs, SystemArgs};
+use crate::domain;
+use crate::output::{print_result, write_file, Format, FormatArgs};
 use amdahl_model::carbon::Pue;
 use amdahl_model::catalog::grid::GridIntensity;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::plan::{
-    evaluate, search, space_size, system, validate, validate_model, CostInputs, Hardware, Layout,
-    ModelShape, Network, Objective, Overrides, PlanError, PlanResult, Precision, Recompute,
-    SearchResult, SearchSpace,
+    evaluate, search, space_size, validate, validate_model, CostInputs, Hardware, Layout,
+    ModelShape, Network, Objective, PlanError, PlanResult, Precision, Recompute, SearchResult,
+    SearchSpace,
 };
-use amdahl_model::units::{BytesPerSecond, Seconds, Watts};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
 use std::path::PathBuf;
@@ -29,6 +30,8 @@ pub enum RecomputeArg {
 pub enum PrecisionArg {
     Fp32,
     Bf16,
+    /// 16-bit IEEE half with loss scaling: the 16-bit format of Volta and Turing (no bf16).
+    Fp16,
     Fp8,
 }
 
@@ -49,210 +52,102 @@ pub struct Args {
 
 #[derive(clap::Args, Debug)]
 pub struct Options {
-    /// Model from `amdahl catalog models`, by name or alias (gpt3-175b, mt-nlg-530b, llama2-70b,
-    /// llama3-8b, megatron-1.7b … megatron-1t); decoder-only transformers.
-    #[arg(long, conflicts_with_all = ["model_file", "layers"])]
-    pub model: Option<String>,
-    /// Model shape as JSON: {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "gated_mlp"}.
-    #[arg(long, conflicts_with = "layers")]
-    pub model_file: Option<PathBuf>,
-    /// Transformer layers (with --hidden, --heads, --seq, --vocab).
-    #[arg(long, requires_all = ["hidden", "heads", "seq", "vocab"])]
-    pub layers: Option<u32>,
-    #[arg(long)]
-    pub hidden: Option<u32>,
-    #[arg(long)]
-    pub heads: Option<u32>,
-    /// Key/value heads (grouped-query attention); default: --heads.
-    #[arg(long)]
-    pub kv_heads: Option<u32>,
-    /// MLP width; default 4 × hidden.
-    #[arg(long)]
-    pub ffn: Option<u32>,
-    /// Gated (SwiGLU) MLP with three matrices.
-    #[arg(long)]
-    pub gated: bool,
-    #[arg(long)]
-    pub seq: Option<u32>,
-    #[arg(long)]
-    pub vocab: Option<u32>,
-
-    /// Device from `amdahl catalog devices`, by name or alias (a100-80gb, a100-40gb, h100,
-    /// h200, v100-32gb, mi300x, …).
-    #[arg(long, default_value = "a100-80gb")]
-    pub system: String,
-    /// Override or extend a catalog with a CSV file in the format of data/*.csv (repeatable).
-    #[arg(long = "catalog", value_name = "FILE")]
-    pub catalogs: Vec<PathBuf>,
-    #[arg(long, default_value_t = 8)]
-    pub gpus_per_node: u32,
+    #[command(flatten, next_help_heading = "Model")]
+    pub shape: ModelArgs,
+    #[command(flatten, next_help_heading = "System")]
+    pub sys: SystemArgs,
     /// Devices in the job (with --search: devices available).
-    #[arg(long)]
+    #[arg(help_heading = "Layout", long)]
     pub gpus: u64,
-    #[arg(long, default_value_t = 1)]
+    /// Tensor-parallel size (divides the heads).
+    #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
     pub tp: u32,
-    #[arg(long, default_value_t = 1)]
+    /// Pipeline-parallel size (divides the layers).
+    #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
     pub pp: u32,
     /// Data-parallel size; default --gpus / (--tp × --pp).
-    #[arg(long)]
+    #[arg(help_heading = "Layout", long)]
     pub dp: Option<u32>,
     /// Model chunks per pipeline stage (interleaved schedule); 1 = none.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
     pub interleave: u32,
     /// Microbatch size (sequences).
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
     pub mbs: u32,
-    /// Global batch in sequences (with --search: the largest allowed).
-    #[arg(long)]
-    pub batch: u32,
-    #[arg(long, value_enum, default_value = "selective")]
+    /// Global batch in sequences; --search keeps it exactly (DP × mbs must divide it).
+    #[arg(help_heading = "Layout", long, required_unless_present = "batch_max", value_parser = domain::count)]
+    pub batch: Option<u32>,
+    /// Activation recomputation: none, selective (attention only) or full.
+    #[arg(help_heading = "Layout", long, value_enum, default_value = "selective")]
     pub recompute: RecomputeArg,
     /// ZeRO stage 0–3 (3 = FSDP).
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = "Layout", long, default_value_t = 0)]
     pub zero: u8,
     /// Sequence parallelism (needs --tp > 1).
-    #[arg(long)]
+    #[arg(help_heading = "Layout", long)]
     pub sp: bool,
     /// Overlap data-parallel gradient communication with the backward pass.
-    #[arg(long)]
+    #[arg(help_heading = "Layout", long)]
     pub overlap: bool,
-    #[arg(long, value_enum, default_value = "bf16")]
+    /// Training precision (mixed precision for bf16, fp16 and fp8; fp16 on devices without bf16).
+    #[arg(help_heading = "Layout", long, value_enum, default_value = "bf16")]
     pub precision: PrecisionArg,
     /// Fused attention (FlashAttention): no s × s score tensors stored or streamed.
-    #[arg(long)]
+    #[arg(help_heading = "Layout", long)]
     pub flash: bool,
 
-    /// Inter-node bandwidth per GPU in Gbit/s (default: the catalog's reference server).
-    #[arg(long)]
-    pub inter_gbit: Option<f64>,
-    /// Inter-node latency per message in µs.
-    #[arg(long)]
-    pub inter_latency_us: Option<f64>,
-    /// Achieved fraction of the inter-node bandwidth.
-    #[arg(long)]
-    pub inter_eff: Option<f64>,
-    /// Intra-node (NVLink) bandwidth per GPU and direction in GB/s.
-    #[arg(long)]
-    pub intra_gbs: Option<f64>,
-    /// Device idle power in W (default: the catalog's idle_w, else 1/8 of TDP, an estimate).
-    #[arg(long)]
-    pub idle_w: Option<f64>,
-    /// Device TDP in W.
-    #[arg(long)]
-    pub tdp_w: Option<f64>,
-
     /// Tokens to train on (time, device-hours, energy, carbon).
-    #[arg(long, default_value_t = 300e9)]
+    #[arg(help_heading = "Cost", long, default_value_t = 300e9, value_parser = domain::positive)]
     pub tokens: f64,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Cost")]
     pub grid: GridArgs,
     /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry) [default: local = 1.0].
-    #[arg(long)]
+    #[arg(help_heading = "Cost", long)]
     pub pue: Option<String>,
     /// Price of one device-hour (any currency) for --objective cost.
-    #[arg(long)]
+    #[arg(help_heading = "Cost", long, value_parser = domain::non_negative)]
     pub price: Option<f64>,
 
     /// Search every valid layout instead of predicting one.
-    #[arg(long)]
+    #[arg(help_heading = "Search", long)]
     pub search: bool,
-    #[arg(long, value_enum, default_value = "time")]
+    /// What the search ranks by: training time, facility energy or cost (--price).
+    #[arg(help_heading = "Search", long, value_enum, default_value = "time")]
     pub objective: ObjectiveArg,
     /// Layouts to list.
-    #[arg(long, default_value_t = 10)]
+    #[arg(help_heading = "Search", long, default_value_t = 10)]
     pub top: usize,
     /// Also consider jobs on fewer devices (every whole number of nodes up to --gpus).
-    #[arg(long)]
+    #[arg(help_heading = "Search", long)]
     pub up_to: bool,
     /// Microbatch sizes the search tries.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+    #[arg(
+        help_heading = "Search",
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8",
+        value_parser = domain::count
+    )]
     pub search_mbs: Vec<u32>,
     /// Largest interleaving factor the search tries.
-    #[arg(long, default_value_t = 4)]
+    #[arg(help_heading = "Search", long, default_value_t = 4)]
     pub max_interleave: u32,
-    /// Hide the progress bar.
-    #[arg(long)]
-    pub quiet: bool,
+    /// Let --search train on a smaller batch: each layout takes the largest multiple of DP × mbs
+    /// not above this (instead of --batch exactly).
+    #[arg(
+        help_heading = "Search",
+        long,
+        conflicts_with = "batch",
+        value_name = "B",
+        value_parser = domain::count
+    )]
+    pub batch_max: Option<u32>,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Output")]
     pub format: FormatArgs,
     /// Write an SVG plot here.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub svg: Option<PathBuf>,
-}
-
-fn model_of(a: &Options, c: &Catalogs) -> Result<ModelShape> {
-    if let Some(name) = &a.model {
-        let m = c.models.lookup(name).context("--model")?;
-        return Ok(ModelShape::from_catalog(m)?);
-    }
-    if let Some(path) = &a.model_file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading model file {}", path.display()))?;
-        return serde_json::from_str(&text).with_context(|| {
-            format!(
-                "parsing model file {} (expected JSON with name, layers, hidden, heads, \
-                 kv_heads, ffn, vocab, seq, gated_mlp)",
-                path.display()
-            )
-        });
-    }
-    match (a.layers, a.hidden, a.heads, a.seq, a.vocab) {
-        (Some(layers), Some(hidden), Some(heads), Some(seq), Some(vocab)) => Ok(ModelShape {
-            name: "custom".into(),
-            layers,
-            hidden,
-            heads,
-            kv_heads: a.kv_heads.unwrap_or(heads),
-            ffn: a.ffn.unwrap_or(hidden.saturating_mul(4)),
-            vocab,
-            seq,
-            gated_mlp: a.gated,
-        }),
-        _ => bail!(
-            "give a model: --model NAME, --model-file F, or --layers L --hidden H --heads A \
-             --seq S --vocab V"
-        ),
-    }
-}
-
-fn system_of(a: &Options, c: &Catalogs) -> Result<(Hardware, Network)> {
-    let dev = c.devices.lookup(&a.system).context("--system")?;
-    let overrides = Overrides {
-        intra_node_bandwidth: a.intra_gbs.map(|x| BytesPerSecond(x * 1e9)),
-        tdp: a.tdp_w.map(Watts),
-        idle_power: a.idle_w.map(Watts),
-    };
-    let (hw, mut net) = system(dev, &overrides, a.inter_gbit)?;
-    net.gpus_per_node = a.gpus_per_node;
-    if let Some(x) = a.inter_latency_us {
-        if !(x >= 0.0 && x.is_finite()) {
-            bail!("--inter-latency-us {x} must be a non-negative number");
-        }
-        net.inter.latency = Seconds(x * 1e-6);
-    }
-    if let Some(x) = a.inter_eff {
-        if !(x > 0.0 && x <= 1.0) {
-            bail!("--inter-eff {x} must be in (0, 1]");
-        }
-        net.inter.efficiency = x;
-    }
-    for (what, v) in [
-        ("--inter-gbit", net.inter.bandwidth.get()),
-        ("--intra-gbs", net.intra.bandwidth.get()),
-        ("--tdp-w", hw.tdp.get()),
-    ] {
-        if !(v > 0.0 && v.is_finite()) {
-            bail!("{what} must be a positive number");
-        }
-    }
-    if !(hw.idle_power.get() >= 0.0 && hw.idle_power.get() <= hw.tdp.get()) {
-        bail!(
-            "--idle-w must be between 0 and the TDP ({} W)",
-            hw.tdp.get()
-        );
-    }
-    Ok((hw, net))
 }
 
 /// Cost inputs, with the provenance of the grid intensity and the PUE: `--region` (any
@@ -260,7 +155,7 @@ fn system_of(a: &Options, c: &Catalogs) -> Result<(Hardware, Network)> {
 /// a preset; default local = 1.0), resolved exactly as `amdahl carbon` does.
 fn cost_of(a: &Options, c: &Catalogs) -> Result<(CostInputs, GridIntensity, Pue)> {
     let grid = a.grid.resolve(c)?;
-    let pue = pue(a.pue.as_deref(), "local", c)?;
+    let pue = pue(a.pue.as_deref(), c)?;
     if !(a.tokens > 0.0 && a.tokens.is_finite()) {
         bail!("--tokens must be positive");
     }
@@ -277,15 +172,16 @@ fn precision(p: PrecisionArg) -> Precision {
     match p {
         PrecisionArg::Fp32 => Precision::Fp32,
         PrecisionArg::Bf16 => Precision::Bf16,
+        PrecisionArg::Fp16 => Precision::Fp16,
         PrecisionArg::Fp8 => Precision::Fp8,
     }
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let a = *args.opts;
-    let c = load(&a.catalogs)?;
-    let model = model_of(&a, &c)?;
-    let (hw, net) = system_of(&a, &c)?;
+    let c = load(&a.sys.catalogs)?;
+    let model = a.shape.resolve(&c)?;
+    let (hw, net) = a.sys.resolve(&c)?;
     let (inputs, grid, pue) = cost_of(&a, &c)?;
     if a.gpus == 0 {
         bail!("--gpus must be at least 1");
@@ -315,7 +211,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         dp,
         interleave: a.interleave,
         mbs: a.mbs,
-        batch: a.batch,
+        batch: a
+            .batch
+            .context("--batch-max is a --search option; give --batch B for one layout")?,
         recompute: match a.recompute {
             RecomputeArg::None => Recompute::None,
             RecomputeArg::Selective => Recompute::Selective,
@@ -347,9 +245,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Format::Csv => amdahl_report::plan::plan_csv(&result),
         Format::Table => amdahl_report::plan::plan_table(&result),
     };
-    print(&text)?;
+    print_result(&result, &text)?;
     if let Some(p) = &a.svg {
         write_file(p, &amdahl_report::plan::plan_svg(&result))?;
+        crate::output::wrote(p);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -371,24 +270,32 @@ fn run_search(
         .into());
     }
     validate_model(model)?;
-    if a.gpus == 0 || a.batch == 0 || a.search_mbs.contains(&0) || a.gpus_per_node == 0 {
-        bail!("--gpus, --gpus-per-node, --batch and --search-mbs must be at least 1");
+    // The user's batch is kept exactly unless --batch-max allows a smaller one (issue 13: asked
+    // for 2,520, the search listed B2516, B1424 and B2112 without a word).
+    let (max_batch, exact_batch) = match (a.batch, a.batch_max) {
+        (Some(b), None) => (b, true),
+        (None, Some(m)) => (m, false),
+        _ => bail!("give --batch B (kept exactly) or --batch-max B (the largest allowed)"),
+    };
+    if a.gpus == 0 || max_batch == 0 || a.search_mbs.contains(&0) || a.sys.gpus_per_node == 0 {
+        bail!("--gpus, --gpus-per-node, --batch/--batch-max and --search-mbs must be at least 1");
     }
     if a.top == 0 {
         bail!("--top must be at least 1");
     }
     // --up-to enumerates every node count; a million of them is already far beyond any cluster.
-    if a.up_to && a.gpus / u64::from(a.gpus_per_node) > 1_000_000 {
+    if a.up_to && a.gpus / u64::from(a.sys.gpus_per_node) > 1_000_000 {
         bail!(
             "--up-to with --gpus {} would enumerate more than a million node counts;              give at most {} GPUs",
             a.gpus,
-            1_000_000 * u64::from(a.gpus_per_node)
+            1_000_000 * u64::from(a.sys.gpus_per_node)
         );
     }
     let space = SearchSpace {
         gpus: a.gpus,
         up_to: a.up_to,
-        max_batch: a.batch,
+        max_batch,
+        exact_batch,
         microbatches: a.search_mbs.clone(),
         max_interleave: a.max_interleave,
         precisions: vec![precision],
@@ -406,11 +313,8 @@ fn run_search(
     let start = Instant::now();
     let outcome = std::thread::scope(|s| {
         let worker = s.spawn(|| search(model, hw, net, &space, &progress));
-        if !a.quiet {
-            let bar = indicatif::ProgressBar::with_draw_target(
-                Some(total),
-                indicatif::ProgressDrawTarget::stderr(),
-            );
+        if !crate::output::quiet() {
+            let bar = crate::output::progress_bar(Some(total));
             while !worker.is_finished() {
                 bar.set_position(progress.load(Ordering::Relaxed));
                 std::thread::sleep(Duration::from_millis(50));
@@ -422,10 +326,24 @@ fn run_search(
     .map_err(|_| anyhow!("the search thread failed"))?;
     let wall = start.elapsed().as_secs_f64();
     if outcome.fitting == 0 {
-        let (need, layout) = outcome
-            .leanest
-            .map(|l| (l.memory_bytes, l.layout.label()))
-            .unwrap_or((f64::NAN, "no valid layout".into()));
+        // No layout at all (e.g. every --search-mbs larger than the batch): there is no memory
+        // figure to quote, so say what to change instead of "needs NaN GiB".
+        let Some((need, layout)) = outcome.leanest.map(|l| (l.memory_bytes, l.layout.label()))
+        else {
+            bail!(
+                "no layout of {} {} is valid for --batch {} with --search-mbs {}: a micro-batch \
+                 must fit in each data-parallel group's share of the batch; give smaller \
+                 --search-mbs or a larger --batch",
+                a.gpus,
+                hw.name,
+                a.batch.or(a.batch_max).unwrap_or_default(),
+                a.search_mbs
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+        };
         return Err(PlanError::FitsNowhere {
             gpus: a.gpus,
             device: hw.name.clone(),
@@ -443,9 +361,10 @@ fn run_search(
         Format::Csv => amdahl_report::plan::search_csv(&result),
         Format::Table => amdahl_report::plan::search_table(&result),
     };
-    print(&text)?;
+    print_result(&result, &text)?;
     if let Some(p) = &a.svg {
         write_file(p, &amdahl_report::plan::search_svg(&result))?;
+        crate::output::wrote(p);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,8 @@
 //! the catalogs with the user's `--catalog` files, the grid (`--region` / `--intensity …`) and
 //! the PUE (a number or a preset). One place, so every command accepts the same spellings.
 
-use amdahl_model::carbon::Pue;
+use amdahl_model::carbon::from_result::{Saved, SavedGrid};
+use amdahl_model::carbon::{defaults, Pue};
 use amdahl_model::catalog::grid::{GridIntensity, Scope};
 use amdahl_model::catalog::Catalogs;
 use anyhow::{bail, Context, Result};
@@ -12,8 +13,7 @@ use std::path::PathBuf;
 pub fn load(files: &[PathBuf]) -> Result<Catalogs> {
     let mut c = Catalogs::embedded().context("reading the embedded catalogs")?;
     for f in files {
-        let text = std::fs::read_to_string(f)
-            .with_context(|| format!("reading catalog file {}", f.display()))?;
+        let text = crate::input::read_text(f).context("reading a --catalog file")?;
         c.add_user_file(&text, &f.display().to_string())?;
     }
     Ok(c)
@@ -31,14 +31,6 @@ pub fn exclusive(pairs: &[(&str, bool)]) -> Result<()> {
     Ok(())
 }
 
-fn current_year() -> u16 {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
-    (1970.0 + secs / (365.2425 * 86_400.0)).floor() as u16
-}
-
 /// The grid options: a catalogued region or an explicit intensity with its provenance.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GridArgs {
@@ -48,10 +40,11 @@ pub struct GridArgs {
     /// Explicit grid intensity in gCO2e/kWh (0-2000) instead of --region.
     #[arg(allow_negative_numbers = true, long, value_name = "G")]
     pub intensity: Option<f64>,
-    /// Scope of --intensity.
-    #[arg(long, value_name = "lifecycle|direct", default_value = "lifecycle")]
-    pub intensity_scope: String,
-    /// Year of --intensity (default: this year).
+    /// Scope of --intensity [default: lifecycle, the scope of every catalogued grid].
+    #[arg(long, value_name = "lifecycle|direct")]
+    pub intensity_scope: Option<String>,
+    /// Data year of --intensity, printed in the statement [default: none; shown as "year not
+    /// given"].
     #[arg(long, value_name = "YEAR")]
     pub intensity_year: Option<u16>,
     /// Where --intensity comes from (printed in the statement).
@@ -61,7 +54,8 @@ pub struct GridArgs {
 
 impl GridArgs {
     /// `--intensity` with its scope, year and source; else `--region` looked up in the grid
-    /// catalog (unknown names get the nearest suggestions); else the world default.
+    /// catalog (unknown names get the nearest suggestions); else the default grid
+    /// ([`defaults::GRID_REGION`]), marked as the default in its name.
     pub fn resolve(&self, c: &Catalogs) -> Result<GridIntensity> {
         exclusive(&[
             ("--region", self.region.is_some()),
@@ -69,36 +63,91 @@ impl GridArgs {
         ])?;
         match self.intensity {
             Some(g) => {
-                let scope = match self.intensity_scope.as_str() {
-                    "lifecycle" => Scope::Lifecycle,
-                    "direct" => Scope::Direct,
-                    s => bail!("--intensity-scope `{s}` is not lifecycle or direct"),
+                let scope = match self.intensity_scope.as_deref() {
+                    None => defaults::INTENSITY_SCOPE,
+                    Some("lifecycle") => Scope::Lifecycle,
+                    Some("direct") => Scope::Direct,
+                    Some(s) => bail!("--intensity-scope `{s}` is not lifecycle or direct"),
                 };
-                let mut i = GridIntensity::custom(
-                    g,
-                    scope,
-                    self.intensity_year.unwrap_or_else(current_year),
-                )
-                .map_err(anyhow::Error::msg)?;
+                let mut i = GridIntensity::custom(g, scope, self.intensity_year)
+                    .map_err(anyhow::Error::msg)?;
                 if let Some(s) = &self.intensity_source {
                     i.source = s.clone();
                 }
                 Ok(i)
             }
-            None => Ok(c.grid.lookup(self.region.as_deref().unwrap_or("world"))?),
+            None => match self.region.as_deref() {
+                Some(r) => Ok(c.grid.lookup(r)?),
+                None => {
+                    let mut g = c.grid.lookup(defaults::GRID_REGION)?;
+                    g.name = format!("{} ({})", g.name, defaults::DEFAULT_MARK);
+                    Ok(g)
+                }
+            },
         }
     }
 }
 
 /// `--pue`: a number ≥ 1, or a preset name from the PUE catalog (`local`, `hyperscale`,
-/// `industry`); `default` (a preset name) when not given.
-pub fn pue(spec: Option<&str>, default: &str, c: &Catalogs) -> Result<Pue> {
-    let s = spec.unwrap_or(default);
+/// `industry`); the one default ([`defaults::PUE_PRESET`]) when not given, marked as such.
+pub fn pue(spec: Option<&str>, c: &Catalogs) -> Result<Pue> {
+    let s = spec.unwrap_or(defaults::PUE_PRESET);
+    let mark = if spec.is_none() {
+        format!(", {}", defaults::DEFAULT_MARK)
+    } else {
+        String::new()
+    };
     Ok(match s.parse::<f64>() {
         Ok(v) => Pue::new(v, "given")?,
         Err(_) => {
             let p = c.pue.lookup(s)?;
-            Pue::new(p.pue, format!("{} preset: {}", p.name, p.source))?
+            Pue::new(p.pue, format!("{} preset{mark}: {}", p.name, p.source))?
         }
     })
+}
+
+/// The PUE of a job as `amdahl carbon` resolves it: `--pue` (a number or preset) when given;
+/// else the one a saved result recorded (a run, a plan, an inference result); else the one
+/// default every command uses (`defaults::PUE_PRESET`).
+pub fn pue_for(spec: Option<&str>, saved: Option<&Saved>, c: &Catalogs) -> Result<Pue> {
+    match (spec, saved.and_then(|s| s.pue)) {
+        (None, Some(p)) => Ok(Pue::new(
+            p,
+            match saved.and_then(|s| s.pue_source.as_deref()) {
+                Some(src) => format!("as in the saved result: {src}"),
+                None => "as in the saved result".into(),
+            },
+        )?),
+        (spec, _) => pue(spec, c),
+    }
+}
+
+/// The grid of a job as `amdahl carbon` resolves it: the saved result's own grid unless
+/// `--region`/`--intensity` is given; else those flags (default `world`).
+pub fn grid_for(args: &GridArgs, saved: Option<&Saved>, c: &Catalogs) -> Result<GridIntensity> {
+    match saved.and_then(|s| s.grid.as_ref()) {
+        Some(g) if args.region.is_none() && args.intensity.is_none() => saved_grid(g, c),
+        _ => args.resolve(c),
+    }
+}
+
+/// The grid a saved result used: its catalog entry when the recorded figure is that entry's
+/// (so scope and name come along), else the recorded figure with its recorded source.
+fn saved_grid(g: &SavedGrid, c: &Catalogs) -> Result<GridIntensity> {
+    match c.grid.lookup(&g.region) {
+        Ok(entry) if (entry.g_per_kwh.get() - g.g_per_kwh).abs() < 1e-9 => Ok(entry),
+        _ => {
+            // `amdahl run` records the scope at the end of the source: "… (direct)".
+            let scope = if g.source.ends_with("(direct)") {
+                Scope::Direct
+            } else {
+                Scope::Lifecycle
+            };
+            let mut custom =
+                GridIntensity::custom(g.g_per_kwh, scope, g.year).map_err(anyhow::Error::msg)?;
+            custom.name = format!("as recorded in the saved result ({})", g.region);
+            custom.source = g.source.clone();
+            Ok(custom)
+        }
+    }
 }

@@ -6,8 +6,9 @@
 //! The summary goes to stderr: the command's own stdout passes through amdahl's stdout, and a
 //! summary there would corrupt it (`amdahl run -- ./export > data.csv`), as with time(1).
 
+use super::codecarbon::CodeCarbon;
 use super::resolve::{self, GridArgs};
-use crate::output::write_file;
+use crate::output::{is_stream, write_file};
 use amdahl_meter::cluster::{self, Role};
 use amdahl_meter::estimate::{self, ProcessProbe, Target};
 use amdahl_meter::gpu::parse_visible;
@@ -16,7 +17,7 @@ use amdahl_meter::record::{self, Host, Intensity, Progress, RunContext, RunRecor
 use amdahl_meter::{procfs, rapl, runner, sampler, sensors, EnergySource, MeterError, Sample};
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::units::{Seconds, Watts};
-use amdahl_report::meter::{codecarbon_row, prometheus_textfile, run_summary, CODECARBON_HEADER};
+use amdahl_report::meter::{prometheus_textfile, run_summary};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -32,36 +33,39 @@ pub enum ScopeArg {
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Time between samples: 1s, 250ms, 0.5s, 2m.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    /// Time between samples: 1s, 250ms, 0.5s, 2m (at least 10ms).
+    #[arg(help_heading = "Sampling", long, default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Cost")]
     pub cost: CostArgs,
     /// Measure the whole machine, or only the command's share of it.
-    #[arg(long, value_enum, default_value_t = ScopeArg::Machine)]
+    #[arg(help_heading = "Sampling", long, value_enum, default_value_t = ScopeArg::Machine)]
     pub scope: ScopeArg,
     /// Measure idle power for this long before starting, and report the energy above it.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(help_heading = "Sampling", long, value_parser = parse_duration, value_name = "DURATION")]
     pub baseline: Option<Duration>,
     /// Write the result as JSON (schema amdahl.run/1), rewritten after every sample.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(help_heading = "Output", short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Write every sample as a JSON line, flushed as it is taken.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub log: Option<PathBuf>,
     /// Write the run in Prometheus text format after every sample (for node_exporter's textfile
     /// collector: give a path inside its --collector.textfile.directory, ending in .prom).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub prometheus: Option<PathBuf>,
     /// Append a row to a CodeCarbon-compatible emissions.csv.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub codecarbon_csv: Option<PathBuf>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Sensors")]
     pub sensors: SensorArgs,
     /// The command and its arguments (after `--`, or after amdahl's own options).
+    // No `allow_hyphen_values`: an option amdahl does not know before the command (`run -q --
+    // true`) is a usage error (exit 2), not a command named `-q`. Options after the command's
+    // first word belong to the command (`run ls -la`), and `--` passes anything (`run -- -x`).
     #[arg(
+        help_heading = "Arguments",
         trailing_var_arg = true,
-        allow_hyphen_values = true,
         required = true,
         value_name = "CMD"
     )]
@@ -95,7 +99,8 @@ fn positive_watts(s: &str) -> Result<f64, String> {
 pub struct CostArgs {
     #[command(flatten)]
     pub grid: GridArgs,
-    /// PUE: a number ≥ 1 or a preset (local = 1.0, hyperscale, industry) [default: local].
+    /// PUE: a number ≥ 1 or a preset (local = 1.0, hyperscale, industry) [default: local, as in
+    /// every command].
     #[arg(long, value_name = "PUE|PRESET")]
     pub pue: Option<String>,
     /// Extra catalog files (devices, regions, PUE presets); rows override embedded ones by name.
@@ -141,6 +146,18 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}`: {e}"))
 }
 
+/// A sampling interval: a duration of at least [`sampler::MIN_INTERVAL`] (10 ms; why: see
+/// there). Shorter ones are usage errors rather than silently raised.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < sampler::MIN_INTERVAL {
+        return Err(format!(
+            "`{s}`: the sampling interval must be at least 10ms (RAPL counters update about once per millisecond; shorter intervals measure noise)"
+        ));
+    }
+    Ok(d)
+}
+
 /// The grid intensity for the record, from `--region` / `--intensity` through the grid catalog.
 pub(crate) fn intensity(grid: &GridArgs, c: &Catalogs) -> Result<Intensity> {
     let g = grid.resolve(c)?;
@@ -148,36 +165,51 @@ pub(crate) fn intensity(grid: &GridArgs, c: &Catalogs) -> Result<Intensity> {
         g_per_kwh: g.g_per_kwh,
         region: g.code.clone(),
         source: format!("{} ({})", g.source, g.scope),
-        year: Some(g.year),
+        year: g.year,
+        location: location(&g.code, c),
     })
 }
 
-/// The CPU power the estimate charges: `--cpu-tdp`, else the catalog's entry for the CPU that
-/// /proc/cpuinfo names. The estimate divides it over the logical CPUs this process sees, so a
-/// catalog TDP is first scaled to them — TDP per physical core × visible CPUs, at most the whole
-/// package — or a container seeing 2 of 128 cores would charge each one 64× too much. Counting
-/// a logical CPU as a core errs high on SMT machines; the note printed says so.
+/// The country (and cloud provider and region) of a grid code, as CodeCarbon 3.x fills its
+/// CSV: `FR` → France, FRA; `aws:eu-west-3` → the country of the region's grid, plus
+/// provider `aws` and region `eu-west-3`. None for `world` and custom intensities.
+fn location(code: &str, c: &Catalogs) -> Option<amdahl_meter::record::Location> {
+    let (cloud, alpha2) = match code.split_once(':') {
+        Some((provider, region)) => {
+            let r = c.grid.regions().iter().find(|r| r.id == code)?;
+            (
+                Some((provider.to_string(), region.to_string())),
+                r.grid.clone(),
+            )
+        }
+        None => (None, code.to_string()),
+    };
+    let country = c
+        .grid
+        .countries()
+        .iter()
+        .find(|k| k.alpha2.eq_ignore_ascii_case(&alpha2))?;
+    Some(amdahl_meter::record::Location {
+        country_name: country.name.clone(),
+        country_iso_code: country.alpha3.clone(),
+        cloud_provider: cloud.as_ref().map(|(p, _)| p.clone()),
+        cloud_region: cloud.map(|(_, r)| r),
+    })
+}
+
+/// The CPU power the estimate charges: `--cpu-tdp`, else the catalogs' row for the CPU that
+/// /proc/cpuinfo names, else a per-CPU fallback (`amdahl_meter::cpu_power`), with the line that
+/// says which (printed and kept in the record's warnings when the estimate is used).
 pub(crate) fn cpu_tdp(given: Option<f64>, c: &Catalogs) -> (Option<Watts>, Option<String>) {
-    if let Some(w) = given {
-        return (Some(Watts(w)), None);
-    }
-    let model = procfs::cpu_model();
-    let Some(dev) = model.as_deref().and_then(|m| c.devices.identify(m)) else {
-        return (None, None);
-    };
-    let (Some(tdp), Some(per_core)) = (dev.tdp, dev.tdp_per_core()) else {
-        return (None, None);
-    };
-    let visible = procfs::cpu_count() as f64;
-    let scaled = Watts((per_core.get() * visible).min(tdp.get()));
-    let note = format!(
-        "CPU estimate from the device catalog: {} ({:.0} W over {} cores) scaled to {visible} visible logical CPUs = {:.0} W (a logical CPU is counted as a core; give --cpu-tdp to override)",
-        dev.name,
-        tdp.get(),
-        dev.cores.unwrap_or(0),
-        scaled.get()
+    let p = amdahl_meter::cpu_power::resolve(
+        given.map(Watts),
+        &procfs::cpu_info(),
+        procfs::cpu_count(),
+        &c.devices,
+        amdahl_model::catalog::cpu_power::embedded().ok(),
     );
-    (Some(scaled), Some(note))
+    let note = (p.basis != amdahl_meter::cpu_power::Basis::Given).then_some(p.note);
+    (Some(p.watts), note)
 }
 
 pub(crate) fn host() -> Host {
@@ -189,66 +221,8 @@ pub(crate) fn host() -> Host {
         ram_total_gb: procfs::mem_total_bytes()
             .map(|b| b as f64 / 1e9)
             .unwrap_or(0.0),
+        boot_id: procfs::boot_id(),
     }
-}
-
-/// Open the CodeCarbon CSV for appending, checking an existing header first.
-fn check_codecarbon(path: &Path) -> Result<()> {
-    match std::fs::read_to_string(path) {
-        Ok(text) if !text.trim().is_empty() => {
-            let first = text
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_end_matches('\r');
-            if first != CODECARBON_HEADER {
-                bail!(
-                    "{}: its header is not CodeCarbon 3.x's 38 columns; rows would not line up. Use a new file, or move this one away",
-                    path.display()
-                );
-            }
-        }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(e).with_context(|| {
-                format!(
-                    "cannot write {} (fix the path or its permissions)",
-                    path.display()
-                )
-            })
-        }
-    }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| {
-            format!(
-                "cannot write {} (fix the path or its permissions)",
-                path.display()
-            )
-        })?;
-    Ok(())
-}
-
-fn append_codecarbon(path: &Path, r: &RunRecord) -> Result<()> {
-    let row = codecarbon_row(r).context("formatting the CodeCarbon row")?;
-    let empty = std::fs::metadata(path)
-        .map(|m| m.len() == 0)
-        .unwrap_or(true);
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    let text = if empty {
-        format!("{CODECARBON_HEADER}\n{row}")
-    } else {
-        row
-    };
-    f.write_all(text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
 }
 
 pub(crate) fn unix_now() -> f64 {
@@ -273,11 +247,14 @@ impl LiveOutputs {
         }
     }
 
-    fn write(&self, r: &RunRecord) -> Result<()> {
-        if let Some(o) = &self.json {
+    /// Write both. Before the end (`last` false) a FIFO or device (`-o /dev/stdout`) is left
+    /// alone: it gets one document, the final one, rather than one per sample.
+    fn write(&self, r: &RunRecord, last: bool) -> Result<()> {
+        let now = |p: &Path| last || !is_stream(p);
+        if let Some(o) = self.json.as_deref().filter(|p| now(p)) {
             write_record(o, r)?;
         }
-        if let Some(p) = &self.prometheus {
+        if let Some(p) = self.prometheus.as_deref().filter(|p| now(p)) {
             write_file(p, &prometheus_textfile(r))
                 .with_context(|| format!("writing the Prometheus textfile {}", p.display()))?;
         }
@@ -337,38 +314,49 @@ fn in_progress(duration: Seconds, warnings: &[String]) -> Progress {
     }
 }
 
-/// Create every output before the command starts, so a bad path fails first. Returns the log.
+/// Create every output before the command starts, so a bad path fails first. Returns the log
+/// and the CodeCarbon CSV.
 fn open_outputs(
     args: &Args,
     ctx: &RunContext,
     meter: &Meter,
     warnings: &[String],
-) -> Result<Option<std::fs::File>> {
+) -> Result<(Option<std::fs::File>, Option<Arc<CodeCarbon>>)> {
     let first = record::build(ctx, &meter.energies(), in_progress(Seconds::ZERO, warnings));
-    LiveOutputs::new(args).write(&first).context(
+    LiveOutputs::new(args).write(&first, false).context(
         "cannot write an output file before starting the command (fix the path or its permissions)",
     )?;
-    if let Some(c) = &args.codecarbon_csv {
-        check_codecarbon(c)?;
-    }
-    let Some(p) = &args.log else { return Ok(None) };
+    let codecarbon = match &args.codecarbon_csv {
+        Some(c) => {
+            let (cc, recovered) = CodeCarbon::open(c, &ctx.run_id)?;
+            for note in recovered {
+                eprintln!("amdahl: {note}");
+            }
+            Some(Arc::new(cc))
+        }
+        None => None,
+    };
+    let Some(p) = &args.log else {
+        return Ok((None, codecarbon));
+    };
     let mut f = std::fs::File::create(p).with_context(|| {
         format!(
             "cannot write the sample log {} (fix the path or its permissions)",
             p.display()
         )
     })?;
-    let head = serde_json::json!({"schema": "amdahl.samples/1", "run_id": ctx.run_id, "devices": meter.device_infos()});
+    let head = amdahl_meter::meter::SampleLogHeader::new(&ctx.run_id, meter.device_infos());
+    let head = serde_json::to_string(&head).context("serialising the sample log header")?;
     writeln!(f, "{head}").with_context(|| format!("writing {}", p.display()))?;
-    Ok(Some(f))
+    Ok((Some(f), codecarbon))
 }
 
 /// Idle power over `d` before the command starts (hyperfine's calibrate-and-subtract, for power).
 pub(crate) fn measure_baseline(meter: &mut Meter, d: Duration) -> (Seconds, Watts) {
-    eprintln!(
-        "amdahl: measuring idle power for {} s before starting",
+    crate::output::note(&format!(
+        "measuring idle power for {} s before starting",
         d.as_secs_f64()
-    );
+    ));
     meter.restart_clock();
     meter.sample();
     std::thread::sleep(d);
@@ -386,6 +374,7 @@ fn on_sample(
     ctx: &RunContext,
     mut log: Option<std::fs::File>,
     warnings: &[String],
+    codecarbon: Option<Arc<CodeCarbon>>,
 ) -> sampler::OnSample {
     let (ctx, outputs, warnings) = (ctx.clone(), LiveOutputs::new(args), warnings.to_vec());
     let log_path = args.log.clone().unwrap_or_default();
@@ -398,9 +387,14 @@ fn on_sample(
                 err = Some(format!("sample log {}: {e}", log_path.display()));
             }
         }
-        if outputs.json.is_some() || outputs.prometheus.is_some() {
+        if outputs.json.is_some() || outputs.prometheus.is_some() || codecarbon.is_some() {
             let r = record::build(&ctx, &m.energies(), in_progress(s.t_s, &warnings));
-            if let Err(e) = outputs.write(&r) {
+            if let Some(cc) = &codecarbon {
+                if let Err(e) = cc.save_pending(&r) {
+                    err = Some(format!("{e:#}"));
+                }
+            }
+            if let Err(e) = outputs.write(&r, false) {
                 err = Some(format!("{e:#}"));
             }
         }
@@ -414,11 +408,11 @@ fn on_sample(
 pub fn run(args: Args) -> Result<ExitCode> {
     validate(&args)?;
     let catalogs = resolve::load(&args.cost.catalogs)?;
-    let pue = resolve::pue(args.cost.pue.as_deref(), "local", &catalogs)?;
+    let pue = resolve::pue(args.cost.pue.as_deref(), &catalogs)?;
     let host = host();
     let now = unix_now();
     let mut ctx = RunContext {
-        run_id: record::new_run_id(now, std::process::id(), &host.hostname),
+        run_id: record::new_run_id(),
         command: args.command.clone(),
         started_unix_s: now,
         scope: match args.scope {
@@ -432,26 +426,33 @@ pub fn run(args: Args) -> Result<ExitCode> {
         intensity: intensity(&args.cost.grid, &catalogs)?,
         baseline: None,
     };
+    // Before anything is measured: from here on every catchable signal is forwarded to the
+    // command and the final record still gets written.
+    runner::install_forwarding()?;
     let probe = ProcessProbe::new();
     let (tdp, tdp_note) = cpu_tdp(args.sensors.cpu_tdp, &catalogs);
     let (sources, mut warnings) = sources(&args, tdp, &ctx, &probe);
+    // Which catalog row (or the fallback) the CPU estimate uses: printed, and kept in the record.
     if let Some(note) = tdp_note.filter(|_| meter_estimates_cpu(&sources)) {
-        eprintln!("amdahl: {note}");
+        warnings.insert(0, note);
     }
     for w in &warnings {
         eprintln!("amdahl: warning: {w}");
     }
     let mut meter = Meter::new(sources);
-    let log = open_outputs(&args, &ctx, &meter, &warnings)?;
+    let (log, codecarbon) = open_outputs(&args, &ctx, &meter, &warnings)?;
     if let Some(d) = args.baseline.filter(|_| ctx.cluster.role == Role::Measured) {
         ctx.baseline = Some(measure_baseline(&mut meter, d));
     }
 
     // The command starts now: the baseline phase is not part of the run's window.
     ctx.started_unix_s = unix_now();
-    runner::install_forwarding();
     let busy0 = procfs::machine_busy();
-    let sampler = sampler::start(meter, args.interval, on_sample(&args, &ctx, log, &warnings));
+    let sampler = sampler::start(
+        meter,
+        args.interval,
+        on_sample(&args, &ctx, log, &warnings, codecarbon.clone()),
+    );
     let (finished, spawn_error) = match runner::spawn(&args.command) {
         Ok(mut child) => (Some(runner::wait(&mut child, true)?), None),
         Err(e) => (None, Some(e)),
@@ -469,7 +470,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     if let Some(e) = &spawn_error {
         eprintln!("amdahl: error: {e}");
-        warnings.push(e.to_string());
+    }
+    if finished.is_some() {
+        let left = procfs::live_children(std::process::id(), &procfs::all_pid_stats());
+        if !left.is_empty() {
+            let pids: Vec<String> = left.iter().map(|p| p.to_string()).collect();
+            let w = format!(
+                "{} process(es) the command started in the background still run after it exited (pid {}); they were measured only until the command exited",
+                left.len(),
+                pids.join(", ")
+            );
+            eprintln!("amdahl: warning: {w}");
+            warnings.push(w);
+        }
+    }
+    for sig in runner::received() {
+        if !runner::TERMINATING.contains(&sig) {
+            warnings.push(format!(
+                "amdahl received {} and forwarded it to the command",
+                runner::signal_name(sig)
+            ));
+        }
     }
     // Process scope: the command's CPU time over the machine's busy CPU time in the same window.
     // The probe's figure is the larger of rusage and the live /proc scans (which also saw
@@ -491,6 +512,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             child_signal: finished.and_then(|f| f.signal),
             partial: interrupted.is_some(),
             interrupted_by: interrupted.map(runner::signal_name),
+            not_started: spawn_error.as_ref().map(|e| e.to_string()),
             cpu_time: finished.map(|f| match ctx.scope {
                 Scope::Process => Seconds(probe.cpu_seconds()),
                 Scope::Machine => f.cpu,
@@ -500,12 +522,33 @@ pub fn run(args: Args) -> Result<ExitCode> {
             warnings,
         },
     );
-    LiveOutputs::new(&args).write(&rec)?;
-    if let Some(c) = &args.codecarbon_csv {
-        append_codecarbon(c, &rec)?;
-    }
-    if spawn_error.is_none() {
+    // Both outputs are attempted before either error is reported: a failing `-o` must not
+    // cost the CodeCarbon row, nor the reverse.
+    let written = LiveOutputs::new(&args).write(&rec, true);
+    let appended = match codecarbon {
+        // The sampler has stopped, so this is the only reference left.
+        Some(cc) => match Arc::try_unwrap(cc) {
+            // A command that never ran gets no row: CodeCarbon would have measured nothing.
+            Ok(cc) => cc.finish(finished.is_some().then_some(&rec)),
+            Err(_) => Err(anyhow::anyhow!("the CodeCarbon file is still in use")),
+        },
+        None => Ok(()),
+    };
+    written?;
+    appended?;
+    if spawn_error.is_none() && !crate::output::quiet() {
         eprint!("{}", run_summary(&rec));
+    }
+    for p in [
+        &args.output,
+        &args.log,
+        &args.prometheus,
+        &args.codecarbon_csv,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        crate::output::wrote(p);
     }
     Ok(ExitCode::from(exit_code.clamp(0, 255) as u8))
 }
@@ -530,7 +573,7 @@ mod tests {
         GridArgs {
             region: Some(region.into()),
             intensity: None,
-            intensity_scope: "lifecycle".into(),
+            intensity_scope: None,
             intensity_year: None,
             intensity_source: None,
         }
@@ -539,12 +582,12 @@ mod tests {
     #[test]
     fn region_resolves_through_the_grid_catalog() {
         let c = resolve::load(&[]).unwrap();
-        // data/grid.csv: France 56.0 g/kWh (OWID/Ember 2023); world 475 (IEA 2019).
+        // data/grid.csv: France 56.0 g/kWh (OWID/Ember 2023); world 436 (Ember 2022).
         let fr = intensity(&grid("FR"), &c).unwrap();
         assert_eq!((fr.g_per_kwh.get(), fr.year), (56.0, Some(2023)));
         assert_eq!(
             intensity(&grid("world"), &c).unwrap().g_per_kwh.get(),
-            475.0
+            436.0
         );
         let e = format!("{:#}", intensity(&grid("Frnace"), &c).unwrap_err());
         assert!(e.contains("France"), "suggests the nearest name: {e}");

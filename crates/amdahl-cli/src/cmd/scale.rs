@@ -9,7 +9,8 @@
 
 use super::resolve;
 use super::run::{
-    cpu_tdp, host, intensity, measure_baseline, meter_estimates_cpu, parse_duration, unix_now,
+    cpu_tdp, host, intensity, measure_baseline, meter_estimates_cpu, parse_duration,
+    parse_interval, unix_now,
 };
 use crate::output::{self, Format, FormatArgs};
 use amdahl_meter::gpu::parse_visible;
@@ -17,7 +18,7 @@ use amdahl_meter::scale::{sweep, Event, Idle, MeterExecutor, Plan, ScaleResult, 
 use amdahl_meter::{estimate::Target, rapl, runner, sensors, Meter};
 use amdahl_model::catalog::Catalogs;
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -26,56 +27,61 @@ use std::time::Duration;
 pub struct Args {
     /// Degrees of parallelism to run, each ≥ 1 and listed once: 1,2,4,8.
     #[arg(
+        help_heading = "Scaling",
         long = "n",
         value_delimiter = ',',
         required = true,
+        // `--n -1,2` is a bad N list (said so by the value parser), not an unknown option.
+        allow_hyphen_values = true,
         value_name = "N,..."
     )]
     pub n: Vec<u64>,
     // Help texts spell the placeholder `{ n }`: clap turns a literal braces-n into a line break.
     /// Environment variable for the command, KEY=VALUE, with the placeholder `{ n }` (written
     /// without spaces) replaced by N. Repeatable.
-    #[arg(long = "env", value_name = "KEY=VALUE")]
+    #[arg(help_heading = "Scaling", long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,
     /// Measured runs per N (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    #[arg(help_heading = "Scaling", long, default_value_t = 5)]
     pub runs: u32,
     /// Unrecorded warm-up runs per N before the measured ones.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Scaling", long, default_value_t = 1)]
     pub warmup: u32,
     /// Reference N for speedup, efficiency and energy ratios [default: the smallest N].
-    #[arg(long, value_name = "N0")]
+    #[arg(help_heading = "Scaling", long, value_name = "N0")]
     pub baseline_n: Option<u64>,
     /// What N counts (threads, ranks, GPUs, nodes), printed next to every α_eff.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(help_heading = "Scaling", long, value_name = "TEXT")]
     pub n_counts: Option<String>,
     /// Write the result as JSON (schema amdahl.scale/1), rewritten after every finished N.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(help_heading = "Output", short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Also write speedup, efficiency and energy per job against N to this SVG file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
     /// Let the command's stdout and stderr through (default: stdout discarded, the tail of
     /// stderr kept for the failure report).
-    #[arg(long)]
+    #[arg(help_heading = "Scaling", long)]
     pub show_output: bool,
     /// Measure idle power for this long before the sweep, and report energy per job above it.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(help_heading = "Sampling", long, value_parser = parse_duration, value_name = "DURATION")]
     pub idle: Option<Duration>,
-    /// Time between energy samples during each run: 1s, 250ms.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    /// Time between energy samples during each run: 1s, 250ms (at least 10ms).
+    #[arg(help_heading = "Sampling", long, default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Cost")]
     pub cost: super::run::CostArgs,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Sensors")]
     pub sensors: super::run::SensorArgs,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Output")]
     pub format: FormatArgs,
     /// The command and its arguments, with the placeholder `{ n }` (written without spaces)
     /// replaced by N in each; a launcher (srun, mpirun, torchrun) is timed and metered whole.
+    // No `allow_hyphen_values`: an unknown option before the command is a usage error (exit 2);
+    // see `run`.
     #[arg(
+        help_heading = "Arguments",
         trailing_var_arg = true,
-        allow_hyphen_values = true,
         required = true,
         value_name = "CMD"
     )]
@@ -83,7 +89,7 @@ pub struct Args {
 }
 
 /// The meter for every run: the sensors `amdahl run` would use in machine scope, with the
-/// catalog TDP note when the CPU is estimated.
+/// CPU power note (which catalog row, or the fallback) among the warnings when the CPU is estimated.
 fn meter(args: &Args, catalogs: &Catalogs) -> (Meter, Vec<String>) {
     let (tdp, tdp_note) = cpu_tdp(args.sensors.cpu_tdp, catalogs);
     let d = sensors::discover(sensors::Options {
@@ -94,10 +100,11 @@ fn meter(args: &Args, catalogs: &Catalogs) -> (Meter, Vec<String>) {
         visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
         target: Target::Machine,
     });
+    let mut warnings = d.warnings;
     if let Some(note) = tdp_note.filter(|_| meter_estimates_cpu(&d.sources)) {
-        eprintln!("amdahl: {note}");
+        warnings.insert(0, note);
     }
-    (Meter::new(d.sources), d.warnings)
+    (Meter::new(d.sources), warnings)
 }
 
 fn write_result(path: &Path, r: &ScaleResult) -> Result<()> {
@@ -108,7 +115,7 @@ fn write_result(path: &Path, r: &ScaleResult) -> Result<()> {
 }
 
 fn progress_bar(total: u64) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let bar = output::progress_bar(Some(total));
     if let Ok(style) =
         ProgressStyle::with_template("{bar:30} {pos}/{len} runs {elapsed} ETA {eta} {msg}")
     {
@@ -133,7 +140,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     };
     let catalogs = resolve::load(&args.cost.catalogs)?;
-    let pue = resolve::pue(args.cost.pue.as_deref(), "local", &catalogs)?;
+    let pue = resolve::pue(args.cost.pue.as_deref(), &catalogs)?;
     let grid = intensity(&args.cost.grid, &catalogs)?;
     let (mut meter, warnings) = meter(&args, &catalogs);
     let idle = args.idle.map(|d| {
@@ -168,7 +175,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         })?;
     }
 
-    runner::install_forwarding();
+    runner::install_forwarding()?;
     let mut exec = MeterExecutor::new(meter, args.interval, !args.show_output, true);
     let bar = progress_bar(plan.total_runs());
     let mut write_warned = false;
@@ -201,15 +208,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
     bar.finish_and_clear();
 
     if let Some(path) = &args.svg {
+        output::check_result(&result)?;
         output::write_file(path, &amdahl_report::scale::svg(&result))?;
-        eprintln!("wrote {}", path.display());
+        output::wrote(path);
     }
     let text = match args.format.format() {
         Format::Table => amdahl_report::scale::table(&result),
         Format::Json => amdahl_report::to_json(&result)?,
         Format::Csv => amdahl_report::scale::csv(&result)?,
     };
-    output::print(&text)?;
+    output::print_result(&result, &text)?;
+    if let Some(o) = &args.output {
+        output::wrote(o);
+    }
     let Some(f) = &result.failure else {
         return Ok(ExitCode::SUCCESS);
     };

@@ -2,20 +2,19 @@
 //! place measured systems (`top500 --json`, `fit --json` results) on it.
 
 use crate::cmd::top500::{load, parse_n};
-use crate::output::{print, write_file, Format, FormatArgs};
+use crate::output::{print_result, write_file, Format, FormatArgs};
 use amdahl_model::top500::{analyse, NCounts, Query};
 use amdahl_report::surface::{
     points_csv, points_from_json, svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec,
 };
 use anyhow::{Context, Result};
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// JSON results to place on the surface: `amdahl top500 --json` (each system at its N and
-    /// 1-α_eff) or `amdahl fit --json` (each point at its N and Karp–Flatt e); `-` reads stdin.
+    /// 1−α_eff) or `amdahl fit --json` (each point at its N and Karp–Flatt e); `-` reads stdin.
     /// Without --from: the built-in TOP500 history.
     #[arg(long = "from", value_name = "FILE.json")]
     pub from: Vec<PathBuf>,
@@ -25,7 +24,7 @@ pub struct Args {
     /// N range of the plot, LO:HI (log axis, LO ≥ 1).
     #[arg(long, value_name = "LO:HI", default_value = "1:1e8", value_parser = parse_range)]
     pub n_range: (f64, f64),
-    /// 1-α range of the plot, LO:HI (log axis, 0 < LO < HI ≤ 1).
+    /// 1−α range of the plot, LO:HI (log axis, 0 < LO < HI ≤ 1).
     #[arg(long, value_name = "LO:HI", default_value = "1e-9:1e-1", value_parser = parse_range)]
     pub serial_range: (f64, f64),
     /// What N counts for the built-in history overlay: cores, accelerators or nodes.
@@ -48,17 +47,13 @@ fn parse_range(s: &str) -> Result<(f64, f64), String> {
     Ok((num(a)?, num(b)?))
 }
 
-fn read_source(p: &PathBuf) -> Result<(String, String)> {
-    if p.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .context("reading standard input")?;
-        Ok(("standard input".into(), s))
+fn read_source(p: &std::path::Path) -> Result<(String, String)> {
+    let name = if p.as_os_str() == "-" {
+        "standard input".into()
     } else {
-        let s = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-        Ok((p.display().to_string(), s))
-    }
+        p.display().to_string()
+    };
+    Ok((name, crate::input::read_text(p)?))
 }
 
 /// Points from the --from files, or the built-in TOP500 history.
@@ -73,14 +68,22 @@ fn points(args: &Args) -> Result<Vec<SurfacePoint>> {
             },
         );
         let v = serde_json::to_value(&r).context("serialising the built-in history")?;
-        return Ok(points_from_json("built-in history", &v)?);
+        return Ok(points_from_json("built-in history", &v)?.points);
     }
     let mut out = Vec::new();
     for p in &args.from {
         let (name, text) = read_source(p)?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{name}: not valid JSON (expected `amdahl top500 --json` or `amdahl fit --json` output)"))?;
-        out.extend(points_from_json(&name, &v)?);
+        let overlay = points_from_json(&name, &v)?;
+        if overlay.skipped > 0 {
+            eprintln!(
+                "warning: {name}: {} of {} entries have no usable (N > 1, 0 < 1-α ≤ 1) pair and are not drawn",
+                overlay.skipped,
+                overlay.skipped + overlay.points.len()
+            );
+        }
+        out.extend(overlay.points);
     }
     Ok(out)
 }
@@ -94,6 +97,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     validate(&spec)?;
     let pts = points(&args)?;
     write_file(&args.output, &svg(&spec, &pts))?;
+    crate::output::wrote(&args.output);
     let result = SurfaceResult::new(args.output.display().to_string(), spec, pts);
     if result.outside > 0 {
         eprintln!(
@@ -107,6 +111,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Format::Csv => points_csv(&result.points).context("writing CSV")?,
         Format::Table => result.summary(),
     };
-    print(&text)?;
+    print_result(&result, &text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,7 @@
 //! system's HPL efficiency, non-parallel fraction 1−α_eff with the N it counts, HPCG efficiency
 //! and energy efficiency.
 
-use crate::output::{print, Format, FormatArgs};
+use crate::output::{print_result, Format, FormatArgs};
 use amdahl_model::top500::{analyse, builtin_history, read_list, ListFile, NCounts, Query};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -14,7 +14,7 @@ pub struct Args {
     /// headers). Without files: the built-in history (Piz Daint, Summit, Fugaku, Frontier, …).
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// What N counts in 1-α_eff: `cores` (TOP500 "Total Cores", which counts each GPU SM as a
+    /// What N counts in 1−α_eff: `cores` (TOP500 "Total Cores", which counts each GPU SM as a
     /// core), `accelerators` (GPUs/co-processors, from the accelerator cores and a per-device
     /// table) or `nodes` (where the list gives them; otherwise reported as unknown).
     #[arg(long = "n", value_name = "COUNT", default_value = "cores", value_parser = parse_n)]
@@ -61,13 +61,17 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<ListFile>> {
         files
             .iter()
             .map(|p| {
-                let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+                let bytes = crate::input::read_bytes(p)?;
                 Ok(read_list(&p.display().to_string(), &bytes)?)
             })
             .collect::<Result<Vec<_>>>()?
     };
     for note in lists.iter().flat_map(|l| &l.notes) {
-        eprintln!("note: {note}");
+        if note.starts_with("warning: ") {
+            eprintln!("{note}");
+        } else {
+            eprintln!("note: {note}");
+        }
     }
     Ok(lists)
 }
@@ -94,7 +98,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Format::Json => amdahl_report::to_json(&result).context("serialising the result")?,
         Format::Csv => amdahl_report::top500::csv(&result).context("writing CSV")?,
     };
-    print(&text)?;
+    print_result(&result, &text)?;
     Ok(ExitCode::SUCCESS)
 }
 

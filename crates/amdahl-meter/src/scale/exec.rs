@@ -128,6 +128,7 @@ impl MockExecutor {
                 method: Method::Counter,
                 energy_j: Joules(energy_j),
                 note: None,
+                rejected_steps: 0,
             }],
             exit_code: 0,
             signal: None,

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA: &str = "amdahl.scale/1";
 
 /// One timed and metered run of the command.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunSample {
     pub time_s: Seconds,
     pub energy_j: Joules,
@@ -24,7 +24,7 @@ pub struct RunSample {
 }
 
 /// A device and how its energy was obtained (the method every energy figure rests on).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceMethod {
     pub id: String,
     pub kind: DeviceKind,
@@ -47,7 +47,7 @@ impl From<&DeviceEnergy> for DeviceMethod {
 }
 
 /// Everything measured and derived at one N.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScalePoint {
     pub n: u64,
     /// The command as run at this N (after `{n}` substitution).
@@ -76,21 +76,21 @@ pub struct ScalePoint {
 
 /// Idle power of the machine, measured once before the sweep (hyperfine's calibrate-and-
 /// subtract, applied to power).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Idle {
     pub duration_s: Seconds,
     pub power_w: Watts,
 }
 
 /// A `{n, time}` row of the median times: what `amdahl fit` reads from this file.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FitRow {
     pub n: f64,
     pub time: f64,
 }
 
 /// Why the sweep stopped early.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Failure {
     pub n: u64,
     /// 1-based run at that N (warm-ups included), and whether it was a warm-up.
@@ -104,7 +104,7 @@ pub struct Failure {
     pub stderr_tail: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScaleResult {
     pub schema: String,
     pub amdahl_version: String,
@@ -208,6 +208,13 @@ impl ScaleResult {
                 )),
             );
         }
+        // With three N or more (what a fit needs; fewer are said by the fitter itself), no law is
+        // fitted to times that do not fall.
+        if self.rows.len() >= 3 {
+            if let Err(why) = self.significant_speedup() {
+                return (None, Some(why));
+            }
+        }
         let d = Dataset {
             measure: Measure::Time,
             n_counts: self.n_counts.clone(),
@@ -240,6 +247,83 @@ impl ScaleResult {
             Err(e) => (None, Some(e.to_string())),
         }
     }
+}
+
+impl ScaleResult {
+    /// Whether some N above the baseline runs significantly faster than it; a scaling law fitted
+    /// to times that do not fall with N only describes noise (issue 13: `1−α = 0.81, S_max = 1.23`
+    /// for a single-threaded command). The test: at some N > N0 the median speedup is at least
+    /// [`MIN_SPEEDUP`] and every measured run is faster than every run at N0 — the exact
+    /// one-sided Mann–Whitney U test at U = 0, whose p-value is 1/C(r0 + r, r) for r0 and r runs
+    /// (0.05 for 3 runs each, 0.004 for 5). With fewer runs the same rule holds but is weaker;
+    /// the message states the p-value reached.
+    fn significant_speedup(&self) -> Result<(), String> {
+        let Some(base) = self.baseline() else {
+            return Ok(());
+        };
+        let slowest = |p: &ScalePoint| {
+            p.runs
+                .iter()
+                .map(|r| r.time_s.get())
+                .fold(f64::MIN, f64::max)
+        };
+        let fastest = |p: &ScalePoint| {
+            p.runs
+                .iter()
+                .map(|r| r.time_s.get())
+                .fold(f64::MAX, f64::min)
+        };
+        let above: Vec<&ScalePoint> = self.points.iter().filter(|p| p.n > base.n).collect();
+        if above.is_empty() {
+            return Ok(());
+        }
+        let significant = above.iter().any(|p| {
+            p.speedup.is_some_and(|s| s >= MIN_SPEEDUP)
+                && !p.runs.is_empty()
+                && !base.runs.is_empty()
+                && slowest(p) < fastest(base)
+        });
+        if significant {
+            return Ok(());
+        }
+        let p_value = above
+            .iter()
+            .map(|p| mann_whitney_p_at_u0(base.runs.len(), p.runs.len()))
+            .fold(1.0, f64::min);
+        Err(format!(
+            "no significant speedup: at no N above N0 = {} is the median time at least {:.0} % \
+             shorter with every run faster than every run at N0 (one-sided exact Mann–Whitney \
+             test, p = {} with these run counts), so no scaling law is fitted to what is noise; \
+             check that the command uses N (OMP_NUM_THREADS, for example, changes only OpenMP \
+             programs)",
+            base.n,
+            (1.0 - 1.0 / MIN_SPEEDUP) * 100.0,
+            p_text(p_value),
+        ))
+    }
+}
+
+/// The smallest median speedup over the baseline that counts as one (5 %): below it, timer and
+/// scheduling noise of a few per cent can order the runs by chance.
+pub const MIN_SPEEDUP: f64 = 1.05;
+
+/// P(U = 0) for samples of sizes a and b under the null hypothesis: 1/C(a + b, a) (Mann &
+/// Whitney 1947): the chance that all b runs come out faster than all a runs by luck.
+pub(crate) fn mann_whitney_p_at_u0(a: usize, b: usize) -> f64 {
+    let (a, b) = (a as f64, b as f64);
+    // C(a+b, a) = Π_{i=1..a} (b + i)/i
+    let mut c = 1.0;
+    let mut i = 1.0;
+    while i <= a {
+        c *= (b + i) / i;
+        i += 1.0;
+    }
+    1.0 / c
+}
+
+/// A p-value for reading: two significant digits.
+fn p_text(p: f64) -> String {
+    format!("{}", (p * 1e3).round() / 1e3)
 }
 
 /// Median energy per job → kWh × PUE and gCO2e at the grid intensity (Green Algorithms,

@@ -12,7 +12,7 @@ pub const TUKEY_K: f64 = 1.5;
 pub const MIN_FOR_OUTLIERS: usize = 4;
 
 /// Summary of one quantity over the repeats at one N.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     pub median: f64,
     pub min: f64,

@@ -15,6 +15,7 @@ fn setup() -> Setup {
             cpu_model: "x".into(),
             cpu_count: 16,
             ram_total_gb: 64.0,
+            boot_id: None,
         },
         pue: 1.5,
         intensity: Intensity {
@@ -22,6 +23,7 @@ fn setup() -> Setup {
             region: "world".into(),
             source: "IEA 2019".into(),
             year: Some(2019),
+            location: None,
         },
         idle: None,
         warnings: Vec::new(),
@@ -252,4 +254,32 @@ fn bad_plans_are_rejected() {
         Plan::new(vec![1], cmd(), &[], 0, 0, None),
         Err(ScaleError::NoRuns)
     );
+}
+
+/// Issue 13 item 18: a command that does not speed up (the docs' OMP_NUM_THREADS example timed a
+/// single-threaded program) got `1−α = 0.8139, S_max = 1.229` fitted to noise. The same time at
+/// every N, ±2 % jitter: no fit, and the reason names the test.
+#[test]
+fn no_significant_speedup_is_not_fitted() {
+    let p = plan(&[1, 2, 4, 8], 5, 0);
+    let mut exec = MockExecutor::new(|job, k| {
+        // Flat: 1 s whatever N, jitter up to 2 %, slightly "faster" at larger N by chance.
+        let d = JITTER[k as usize % JITTER.len()] - 0.001 * job.n as f64;
+        Ok(MockExecutor::ok(1.0 + d, 50.0))
+    });
+    let (r, _, _) = run(&p, &mut exec);
+    assert!(r.fit.is_none(), "fitted noise: {:?}", r.fit);
+    let why = r.no_fit_reason.unwrap_or_default();
+    assert!(why.starts_with("no significant speedup"), "{why}");
+    assert!(
+        why.contains("p = 0.004"),
+        "5 runs each: 1/C(10,5) = 1/252: {why}"
+    );
+}
+
+#[test]
+fn mann_whitney_u0_p_values() {
+    // 1/C(6,3) = 1/20; 1/C(10,5) = 1/252 (Mann & Whitney 1947, table I).
+    assert!((super::result::mann_whitney_p_at_u0(3, 3) - 0.05).abs() < 1e-12);
+    assert!((super::result::mann_whitney_p_at_u0(5, 5) - 1.0 / 252.0).abs() < 1e-12);
 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 pub const DEFAULT_LIFETIME_YEARS: f64 = 5.0;
 
 /// The embodied share of one job.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Embodied {
     /// Manufacturing emissions of one device's logic dies, kgCO2e.
     pub logic_kg_per_device: f64,

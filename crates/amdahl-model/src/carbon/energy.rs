@@ -3,10 +3,10 @@
 
 use super::{fraction, positive, CarbonError};
 use crate::units::{Flops, FlopsPerSecond, Joules, Seconds, Watts};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Whether the energy was measured (sensors) or estimated (power × time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Basis {
     Measured,
@@ -23,7 +23,7 @@ impl Basis {
 }
 
 /// Energy drawn by the IT equipment (before facility overhead).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ItEnergy {
     pub energy: Joules,
     /// Wall-clock duration of the job.
@@ -33,8 +33,13 @@ pub struct ItEnergy {
     /// Average power per device, when the energy was estimated from it.
     pub power_per_device: Option<Watts>,
     pub basis: Basis,
-    /// How the figure was obtained, in words ("330 W average per device (given)").
+    /// How the figure was obtained, in words ("330 W average per device, given").
     pub method: String,
+    /// A prediction (a plan, or a time derived from FLOPs) rather than a job that ran: the
+    /// statement then says "would".
+    pub predicted: bool,
+    /// What a reader must know before citing the figures (a failed or interrupted run).
+    pub caveats: Vec<String>,
 }
 
 impl ItEnergy {
@@ -56,6 +61,8 @@ impl ItEnergy {
             power_per_device: Some(power),
             basis: Basis::Estimated,
             method: method.into(),
+            predicted: false,
+            caveats: Vec::new(),
         })
     }
 
@@ -74,6 +81,8 @@ impl ItEnergy {
             power_per_device: None,
             basis: Basis::Measured,
             method: method.into(),
+            predicted: false,
+            caveats: Vec::new(),
         })
     }
 

@@ -16,7 +16,7 @@ pub const FLIGHT_SOURCE: &str =
     "Strubell et al. 2019 Table 1: one passenger, round trip NY-SF, 1,984 lbs CO2e";
 
 /// An emission expressed as car kilometres and passenger flights.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Equivalents {
     pub car_km: f64,
     pub car_source: &'static str,

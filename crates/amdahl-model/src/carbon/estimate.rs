@@ -3,26 +3,37 @@
 //! power × PUE); plus the embodied share and equivalents. [`CarbonReport`] is the `amdahl.carbon/1`
 //! result every output format is rendered from.
 
+use super::network::{Move, NetworkIntensity, Transfer};
 use super::{Basis, CarbonError, Embodied, Equivalents, ItEnergy};
 use crate::catalog::grid::GridIntensity;
 use crate::units::{GramsCo2e, Joules};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A PUE value and where it came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Pue {
     pub value: f64,
     pub source: String,
 }
 
 impl Pue {
-    /// PUE must be ≥ 1 (facility energy includes the IT energy).
+    /// The largest PUE accepted: 3.0, the "very inefficient" end of the scale in The Green Grid,
+    /// White Paper #6, *Green Grid Data Center Power Efficiency Metrics: PUE and DCiE* (2007),
+    /// which rates 3.0 very inefficient, 2.5 inefficient, 2.0 average, 1.5 efficient and 1.2 very
+    /// efficient. Survey averages sit near 1.6 (Uptime Institute Global Data Center Survey 2023:
+    /// 1.58), so a larger figure is almost always a typo (150 for 1.5) rather than a facility.
+    pub const MAX: f64 = 3.0;
+
+    /// PUE must lie in [1, [`Pue::MAX`]] (facility energy includes the IT energy).
     pub fn new(value: f64, source: impl Into<String>) -> Result<Self, CarbonError> {
         if !value.is_finite() {
             return Err(CarbonError::NotPositive { what: "PUE", value });
         }
         if value < 1.0 {
             return Err(CarbonError::PueBelowOne(value));
+        }
+        if value > Self::MAX {
+            return Err(CarbonError::PueAboveMax(value));
         }
         Ok(Self {
             value,
@@ -32,22 +43,33 @@ impl Pue {
 }
 
 /// The same job on another grid.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub intensity: GridIntensity,
     pub co2e_kg: f64,
     /// This grid's emissions ÷ the chosen grid's.
-    pub ratio: f64,
+    /// `None` (JSON `null`) when the chosen grid's emissions are zero: no ratio exists.
+    pub ratio: Option<f64>,
+    /// With `--data-gb`: the job moved here, its data shipped from the chosen grid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moved: Option<Move>,
 }
 
+/// The `schema` of an `amdahl carbon` result.
+pub const SCHEMA: &str = "amdahl.carbon/1";
+
 /// The result of `amdahl carbon` (`"schema": "amdahl.carbon/1"`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CarbonReport {
     pub schema: &'static str,
     /// Measured or estimated energy.
     pub basis: Basis,
     /// How the IT energy was obtained, in words.
     pub method: String,
+    /// A prediction rather than a job that ran (see [`ItEnergy::predicted`]).
+    pub predicted: bool,
+    /// What a reader must know before citing the figures (a failed or interrupted run).
+    pub caveats: Vec<String>,
     pub device: Option<String>,
     pub count: Option<u32>,
     pub duration_s: f64,
@@ -69,6 +91,9 @@ pub struct CarbonReport {
     /// Equivalents of the total.
     pub equivalents: Equivalents,
     pub compare: Vec<Comparison>,
+    /// With `--data-gb`: the data shipped to each `compare` site (charged to the chosen grid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<Transfer>,
 }
 
 /// Turn IT energy into facility energy and emissions on `grid`, with the same job on the
@@ -92,18 +117,17 @@ pub fn estimate(
             Comparison {
                 intensity: g,
                 co2e_kg: c.kg(),
-                ratio: if operational.get() > 0.0 {
-                    c / operational
-                } else {
-                    f64::NAN
-                },
+                ratio: (operational.get() > 0.0).then(|| c / operational),
+                moved: None,
             }
         })
         .collect();
     CarbonReport {
-        schema: "amdahl.carbon/1",
+        schema: SCHEMA,
         basis: it.basis,
         method: it.method.clone(),
+        predicted: it.predicted,
+        caveats: it.caveats.clone(),
         device: device.map(String::from),
         count: it.count,
         duration_s: it.duration.get(),
@@ -120,6 +144,27 @@ pub fn estimate(
         total_co2e_kg: total.kg(),
         equivalents: Equivalents::of(total),
         compare,
+        transfer: None,
+    }
+}
+
+impl CarbonReport {
+    /// Where to run: ship `data_gb` over `network` from the chosen grid to each `compare` site,
+    /// charging the transfer to the chosen grid, and say whether moving the job still pays (see
+    /// [`super::network`]).
+    pub fn with_transfer(
+        mut self,
+        data_gb: f64,
+        network: NetworkIntensity,
+    ) -> Result<Self, CarbonError> {
+        let origin = self.intensity.g_per_kwh;
+        let t = Transfer::new(data_gb, network, &self.intensity.code, origin)?;
+        let facility = Joules::from_kwh(self.energy_kwh);
+        for c in &mut self.compare {
+            c.moved = Some(Move::of(facility, origin, c.intensity.g_per_kwh, &t));
+        }
+        self.transfer = Some(t);
+        Ok(self)
     }
 }
 
@@ -130,7 +175,7 @@ mod tests {
     use crate::units::{Seconds, Watts};
 
     fn grid(g: f64) -> GridIntensity {
-        GridIntensity::custom(g, Scope::Direct, 2021).unwrap()
+        GridIntensity::custom(g, Scope::Direct, Some(2021)).unwrap()
     }
 
     fn within(x: f64, want: f64, tol: f64) {
@@ -200,7 +245,7 @@ mod tests {
             None,
             vec![grid(50.0), grid(800.0)],
         );
-        assert!((r.compare[0].ratio - 0.5).abs() < 1e-12);
+        assert!((r.compare[0].ratio.unwrap() - 0.5).abs() < 1e-12);
         assert!((r.compare[1].co2e_kg - 8.0 * r.co2e_kg).abs() < 1e-9);
     }
 

@@ -4,7 +4,9 @@
 //! total was read from a counter or an integrated power reading, estimated as soon as one was
 //! only estimated from CPU time; with the run's PUE and grid) and `amdahl.plan/1`
 //! (estimated: the predicted training run — `training.power_per_device` × `training.train_time`
-//! × `gpus`, which is the plan's `training.it_energy` — with the plan's device and PUE). A new
+//! × `gpus`, which is the plan's `training.it_energy` — with the plan's device and PUE) and
+//! `amdahl.infer/1` (estimated: 1,000 requests served, `energy_per_request_j` × 1,000, taking
+//! 1,000 ÷ `requests_per_s` seconds on `gpus` devices, with the result's PUE and grid). A new
 //! producer adds one arm to [`read`].
 
 use super::{CarbonError, ItEnergy};
@@ -12,13 +14,22 @@ use crate::units::{Joules, Seconds, Watts};
 use serde_json::Value;
 
 /// Schemas `amdahl carbon --from` understands.
-pub const SUPPORTED: &[&str] = &["amdahl.run/1", "amdahl.plan/1"];
+pub const SUPPORTED: &[&str] = &["amdahl.run/1", "amdahl.plan/1", "amdahl.infer/1"];
+
+/// Requests an `amdahl.infer/1` result is read as: the unit `co2e_per_1000_requests_g` uses.
+pub const INFER_REQUESTS: f64 = 1000.0;
 
 /// What a saved result says: its IT energy, and where it knows them the device (a catalog name)
 /// and the PUE it assumed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Saved {
+    /// The result's schema, one of [`SUPPORTED`].
+    pub schema: &'static str,
     pub energy: ItEnergy,
+    /// How many requests `energy` served, where the producer says (an inference result:
+    /// [`INFER_REQUESTS`]); `None` for training runs and plans, and for measured runs, which do
+    /// not know what a request is.
+    pub requests: Option<f64>,
     pub device: Option<String>,
     pub pue: Option<f64>,
     /// Where that PUE came from, as the producer recorded it.
@@ -82,17 +93,19 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
             let mut energy = ItEnergy::measured(
                 Joules(j),
                 Seconds(s),
-                format!("measured by `amdahl run` ({file})"),
+                format!("measured by amdahl run, file {file}"),
             )
             .map_err(|e| err(e.to_string()))?;
             if !estimated.is_empty() {
                 energy.basis = crate::carbon::Basis::Estimated;
+                let parts: Vec<&str> = estimated.iter().map(|id| device_words(id)).collect();
                 energy.method = format!(
-                    "`amdahl run` ({file}) with no readable counter for {}: estimated from CPU \
-                     time × TDP share and RAM size",
-                    estimated.join(", ")
+                    "amdahl run, file {file}; {} had no readable energy counter and \
+                     was estimated from CPU time × TDP share and RAM size",
+                    parts.join(" and ")
                 );
             }
+            energy.caveats = run_caveats(&v);
             let grid = v.get("intensity").and_then(|i| {
                 Some(SavedGrid {
                     region: i.get("region")?.as_str()?.to_string(),
@@ -105,7 +118,9 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
                 })
             });
             Ok(Saved {
+                schema: "amdahl.run/1",
                 energy,
+                requests: None,
                 device: None,
                 pue: v.get("pue").and_then(Value::as_f64),
                 pue_source: Some("as recorded by `amdahl run`".into()),
@@ -126,33 +141,136 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
             let method = format!(
-                "`amdahl plan` prediction ({file}): {} on {count} × {}, {:e} tokens, {:.0} W per \
-                 device{}",
+                "amdahl plan prediction, file {file}: {} on {count} × {}, {:e} tokens, {:.0} W \
+                 per device{}",
                 text_at("model.name").as_deref().unwrap_or("a model"),
                 device.as_deref().unwrap_or("devices"),
                 number("training.tokens")?,
                 power.get(),
                 if idle_estimated {
-                    " (idle power estimated as 1/8 of TDP)"
+                    ", idle power estimated as 1/8 of TDP"
                 } else {
                     ""
                 },
             );
-            let energy =
+            let mut energy =
                 ItEnergy::from_power(count, time, power, method).map_err(|e| err(e.to_string()))?;
+            energy.predicted = true;
             Ok(Saved {
+                schema: "amdahl.plan/1",
                 energy,
+                requests: None,
                 device,
                 pue: Some(number("training.pue")?),
                 pue_source: text_at("pue_source"),
                 grid: None,
             })
         }
+        "amdahl.infer/1" => {
+            // The serving contract: `energy_per_request_j` is IT energy at the devices (before
+            // PUE); `co2e_per_1000_requests_g` already includes PUE and grid, so it is not read.
+            let per_request = number("energy_per_request_j")?;
+            let rate = number("requests_per_s")?;
+            for (field, x) in [
+                ("energy_per_request_j", per_request),
+                ("requests_per_s", rate),
+            ] {
+                if !(x.is_finite() && x > 0.0) {
+                    return Err(err(format!("field `{field}` = {x} must be positive")));
+                }
+            }
+            let gpus = number("gpus")?;
+            let count = u32::try_from(gpus as u64)
+                .ok()
+                .filter(|n| f64::from(*n) == gpus && *n > 0)
+                .ok_or_else(|| err(format!("field `gpus` = {gpus} is not a device count")))?;
+            let power = Watts(number("power_per_gpu_w")?);
+            // The model and system may be plain names or objects with a `name`.
+            let name = |key: &str| text_at(key).or_else(|| text_at(&format!("{key}.name")));
+            let device = name("system").or_else(|| name("device"));
+            let method = format!(
+                "`amdahl infer` prediction ({file}): {} on {count} × {}, {} J per request, {:.0} W \
+                 per device, {} requests/s",
+                name("model").as_deref().unwrap_or("a model"),
+                device.as_deref().unwrap_or("devices"),
+                per_request,
+                power.get(),
+                rate,
+            );
+            let mut energy =
+                ItEnergy::from_power(count, Seconds(INFER_REQUESTS / rate), power, method)
+                    .map_err(|e| err(e.to_string()))?;
+            energy.energy = Joules(per_request * INFER_REQUESTS);
+            let grid = Some(SavedGrid {
+                region: name("region").unwrap_or_else(|| "amdahl infer".into()),
+                g_per_kwh: number("grid_g_per_kwh")?,
+                source: text_at("grid_source")
+                    .unwrap_or_else(|| "as recorded by `amdahl infer`".into()),
+                year: None,
+            });
+            Ok(Saved {
+                schema: "amdahl.infer/1",
+                energy,
+                requests: Some(INFER_REQUESTS),
+                device,
+                pue: Some(number("pue")?),
+                pue_source: text_at("pue_source")
+                    .or_else(|| Some("as recorded by `amdahl infer`".into())),
+                grid,
+            })
+        }
+        "amdahl.infer-search/1" => Err(err(
+            "this is an `amdahl infer --search` result, a ranking of configurations rather than \
+             one; re-run `amdahl infer` without --search on the configuration you chose and pass \
+             its --json output"
+                .into(),
+        )),
         other => Err(err(format!(
             "schema `{other}` is not supported by `amdahl carbon --from`; supported: {}",
             SUPPORTED.join(", ")
         ))),
     }
+}
+
+/// A measured device as a reader names it: `estimate:cpu` → "the CPU". Internal ids stay out of
+/// citable text.
+fn device_words(id: &str) -> &str {
+    match id.split_once(':').map_or(id, |(_, rest)| rest) {
+        "cpu" => "the CPU",
+        "ram" | "dram" | "memory" => "memory",
+        "gpu" => "the GPU",
+        _ => "a device",
+    }
+}
+
+/// What a run record says that a citation must not hide: the command failed, was killed by a
+/// signal, or the record is partial (amdahl was stopped before the command ended).
+fn run_caveats(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    match v.get("exit_code").and_then(Value::as_i64) {
+        Some(0) | None => {}
+        Some(code) => out.push(format!(
+            "the measured command failed with exit status {code}, so the figures describe a \
+             failed run"
+        )),
+    }
+    if let Some(sig) = v.get("child_signal").and_then(Value::as_str) {
+        out.push(format!(
+            "the measured command was killed by {sig}, so the figures describe an incomplete run"
+        ));
+    }
+    if v.get("partial").and_then(Value::as_bool) == Some(true) {
+        let by = v
+            .get("interrupted_by")
+            .and_then(Value::as_str)
+            .map(|s| format!(" by {s}"))
+            .unwrap_or_default();
+        out.push(format!(
+            "the measurement was interrupted{by} before the command ended, so the figures cover \
+             only part of it"
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -172,7 +290,7 @@ mod tests {
         .unwrap();
         assert_eq!(saved.energy.basis, Basis::Estimated);
         assert!(
-            saved.energy.method.contains("estimate:ram"),
+            saved.energy.method.contains("memory") && !saved.energy.method.contains("estimate:"),
             "{}",
             saved.energy.method
         );
@@ -182,6 +300,25 @@ mod tests {
             (g.region.as_str(), g.g_per_kwh, g.year),
             ("FR", 56.0, Some(2023))
         );
+    }
+
+    /// Issue 13 item 17: a statement was written for a run that failed (exit 2) without a word.
+    #[test]
+    fn failed_run_carries_a_caveat() {
+        let saved = read(
+            r#"{"schema":"amdahl.run/1","total_energy_j":36,"duration_s":1,"exit_code":2}"#,
+            "r.json",
+        )
+        .unwrap();
+        assert_eq!(saved.energy.caveats.len(), 1);
+        assert!(saved.energy.caveats[0].contains("exit status 2"));
+        assert!(!saved.energy.predicted);
+        let ok = read(
+            r#"{"schema":"amdahl.run/1","total_energy_j":36,"duration_s":1,"exit_code":0}"#,
+            "r.json",
+        )
+        .unwrap();
+        assert!(ok.energy.caveats.is_empty());
     }
 
     #[test]
@@ -222,6 +359,10 @@ mod tests {
         let text = serde_json::to_string(&plan).unwrap();
         let s = read(&text, "plan.json").unwrap();
         assert_eq!(s.energy.basis, Basis::Estimated);
+        assert!(
+            s.energy.predicted,
+            "a plan is a prediction: the statement says would"
+        );
         assert_eq!(s.energy.count, Some(512));
         assert_eq!(s.device.as_deref(), Some("A100 SXM4 80GB"));
         assert_eq!(s.pue, Some(1.1));
@@ -235,6 +376,33 @@ mod tests {
             .method
             .contains("Megatron-39B on 512 × A100 SXM4 80GB"));
         assert!(s.energy.method.contains("idle power estimated"));
+    }
+
+    #[test]
+    fn infer_result_is_a_thousand_requests() {
+        // 8 GPUs × 500 W ÷ 20 requests/s = 200 J per request (the hand-written contract fixture
+        // crates/amdahl-cli/tests/fixtures/infer.json); 1,000 requests = 200 kJ in 50 s.
+        let s = read(
+            r#"{"schema":"amdahl.infer/1","model":"llama3-8b","system":"h100","gpus":8,
+               "power_per_gpu_w":500,"requests_per_s":20,"energy_per_request_j":200,
+               "pue":1.1,"grid_g_per_kwh":56,"region":"FR","co2e_per_1000_requests_g":3.42}"#,
+            "i.json",
+        )
+        .unwrap();
+        assert_eq!(s.schema, "amdahl.infer/1");
+        assert_eq!(s.requests, Some(1000.0));
+        assert_eq!(s.energy.basis, Basis::Estimated);
+        assert!((s.energy.energy.get() - 200e3).abs() < 1e-6);
+        assert!((s.energy.duration.get() - 50.0).abs() < 1e-12);
+        assert_eq!(s.energy.count, Some(8));
+        assert_eq!((s.device.as_deref(), s.pue), (Some("h100"), Some(1.1)));
+        let g = s.grid.unwrap();
+        assert_eq!((g.region.as_str(), g.g_per_kwh), ("FR", 56.0));
+        assert!(
+            s.energy.method.contains("llama3-8b on 8 × h100"),
+            "{}",
+            s.energy.method
+        );
     }
 
     #[test]
@@ -255,6 +423,15 @@ mod tests {
             (
                 r#"{"schema":"amdahl.run/1","total_energy_j":-5,"duration_s":1}"#,
                 "positive",
+            ),
+            (r#"{"schema":"amdahl.infer-search/1"}"#, "without --search"),
+            (
+                r#"{"schema":"amdahl.infer/1","energy_per_request_j":200}"#,
+                "`requests_per_s` is missing",
+            ),
+            (
+                r#"{"schema":"amdahl.infer/1","energy_per_request_j":0,"requests_per_s":1}"#,
+                "must be positive",
             ),
         ] {
             let e = read(text, "r.json").unwrap_err().to_string();

@@ -3,11 +3,14 @@
 //! the embodied-carbon share of the hardware; everyday equivalents; and the data of a citable
 //! statement. Formulas and sources: docs/methodology.md.
 
+pub mod defaults;
 pub mod embodied;
 pub mod energy;
 pub mod equivalents;
 pub mod estimate;
 pub mod from_result;
+pub mod lifetime;
+pub mod network;
 pub mod statement;
 
 pub use embodied::Embodied;
@@ -21,11 +24,13 @@ use thiserror::Error;
 /// What is wrong with the inputs of an estimate.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum CarbonError {
-    #[error("{what} must be a positive number (got {value})")]
+    #[error("{what} must be a positive number (got {})", crate::units::shown(.value))]
     NotPositive { what: &'static str, value: f64 },
-    #[error("PUE {0} is below 1: PUE = facility energy / IT energy, so it is at least 1 (use 1.0 for a single machine)")]
+    #[error("PUE {} is below 1: PUE = facility energy / IT energy, so it is at least 1 (use 1.0 for a single machine)", crate::units::shown(.0))]
     PueBelowOne(f64),
-    #[error("{what} {value} is outside (0, 1]; give a fraction (0.4 for 40 %)")]
+    #[error("PUE {} is above {max}, the least efficient class The Green Grid defines (\"very inefficient\"); check the figure (a PUE of 1.5 is 1.5, not 150)", crate::units::shown(.0), max = crate::carbon::Pue::MAX)]
+    PueAboveMax(f64),
+    #[error("{what} {} is outside (0, 1]; give a fraction (0.4 for 40 %)", crate::units::shown(.value))]
     NotFraction { what: &'static str, value: f64 },
     #[error("{file}: {message}")]
     Input { file: String, message: String },

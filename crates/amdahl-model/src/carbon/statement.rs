@@ -5,8 +5,11 @@
 use super::{Basis, CarbonReport};
 use serde::Serialize;
 
+/// The `schema` of `amdahl carbon --statement json`.
+pub const SCHEMA: &str = "amdahl.statement/1";
+
 /// Everything a statement says (`"schema": "amdahl.statement/1"`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Statement {
     pub schema: &'static str,
     /// The device name, when known.
@@ -17,13 +20,17 @@ pub struct Statement {
     pub device_hours: Option<f64>,
     pub basis: Basis,
     pub method: String,
+    /// A prediction: the statement says "would".
+    pub predicted: bool,
+    /// Printed first: what a reader must know before citing (a failed or interrupted run).
+    pub caveats: Vec<String>,
     pub it_energy_kwh: f64,
     pub pue: f64,
     pub pue_source: String,
     pub energy_kwh: f64,
     pub intensity_g_per_kwh: f64,
     pub intensity_region: String,
-    pub intensity_year: u16,
+    pub intensity_year: Option<u16>,
     pub intensity_scope: &'static str,
     pub intensity_source: String,
     pub co2e_kg: f64,
@@ -34,13 +41,15 @@ pub struct Statement {
 impl Statement {
     pub fn from_report(r: &CarbonReport) -> Self {
         Self {
-            schema: "amdahl.statement/1",
+            schema: SCHEMA,
             device: r.device.clone(),
             count: r.count,
             duration_hours: r.duration_s / 3600.0,
             device_hours: r.device_hours,
             basis: r.basis,
             method: r.method.clone(),
+            predicted: r.predicted,
+            caveats: r.caveats.clone(),
             it_energy_kwh: r.it_energy_kwh,
             pue: r.pue.value,
             pue_source: r.pue.source.clone(),

@@ -12,7 +12,7 @@ const FILE: &str = "data/devices.csv";
 const TEXT: &str = include_str!("../../../../data/devices.csv");
 
 /// Arithmetic precisions with a vendor peak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     Fp64,
@@ -69,7 +69,7 @@ impl FromStr for Precision {
 }
 
 /// What kind of processor a device is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceKind {
     Gpu,
@@ -80,7 +80,7 @@ pub enum DeviceKind {
 }
 
 /// Peak rates per precision; `None` where the vendor publishes none.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Peaks {
     pub fp64: Option<FlopsPerSecond>,
     pub fp32: Option<FlopsPerSecond>,
@@ -104,7 +104,7 @@ impl Peaks {
 }
 
 /// One catalogued device.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Device {
     pub name: String,
     pub aliases: Vec<String>,

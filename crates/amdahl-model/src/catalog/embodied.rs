@@ -9,7 +9,7 @@ const FILE: &str = "data/embodied.csv";
 const TEXT: &str = include_str!("../../../../data/embodied.csv");
 
 /// One factor row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Factor {
     /// `logic` (per cm² at `node_nm`) or `dram` (per GB).
     pub component: String,

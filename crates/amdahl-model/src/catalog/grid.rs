@@ -17,7 +17,7 @@ const REGIONS_TEXT: &str = include_str!("../../../../data/regions.csv");
 pub const MAX_G_PER_KWH: f64 = 2000.0;
 
 /// Whether an intensity counts only combustion at the plant or the whole life cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// Life-cycle emissions of generation (construction, fuel supply, operation).
@@ -52,7 +52,7 @@ impl Scope {
 }
 
 /// A country grid row (or the world default, alpha-3 `WLD`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Country {
     pub alpha2: String,
     pub alpha3: String,
@@ -65,7 +65,7 @@ pub struct Country {
 }
 
 /// A cloud region: where it is and, when the provider publishes one, its own intensity.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CloudRegion {
     /// `provider:region`, e.g. `aws:eu-west-3`.
     pub id: String,
@@ -80,21 +80,28 @@ pub struct CloudRegion {
 }
 
 /// A resolved intensity: what a carbon estimate multiplies energy by, with its provenance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GridIntensity {
     /// The canonical code: ISO alpha-2, a region id, `world` or `custom`.
     pub code: String,
     /// Human name ("France", "aws:eu-west-3 (Paris) on the FR grid").
     pub name: String,
     pub g_per_kwh: GramsPerKwh,
-    pub year: u16,
+    /// The data year; `None` for a user-supplied intensity given without one (never guessed:
+    /// stamping today's year on a 2019 figure misdates it in a citable statement).
+    pub year: Option<u16>,
     pub scope: Scope,
     pub source: String,
 }
 
+/// A data year as every output prints it: "2022", or "year not given" where none is known.
+pub fn year_label(year: Option<u16>) -> String {
+    year.map_or_else(|| "year not given".into(), |y| y.to_string())
+}
+
 impl GridIntensity {
     /// A user-given intensity (`--intensity`), checked to lie in 0-2,000 g/kWh.
-    pub fn custom(g_per_kwh: f64, scope: Scope, year: u16) -> Result<Self, String> {
+    pub fn custom(g_per_kwh: f64, scope: Scope, year: Option<u16>) -> Result<Self, String> {
         check(g_per_kwh)?;
         Ok(Self {
             code: "custom".into(),
@@ -263,7 +270,7 @@ impl Grid {
             code,
             name: c.name.clone(),
             g_per_kwh: c.g_per_kwh,
-            year: c.year,
+            year: Some(c.year),
             scope: c.scope,
             source: c.source.clone(),
         }
@@ -280,7 +287,7 @@ impl Grid {
                 code: r.id.clone(),
                 name: place,
                 g_per_kwh: g,
-                year: r.year,
+                year: Some(r.year),
                 scope,
                 source: r.source.clone(),
             }),
@@ -290,7 +297,7 @@ impl Grid {
                     code: r.id.clone(),
                     name: format!("{place} on the {} grid", c.name),
                     g_per_kwh: c.g_per_kwh,
-                    year: c.year,
+                    year: Some(c.year),
                     scope: c.scope,
                     source: format!("{}; region: {}", c.source, r.source),
                 })
@@ -389,11 +396,17 @@ pub fn lookup(code: &str) -> Result<GridIntensity, CatalogError> {
 mod tests {
     use super::*;
 
+    /// Issue 13 item 14: the world default was a direct-emissions figure (IEA 475) while every
+    /// country row is life-cycle; it is now Ember's life-cycle world average for 2022 (436 g/kWh,
+    /// Global Electricity Review 2023), the same data set and year as the country rows.
     #[test]
-    fn world_default_is_iea_475() {
-        let w = lookup("world").unwrap();
-        assert_eq!(w.g_per_kwh, GramsPerKwh(475.0));
-        assert_eq!(w.year, 2019);
+    fn world_default_is_lifecycle_like_the_country_rows() {
+        let w = lookup(crate::carbon::defaults::GRID_REGION).unwrap();
+        assert_eq!(w.g_per_kwh, GramsPerKwh(436.0));
+        assert_eq!(w.year, Some(2022));
+        assert_eq!(w.scope, Scope::Lifecycle);
+        let g = embedded().unwrap();
+        assert!(g.countries().iter().all(|c| c.scope == Scope::Lifecycle));
     }
 
     #[test]
@@ -445,9 +458,9 @@ mod tests {
 
     #[test]
     fn custom_intensity_range() {
-        assert!(GridIntensity::custom(300.0, Scope::Lifecycle, 2024).is_ok());
-        assert!(GridIntensity::custom(-1.0, Scope::Lifecycle, 2024).is_err());
-        assert!(GridIntensity::custom(2500.0, Scope::Lifecycle, 2024).is_err());
+        assert!(GridIntensity::custom(300.0, Scope::Lifecycle, Some(2024)).is_ok());
+        assert!(GridIntensity::custom(-1.0, Scope::Lifecycle, Some(2024)).is_err());
+        assert!(GridIntensity::custom(2500.0, Scope::Lifecycle, Some(2024)).is_err());
     }
 
     #[test]

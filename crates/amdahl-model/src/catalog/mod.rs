@@ -6,6 +6,7 @@
 //! same format overrides or extends a catalog by name ([`Catalogs::add_user_file`]). Parse errors name
 //! the file, the line and the column.
 
+pub mod cpu_power;
 pub mod devices;
 pub mod embodied;
 pub mod grid;
@@ -32,7 +33,7 @@ pub enum CatalogError {
     #[error("{file}: {message}")]
     File { file: String, message: String },
     /// A name that is in no catalog.
-    #[error("unknown {kind} `{name}`{}", suggest::render(.suggestions))]
+    #[error("unknown {kind} `{name}`{}", suggest::render(kind, .suggestions))]
     Unknown {
         kind: &'static str,
         name: String,
@@ -40,8 +41,11 @@ pub enum CatalogError {
     },
 }
 
+/// The `schema` of `amdahl catalog --json`.
+pub const SCHEMA: &str = "amdahl.catalog/1";
+
 /// A catalog listing, the `amdahl catalog --json` result (`"schema": "amdahl.catalog/1"`).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct Listing<T: serde::Serialize> {
     pub schema: &'static str,
     /// `devices`, `regions`, `models` or `pue`.
@@ -52,7 +56,7 @@ pub struct Listing<T: serde::Serialize> {
 impl<T: serde::Serialize> Listing<T> {
     pub fn new(catalog: &'static str, items: Vec<T>) -> Self {
         Self {
-            schema: "amdahl.catalog/1",
+            schema: SCHEMA,
             catalog,
             items,
         }

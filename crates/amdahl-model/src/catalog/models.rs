@@ -10,7 +10,7 @@ const FILE: &str = "data/models.csv";
 const TEXT: &str = include_str!("../../../../data/models.csv");
 
 /// One catalogued model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ModelShape {
     pub name: String,
     pub aliases: Vec<String>,

@@ -8,7 +8,7 @@ const FILE: &str = "data/pue.csv";
 const TEXT: &str = include_str!("../../../../data/pue.csv");
 
 /// One preset.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PuePreset {
     pub name: String,
     pub pue: f64,

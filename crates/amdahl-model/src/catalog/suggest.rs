@@ -1,19 +1,9 @@
 //! "Did you mean" suggestions by edit distance.
 
-/// Levenshtein distance between two strings, by characters (two-row dynamic programme).
+/// Levenshtein distance between two strings, by characters (`strsim`, a well-kept crate, instead
+/// of a hand-written dynamic programme).
 pub(crate) fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
+    strsim::levenshtein(a, b)
 }
 
 /// The (up to) three candidates nearest to `query`, compared case-insensitively; a candidate that
@@ -49,12 +39,27 @@ pub(crate) fn nearest<'a>(
     out
 }
 
-/// The tail of an "unknown name" message.
-pub(crate) fn render(suggestions: &[String]) -> String {
+/// The `amdahl catalog` subcommand that lists the names of a kind (the CLI's `catalog` values).
+fn listing(kind: &str) -> &'static str {
+    match kind {
+        "device" => "devices",
+        "model" => "models",
+        "PUE preset" => "pue",
+        _ => "regions",
+    }
+}
+
+/// The tail of an "unknown name" message: the nearest names, and the command that lists them all
+/// (a bare `amdahl catalog` is a usage error: it needs the catalog's name).
+pub(crate) fn render(kind: &str, suggestions: &[String]) -> String {
+    let list = listing(kind);
     if suggestions.is_empty() {
-        "; run `amdahl catalog` to list the known names".into()
+        format!("; run `amdahl catalog {list}` to list the known names")
     } else {
-        format!("; did you mean {}?", suggestions.join(", "))
+        format!(
+            "; did you mean {}? `amdahl catalog {list}` lists them all",
+            suggestions.join(", ")
+        )
     }
 }
 
@@ -67,6 +72,19 @@ mod tests {
         assert_eq!(distance("kitten", "sitting"), 3);
         assert_eq!(distance("", "abc"), 3);
         assert_eq!(distance("h100", "h100"), 0);
+    }
+
+    /// Issue 13 item 21: an unknown model said "run `amdahl catalog`", which fails without the
+    /// catalog's name.
+    #[test]
+    fn unknown_name_hint_names_the_catalog_to_list() {
+        assert_eq!(
+            render("model", &[]),
+            "; run `amdahl catalog models` to list the known names"
+        );
+        assert!(render("device", &["H100 SXM5 80GB".into()]).contains("`amdahl catalog devices`"));
+        assert!(render("grid region", &[]).contains("`amdahl catalog regions`"));
+        assert!(render("PUE preset", &[]).contains("`amdahl catalog pue`"));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::units::{GramsCo2e, GramsPerKwh, Joules, Seconds, Watts};
 use serde::{Deserialize, Serialize};
 
 /// What the cost depends on beyond the estimate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CostInputs {
     /// Training tokens D.
     pub tokens: f64,
@@ -21,7 +21,7 @@ pub struct CostInputs {
     pub price_per_device_hour: Option<f64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cost {
     pub tokens: f64,
     pub steps: f64,
@@ -41,8 +41,7 @@ pub fn cost(est: &Estimate, hw: &Hardware, inp: &CostInputs) -> Cost {
     let steps = inp.tokens / tokens_per_step;
     let train_time = est.step_time * steps;
     let n = est.gpus as f64;
-    let u = est.busy_fraction.clamp(0.0, 1.0);
-    let power = hw.idle_power + (hw.tdp - hw.idle_power) * u;
+    let power = hw.power(est.busy_fraction);
     let it_energy = power * train_time * n;
     let facility_energy = it_energy * inp.pue;
     let device_hours = train_time.hours() * n;

@@ -126,7 +126,10 @@ pub enum PlanError {
     ZeroWithPipeline { zero: u8, pp: u32 },
     #[error("sequence parallelism needs tensor parallelism (--tp > 1)")]
     SequenceParallelWithoutTp,
-    #[error("{device} has no {precision} arithmetic; use --precision bf16 or fp32")]
+    #[error(
+        "{device} has no {precision} arithmetic; use --precision {}",
+        alternatives(precision)
+    )]
     Precision {
         device: String,
         precision: &'static str,
@@ -183,6 +186,15 @@ pub fn nearest_multiples(x: u64, unit: u64) -> String {
     let lo = x / unit * unit;
     let hi = lo + unit;
     nearest((lo > 0).then_some(lo), Some(hi))
+}
+
+/// What to suggest instead of a precision a device lacks: fp16 for bf16 (Volta, Turing have
+/// fp16 tensor cores only), bf16 or fp16 otherwise.
+fn alternatives(precision: &str) -> &'static str {
+    match precision {
+        "bf16" => "fp16 (16-bit with loss scaling; this device has no bf16) or fp32",
+        _ => "bf16 (fp16 on devices without bf16) or fp32",
+    }
 }
 
 #[cfg(test)]

@@ -13,23 +13,31 @@ use crate::units::{Bytes, BytesPerSecond, FlopsPerSecond, Seconds, Watts};
 use serde::{Deserialize, Serialize};
 
 /// Arithmetic precision of the training run (mixed precision keeps fp32 master weights).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     Fp32,
     Bf16,
+    /// IEEE half precision with loss scaling: the 16-bit format of devices without bf16 (Volta,
+    /// Turing); same tensor-core peak as their bf16-capable successors' 16-bit column.
+    Fp16,
     Fp8,
 }
 
 impl Precision {
-    pub const ALL: [Precision; 3] = [Precision::Fp32, Precision::Bf16, Precision::Fp8];
+    pub const ALL: [Precision; 4] = [
+        Precision::Fp32,
+        Precision::Bf16,
+        Precision::Fp16,
+        Precision::Fp8,
+    ];
 
     /// Bytes per activation element stored and communicated. fp8 runs (Transformer Engine) keep
     /// activations and communication in bf16; only GEMM inputs are cast to fp8.
     pub fn activation_bytes(self) -> f64 {
         match self {
             Precision::Fp32 => 4.0,
-            Precision::Bf16 | Precision::Fp8 => 2.0,
+            Precision::Bf16 | Precision::Fp16 | Precision::Fp8 => 2.0,
         }
     }
 
@@ -37,6 +45,7 @@ impl Precision {
         match self {
             Precision::Fp32 => "fp32",
             Precision::Bf16 => "bf16",
+            Precision::Fp16 => "fp16",
             Precision::Fp8 => "fp8",
         }
     }
@@ -44,7 +53,8 @@ impl Precision {
     pub fn parse(s: &str) -> Option<Self> {
         match s.to_ascii_lowercase().as_str() {
             "fp32" | "f32" => Some(Precision::Fp32),
-            "bf16" | "fp16" | "f16" => Some(Precision::Bf16),
+            "bf16" => Some(Precision::Bf16),
+            "fp16" | "f16" => Some(Precision::Fp16),
             "fp8" | "f8" => Some(Precision::Fp8),
             _ => None,
         }
@@ -52,7 +62,7 @@ impl Precision {
 }
 
 /// Architecture family: selects the GEMM-efficiency curve and memory-bandwidth efficiency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceClass {
     Volta,
@@ -69,7 +79,7 @@ pub enum DeviceClass {
 /// large-GEMM rate. Its efficiency F/(t × peak) = max_efficiency · F/(F + F½) rises with size and
 /// is half of `max_efficiency` at F½ = latency × max_efficiency × peak. Constants and their origin:
 /// docs/methodology.md ("GEMM efficiency").
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GemmCurve {
     pub max_efficiency: f64,
     pub latency: Seconds,
@@ -129,15 +139,19 @@ impl DeviceClass {
 }
 
 /// One accelerator as the model sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Hardware {
     pub name: String,
     pub class: DeviceClass,
     /// Dense peak for fp32 training (IEEE fp32 FMA units; TF32 is not used by default in
     /// PyTorch matmuls since 1.12); `None` where the vendor publishes none.
     pub peak_fp32: Option<FlopsPerSecond>,
-    /// Dense tensor-core peak for bf16 (fp16 on Volta, which has no bf16).
+    /// Dense 16-bit tensor-core peak: bf16, or fp16 on devices without bf16 (`has_bf16`).
     pub peak_bf16: FlopsPerSecond,
+    /// Whether the device computes bf16 natively. From the catalog's `arch`: Volta and Turing
+    /// have fp16 tensor cores only (NVIDIA V100 and T4 datasheets); bf16 came with Ampere.
+    #[serde(default = "yes")]
+    pub has_bf16: bool,
     /// Dense tensor-core fp8 peak, where the device has fp8.
     pub peak_fp8: Option<FlopsPerSecond>,
     pub memory: Bytes,
@@ -219,6 +233,10 @@ impl Hardware {
             class: DeviceClass::from_arch(&d.arch),
             peak_fp32: d.peak(CatalogPrecision::Fp32),
             peak_bf16,
+            has_bf16: !matches!(
+                d.arch.trim().to_ascii_lowercase().as_str(),
+                "volta" | "turing"
+            ),
             peak_fp8: d.peak(CatalogPrecision::Fp8),
             memory,
             memory_bandwidth,
@@ -231,18 +249,35 @@ impl Hardware {
 }
 
 impl Hardware {
+    /// Board power at utilisation `u` ∈ [0, 1]: P = P_idle + u·(TDP − P_idle), the linear
+    /// utilisation–power model the training cost and the serving model share (docs/methodology.md,
+    /// "Power model"). `u` is clamped to [0, 1], so no estimate exceeds the TDP or falls below idle.
+    pub fn power(&self, u: f64) -> Watts {
+        let u = if u.is_finite() {
+            u.clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        self.idle_power + (self.tdp - self.idle_power) * u
+    }
+
     /// Dense peak at `p`, `None` where the device lacks that precision.
     pub fn peak(&self, p: Precision) -> Option<FlopsPerSecond> {
         match p {
             Precision::Fp32 => self.peak_fp32,
-            Precision::Bf16 => Some(self.peak_bf16),
+            Precision::Bf16 => self.has_bf16.then_some(self.peak_bf16),
+            Precision::Fp16 => Some(self.peak_bf16),
             Precision::Fp8 => self.peak_fp8,
         }
     }
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// One network tier: α–β parameters for the collectives that cross it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Link {
     /// Per-GPU, per-direction bandwidth (β⁻¹).
     pub bandwidth: BytesPerSecond,
@@ -260,7 +295,7 @@ impl Link {
 }
 
 /// The two tiers of a GPU cluster.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Network {
     pub gpus_per_node: u32,
     pub intra: Link,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// Activation recomputation (Korthikanti et al. 2022, "Reducing Activation Recomputation in
 /// Large Transformer Models").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Recompute {
     /// Keep every activation.
@@ -41,7 +41,7 @@ impl Recompute {
 }
 
 /// Everything that defines how one job is laid out on the devices.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Layout {
     pub tp: u32,
     pub pp: u32,

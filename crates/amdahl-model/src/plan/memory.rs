@@ -14,7 +14,7 @@ use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
 
 /// Memory of the most loaded device (the first pipeline stage).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Memory {
     pub weights: Bytes,
     pub gradients: Bytes,
@@ -26,13 +26,13 @@ pub struct Memory {
 }
 
 /// Bytes per parameter of (weights, gradients, optimizer state) before ZeRO sharding.
-/// Mixed precision (bf16, fp8): bf16 weights and gradients, fp32 master weights + Adam m and v
+/// Mixed precision (bf16, fp16, fp8): 16-bit weights and gradients, fp32 master weights + Adam m and v
 /// (ZeRO §3.1: K = 12). fp8 (Transformer Engine) keeps bf16 weights and casts per GEMM.
 /// fp32: fp32 weights and gradients, Adam m and v.
 pub fn bytes_per_param(p: Precision) -> (f64, f64, f64) {
     match p {
         Precision::Fp32 => (4.0, 4.0, 8.0),
-        Precision::Bf16 | Precision::Fp8 => (2.0, 2.0, 12.0),
+        Precision::Bf16 | Precision::Fp16 | Precision::Fp8 => (2.0, 2.0, 12.0),
     }
 }
 

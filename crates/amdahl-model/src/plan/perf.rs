@@ -11,7 +11,7 @@ use crate::units::{Flops, Seconds};
 use serde::{Deserialize, Serialize};
 
 /// Where one iteration's time goes on the slowest pipeline stage; the parts sum to the step.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Breakdown {
     /// GEMMs (forward, backward, recomputation) outside the bubble.
     pub compute: Seconds,
@@ -55,7 +55,7 @@ impl Breakdown {
 }
 
 /// The prediction for one layout.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Estimate {
     pub layout: Layout,
     pub gpus: u64,

@@ -84,6 +84,7 @@ proptest! {
             gpus: nodes * 8,
             up_to: true,
             max_batch: batch,
+        exact_batch: false,
             microbatches: vec![1, 2, 4],
             max_interleave: 3,
             precisions: vec![Precision::Bf16],

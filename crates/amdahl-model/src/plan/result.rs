@@ -16,7 +16,7 @@ pub const PLAN_SCHEMA: &str = "amdahl.plan/1";
 pub const SEARCH_SCHEMA: &str = "amdahl.plan-search/1";
 
 /// Result of predicting one layout.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanResult {
     pub schema: String,
     pub model: ModelShape,
@@ -83,7 +83,7 @@ impl PlanResult {
 }
 
 /// One ranked layout in a search result, flattened for readers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RankedLayout {
     pub rank: usize,
     pub label: String,
@@ -123,7 +123,7 @@ impl RankedLayout {
 }
 
 /// Result of `amdahl plan --search`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchResult {
     pub schema: String,
     pub model: ModelShape,

@@ -16,14 +16,14 @@ use crate::units::FlopsPerSecond;
 use serde::{Deserialize, Serialize};
 
 /// 1−α_eff split by cause; the three sum to `serial_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SerialParts {
     pub communication: f64,
     pub bubble: f64,
     pub serial: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScalingPoint {
     pub gpus: u64,
     pub dp: u32,
@@ -39,7 +39,7 @@ pub struct ScalingPoint {
 }
 
 /// The precision what-if: the same layout at fp8, communication bytes unchanged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrecisionWhatIf {
     pub from: Precision,
     pub to: Precision,
@@ -51,7 +51,7 @@ pub struct PrecisionWhatIf {
     pub strong: Vec<ScalingPoint>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Scaling {
     pub strong: Vec<ScalingPoint>,
     pub weak: Vec<ScalingPoint>,

@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 /// What to minimise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Objective {
     /// Wall time to train the requested tokens.
@@ -39,14 +39,19 @@ impl Objective {
 }
 
 /// The space to search.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchSpace {
     /// Devices available.
     pub gpus: u64,
     /// Also consider jobs on fewer devices: every whole number of nodes up to `gpus`.
     pub up_to: bool,
-    /// Largest global batch; each layout uses the largest multiple of DP × mbs not above it.
+    /// The global batch: with `exact_batch` every layout trains on exactly this batch (DP × mbs
+    /// must divide it); without, each layout uses the largest multiple of DP × mbs not above it.
     pub max_batch: u32,
+    /// Keep the user's batch (`--batch`); false only when a smaller one is allowed
+    /// (`--batch-max`). Issue 13: the search silently trained on 2,516 when asked for 2,520.
+    #[serde(default)]
+    pub exact_batch: bool,
     pub microbatches: Vec<u32>,
     /// Largest interleaving factor tried (each divisor of the layers per stage up to it).
     pub max_interleave: u32,
@@ -59,7 +64,7 @@ pub struct SearchSpace {
 }
 
 /// One ranked layout.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Candidate {
     pub estimate: Estimate,
     pub cost: Cost,
@@ -68,7 +73,9 @@ pub struct Candidate {
 }
 
 /// Why layouts were rejected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Rejections {
     /// Does not fit in device memory.
     pub memory: u64,
@@ -78,28 +85,36 @@ pub struct Rejections {
     pub zero_with_pipeline: u64,
     /// DP × mbs exceeds the largest global batch.
     pub batch_too_small: u64,
+    /// DP × mbs does not divide the batch that must be kept exactly.
+    #[serde(default)]
+    pub batch_not_divisible: u64,
 }
 
 impl Rejections {
     pub fn total(&self) -> u64 {
-        self.memory + self.interleave_microbatches + self.zero_with_pipeline + self.batch_too_small
+        self.memory
+            + self.interleave_microbatches
+            + self.zero_with_pipeline
+            + self.batch_too_small
+            + self.batch_not_divisible
     }
     fn add(&mut self, o: &Rejections) {
         self.memory += o.memory;
         self.interleave_microbatches += o.interleave_microbatches;
         self.zero_with_pipeline += o.zero_with_pipeline;
         self.batch_too_small += o.batch_too_small;
+        self.batch_not_divisible += o.batch_not_divisible;
     }
 }
 
 /// The leanest layout seen, for "fits nowhere" messages.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Leanest {
     pub layout: Layout,
     pub memory_bytes: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchOutcome {
     pub evaluated: u64,
     pub fitting: u64,
@@ -196,6 +211,12 @@ fn rank(a: &Candidate, b: &Candidate) -> Ordering {
         .then_with(|| key(&a.estimate.layout).cmp(&key(&b.estimate.layout)))
 }
 
+/// What makes two layouts different jobs rather than near-duplicates: the parallel degrees, the
+/// microbatch, the batch and the precision.
+fn shape(l: &Layout) -> (u32, u32, u32, u32, u32, Precision) {
+    (l.tp, l.pp, l.dp, l.mbs, l.batch, l.precision)
+}
+
 type Key = (u32, u32, u32, u32, u32, u32, u8, u8, bool, u8, bool);
 fn key(l: &Layout) -> Key {
     (
@@ -224,7 +245,17 @@ struct Acc {
 }
 
 impl Acc {
+    /// Keep the best `k` layouts, one per parallel shape: variants of one shape (ZeRO stage,
+    /// recomputation, SP, overlap, interleaving) differ by fractions of a per cent and would fill
+    /// the list with near-duplicates, so only the best of them is listed.
     fn push_top(&mut self, c: Candidate, k: usize) {
+        let s = shape(&c.estimate.layout);
+        if let Some(t) = self.top.iter_mut().find(|t| shape(&t.estimate.layout) == s) {
+            if rank(&c, t) == Ordering::Less {
+                *t = c;
+            }
+            return;
+        }
         self.top.push(c);
         if self.top.len() >= 2 * k.max(1) {
             self.top.sort_by(rank);
@@ -293,6 +324,10 @@ fn search_cell(
     let size = cell_size(model, c, space);
     acc.evaluated += size;
     let unit = u64::from(c.dp) * u64::from(c.mbs);
+    if space.exact_batch && u64::from(space.max_batch) % unit != 0 {
+        acc.rejected.batch_not_divisible += size;
+        return;
+    }
     let batch = u64::from(space.max_batch) / unit * unit;
     if batch == 0 {
         acc.rejected.batch_too_small += size;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// A dense transformer. `kv_heads < heads` is grouped-query attention; `gated_mlp` is a SwiGLU
 /// MLP (three `h × ffn` matrices instead of two).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModelShape {
     pub name: String,
     pub layers: u32,

@@ -37,7 +37,7 @@ pub struct FitOptions {
 }
 
 /// The what-if question without N and 1−α, which come from the fit.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WhatIfSpec {
     /// Speed-up of the parallel part.
     pub k: f64,
@@ -48,7 +48,7 @@ pub struct WhatIfSpec {
 }
 
 /// A what-if evaluated for one series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WhatIfAt {
     pub n: f64,
     pub spec: WhatIfSpec,
@@ -56,7 +56,7 @@ pub struct WhatIfAt {
 }
 
 /// One measured run, analysed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointResult {
     pub n: f64,
     /// N/N0.
@@ -72,7 +72,7 @@ pub struct PointResult {
 }
 
 /// Karp–Flatt trend of e against N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Trend {
     /// A true serial part: Amdahl's law holds.
@@ -81,10 +81,13 @@ pub enum Trend {
     Rising,
     /// Superlinear effects (caches) or a baseline with its own overhead.
     Falling,
+    /// Not tested: fewer than three points beyond the baseline (or all at one N), so there is no
+    /// slope to test. Never reported as `constant`, which would claim Amdahl's law holds.
+    Untested,
 }
 
 /// A prediction of the chosen model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Prediction {
     pub n: f64,
     pub speedup: f64,
@@ -93,7 +96,7 @@ pub struct Prediction {
 }
 
 /// The analysis of one labelled series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SeriesResult {
     pub label: String,
     pub n_counts: Option<String>,
@@ -126,7 +129,7 @@ impl SeriesResult {
 }
 
 /// The whole `amdahl fit` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FitResult {
     pub schema: String,
     /// Where the data came from (file name or built-in data set), when known.
@@ -399,14 +402,14 @@ fn trend(points: &[PointResult]) -> (Trend, Option<f64>, Option<f64>) {
         .collect();
     let m = xy.len() as f64;
     if xy.len() < 3 {
-        return (Trend::Constant, None, None);
+        return (Trend::Untested, None, None);
     }
     let mx = xy.iter().map(|v| v.0).sum::<f64>() / m;
     let my = xy.iter().map(|v| v.1).sum::<f64>() / m;
     let sxx: f64 = xy.iter().map(|v| (v.0 - mx).powi(2)).sum();
     let sxy: f64 = xy.iter().map(|v| (v.0 - mx) * (v.1 - my)).sum();
     if sxx.is_nan() || sxx <= 0.0 {
-        return (Trend::Constant, None, None);
+        return (Trend::Untested, None, None);
     }
     let slope = sxy / sxx;
     let rss: f64 = xy

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Per-N attribution.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DecompositionRow {
     pub n: f64,
     /// Karp–Flatt e at this N (= Σ contributions).
@@ -25,7 +25,7 @@ pub struct DecompositionRow {
 }
 
 /// Attribution of 1−α_eff for one series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Decomposition {
     pub phases: Vec<String>,
     pub baseline_n: f64,

@@ -12,7 +12,7 @@ use super::error::ScalingError;
 use serde::{Deserialize, Serialize};
 
 /// What the value column of a series measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Measure {
     /// Wall time of a fixed amount of work (strong scaling).
@@ -47,7 +47,7 @@ pub const PHASES: [&str; 5] = ["compute", "communication", "sync", "copy", "seri
 pub const UNATTRIBUTED: &str = "unattributed";
 
 /// One measured run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Row {
     /// 1-based source row (CSV line or JSON array element) for error messages.
     pub row: usize,
@@ -59,14 +59,14 @@ pub struct Row {
 }
 
 /// The runs of one label, in file order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Series {
     pub label: String,
     pub rows: Vec<Row>,
 }
 
 /// A parsed input file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Dataset {
     pub measure: Measure,
     /// What N counts (processes, GPUs, nodes, clients), when the file says.

@@ -18,7 +18,7 @@ use super::lsq::{Lsq, MAX_P};
 use serde::{Deserialize, Serialize};
 
 /// Which model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelKind {
     Amdahl,
@@ -65,7 +65,7 @@ impl ModelKind {
 }
 
 /// One fitted parameter with its standard error (None when the fit has no residual freedom).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Param {
     pub name: String,
     pub value: f64,
@@ -73,7 +73,7 @@ pub struct Param {
 }
 
 /// A fitted model: parameters, goodness of fit and the quantities it predicts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModelFit {
     pub model: ModelKind,
     pub formula: String,
@@ -124,7 +124,7 @@ impl ModelFit {
 }
 
 /// A model that could not be fitted, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Skipped {
     pub model: ModelKind,
     pub reason: String,
@@ -144,11 +144,7 @@ pub fn fit(kind: ModelKind, n: &[f64], t: &[f64], n0: f64) -> Result<ModelFit, S
             kind.min_points()
         )));
     }
-    let (values, cov) = match kind {
-        ModelKind::Usl => fit_usl(n, t).ok_or_else(|| skip("did not converge".into()))?,
-        _ => fit_linear(kind, n, t)
-            .ok_or_else(|| skip("design is singular (too few distinct N)".into()))?,
-    };
+    let (values, cov) = fit_scaled(kind, n, &t[..m]).map_err(skip)?;
     let params: Vec<Param> = kind
         .param_names()
         .iter()
@@ -269,6 +265,45 @@ fn solve_half(g: impl Fn(f64) -> f64, n0: f64) -> Option<f64> {
 }
 
 type Fitted = (Vec<f64>, Vec<Vec<f64>>);
+
+/// Fit on times divided by their largest value, then scale the parameters back. The fitters'
+/// convergence and singularity tests use absolute thresholds tuned for values near 1; FLOP/s
+/// throughputs (t ~ 1e-15) or tiny times left USL "not converged" and the linear models
+/// "singular" (issue 13 item 11). Every model is linear in the time scale: a, b, c scale with
+/// t; USL's λ (a rate) scales with 1/t; σ and κ are dimensionless.
+fn fit_scaled(kind: ModelKind, n: &[f64], t: &[f64]) -> Result<Fitted, String> {
+    let t_ref = t.iter().copied().fold(0.0, f64::max);
+    if !(t_ref.is_finite() && t_ref > 0.0) || t.iter().any(|&x| !(x.is_finite() && x > 0.0)) {
+        return Err("needs positive, finite times".into());
+    }
+    let scaled: Vec<f64> = t.iter().map(|&x| x / t_ref).collect();
+    if scaled.iter().any(|&x| x < f64::MIN_POSITIVE) {
+        return Err(format!(
+            "the values span more than {:.0} orders of magnitude",
+            f64::MAX_10_EXP
+        ));
+    }
+    let (mut values, mut cov) = match kind {
+        ModelKind::Usl => fit_usl(n, &scaled).ok_or_else(|| "did not converge".to_string())?,
+        _ => fit_linear(kind, n, &scaled)
+            .ok_or_else(|| "design is singular (too few distinct N)".to_string())?,
+    };
+    // Per-parameter factor back to input units.
+    let factor = |i: usize| match (kind, i) {
+        (ModelKind::Usl, 2) => 1.0 / t_ref,
+        (ModelKind::Usl, _) => 1.0,
+        _ => t_ref,
+    };
+    for (i, v) in values.iter_mut().enumerate() {
+        *v *= factor(i);
+    }
+    for (i, row) in cov.iter_mut().enumerate() {
+        for (j, c) in row.iter_mut().enumerate() {
+            *c *= factor(i) * factor(j);
+        }
+    }
+    Ok((values, cov))
+}
 
 fn fit_linear(kind: ModelKind, n: &[f64], t: &[f64]) -> Option<Fitted> {
     let p = kind.param_names().len();
@@ -475,5 +510,35 @@ mod tests {
     fn too_few_points_is_skipped_with_a_reason() {
         let e = fit(ModelKind::Usl, &[1.0, 2.0, 3.0], &[1.0, 0.6, 0.5], 1.0).unwrap_err();
         assert!(e.reason.contains("at least 4"), "{}", e.reason);
+    }
+
+    #[test]
+    fn usl_fits_flops_throughputs_after_scaling() {
+        // Issue 13 item 11: throughputs ≥ ~1e10 (FLOP/s) left USL "did not converge", and at
+        // extreme scales every model failed as "too few distinct N". The fit must not depend on
+        // the unit: σ, κ and 1−α are the same at every scale; λ scales with the data.
+        let n = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
+        let x = [1.0, 1.9, 3.5, 6.0, 9.0, 11.0];
+        let base: Vec<ModelFit> = ModelKind::ALL
+            .iter()
+            .map(|&k| fit(k, &n, &x.map(|v| 1.0 / v), 1.0).unwrap())
+            .collect();
+        for scale in [1e-300, 1e-100, 1e-10, 1e10, 1e12, 1e16, 1e100, 1e250, 1e300] {
+            let t: Vec<f64> = x.iter().map(|v| 1.0 / (v * scale)).collect();
+            for b in &base {
+                let f = fit(b.model, &n, &t, 1.0)
+                    .unwrap_or_else(|e| panic!("{:?} at {scale}: {}", b.model, e.reason));
+                let rel = |a: f64, b: f64| ((a - b) / b).abs();
+                assert!(rel(f.serial_fraction, b.serial_fraction) < 1e-6, "{scale}");
+                assert!(
+                    rel(f.rss_rel, b.rss_rel) < 1e-6 || f.rss_rel < 1e-20,
+                    "{scale}"
+                );
+                if b.model == ModelKind::Usl {
+                    assert!(rel(f.params[0].value, b.params[0].value) < 1e-6);
+                    assert!(rel(f.params[2].value, b.params[2].value * scale) < 1e-6);
+                }
+            }
+        }
     }
 }

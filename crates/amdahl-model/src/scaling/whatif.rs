@@ -17,7 +17,7 @@ use super::laws;
 use serde::{Deserialize, Serialize};
 
 /// The question: a system at N processors with serial fraction 1−α.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WhatIf {
     pub n: f64,
     /// 1−α before the change.
@@ -31,7 +31,7 @@ pub struct WhatIf {
 }
 
 /// The answer.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WhatIfResult {
     pub serial_before: f64,
     pub serial_after: f64,
@@ -39,6 +39,27 @@ pub struct WhatIfResult {
     pub efficiency_after: f64,
     /// T(N)/T'(N): the payload performance gain of the same job.
     pub payload_gain: f64,
+}
+
+/// The `schema` of an `amdahl accelerate` result.
+pub const SCHEMA: &str = "amdahl.accelerate/1";
+
+/// The `amdahl accelerate` result: the question and the model's answer (`amdahl.accelerate/1`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AccelerateResult {
+    pub schema: &'static str,
+    pub input: WhatIf,
+    pub result: WhatIfResult,
+}
+
+impl AccelerateResult {
+    pub fn new(input: WhatIf, result: WhatIfResult) -> Self {
+        Self {
+            schema: SCHEMA,
+            input,
+            result,
+        }
+    }
 }
 
 impl WhatIf {
@@ -62,8 +83,9 @@ impl WhatIf {
         if !(self.n > 1.0 && self.n.is_finite()) {
             return Err(arg("n", self.n, "needs N > 1"));
         }
-        if !(self.serial > 0.0 && self.serial < 1.0) {
-            return Err(arg("serial", self.serial, "1−α must lie in (0, 1)"));
+        // 1−α = 0 (E = 1, perfect scaling) is a valid point: nothing serial to stay behind.
+        if !(self.serial >= 0.0 && self.serial < 1.0) {
+            return Err(arg("serial", self.serial, "1−α must lie in [0, 1)"));
         }
         if !(self.k > 0.0 && self.k.is_finite()) {
             return Err(arg("k", self.k, "the speed-up factor must be positive"));

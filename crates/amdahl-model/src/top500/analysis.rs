@@ -19,7 +19,9 @@ use std::str::FromStr;
 pub const SCHEMA: &str = "amdahl.top500/1";
 
 /// What the processor count N counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum NCounts {
     /// TOP500 "Total Cores": CPU cores plus accelerator cores (SMs, CUs, Xe cores).
@@ -94,7 +96,8 @@ pub fn count_n(s: &System, what: NCounts) -> NCount {
                         n: (n > 0).then_some(n),
                         how: format!(
                             "{cores} accelerator cores / {per} {} per {} = {n} devices{exact}",
-                            d.unit, d.device
+                            plural(&d.unit, per),
+                            d.device
                         ),
                     }
                 }
@@ -139,7 +142,7 @@ pub struct Query {
 }
 
 /// One system's analysis: the `systems[]` element of `amdahl.top500/1`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SystemAnalysis {
     /// "YYYY-MM", or "unknown" when neither the file name nor the sheet says.
     pub list: String,
@@ -166,7 +169,7 @@ pub struct SystemAnalysis {
 }
 
 /// The result of `amdahl top500`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Top500Result {
     pub schema: String,
     pub n_counts: NCounts,
@@ -246,5 +249,24 @@ pub fn analyse(lists: &[ListFile], q: &Query) -> Top500Result {
         n_counts: q.n_counts,
         systems: systems.into_iter().map(|(_, a)| a).collect(),
         notes: lists.iter().flat_map(|l| l.notes.iter().cloned()).collect(),
+    }
+}
+
+/// "128 cores", "80 SMs", "1 core" (issue 13 item 21: "128 core per").
+fn plural(unit: &str, count: u64) -> String {
+    if count == 1 {
+        unit.to_string()
+    } else {
+        format!("{unit}s")
+    }
+}
+
+#[cfg(test)]
+mod plural_tests {
+    #[test]
+    fn cores_per_device_unit_was_singular() {
+        assert_eq!(super::plural("core", 128), "cores");
+        assert_eq!(super::plural("SM", 80), "SMs");
+        assert_eq!(super::plural("core", 1), "core");
     }
 }

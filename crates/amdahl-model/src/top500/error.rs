@@ -26,6 +26,16 @@ pub enum Top500Error {
     /// A bad cell (boxed: the location is five strings, and errors travel by value).
     #[error("{0}")]
     Cell(Box<CellProblem>),
+
+    /// Ranks with a gap: rows of the list were lost (a damaged record length drops them silently).
+    #[error("{file}: sheet \"{sheet}\": ranks {from}–{to} are missing ({systems} systems read); the file is probably damaged: re-download it from top500.org")]
+    RanksMissing {
+        file: String,
+        sheet: String,
+        from: u32,
+        to: u32,
+        systems: usize,
+    },
 }
 
 /// Where a bad value sits and what is wrong with it.

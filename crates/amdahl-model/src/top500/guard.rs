@@ -39,10 +39,29 @@ fn records(mut stream: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
 /// Largest shared-string table amdahl accepts (one string per cell at most).
 const MAX_SHARED_STRINGS: u64 = MAX_CELLS;
 
-/// Check the shared-string count an `.xlsx` declares; `Err` carries the reason.
+/// Most bytes an `.xlsx` may unpack to, all parts together: 64 MiB. The official lists unpack to
+/// about 1 MB; a 3 MB archive of whitespace unpacks to 3 GB, which calamine would hold in memory.
+pub const MAX_UNPACKED: u64 = 64 << 20;
+
+/// Check what an `.xlsx` unpacks to (decompressing once into nothing, so a lying header does not
+/// help) and the shared-string count it declares; `Err` carries the reason.
 pub fn xlsx(bytes: &[u8]) -> Result<(), String> {
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes))
         .map_err(|e| format!("not a valid zip archive: {e}"))?;
+    let mut unpacked: u64 = 0;
+    for i in 0..zip.len() {
+        let Ok(entry) = zip.by_index(i) else { continue };
+        let left = MAX_UNPACKED - unpacked;
+        // A part that fails to decompress is calamine's to report, with its own message.
+        unpacked += std::io::copy(&mut entry.take(left + 1), &mut std::io::sink()).unwrap_or(0);
+        if unpacked > MAX_UNPACKED {
+            return Err(format!(
+                "the workbook unpacks to more than {} MiB (an official TOP500 list unpacks to about 1 MB); \
+                 the file is probably damaged or not a TOP500 list (a larger list can be read as CSV)",
+                MAX_UNPACKED >> 20
+            ));
+        }
+    }
     for i in 0..zip.len() {
         let Ok(entry) = zip.by_index(i) else { continue };
         if !entry
@@ -196,6 +215,28 @@ fn check_sheet(sheet: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xlsx_zip_bomb_of_whitespace_is_refused_before_calamine() {
+        // Issue 13 item 8: a 3.2 MB archive of whitespace made `top500` use 3 GB.
+        use std::io::Write;
+        let mut buf = Cursor::new(Vec::new());
+        {
+            let mut z = zip::ZipWriter::new(&mut buf);
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated);
+            z.start_file("xl/worksheets/sheet1.xml", opts).unwrap();
+            let blank = vec![b' '; 1 << 20];
+            for _ in 0..(MAX_UNPACKED >> 20) + 1 {
+                z.write_all(&blank).unwrap();
+            }
+            z.finish().unwrap();
+        }
+        let bytes = buf.into_inner();
+        assert!(bytes.len() < 1 << 20, "{}", bytes.len());
+        let e = xlsx(&bytes).unwrap_err();
+        assert!(e.contains("more than 64 MiB"), "{e}");
+    }
 
     fn rec(typ: u16, data: &[u8]) -> Vec<u8> {
         let mut v = typ.to_le_bytes().to_vec();

@@ -3,7 +3,7 @@
 //! `amdahl surface` work with no file at hand.
 
 use super::error::Top500Error;
-use super::read::read_list;
+use super::read::read_selection;
 use super::record::ListFile;
 
 /// The embedded history CSV (same headers as a TOP500 list, plus `List` and `Source`).
@@ -12,7 +12,7 @@ pub const HISTORY_CSV: &str = include_str!("../../../../data/top500/history.csv"
 /// Parse the built-in history. It is checked by the tests, so an error here is a packaging bug;
 /// it is still returned, not unwrapped.
 pub fn builtin_history() -> Result<ListFile, Top500Error> {
-    read_list(
+    read_selection(
         "built-in history (data/top500/history.csv)",
         HISTORY_CSV.as_bytes(),
     )

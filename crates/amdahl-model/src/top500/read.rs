@@ -21,7 +21,17 @@ use crate::units::{FlopsPerSecond, Watts};
 ///
 /// A workbook with several list sheets (the shared 2023-11 copy has the list and a transposed
 /// duplicate) is read from one of them; the others are mentioned in [`ListFile::notes`].
+///
+/// Ranks are checked for gaps (see [`check_ranks`]): lost rows are an error in a spreadsheet.
 pub fn read_list(file: &str, bytes: &[u8]) -> Result<ListFile, Top500Error> {
+    let mut list = read_selection(file, bytes)?;
+    check_ranks(&mut list, is_spreadsheet(bytes))?;
+    Ok(list)
+}
+
+/// [`read_list`] without the rank check: for a deliberate selection of systems from several
+/// lists (the built-in history).
+pub(crate) fn read_selection(file: &str, bytes: &[u8]) -> Result<ListFile, Top500Error> {
     let grids = grid::load(file, bytes)?;
     let found = locate_all(&grids);
     // Of several list sheets, read the one with the most fields (the shared 2023-11 copy's
@@ -31,18 +41,88 @@ pub fn read_list(file: &str, bytes: &[u8]) -> Result<ListFile, Top500Error> {
     };
     let mut list = parse_sheet(file, g, layout)?;
     for &(other, l) in found.iter().filter(|(o, _)| !std::ptr::eq(*o, g)) {
+        // Sheet names can be bare numbers ("62"): say that they are sheet names, which one was
+        // read and why, so the note is not mistaken for a rank or a count.
         list.notes.push(format!(
-            "{file}: sheet \"{}\" also holds a list ({}); read sheet \"{}\" only",
+            "{file}: the workbook holds the list twice; read the sheet named \"{}\" (it has the \
+             most fields) and ignored the copy in the sheet named \"{}\" ({})",
+            g.name,
             other.name,
             if l.transposed {
                 "transposed: one system per column"
             } else {
                 "one system per row"
             },
-            g.name
         ));
     }
     Ok(list)
+}
+
+/// An official list as top500.org publishes it: an OLE2 `.xls` or a zip `.xlsx`.
+fn is_spreadsheet(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0xD0, 0xCF, 0x11, 0xE0]) || bytes.starts_with(b"PK")
+}
+
+/// Systems every official list holds.
+pub const LIST_LENGTH: usize = 500;
+
+/// Ranks must run from 1 without gaps (ties share a rank and the next rank skips as many: 1, 2,
+/// 2, 4). A gap means rows were lost: an error for a spreadsheet (an official list is complete),
+/// a note for a CSV (which may be a deliberate selection). A spreadsheet with fewer than
+/// [`LIST_LENGTH`] systems is noted too: it may have been cut short at the end.
+fn check_ranks(list: &mut ListFile, spreadsheet: bool) -> Result<(), Top500Error> {
+    // One file may hold several editions (a CSV with a list column): each is ranked on its own.
+    let mut editions: Vec<Option<ListId>> = list.systems.iter().map(|s| s.list).collect();
+    editions.sort_unstable();
+    editions.dedup();
+    for edition in editions {
+        let ranks: Vec<u32> = list
+            .systems
+            .iter()
+            .filter(|s| s.list == edition)
+            .map(|s| s.rank)
+            .collect();
+        check_edition(list, ranks, spreadsheet)?;
+    }
+    Ok(())
+}
+
+fn check_edition(
+    list: &mut ListFile,
+    mut ranks: Vec<u32>,
+    spreadsheet: bool,
+) -> Result<(), Top500Error> {
+    ranks.sort_unstable();
+    // Sorted, the i-th rank (from 0) is at most i + 1; the first that exceeds it starts a gap.
+    let gap = ranks
+        .iter()
+        .enumerate()
+        .find(|&(i, &r)| u64::from(r) > i as u64 + 1)
+        .map(|(i, &r)| (i as u32 + 1, r - 1));
+    if let Some((from, to)) = gap {
+        if spreadsheet {
+            return Err(Top500Error::RanksMissing {
+                file: list.file.clone(),
+                sheet: list.sheet.clone(),
+                from,
+                to,
+                systems: ranks.len(),
+            });
+        }
+        list.notes.push(format!(
+            "warning: {}: ranks {from}–{to} are missing ({} systems read); analysing the systems present",
+            list.file,
+            ranks.len()
+        ));
+    } else if spreadsheet && ranks.len() < LIST_LENGTH {
+        list.notes.push(format!(
+            "warning: {}: sheet \"{}\" holds {} systems, an official TOP500 list holds {LIST_LENGTH}; the file may be cut short",
+            list.file,
+            list.sheet,
+            ranks.len()
+        ));
+    }
+    Ok(())
 }
 
 /// Read every sheet that holds a TOP500 list (for checking that duplicates agree).
@@ -448,7 +528,20 @@ impl RowCtx<'_> {
             None => Ok(None),
             Some(x) if x < 0.0 => Err(self.err(f, format!("{x} is negative"))),
             Some(0.0) => Ok(None),
-            Some(x) => Ok(Some(x * scale)),
+            Some(x) => self.finite(f, x, scale).map(Some),
+        }
+    }
+    /// `x` in the header's unit times `scale` (to SI), which must stay finite (1e308 TFlop/s
+    /// does not).
+    fn finite(&self, field: usize, x: f64, scale: f64) -> Result<f64, Top500Error> {
+        let si = x * scale;
+        if si.is_finite() {
+            Ok(si)
+        } else {
+            Err(self.err(
+                field,
+                format!("{x} is too large to be a measurement in this column's unit"),
+            ))
         }
     }
 }
@@ -507,7 +600,7 @@ fn parse_system(
         if x <= 0.0 {
             return Err(ctx.err(f, format!("{what} must be > 0, got {x}")));
         }
-        Ok(x * unit)
+        ctx.finite(f, x, unit)
     };
     let rmax = flops(cols.rmax, "Rmax")?;
     let rpeak = flops(cols.rpeak, "Rpeak")?;
@@ -560,7 +653,21 @@ fn parse_system(
         nodes: ctx.count(cols.nodes)?,
         rmax: FlopsPerSecond(rmax),
         rpeak: FlopsPerSecond(rpeak),
-        hpcg: ctx.positive(cols.hpcg)?.map(FlopsPerSecond),
+        hpcg: match ctx.positive(cols.hpcg)? {
+            // HPCG, like HPL, cannot beat the theoretical peak (issue 13: E_HPCG 200 % was shown).
+            Some(h) if h > rpeak * (1.0 + 1e-9) => {
+                let f = cols.hpcg.map_or(cols.rmax.0, |c| c.0);
+                return Err(ctx.err(
+                    f,
+                    format!(
+                        "HPCG ({}) exceeds Rpeak ({}): no benchmark beats the theoretical peak; check both values and the units in their headers",
+                        raw(ctx.v.get(ctx.rec, f)),
+                        raw(ctx.v.get(ctx.rec, cols.rpeak.0)),
+                    ),
+                ));
+            }
+            h => h.map(FlopsPerSecond),
+        },
         power: ctx.positive(cols.power)?.map(Watts),
         listed_gflops_per_watt: ctx.positive(cols.efficiency)?,
         source,
@@ -574,6 +681,45 @@ mod tests {
     const CSV: &str = "Rank,Name,Site,Country,Total Cores,Accelerator/Co-Processor Cores,Rmax [TFlop/s],Rpeak [TFlop/s],HPCG [TFlop/s],Power (kW)\n\
         1,Alpha,Lab,X,\"1,000\",,50,100,1,500\n\
         2,Beta,Lab,Y,10,,5,10,,\n";
+
+    #[test]
+    fn top500_rmax_1e308_and_hpcg_above_rpeak_are_errors_not_nan() {
+        // Issue 13 item 10: "NaN %", "inf" and E_HPCG 200 % were printed with exit 0.
+        let head = "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s],HPCG [TFlop/s]\n";
+        let huge = format!("{head}1,A,10,1e308,1e308,\n");
+        let e = read_list("TOP500_201811.csv", huge.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("too large"), "{e}");
+        let hpcg = format!("{head}1,A,10,5,10,20\n");
+        let e = read_list("TOP500_201811.csv", hpcg.as_bytes()).unwrap_err();
+        assert!(
+            e.to_string().contains("HPCG (20) exceeds Rpeak (10)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn top500_ranks_with_a_gap_are_noted_in_a_csv() {
+        // Issue 13 item 9: lost rows must not vanish silently.
+        let csv = "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n\
+            1,A,10,5,10\n2,B,10,5,10\n2,C,10,5,10\n4,D,10,5,10\n7,E,10,5,10\n";
+        let l = read_list("TOP500_201811.csv", csv.as_bytes()).unwrap();
+        assert_eq!(l.systems.len(), 5);
+        let notes = l.notes.join("\n");
+        assert!(notes.contains("ranks 5–6 are missing"), "{notes}");
+        // Ties (1, 2, 2, 4) are not a gap.
+        let tied = "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n\
+            1,A,10,5,10\n2,B,10,5,10\n2,C,10,5,10\n4,D,10,5,10\n";
+        let l = read_list("TOP500_201811.csv", tied.as_bytes()).unwrap();
+        assert!(
+            !l.notes.iter().any(|n| n.contains("missing")),
+            "{:?}",
+            l.notes
+        );
+        // Not starting at 1 is a gap too.
+        let late = "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n3,A,10,5,10\n";
+        let l = read_list("TOP500_201811.csv", late.as_bytes()).unwrap();
+        assert!(l.notes.iter().any(|n| n.contains("ranks 1–2 are missing")));
+    }
 
     #[test]
     fn csv_with_text_numbers_and_empty_cells() {

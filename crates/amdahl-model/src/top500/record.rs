@@ -5,7 +5,19 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A TOP500 edition, published each June and November since 1993-06.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 pub struct ListId {
     pub year: u16,
     pub month: u8,
@@ -52,7 +64,7 @@ impl fmt::Display for ListId {
 }
 
 /// One system on one list, in SI units whatever unit the spreadsheet used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct System {
     pub list: Option<ListId>,
     pub rank: u32,

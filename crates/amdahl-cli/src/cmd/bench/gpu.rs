@@ -1,7 +1,7 @@
 //! `amdahl bench gpu` — cuBLAS GEMM per precision and host↔device copy bandwidth. Present in
 //! every build; without the `cuda` feature it says how to rebuild (exit 1).
 
-use crate::output::{print, Format, FormatArgs};
+use crate::output::{print_result, Format, FormatArgs};
 use amdahl_bench::gpu::{GpuConfig, GpuError, GpuPrecision};
 use amdahl_bench::machine::positive_size;
 use amdahl_bench::BenchError;
@@ -32,8 +32,9 @@ pub struct GpuArgs {
     /// Timed repeats after the warm-up.
     #[arg(long, allow_negative_numbers = true)]
     pub repeats: Option<i64>,
-    /// Keep repeating each GEMM for at least this many seconds (a steady load for `amdahl run`).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    /// Keep repeating each GEMM for at least this long (a steady load for `amdahl run`): seconds
+    /// (2.5) or a duration such as 90s or 5m.
+    #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = crate::domain::seconds)]
     pub min_time: Option<f64>,
     /// CUDA device ordinal (after CUDA_VISIBLE_DEVICES).
     #[arg(long, default_value_t = 0)]
@@ -82,7 +83,7 @@ impl GpuArgs {
             cfg.copy_sizes.clear();
         }
         if let Some(r) = self.repeats {
-            cfg.repeats = positive_size("--repeats", r)?;
+            cfg.repeats = amdahl_bench::machine::repeats(r)?;
         }
         if let Some(t) = self.min_time {
             cfg.min_time_s = t;
@@ -108,7 +109,7 @@ pub fn run(args: GpuArgs) -> Result<ExitCode> {
         Format::Json => amdahl_report::to_json(&r).context("serialising the result")?,
         Format::Csv => render::gpu_grid(&r).csv().context("writing CSV")?,
     };
-    print(&out)?;
+    print_result(&r, &out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -150,6 +151,8 @@ mod tests {
         assert_eq!(c.precisions, vec![GpuPrecision::Fp16, GpuPrecision::Int8]);
         assert_eq!(c.copy_sizes, vec![8 << 20]);
         assert_eq!((c.repeats, c.min_time_s, c.device), (4, 2.5, 1));
+        let c = config(&["--min-time", "1m 30s"]).unwrap();
+        assert_eq!(c.min_time_s, 90.0);
         let c = config(&["--no-copy"]).unwrap();
         assert!(c.copy_sizes.is_empty() && !c.sizes.is_empty());
         let c = config(&["--no-gemm"]).unwrap();

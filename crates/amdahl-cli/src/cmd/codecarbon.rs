@@ -1,0 +1,226 @@
+//! The CodeCarbon-compatible `emissions.csv` that `amdahl run --codecarbon-csv` appends to.
+//!
+//! Many runs may share one file (a job array on a shared file system), and a run may be
+//! killed outright (SIGKILL, the OOM killer, a node failure), so:
+//!
+//! - Rows are appended under an exclusive lock of the CSV (`flock`), which also decides who
+//!   writes the header: concurrent runs never interleave rows or write two headers.
+//! - While the command runs, the latest partial record sits in a pending file beside the CSV,
+//!   `.NAME.RUN_ID.pending`, rewritten after every sample and locked by its run. A run that
+//!   finishes appends its row and deletes the file. The next `amdahl run` with the same CSV
+//!   finds pending files whose lock is free (their run died: the kernel drops a dead process's
+//!   locks) and appends their last partial record as a row, so a killed run loses at most its
+//!   last interval.
+
+use amdahl_meter::record::{parse_record, RunRecord};
+use amdahl_report::meter::{codecarbon_row, CODECARBON_HEADER};
+use anyhow::{bail, Context, Result};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::Write;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// One run's CodeCarbon output: the CSV and its locked pending file.
+pub struct CodeCarbon {
+    csv: PathBuf,
+    /// None when the CSV is a FIFO or device (`/dev/null`): nothing there to recover into.
+    pending: Option<(PathBuf, File)>,
+}
+
+impl CodeCarbon {
+    /// Check the CSV's header, append the rows of runs that died without one, and create this
+    /// run's pending file. Returns the rows recovered (for a note).
+    pub fn open(csv: &Path, run_id: &str) -> Result<(Self, Vec<String>)> {
+        check_header(csv)?;
+        let regular = std::fs::metadata(csv).map(|m| m.is_file()).unwrap_or(true);
+        if !regular {
+            let cc = CodeCarbon {
+                csv: csv.to_path_buf(),
+                pending: None,
+            };
+            return Ok((cc, Vec::new()));
+        }
+        let recovered = recover(csv)?;
+        let pending_path = pending_path(csv, run_id);
+        let pending = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&pending_path)
+            .with_context(|| {
+                format!(
+                    "cannot create {} beside the CodeCarbon CSV (fix the directory's permissions)",
+                    pending_path.display()
+                )
+            })?;
+        pending
+            .try_lock()
+            .with_context(|| format!("locking {}", pending_path.display()))?;
+        let cc = CodeCarbon {
+            csv: csv.to_path_buf(),
+            pending: Some((pending_path, pending)),
+        };
+        Ok((cc, recovered))
+    }
+
+    /// Keep `r` (a partial record) as the row to recover if this run dies.
+    pub fn save_pending(&self, r: &RunRecord) -> Result<()> {
+        let Some((path, file)) = &self.pending else {
+            return Ok(());
+        };
+        let json = serde_json::to_string(r).context("serialising the record")?;
+        // Write then trim: a reader never sees an empty file, at worst a longer stale tail,
+        // which fails to parse and is reported rather than turned into a wrong row.
+        file.write_all_at(json.as_bytes(), 0)
+            .and_then(|_| file.set_len(json.len() as u64))
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Append the final row (or none, for a command that never started) and drop the pending
+    /// file.
+    pub fn finish(self, r: Option<&RunRecord>) -> Result<()> {
+        if let Some(r) = r {
+            append(&self.csv, r)?;
+        }
+        // Unlinked while still locked, so no recovery can take it between the two steps.
+        match &self.pending {
+            Some((path, _)) => {
+                std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+fn pending_prefix(csv: &Path) -> String {
+    let name = csv
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".{name}.")
+}
+
+fn pending_path(csv: &Path, run_id: &str) -> PathBuf {
+    let name = format!("{}{run_id}.pending", pending_prefix(csv));
+    match csv.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(d) => d.join(name),
+        None => PathBuf::from(name),
+    }
+}
+
+/// Append the rows of runs that died: pending files of this CSV whose lock is free.
+fn recover(csv: &Path) -> Result<Vec<String>> {
+    let dir = csv
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let prefix = pending_prefix(csv);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let mut notes = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with(&prefix) && name.ends_with(".pending")) {
+            continue;
+        }
+        let path = e.path();
+        let Ok(f) = OpenOptions::new().read(true).write(true).open(&path) else {
+            continue;
+        };
+        match f.try_lock() {
+            Ok(()) => {}
+            // Its run is alive.
+            Err(TryLockError::WouldBlock) => continue,
+            Err(TryLockError::Error(_)) => continue,
+        }
+        // Still the file at that path (its run may have finished and unlinked it meanwhile).
+        let same = match (f.metadata(), std::fs::metadata(&path)) {
+            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+            _ => false,
+        };
+        if !same {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        match parse_record(&text, &path) {
+            Ok(mut r) => {
+                r.partial = true;
+                append(csv, &r)?;
+                notes.push(format!(
+                    "appended the CodeCarbon row of run {} ({:.1} s measured), which ended without writing its own (amdahl was killed?)",
+                    r.run_id,
+                    r.duration_s.get()
+                ));
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(e) => notes.push(format!(
+                "{}: a run that ended without its CodeCarbon row left an unreadable record ({e}); left in place",
+                path.display()
+            )),
+        }
+    }
+    Ok(notes)
+}
+
+/// Refuse a CSV whose header is not CodeCarbon 3.x's (rows would not line up).
+fn check_header(path: &Path) -> Result<()> {
+    match std::fs::read_to_string(path) {
+        Ok(text) if !text.trim().is_empty() => {
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches('\r');
+            if first != CODECARBON_HEADER {
+                bail!(
+                    "{}: its header is not CodeCarbon 3.x's 38 columns; rows would not line up. Use a new file, or move this one away",
+                    path.display()
+                );
+            }
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!(
+                    "cannot write {} (fix the path or its permissions)",
+                    path.display()
+                )
+            })
+        }
+    }
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| {
+            format!(
+                "cannot write {} (fix the path or its permissions)",
+                path.display()
+            )
+        })?;
+    Ok(())
+}
+
+/// Append one row under the CSV's lock, with the header first if the file is empty.
+pub fn append(path: &Path, r: &RunRecord) -> Result<()> {
+    let row = codecarbon_row(r).context("formatting the CodeCarbon row")?;
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.lock()
+        .with_context(|| format!("locking {}", path.display()))?;
+    let empty = f.metadata().map(|m| m.len() == 0).unwrap_or(true);
+    let text = if empty {
+        format!("{CODECARBON_HEADER}\n{row}")
+    } else {
+        row
+    };
+    // One write of the whole text, under the lock.
+    f.write_all(text.as_bytes())
+        .and_then(|_| f.flush())
+        .with_context(|| format!("writing {}", path.display()))
+}

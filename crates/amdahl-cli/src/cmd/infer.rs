@@ -1,0 +1,302 @@
+//! `amdahl infer`: predict serving latency, throughput, memory, power, energy and carbon of a
+//! model on N devices; or search TP × precision × batch (`--search`). The model is
+//! `amdahl_model::infer`; this file only turns flags into its inputs.
+
+use crate::cmd::resolve::{load, pue, GridArgs};
+use crate::cmd::shape::{ModelArgs, SystemArgs};
+use crate::output::{print, write_file, Format, FormatArgs};
+use amdahl_model::infer::{
+    batch_for_rate, evaluate_at, replicas, search, setup, BatchChoice, Charging, Context,
+    InferResult, InferSearchResult, KvFormat, Requests, Serving, Space, WeightFormat,
+    INFER_SEARCH_SCHEMA,
+};
+use anyhow::{bail, Result};
+use clap::ValueEnum;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum WeightArg {
+    Bf16,
+    Fp16,
+    Fp8,
+    Int8,
+    Int4,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum KvArg {
+    Bf16,
+    Fp16,
+    Fp8,
+    Int8,
+}
+
+/// Predict serving latency, throughput, energy per token and carbon; search TP, batch and
+/// precision. The options live behind a `Box` so the subcommand enum stays small.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    opts: Box<Options>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Options {
+    #[command(flatten, next_help_heading = "Model")]
+    pub shape: ModelArgs,
+    #[command(flatten, next_help_heading = "System")]
+    pub sys: SystemArgs,
+    /// Devices serving (replicas = --gpus / (--tp × --pp)); default --tp × --pp, with --search
+    /// the devices of one node (--gpus-per-node).
+    #[arg(help_heading = "Serving", long)]
+    pub gpus: Option<u64>,
+    /// Tensor-parallel size (with --search: every divisor of --gpus-per-node is tried).
+    #[arg(help_heading = "Serving", long, default_value_t = 1)]
+    pub tp: u32,
+    /// Pipeline-parallel size (divides the layers).
+    #[arg(help_heading = "Serving", long, default_value_t = 1)]
+    pub pp: u32,
+    /// Weight format: bf16/fp16, fp8 (native on Hopper/Ada/Blackwell/MI300, else weight-only),
+    /// int8 or int4 weight-only (16-bit arithmetic).
+    #[arg(help_heading = "Serving", long, value_enum, default_value = "bf16")]
+    pub precision: WeightArg,
+    /// KV-cache format.
+    #[arg(help_heading = "Serving", long, value_enum, default_value = "bf16")]
+    pub kv_precision: KvArg,
+    /// Concurrent sequences (default: the largest batch that fits, maximum load).
+    #[arg(
+        help_heading = "Serving",
+        long,
+        conflicts_with = "rate",
+        allow_negative_numbers = true
+    )]
+    pub batch: Option<i64>,
+    /// Requests per second to sustain: the smallest batch that does is chosen.
+    #[arg(help_heading = "Serving", long, allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+    /// Prompt length in tokens.
+    #[arg(
+        help_heading = "Serving",
+        long,
+        default_value_t = 512,
+        allow_negative_numbers = true
+    )]
+    pub input: i64,
+    /// Generated tokens per request.
+    #[arg(
+        help_heading = "Serving",
+        long,
+        default_value_t = 256,
+        allow_negative_numbers = true
+    )]
+    pub output: i64,
+    #[command(flatten, next_help_heading = "Cost")]
+    pub grid: GridArgs,
+    /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry) [default: local = 1.0, the
+    /// default of every command].
+    #[arg(help_heading = "Cost", long)]
+    pub pue: Option<String>,
+
+    /// Search TP × precision × batch, rank by energy per output token under the latency limits.
+    #[arg(help_heading = "Search", long, conflicts_with_all = ["batch", "rate"])]
+    pub search: bool,
+    /// Latency limit on the time to first token, in ms (with --search).
+    #[arg(help_heading = "Search", long)]
+    pub max_ttft_ms: Option<f64>,
+    /// Latency limit on the time per output token, in ms (with --search).
+    #[arg(help_heading = "Search", long)]
+    pub max_tpot_ms: Option<f64>,
+    /// Largest batch the search tries.
+    #[arg(help_heading = "Search", long, default_value_t = 1024)]
+    pub search_max_batch: u32,
+    /// Configurations to list with --search.
+    #[arg(help_heading = "Search", long, default_value_t = 10)]
+    pub top: usize,
+
+    #[command(flatten, next_help_heading = "Output")]
+    pub format: FormatArgs,
+    /// Write an SVG plot here (latency vs throughput, energy per token vs batch).
+    #[arg(help_heading = "Output", long)]
+    pub svg: Option<PathBuf>,
+}
+
+fn weights(p: WeightArg) -> WeightFormat {
+    match p {
+        WeightArg::Bf16 | WeightArg::Fp16 => WeightFormat::Bf16,
+        WeightArg::Fp8 => WeightFormat::Fp8,
+        WeightArg::Int8 => WeightFormat::Int8,
+        WeightArg::Int4 => WeightFormat::Int4,
+    }
+}
+
+fn kv(p: KvArg) -> KvFormat {
+    match p {
+        KvArg::Bf16 | KvArg::Fp16 => KvFormat::Bf16,
+        KvArg::Fp8 => KvFormat::Fp8,
+        KvArg::Int8 => KvFormat::Int8,
+    }
+}
+
+/// A count flag as u32: at least 1, else a clear error naming it.
+fn count(what: &str, v: i64) -> Result<u32> {
+    match u32::try_from(v) {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => bail!(
+            "{what} must be a whole number from 1 to {} (got {v})",
+            u32::MAX
+        ),
+    }
+}
+
+fn positive_ms(what: &str, v: Option<f64>) -> Result<Option<f64>> {
+    match v {
+        Some(x) if !(x.is_finite() && x > 0.0) => {
+            bail!("{what} must be a positive number of milliseconds (got {x})")
+        }
+        other => Ok(other.map(|x| x * 1e-3)),
+    }
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let a = *args.opts;
+    let c = load(&a.sys.catalogs)?;
+    let model = a.shape.resolve(&c)?;
+    let (hw, net) = a.sys.resolve(&c)?;
+    if net.gpus_per_node == 0 {
+        bail!("--gpus-per-node must be at least 1");
+    }
+    let grid = a.grid.resolve(&c)?;
+    let pue = pue(a.pue.as_deref(), &c)?;
+    let charging = Charging {
+        pue: pue.value,
+        pue_source: pue.source,
+        grid,
+    };
+    let req = Requests {
+        input: count("--input", a.input)?,
+        output: count("--output", a.output)?,
+    };
+    if a.search {
+        return run_search(&a, &model, &hw, &net, req, &charging);
+    }
+    if a.max_ttft_ms.is_some() || a.max_tpot_ms.is_some() {
+        bail!("--max-ttft-ms and --max-tpot-ms apply to --search; add --search");
+    }
+    let tp = count("--tp", a.tp.into())?;
+    let pp = count("--pp", a.pp.into())?;
+    let gpus = a.gpus.unwrap_or(u64::from(tp) * u64::from(pp));
+    let serving = Serving {
+        tp,
+        pp,
+        replicas: replicas(gpus, tp, pp)?,
+        weights: weights(a.precision),
+        kv: kv(a.kv_precision),
+    };
+    let s = setup(&model, &hw, &net, serving, req)?;
+    let (e, choice) = match (a.batch, a.rate) {
+        (Some(b), _) => {
+            let b = u32::try_from(b).ok().filter(|&b| b >= 1).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--batch must be at least 1 (got {b}); at most {} sequences fit",
+                    s.max_batch
+                )
+            })?;
+            (evaluate_at(&s, &hw, &net, b)?, BatchChoice::Given)
+        }
+        (None, Some(r)) => (
+            batch_for_rate(&s, &hw, &net, r)?,
+            BatchChoice::Rate { requests_per_s: r },
+        ),
+        (None, None) => (
+            evaluate_at(&s, &hw, &net, s.max_batch)?,
+            BatchChoice::MaxLoad,
+        ),
+    };
+    if let BatchChoice::Rate { requests_per_s } = choice {
+        eprintln!(
+            "amdahl: batch {} is the smallest that sustains {requests_per_s} requests/s ({:.3} requests/s)",
+            e.batch, e.requests_per_s
+        );
+    }
+    let ctx = Context {
+        model: &model,
+        hw: &hw,
+        net: &net,
+        setup: &s,
+        charging: &charging,
+    };
+    let result = InferResult::new(&ctx, &e, choice)?;
+    let text = match a.format.format() {
+        Format::Json => amdahl_report::to_json(&result)?,
+        Format::Csv => amdahl_report::infer::infer_csv(&result),
+        Format::Table => amdahl_report::infer::infer_table(&result),
+    };
+    print(&text)?;
+    if let Some(p) = &a.svg {
+        write_file(p, &amdahl_report::infer::infer_svg(&result))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_search(
+    a: &Options,
+    model: &amdahl_model::plan::ModelShape,
+    hw: &amdahl_model::plan::Hardware,
+    net: &amdahl_model::plan::Network,
+    req: Requests,
+    charging: &Charging,
+) -> Result<ExitCode> {
+    let pp = count("--pp", a.pp.into())?;
+    let gpus = a.gpus.unwrap_or(u64::from(net.gpus_per_node));
+    if gpus == 0 {
+        bail!("--gpus must be at least 1");
+    }
+    if a.search_max_batch == 0 || a.top == 0 {
+        bail!("--search-max-batch and --top must be at least 1");
+    }
+    let space = Space {
+        gpus,
+        pp,
+        kv: kv(a.kv_precision),
+        precisions: WeightFormat::ALL.to_vec(),
+        max_batch: a.search_max_batch,
+        max_ttft_s: positive_ms("--max-ttft-ms", a.max_ttft_ms)?,
+        max_tpot_s: positive_ms("--max-tpot-ms", a.max_tpot_ms)?,
+        top: a.top,
+    };
+    let start = Instant::now();
+    let outcome = search(model, hw, net, req, &space, charging)?;
+    let wall = start.elapsed().as_secs_f64();
+    let result = InferSearchResult {
+        schema: INFER_SEARCH_SCHEMA.into(),
+        model: model.clone(),
+        system: hw.name.clone(),
+        gpus,
+        pp,
+        kv_precision: space.kv,
+        input_tokens: req.input,
+        output_tokens: req.output,
+        max_ttft_s: space.max_ttft_s,
+        max_tpot_s: space.max_tpot_s,
+        pue: charging.pue,
+        grid_g_per_kwh: charging.grid.g_per_kwh.get(),
+        evaluated: outcome.evaluated,
+        feasible: outcome.feasible,
+        wall_s: wall,
+        configs_per_s: outcome.evaluated as f64 / wall.max(1e-9),
+        ranked: outcome.ranked,
+        pareto: outcome.pareto,
+        skipped: outcome.skipped,
+    };
+    let text = match a.format.format() {
+        Format::Json => amdahl_report::to_json(&result)?,
+        Format::Csv => amdahl_report::infer::search_csv(&result),
+        Format::Table => amdahl_report::infer::search_table(&result),
+    };
+    print(&text)?;
+    if let Some(p) = &a.svg {
+        write_file(p, &amdahl_report::infer::search_svg(&result))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,158 @@
+//! The model and system options `plan` and `infer` share: which transformer (`--model NAME`,
+//! `--model-file`, or shape flags) and which device and network (`--system`, `--catalog`, link
+//! and power overrides), resolved the same way for both.
+
+use amdahl_model::catalog::Catalogs;
+use amdahl_model::plan::{system, Hardware, ModelShape, Network, Overrides};
+use amdahl_model::units::{BytesPerSecond, Seconds, Watts};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+
+/// Which transformer.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Model from `amdahl catalog models`, by name or alias (gpt3-175b, mt-nlg-530b, llama2-70b,
+    /// llama3-8b, megatron-1.7b … megatron-1t); decoder-only transformers.
+    #[arg(long, conflicts_with_all = ["model_file", "layers"])]
+    pub model: Option<String>,
+    /// Model shape as JSON: {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "gated_mlp"}.
+    #[arg(long, conflicts_with = "layers")]
+    pub model_file: Option<PathBuf>,
+    /// Transformer layers (with --hidden, --heads, --seq, --vocab).
+    #[arg(long, requires_all = ["hidden", "heads", "seq", "vocab"])]
+    pub layers: Option<u32>,
+    /// Hidden size (model width).
+    #[arg(long)]
+    pub hidden: Option<u32>,
+    /// Attention heads.
+    #[arg(long)]
+    pub heads: Option<u32>,
+    /// Key/value heads (grouped-query attention); default: --heads.
+    #[arg(long)]
+    pub kv_heads: Option<u32>,
+    /// MLP width; default 4 × hidden.
+    #[arg(long)]
+    pub ffn: Option<u32>,
+    /// Gated (SwiGLU) MLP with three matrices.
+    #[arg(long)]
+    pub gated: bool,
+    /// Sequence length in tokens.
+    #[arg(long)]
+    pub seq: Option<u32>,
+    /// Vocabulary size.
+    #[arg(long)]
+    pub vocab: Option<u32>,
+}
+
+/// Which device, node and network.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SystemArgs {
+    /// Device from `amdahl catalog devices`, by name or alias (a100-80gb, a100-40gb, h100,
+    /// h200, v100-32gb, mi300x, …).
+    #[arg(long, default_value = "a100-80gb")]
+    pub system: String,
+    /// Override or extend a catalog with a CSV file in the format of data/*.csv (repeatable).
+    #[arg(long = "catalog", value_name = "FILE")]
+    pub catalogs: Vec<PathBuf>,
+    /// Devices per node: tensor parallelism stays inside a node, data and pipeline parallelism
+    /// cross nodes.
+    #[arg(long, default_value_t = 8, value_parser = crate::domain::count)]
+    pub gpus_per_node: u32,
+    /// Inter-node bandwidth per GPU in Gbit/s (default: the catalog's reference server).
+    #[arg(long, value_parser = crate::domain::positive)]
+    pub inter_gbit: Option<f64>,
+    /// Inter-node latency per message in µs.
+    #[arg(long, value_parser = crate::domain::non_negative)]
+    pub inter_latency_us: Option<f64>,
+    /// Achieved fraction of the inter-node bandwidth.
+    #[arg(long, value_parser = crate::domain::fraction)]
+    pub inter_eff: Option<f64>,
+    /// Intra-node (NVLink) bandwidth per GPU and direction in GB/s.
+    #[arg(long, value_parser = crate::domain::positive)]
+    pub intra_gbs: Option<f64>,
+    /// Device idle power in W (default: the catalog's idle_w, else 1/8 of TDP, an estimate).
+    #[arg(long, value_parser = crate::domain::non_negative)]
+    pub idle_w: Option<f64>,
+    /// Device TDP in W.
+    #[arg(long, value_parser = crate::domain::positive)]
+    pub tdp_w: Option<f64>,
+}
+
+impl ModelArgs {
+    /// The model: a catalogued name, a JSON shape file, or shape flags.
+    pub fn resolve(&self, c: &Catalogs) -> Result<ModelShape> {
+        if let Some(name) = &self.model {
+            let m = c.models.lookup(name).context("--model")?;
+            return Ok(ModelShape::from_catalog(m)?);
+        }
+        if let Some(path) = &self.model_file {
+            let text = crate::input::read_text(path).context("reading the --model-file")?;
+            return serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "parsing model file {} (expected JSON with name, layers, hidden, heads, \
+                 kv_heads, ffn, vocab, seq, gated_mlp)",
+                    path.display()
+                )
+            });
+        }
+        match (self.layers, self.hidden, self.heads, self.seq, self.vocab) {
+            (Some(layers), Some(hidden), Some(heads), Some(seq), Some(vocab)) => Ok(ModelShape {
+                name: "custom".into(),
+                layers,
+                hidden,
+                heads,
+                kv_heads: self.kv_heads.unwrap_or(heads),
+                ffn: self.ffn.unwrap_or(hidden.saturating_mul(4)),
+                vocab,
+                seq,
+                gated_mlp: self.gated,
+            }),
+            _ => bail!(
+                "give a model: --model NAME, --model-file F, or --layers L --hidden H --heads A \
+             --seq S --vocab V"
+            ),
+        }
+    }
+}
+
+impl SystemArgs {
+    /// The device of the catalog with the user's overrides, and its node's network.
+    pub fn resolve(&self, c: &Catalogs) -> Result<(Hardware, Network)> {
+        let dev = c.devices.lookup(&self.system).context("--system")?;
+        let overrides = Overrides {
+            intra_node_bandwidth: self.intra_gbs.map(|x| BytesPerSecond(x * 1e9)),
+            tdp: self.tdp_w.map(Watts),
+            idle_power: self.idle_w.map(Watts),
+        };
+        let (hw, mut net) = system(dev, &overrides, self.inter_gbit)?;
+        net.gpus_per_node = self.gpus_per_node;
+        if let Some(x) = self.inter_latency_us {
+            if !(x >= 0.0 && x.is_finite()) {
+                bail!("--inter-latency-us {x} must be a non-negative number");
+            }
+            net.inter.latency = Seconds(x * 1e-6);
+        }
+        if let Some(x) = self.inter_eff {
+            if !(x > 0.0 && x <= 1.0) {
+                bail!("--inter-eff {x} must be in (0, 1]");
+            }
+            net.inter.efficiency = x;
+        }
+        for (what, v) in [
+            ("--inter-gbit", net.inter.bandwidth.get()),
+            ("--intra-gbs", net.intra.bandwidth.get()),
+            ("--tdp-w", hw.tdp.get()),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                bail!("{what} must be a positive number");
+            }
+        }
+        if !(hw.idle_power.get() >= 0.0 && hw.idle_power.get() <= hw.tdp.get()) {
+            bail!(
+                "--idle-w must be between 0 and the TDP ({} W)",
+                hw.tdp.get()
+            );
+        }
+        Ok((hw, net))
+    }
+}

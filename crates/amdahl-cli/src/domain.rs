@@ -1,0 +1,211 @@
+//! The domain of every numeric flag, in one place: typed clap value parsers. A value outside its
+//! domain is a usage error (exit 2) that says what the flag accepts, before any command runs.
+//! Results are checked for finiteness once more at the output sink (`output::print_result`).
+//!
+//! Each parser names its domain in its message; the flag's name is added by clap
+//! ("invalid value '0.5' for '--by <K>': ...").
+
+/// Parse a float, refusing NaN and infinities (Rust's parser accepts "NaN", "inf", "1e400").
+fn finite(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` is not a finite number"))
+    }
+}
+
+/// A positive, finite number (a duration, a power, a bandwidth, a parameter count).
+/// Subnormal values (below 2.2e-308) are refused too: their reciprocals overflow to infinity.
+pub fn positive(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if v >= f64::MIN_POSITIVE {
+        Ok(v)
+    } else {
+        Err(format!("must be a positive number (got {s})"))
+    }
+}
+
+/// A finite number ≥ 0 (a price, an idle power, a latency).
+pub fn non_negative(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("must be a number ≥ 0 (got {s})"))
+    }
+}
+
+/// A fraction in (0, 1]: efficiency, utilisation, MFU, network efficiency.
+pub fn fraction(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(format!(
+            "must be a fraction in (0, 1], e.g. 0.6 for 60 % (got {s})"
+        ))
+    }
+}
+
+/// A share in [0, 1] (part of 1-α that is communication).
+pub fn share(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("must be a share in [0, 1] (got {s})"))
+    }
+}
+
+/// The non-parallel fraction 1-α in [0, 1): 0 is perfect scaling, 1 would be no parallel part.
+pub fn serial_fraction(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if (0.0..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("must be a fraction in [0, 1) (got {s})"))
+    }
+}
+
+/// A processor count N ≥ 1 as the measured run counted it (cores, GPUs, nodes); below 2^53 so
+/// that every whole count is exact.
+pub fn processors(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if (1.0..=9.007_199_254_740_992e15).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("must be a count from 1 to 2^53 (got {s})"))
+    }
+}
+
+/// A speed-up factor K ≥ 1: how many times faster the parallel part runs. A slower part (K < 1)
+/// is the same what-if read backwards; give the faster run's figures and K = 1/K instead.
+pub fn speedup(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if v >= 1.0 {
+        Ok(v)
+    } else {
+        Err(format!(
+            "must be at least 1: the parallel part runs K times faster (got {s}; for a slower part, start from the slower run's figures)"
+        ))
+    }
+}
+
+/// A whole count from 1 to 4,294,967,295 (u32): devices, repeats, runs.
+pub fn count(s: &str) -> Result<u32, String> {
+    whole(s, 1)
+}
+
+fn whole(s: &str, min: u32) -> Result<u32, String> {
+    let t = s.trim();
+    let range = || format!("must be a whole number from {min} to {}", u32::MAX);
+    // Parse wide first so that the message for 4294967297 says "too large", not "at least 1".
+    // "1e4" is a whole number too; "2.5" and "NaN" are not.
+    let wide = match t.parse::<i128>() {
+        Ok(v) => v,
+        Err(_) => match t.parse::<f64>() {
+            Ok(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e30 => f as i128,
+            Ok(_) => return Err(format!("{}; `{s}` is not whole", range())),
+            Err(_) => return Err(format!("`{s}` is not a number; {}", range())),
+        },
+    };
+    if wide < i128::from(min) {
+        return Err(format!("{} (got {s})", range()));
+    }
+    u32::try_from(wide).map_err(|_| format!("{} (got {s}, too large)", range()))
+}
+
+/// A duration in seconds (≥ 0): a plain number of seconds ("2.5") or a humantime spelling
+/// ("90s", "500ms", "1h 30m"), parsed by the `humantime` crate.
+pub fn seconds(s: &str) -> Result<f64, String> {
+    let v = match finite(s) {
+        Ok(v) => v,
+        Err(_) => humantime::parse_duration(s.trim())
+            .map_err(|e| {
+                format!("`{s}` is not a duration ({e}); write seconds (2.5) or e.g. 90s, 1h 30m")
+            })?
+            .as_secs_f64(),
+    };
+    if v >= 0.0 && v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("must be a duration ≥ 0 (got {s})"))
+    }
+}
+
+/// Years of service life for embodied carbon: (0, 100]. No accelerator serves a century; the
+/// bound keeps `--lifetime-years 1e-320` from dividing by almost nothing.
+pub fn lifetime_years(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if v > 1e-3 && v <= 100.0 {
+        Ok(v)
+    } else {
+        Err(format!(
+            "must be between 0.001 and 100 years (got {s}); the default is the catalog's service life"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_and_non_numbers_are_refused_everywhere() {
+        for p in [
+            positive,
+            non_negative,
+            fraction,
+            share,
+            serial_fraction,
+            speedup,
+        ] {
+            for bad in ["NaN", "nan", "inf", "-inf", "1e400", "abc", ""] {
+                assert!(p(bad).is_err(), "{bad}");
+            }
+        }
+    }
+
+    #[test]
+    fn domains_hold_their_boundaries() {
+        assert!(positive("1e-320").is_err());
+        assert_eq!(positive("1e308"), Ok(1e308));
+        assert!(positive("0").is_err() && positive("-1").is_err());
+        assert_eq!(non_negative("0"), Ok(0.0));
+        assert!(non_negative("-1").is_err());
+        assert_eq!(fraction("1"), Ok(1.0));
+        assert!(fraction("0").is_err() && fraction("1.01").is_err());
+        assert_eq!(share("0"), Ok(0.0));
+        assert_eq!(serial_fraction("0"), Ok(0.0));
+        assert!(serial_fraction("1").is_err());
+        assert!(speedup("0.5").is_err());
+        assert_eq!(speedup("1"), Ok(1.0));
+        assert!(lifetime_years("1e-320").is_err());
+        assert_eq!(lifetime_years("4"), Ok(4.0));
+    }
+
+    #[test]
+    fn durations_take_seconds_or_humantime_spellings() {
+        assert_eq!(seconds("2.5"), Ok(2.5));
+        assert_eq!(seconds("90s"), Ok(90.0));
+        assert_eq!(seconds("1h 30m"), Ok(5400.0));
+        assert_eq!(seconds("500ms"), Ok(0.5));
+        assert_eq!(seconds("0"), Ok(0.0));
+        assert!(seconds("-1").is_err() && seconds("soon").is_err() && seconds("NaN").is_err());
+    }
+
+    #[test]
+    fn count_4294967297_says_too_large_not_at_least_1() {
+        let e = count("4294967297").unwrap_err();
+        assert!(e.contains("too large") && e.contains("4294967295"), "{e}");
+        assert!(count("0").unwrap_err().contains("from 1"));
+        assert!(count("2.5").unwrap_err().contains("not whole"));
+        assert_eq!(count("4294967295"), Ok(u32::MAX));
+        assert_eq!(count("1e4"), Ok(10_000));
+        assert!(count("1e10").unwrap_err().contains("too large"));
+    }
+}

@@ -1,0 +1,280 @@
+//! `amdahl infer` end to end: the `amdahl.infer/1` JSON contract, `--rate`, `--search` and bad
+//! input (exit 1 with an actionable message; exit 2 for usage errors).
+
+use predicates::prelude::*;
+mod support;
+use support::{amdahl, json};
+
+const L70: [&str; 13] = [
+    "infer",
+    "--model",
+    "llama3-70b",
+    "--system",
+    "h100",
+    "--tp",
+    "4",
+    "--precision",
+    "fp8",
+    "--input",
+    "1024",
+    "--output",
+    "256",
+];
+
+fn f(v: &serde_json::Value, k: &str) -> f64 {
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+#[test]
+fn json_contract_has_the_fields_lifetime_reads() {
+    let v = json(
+        &[
+            &L70[..],
+            &["--batch", "64", "--region", "FR", "--pue", "1.2"],
+        ]
+        .concat(),
+    );
+    assert_eq!(v["schema"], "amdahl.infer/1");
+    for k in [
+        "ttft_s",
+        "tpot_s",
+        "output_tokens_per_s",
+        "requests_per_s",
+        "max_batch",
+        "batch",
+        "memory_per_gpu_bytes",
+        "power_per_gpu_w",
+        "energy_per_token_j",
+        "energy_per_request_j",
+        "pue",
+        "grid_g_per_kwh",
+        "co2e_per_1000_requests_g",
+        "mfu",
+        "mbu",
+        "gpus",
+        "tp",
+        "pp",
+        "input_tokens",
+        "output_tokens",
+    ] {
+        assert!(v[k].is_number(), "{k}: {}", v[k]);
+    }
+    assert_eq!(v["precision"], "fp8");
+    assert_eq!(v["kv_precision"], "bf16");
+    assert_eq!(v["batch"], 64);
+    assert_eq!(v["gpus"], 4);
+    // CO2e per 1,000 requests = 1000 × J/request × PUE / 3.6 MJ/kWh × g/kWh (FR grid).
+    let want = 1000.0 * f(&v, "energy_per_request_j") * 1.2 / 3.6e6 * f(&v, "grid_g_per_kwh");
+    assert!((f(&v, "co2e_per_1000_requests_g") / want - 1.0).abs() < 1e-9);
+    assert_eq!(f(&v, "pue"), 1.2);
+    // Energy per request = energy per token × output tokens.
+    assert!(
+        (f(&v, "energy_per_request_j") / (256.0 * f(&v, "energy_per_token_j")) - 1.0).abs() < 1e-9
+    );
+    // A memory-bound decode is not charged the TDP.
+    assert!(f(&v, "power_per_gpu_w") < 700.0 && f(&v, "power_per_gpu_w") > 87.5);
+    assert_eq!(v["tp_scaling"].as_array().map(Vec::len), Some(4));
+    assert_eq!(v["precision_whatif"].as_array().map(Vec::len), Some(4));
+}
+
+#[test]
+fn default_pue_and_grid_are_carbons() {
+    // No --pue / --region: the one default every command uses (amdahl_model::carbon::defaults):
+    // PUE `local` = 1.0 and the `world` grid, the same figures `amdahl carbon` prints.
+    let v = json(&L70);
+    let c = json(&["carbon", "--device", "h100", "--count", "1", "--hours", "1"]);
+    assert_eq!(f(&v, "pue"), 1.0);
+    assert_eq!(f(&v, "pue"), f(&c["pue"], "value"));
+    assert_eq!(f(&v, "grid_g_per_kwh"), f(&c["intensity"], "g_per_kwh"));
+    assert_eq!(v["batch_choice"]["kind"], "max_load");
+    assert_eq!(v["batch"], v["max_batch"]);
+}
+
+#[test]
+fn rate_picks_the_smallest_batch_that_sustains_it() {
+    let v = json(&[&L70[..], &["--rate", "5"]].concat());
+    let b = v["batch"].as_u64().unwrap_or(0);
+    assert!(f(&v, "requests_per_s") >= 5.0 && b >= 1);
+    let below = json(&[&L70[..], &["--batch", &(b - 1).max(1).to_string()]].concat());
+    assert!(b == 1 || f(&below, "requests_per_s") < 5.0);
+    amdahl()
+        .args(L70)
+        .args(["--rate", "1e6"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("at most").and(predicate::str::contains("requests/s")));
+}
+
+#[test]
+fn search_emits_its_own_schema_with_a_pareto_front() {
+    let v = json(&[
+        "infer",
+        "--model",
+        "llama3-8b",
+        "--system",
+        "h100",
+        "--search",
+        "--max-tpot-ms",
+        "30",
+        "--search-max-batch",
+        "64",
+    ]);
+    assert_eq!(v["schema"], "amdahl.infer-search/1");
+    assert!(v["evaluated"].as_u64().unwrap_or(0) > 100);
+    let front = v["pareto"].as_array().cloned().unwrap_or_default();
+    assert!(!front.is_empty());
+    // Along the front TPOT rises and energy per token falls.
+    for w in front.windows(2) {
+        assert!(f(&w[0], "tpot_s") <= f(&w[1], "tpot_s"));
+        assert!(f(&w[0], "energy_per_token_j") > f(&w[1], "energy_per_token_j"));
+    }
+    for c in v["ranked"].as_array().cloned().unwrap_or_default() {
+        assert!(f(&c, "tpot_s") <= 0.030);
+    }
+}
+
+#[test]
+fn table_csv_and_svg() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let svg = dir.path().join("infer.svg");
+    amdahl()
+        .args(L70)
+        .args(["--batch", "8", "--svg"])
+        .arg(&svg)
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("time per output token").and(predicate::str::contains("Végh")),
+        );
+    let text = std::fs::read_to_string(&svg).unwrap_or_default();
+    assert!(text.starts_with("<svg") || text.contains("<svg"), "{text}");
+    amdahl()
+        .args(L70)
+        .args(["--batch", "8", "--csv"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("model,system,precision"));
+}
+
+#[test]
+fn bad_input_is_refused_with_the_fix() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--batch", "0"], "--batch must be at least 1"),
+        (&["--batch", "100000"], "at most"),
+        (&["--tp", "3"], "nearest valid --tp"),
+        (&["--rate", "-1"], "--rate must be a positive"),
+        (&["--gpus", "6"], "nearest valid --gpus"),
+        (&["--max-tpot-ms", "10"], "add --search"),
+    ];
+    // Each case adds its flag to the model and device; --tp 4 unless the case sets --tp.
+    let base = [
+        "infer",
+        "--model",
+        "llama3-70b",
+        "--system",
+        "h100",
+        "--precision",
+        "fp8",
+    ];
+    for (extra, msg) in cases {
+        let tp: &[&str] = if extra.contains(&"--tp") {
+            &[]
+        } else {
+            &["--tp", "4"]
+        };
+        amdahl()
+            .args(base)
+            .args(tp)
+            .args(*extra)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(*msg));
+    }
+    // Lengths.
+    for (extra, msg) in [
+        (
+            ["--input", "512", "--output", "0"],
+            "--output must be a whole number",
+        ),
+        (
+            ["--input", "0", "--output", "8"],
+            "--input must be a whole number",
+        ),
+        (
+            ["--input", "8000", "--output", "1000"],
+            "beyond the 8192-token context",
+        ),
+    ] {
+        amdahl()
+            .args(base)
+            .args(["--tp", "4"])
+            .args(extra)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(msg));
+    }
+    // Nothing fits: the message names the memory needed.
+    amdahl()
+        .args([
+            "infer",
+            "--model",
+            "llama-405b",
+            "--system",
+            "h100",
+            "--tp",
+            "2",
+        ])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("GiB per device")
+                .and(predicate::str::contains("--precision fp8 or int4")),
+        );
+    // fp8 on a device without fp8 is weight-only, and says so.
+    let v = json(&[
+        "infer",
+        "--model",
+        "llama3-8b",
+        "--system",
+        "a100-80gb",
+        "--precision",
+        "fp8",
+        "--batch",
+        "4",
+    ]);
+    assert_eq!(v["arithmetic"], "bf16 (fp8 weight-only)");
+    // TP that neither divides nor is a multiple of the KV heads (llama2-70b: 64 heads, 8 KV).
+    amdahl()
+        .args([
+            "infer",
+            "--layers",
+            "4",
+            "--hidden",
+            "1536",
+            "--heads",
+            "12",
+            "--kv-heads",
+            "3",
+            "--seq",
+            "2048",
+            "--vocab",
+            "1000",
+            "--tp",
+            "2",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("replicated"));
+    // Usage errors exit 2.
+    amdahl()
+        .args(L70)
+        .args(["--precision", "fp4"])
+        .assert()
+        .code(2);
+    amdahl()
+        .args(L70)
+        .args(["--batch", "4", "--rate", "2"])
+        .assert()
+        .code(2);
+}

@@ -1,0 +1,33 @@
+//! Serving model (`amdahl infer`): prefill and decode of a decoder-only transformer on N devices
+//! with tensor (and pipeline) parallelism and continuous batching; latency, throughput, memory,
+//! MFU/MBU, power, energy per token and per request, and the search over TP × precision × batch.
+//!
+//! It shares the planner's model shapes ([`ModelShape`](crate::plan::ModelShape)), devices
+//! ([`Hardware`](crate::plan::Hardware), [`Network`](crate::plan::Network)), collectives
+//! ([`crate::plan::collective`]), arithmetic precisions and power model
+//! ([`Hardware::power`](crate::plan::Hardware::power)); this module adds only what serving
+//! needs. Every formula's source: docs/methodology.md ("Inference").
+
+pub mod error;
+pub mod model;
+pub mod precision;
+pub mod result;
+pub mod search;
+pub mod step;
+
+#[cfg(test)]
+mod properties;
+#[cfg(test)]
+mod validation;
+
+pub use error::InferError;
+pub use model::{
+    batch_for_rate, estimate, evaluate_at, replicas, setup, setup_unchecked, Evaluation,
+    InferMemory, Requests, Serving, Setup, USABLE_MEMORY,
+};
+pub use precision::{Arithmetic, KvFormat, WeightFormat};
+pub use result::{
+    BatchChoice, Charging, Context, InferResult, InferSearchResult, INFER_SCHEMA,
+    INFER_SEARCH_SCHEMA,
+};
+pub use search::{search, Candidate, Outcome, Space};

@@ -1,0 +1,432 @@
+//! A served configuration evaluated at a batch: latency, throughput, memory, power, energy.
+//!
+//! Continuous batching in steady state (Yu et al. 2022, Orca; Kwon et al. 2023, vLLM): `batch`
+//! sequences are resident; each request's prompt is prefilled once and its `output − 1` further
+//! tokens come from decode steps that read the weights once for the whole batch and each
+//! sequence's KV cache. Per `batch` requests the devices spend one prefill of `batch` prompts
+//! and `output − 1` decode steps at the mean context, so
+//! throughput = batch · output / (T_prefill(batch) + (output − 1) · T_decode(batch)).
+//! Formulas and sources: docs/methodology.md ("Inference").
+
+use super::error::InferError;
+use super::precision::{Arithmetic, KvFormat, WeightFormat};
+use super::step::{pass, Device, Pass, Shard, Work, ACT_BYTES};
+use crate::plan::collective::p2p;
+use crate::plan::error::{nearest_divisors, nearest_multiples};
+use crate::plan::{validate_model, Hardware, ModelShape, Network, PlanError};
+use crate::units::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// Fraction of device memory the serving engine may use: vLLM's default
+/// `gpu_memory_utilization = 0.9` (vLLM engine arguments); the rest is CUDA context, library
+/// workspaces and fragmentation.
+pub const USABLE_MEMORY: f64 = 0.9;
+
+/// Memory-bound work drives power less than arithmetic: a device streaming HBM at its full
+/// bandwidth with idle tensor cores draws P_idle + this share of (TDP − P_idle). 0.5, an estimate
+/// from Patel et al. 2024 (Splitwise, ISCA, §III-F: token generation draws well below TDP, prompt
+/// computation reaches it) and the per-access energies of DRAM vs arithmetic (Horowitz 2014).
+pub const MEMORY_POWER_SHARE: f64 = 0.5;
+
+/// How the model is served.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Serving {
+    pub tp: u32,
+    pub pp: u32,
+    /// Independent copies of the model (data parallelism): gpus = tp × pp × replicas.
+    pub replicas: u32,
+    pub weights: WeightFormat,
+    pub kv: KvFormat,
+}
+
+impl Serving {
+    pub fn gpus(&self) -> u64 {
+        u64::from(self.tp) * u64::from(self.pp) * u64::from(self.replicas)
+    }
+}
+
+/// The requests: prompt and generated lengths in tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Requests {
+    pub input: u32,
+    pub output: u32,
+}
+
+/// Memory of one device.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InferMemory {
+    pub weights: Bytes,
+    pub kv_cache: Bytes,
+    pub activations: Bytes,
+    pub total: Bytes,
+    pub usable: Bytes,
+    pub capacity: Bytes,
+    /// KV cache of one full-length sequence on this device.
+    pub kv_per_sequence: Bytes,
+}
+
+/// The prediction for one configuration at one batch (per replica unless stated).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Evaluation {
+    pub batch: u32,
+    pub max_batch: u32,
+    pub ttft_s: f64,
+    pub tpot_s: f64,
+    /// TTFT + (output − 1) · TPOT, queueing excluded.
+    pub e2e_s: f64,
+    /// Prefill of `batch` prompts (one cycle's share of prompt work).
+    pub prefill_batch_s: f64,
+    /// All replicas together.
+    pub output_tokens_per_s: f64,
+    pub requests_per_s: f64,
+    pub mfu: f64,
+    pub mbu: f64,
+    /// Of the decode step: arithmetic-bound, memory-bound, TP all-reduce, kernel latency, fixed overhead, PP
+    /// point-to-point (seconds).
+    pub decode_compute_s: f64,
+    pub decode_memory_s: f64,
+    pub decode_comm_s: f64,
+    pub decode_latency_s: f64,
+    pub decode_overhead_s: f64,
+    pub decode_p2p_s: f64,
+    pub power_prefill_w: f64,
+    pub power_decode_w: f64,
+    /// Mean board power per device over a cycle.
+    pub power_per_gpu_w: f64,
+    /// IT energy at the devices (before PUE).
+    pub energy_per_token_j: f64,
+    pub energy_per_request_j: f64,
+    pub memory: InferMemory,
+}
+
+/// Everything fixed for a configuration, independent of the batch.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    pub shard: Shard,
+    pub device: Device,
+    pub arithmetic: Arithmetic,
+    pub serving: Serving,
+    pub requests: Requests,
+    pub max_batch: u32,
+    pub memory_capacity: f64,
+    pub usable: f64,
+    pub fixed_bytes: f64,
+    pub per_seq_bytes: f64,
+}
+
+/// Check a configuration and compute what does not depend on the batch (including the largest
+/// batch that fits). Errors name the violated constraint and the nearest valid values.
+pub fn setup(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    serving: Serving,
+    req: Requests,
+) -> Result<Setup, InferError> {
+    prepare(model, hw, net, serving, req, true)
+}
+
+/// [`setup`] without the memory check (`max_batch` may be 0): the what-ifs evaluate
+/// configurations that do not fit and flag them.
+pub fn setup_unchecked(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    serving: Serving,
+    req: Requests,
+) -> Result<Setup, InferError> {
+    prepare(model, hw, net, serving, req, false)
+}
+
+fn prepare(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    serving: Serving,
+    req: Requests,
+    check_memory: bool,
+) -> Result<Setup, InferError> {
+    validate_model(model)?;
+    for (what, v) in [
+        ("--tp", serving.tp),
+        ("--pp", serving.pp),
+        ("replicas (--gpus / (--tp × --pp))", serving.replicas),
+        ("--input", req.input),
+        ("--output", req.output),
+    ] {
+        if v == 0 {
+            return Err(InferError::Zero {
+                what,
+                value: v.into(),
+            });
+        }
+    }
+    let total = u64::from(req.input) + u64::from(req.output);
+    if total > u64::from(model.seq) {
+        return Err(InferError::Context {
+            input: req.input,
+            output: req.output,
+            total,
+            context: model.seq,
+            model: model.name.clone(),
+        });
+    }
+    if !model.heads.is_multiple_of(serving.tp) {
+        return Err(PlanError::TpHeads {
+            tp: serving.tp,
+            heads: model.heads,
+            nearest: nearest_divisors(model.heads.into(), serving.tp.into(), None),
+        }
+        .into());
+    }
+    if !(model.kv_heads.is_multiple_of(serving.tp) || serving.tp.is_multiple_of(model.kv_heads)) {
+        return Err(InferError::TpKvHeads {
+            tp: serving.tp,
+            kv_heads: model.kv_heads,
+            nearest: nearest_divisors(model.heads.into(), serving.tp.into(), None),
+        });
+    }
+    if serving.tp > net.gpus_per_node {
+        return Err(PlanError::TpNode {
+            tp: serving.tp,
+            gpus_per_node: net.gpus_per_node,
+            nearest: nearest_divisors(
+                model.heads.into(),
+                serving.tp.into(),
+                Some(net.gpus_per_node.into()),
+            ),
+        }
+        .into());
+    }
+    if !model.layers.is_multiple_of(serving.pp) {
+        return Err(PlanError::PpLayers {
+            pp: serving.pp,
+            layers: model.layers,
+            nearest: nearest_divisors(model.layers.into(), serving.pp.into(), None),
+        }
+        .into());
+    }
+    let shard = Shard::new(model, serving.tp, serving.pp, serving.weights, serving.kv);
+    let arithmetic = serving.weights.arithmetic(hw);
+    let device = Device::new(hw, arithmetic);
+    let capacity = hw.memory.get();
+    let usable = USABLE_MEMORY * capacity;
+    let (input, output) = (f64::from(req.input), f64::from(req.output));
+    // Activations of the largest pass (one prompt's prefill) and per sequence in a decode step:
+    // the widest live tensors (QKV, MLP up) and fp32 logits.
+    let act_per_token = ACT_BYTES
+        * (2.0 * shard.hidden + shard.q_width + 2.0 * shard.kv_width + 2.0 * shard.ffn / shard.tp);
+    let logits = 4.0 * shard.vocab / shard.tp;
+    let fixed = shard.weight_bytes() + input * act_per_token + logits;
+    let per_seq = (input + output) * shard.kv_per_token() + act_per_token + logits;
+    let room = usable - fixed;
+    let max_batch = if room > per_seq {
+        (room / per_seq).floor().min(f64::from(u32::MAX)) as u32
+    } else {
+        0
+    };
+    let setup = Setup {
+        shard,
+        device,
+        arithmetic,
+        serving,
+        requests: req,
+        max_batch,
+        memory_capacity: capacity,
+        usable,
+        fixed_bytes: fixed,
+        per_seq_bytes: per_seq,
+    };
+    if max_batch == 0 && check_memory {
+        return Err(InferError::FitsNowhere {
+            model: model.name.clone(),
+            device: hw.name.clone(),
+            tp: serving.tp,
+            pp: serving.pp,
+            precision: serving.weights.name(),
+            weights_gib: fixed / GIB,
+            per_seq_gib: per_seq / GIB,
+            tokens: total,
+            usable_gib: usable / GIB,
+            capacity_gib: capacity / GIB,
+        });
+    }
+    Ok(setup)
+}
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Check `gpus` against tp × pp and return the number of replicas.
+pub fn replicas(gpus: u64, tp: u32, pp: u32) -> Result<u32, InferError> {
+    let tp_pp = u64::from(tp) * u64::from(pp);
+    if tp_pp == 0 || gpus == 0 || !gpus.is_multiple_of(tp_pp) {
+        return Err(InferError::Gpus {
+            gpus,
+            tp_pp,
+            nearest: nearest_multiples(gpus, tp_pp.max(1)),
+        });
+    }
+    u32::try_from(gpus / tp_pp).map_err(|_| InferError::Gpus {
+        gpus,
+        tp_pp,
+        nearest: "fewer".into(),
+    })
+}
+
+/// Evaluate at `batch` concurrent sequences (1 ≤ batch ≤ max_batch, else an error).
+pub fn evaluate_at(
+    s: &Setup,
+    hw: &Hardware,
+    net: &Network,
+    batch: u32,
+) -> Result<Evaluation, InferError> {
+    if batch == 0 {
+        return Err(InferError::Zero {
+            what: "--batch",
+            value: 0,
+        });
+    }
+    if batch > s.max_batch {
+        return Err(InferError::Batch {
+            batch,
+            max_batch: s.max_batch,
+            need_gib: (s.fixed_bytes + f64::from(batch) * s.per_seq_bytes) / GIB,
+            usable_gib: s.usable / GIB,
+        });
+    }
+    Ok(estimate(s, hw, net, batch))
+}
+
+/// A pipelined pass: `seqs` sequences split into m = min(seqs, pp) microbatches, each passing
+/// the pp stages; the whole batch takes pp microbatch slots plus a point-to-point hop per stage
+/// boundary (Narayanan et al. 2021). Returns (time, one stage's pass per microbatch, busy share,
+/// p2p seconds).
+fn pipelined(
+    s: &Setup,
+    net: &Network,
+    seqs: f64,
+    work: impl Fn(f64) -> Work,
+) -> (f64, Pass, f64, f64) {
+    let pp = f64::from(s.serving.pp);
+    let m = seqs.min(pp);
+    let w = work(seqs / m);
+    let one = pass(&s.shard, &s.device, net, &w);
+    let hop = if s.serving.pp > 1 {
+        let span = u64::from(s.serving.tp) * u64::from(s.serving.pp);
+        let link = if span <= u64::from(net.gpus_per_node) {
+            &net.intra
+        } else {
+            &net.inter
+        };
+        (pp - 1.0) * p2p(link, w.tokens * s.shard.hidden * ACT_BYTES / s.shard.tp)
+    } else {
+        0.0
+    };
+    (pp * one.time + hop, one, m / pp, hop)
+}
+
+/// Evaluate a batch the caller has checked (the search's hot path).
+pub fn estimate(s: &Setup, hw: &Hardware, net: &Network, batch: u32) -> Evaluation {
+    let b = f64::from(batch);
+    let (input, output) = (f64::from(s.requests.input), f64::from(s.requests.output));
+    let gpus_per_replica = f64::from(s.serving.tp) * f64::from(s.serving.pp);
+    // TTFT: one prompt prefilled on its own (queueing excluded).
+    let (ttft, _, _, _) = pipelined(s, net, 1.0, |n| Work::prefill(n, input));
+    // Prefill of the batch's prompts, and a decode step at the mean context of the generation.
+    let (prefill, pre, pre_busy, _) = pipelined(s, net, b, |n| Work::prefill(n, input));
+    let ctx = input + output / 2.0;
+    let (tpot, dec, dec_busy, dec_p2p) = pipelined(s, net, b, |n| Work::decode(n, ctx));
+    let steps = output - 1.0;
+    let cycle = prefill + steps * tpot;
+    let per_replica_tps = b * output / cycle;
+    let replicas = f64::from(s.serving.replicas);
+
+    // Utilisation of one device during each phase: its share of the pipeline slots times the
+    // fraction of a pass spent at full arithmetic rate or full memory bandwidth.
+    let util = |p: &Pass, busy: f64| {
+        let uc = p.flops / (p.time * s.device.gemm_rate);
+        let um = p.bytes / (p.time * s.device.bandwidth);
+        busy * (uc + MEMORY_POWER_SHARE * um)
+    };
+    let p_pre = hw.power(util(&pre, pre_busy)).get();
+    let p_dec = hw.power(util(&dec, dec_busy)).get();
+    let energy_gpu = p_pre * prefill + p_dec * steps * tpot;
+    let energy_replica = energy_gpu * gpus_per_replica;
+    let peak = hw
+        .peak(s.arithmetic.precision)
+        .unwrap_or(hw.peak_bf16)
+        .get();
+    // Executed FLOPs of a cycle on one device over the cycle at the arithmetic's peak.
+    let flops_gpu = pre.flops * pre_busy * f64::from(s.serving.pp)
+        + steps * dec.flops * dec_busy * f64::from(s.serving.pp);
+    let mfu = flops_gpu / cycle / peak;
+    // MBU of the decode step: bytes moved per step over the data-sheet bandwidth.
+    let mbu = dec.bytes * dec_busy * f64::from(s.serving.pp) / tpot / hw.memory_bandwidth.get();
+    let kv = b * (input + output) * s.shard.kv_per_token();
+    let weights = s.shard.weight_bytes();
+    let total = s.fixed_bytes + b * s.per_seq_bytes;
+    Evaluation {
+        batch,
+        max_batch: s.max_batch,
+        ttft_s: ttft,
+        tpot_s: tpot,
+        e2e_s: ttft + steps * tpot,
+        prefill_batch_s: prefill,
+        output_tokens_per_s: per_replica_tps * replicas,
+        requests_per_s: b / cycle * replicas,
+        mfu,
+        mbu,
+        decode_compute_s: dec.compute * f64::from(s.serving.pp),
+        decode_memory_s: dec.memory * f64::from(s.serving.pp),
+        decode_comm_s: dec.comm * f64::from(s.serving.pp),
+        decode_latency_s: dec.latency * f64::from(s.serving.pp),
+        decode_overhead_s: dec.overhead * f64::from(s.serving.pp),
+        decode_p2p_s: dec_p2p,
+        power_prefill_w: p_pre,
+        power_decode_w: p_dec,
+        power_per_gpu_w: energy_gpu / cycle,
+        energy_per_token_j: energy_replica / (b * output),
+        energy_per_request_j: energy_replica / b,
+        memory: InferMemory {
+            weights: Bytes(weights),
+            kv_cache: Bytes(kv),
+            activations: Bytes(total - weights - kv),
+            total: Bytes(total),
+            usable: Bytes(s.usable),
+            capacity: Bytes(s.memory_capacity),
+            kv_per_sequence: Bytes((input + output) * s.shard.kv_per_token()),
+        },
+    }
+}
+
+/// The smallest batch whose throughput sustains `rate` requests/s (all replicas), or an error
+/// giving the most any batch sustains.
+pub fn batch_for_rate(
+    s: &Setup,
+    hw: &Hardware,
+    net: &Network,
+    rate: f64,
+) -> Result<Evaluation, InferError> {
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err(InferError::RateNotPositive(rate));
+    }
+    // Throughput grows with the batch; bisect for the smallest that sustains the rate.
+    let top = estimate(s, hw, net, s.max_batch);
+    if top.requests_per_s < rate {
+        return Err(InferError::Rate {
+            rate,
+            max_rate: top.requests_per_s,
+            at_batch: s.max_batch,
+        });
+    }
+    let (mut lo, mut hi) = (1u32, s.max_batch);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if estimate(s, hw, net, mid).requests_per_s >= rate {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Ok(estimate(s, hw, net, lo))
+}

@@ -1,0 +1,178 @@
+//! Number formats of a served model: the weights' storage format and the KV cache's, and the
+//! arithmetic each implies on a given device. The arithmetic precisions are the planner's
+//! [`Precision`]; this module only adds the storage formats serving uses.
+
+use crate::plan::{Hardware, Precision};
+use serde::{Deserialize, Serialize};
+
+/// Storage format of the weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightFormat {
+    /// bf16 or fp16: 2 bytes, 16-bit tensor-core arithmetic.
+    Bf16,
+    /// fp8 (E4M3) weights and activations on devices with fp8 tensor cores (Hopper, Ada,
+    /// Blackwell, MI300); weight-only elsewhere.
+    Fp8,
+    /// int8 weight-only (W8A16): weights dequantised to bf16 inside the GEMM.
+    Int8,
+    /// int4 weight-only (W4A16, AWQ/GPTQ, group size 128): dequantised to bf16 inside the GEMM.
+    Int4,
+}
+
+impl WeightFormat {
+    pub const ALL: [WeightFormat; 4] = [
+        WeightFormat::Bf16,
+        WeightFormat::Fp8,
+        WeightFormat::Int8,
+        WeightFormat::Int4,
+    ];
+
+    /// Bytes per weight, scales included. int4 with group size 128 carries an fp16 scale and an
+    /// fp16 zero point per 128 weights: 0.5 + 4/128 bytes (Lin et al. 2024, AWQ §4; Frantar et al.
+    /// 2023, GPTQ); fp8 and int8 use one scale per output channel, negligible.
+    pub fn bytes(self) -> f64 {
+        match self {
+            WeightFormat::Bf16 => 2.0,
+            WeightFormat::Fp8 | WeightFormat::Int8 => 1.0,
+            WeightFormat::Int4 => 0.5 + 4.0 / 128.0,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WeightFormat::Bf16 => "bf16",
+            WeightFormat::Fp8 => "fp8",
+            WeightFormat::Int8 => "int8",
+            WeightFormat::Int4 => "int4",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "bf16" | "fp16" | "f16" => Some(WeightFormat::Bf16),
+            "fp8" | "f8" => Some(WeightFormat::Fp8),
+            "int8" | "i8" | "w8a16" => Some(WeightFormat::Int8),
+            "int4" | "i4" | "w4a16" => Some(WeightFormat::Int4),
+            _ => None,
+        }
+    }
+
+    /// The arithmetic this format runs at on `hw`: fp8 is native where the device has an fp8
+    /// peak, otherwise (and always for int8/int4) the weights are dequantised and multiplied at
+    /// 16 bits — weight-only quantisation saves bytes, not FLOPs.
+    pub fn arithmetic(self, hw: &Hardware) -> Arithmetic {
+        // The device's 16-bit tensor format: bf16, or fp16 where it has no bf16 (Volta, Turing).
+        let sixteen = if hw.has_bf16 {
+            Precision::Bf16
+        } else {
+            Precision::Fp16
+        };
+        match self {
+            WeightFormat::Bf16 => Arithmetic {
+                precision: sixteen,
+                native: true,
+            },
+            WeightFormat::Fp8 if hw.peak(Precision::Fp8).is_some() => Arithmetic {
+                precision: Precision::Fp8,
+                native: true,
+            },
+            WeightFormat::Fp8 | WeightFormat::Int8 | WeightFormat::Int4 => Arithmetic {
+                precision: sixteen,
+                native: false,
+            },
+        }
+    }
+}
+
+/// The arithmetic precision of the GEMMs, and whether the weight format is the device's own
+/// (`native`) or stored narrower and dequantised to it (weight-only, "emulated").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Arithmetic {
+    pub precision: Precision,
+    pub native: bool,
+}
+
+impl Arithmetic {
+    /// How the output names it: "fp8 (native)", "bf16 (int4 weight-only)".
+    pub fn describe(self, w: WeightFormat) -> String {
+        if self.native {
+            format!("{} (native)", self.precision.name())
+        } else {
+            format!("{} ({} weight-only)", self.precision.name(), w.name())
+        }
+    }
+}
+
+/// Storage format of the KV cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum KvFormat {
+    Bf16,
+    Fp8,
+    Int8,
+}
+
+impl KvFormat {
+    pub fn bytes(self) -> f64 {
+        match self {
+            KvFormat::Bf16 => 2.0,
+            KvFormat::Fp8 | KvFormat::Int8 => 1.0,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KvFormat::Bf16 => "bf16",
+            KvFormat::Fp8 => "fp8",
+            KvFormat::Int8 => "int8",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "bf16" | "fp16" | "f16" => Some(KvFormat::Bf16),
+            "fp8" | "f8" => Some(KvFormat::Fp8),
+            "int8" | "i8" => Some(KvFormat::Int8),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::catalog_system;
+
+    /// Regression (issue 13 item 19, seen in `infer`): V100 has no bf16, yet its 16-bit weights
+    /// were said to run "bf16 (native)" and fp8 to be "dequantised to bf16".
+    #[test]
+    fn v100_arithmetic_is_fp16_not_bf16() {
+        let (hw, _) = catalog_system("v100-32gb").unwrap();
+        assert!(!hw.has_bf16);
+        let a = WeightFormat::Bf16.arithmetic(&hw);
+        assert_eq!((a.precision, a.native), (Precision::Fp16, true));
+        let a = WeightFormat::Fp8.arithmetic(&hw);
+        assert_eq!((a.precision, a.native), (Precision::Fp16, false));
+        assert_eq!(a.describe(WeightFormat::Fp8), "fp16 (fp8 weight-only)");
+    }
+
+    #[test]
+    fn fp8_is_native_on_hopper_and_weight_only_on_ampere() {
+        let (h100, _) = catalog_system("h100").unwrap();
+        let (a100, _) = catalog_system("a100-80gb").unwrap();
+        assert_eq!(
+            WeightFormat::Fp8.arithmetic(&h100),
+            Arithmetic {
+                precision: Precision::Fp8,
+                native: true
+            }
+        );
+        let a = WeightFormat::Fp8.arithmetic(&a100);
+        assert!(!a.native && a.precision == Precision::Bf16);
+        assert_eq!(a.describe(WeightFormat::Fp8), "bf16 (fp8 weight-only)");
+        // int4 never changes the arithmetic, only the bytes: 0.53125 B per weight.
+        assert!(!WeightFormat::Int4.arithmetic(&h100).native);
+        assert_eq!(WeightFormat::Int4.bytes(), 0.53125);
+    }
+}

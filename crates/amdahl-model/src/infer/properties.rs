@@ -1,0 +1,126 @@
+//! Properties the serving model must satisfy for every device and batch (issue 10, validation).
+
+use super::model::{estimate, setup, setup_unchecked, Requests, Serving};
+use super::precision::{KvFormat, WeightFormat};
+use crate::plan::{catalog_model, system, Overrides};
+
+fn serving(tp: u32, w: WeightFormat) -> Serving {
+    Serving {
+        tp,
+        pp: 1,
+        replicas: 1,
+        weights: w,
+        kv: KvFormat::Bf16,
+    }
+}
+
+const REQ: Requests = Requests {
+    input: 512,
+    output: 256,
+};
+
+#[test]
+fn decode_at_batch_1_is_memory_bound_on_every_device() {
+    // TPOT ≥ weight bytes / HBM bandwidth: a decode step must at least read every weight once.
+    let model = catalog_model("llama2-7b").unwrap();
+    let devices = crate::catalog::devices::embedded().unwrap();
+    let mut checked = 0;
+    for d in devices.iter() {
+        // Devices the planner cannot model (CPUs, no link figure) are skipped; give them the
+        // missing link and network figures so every accelerator is covered.
+        let o = Overrides {
+            intra_node_bandwidth: Some(crate::units::BytesPerSecond(100e9)),
+            ..Overrides::default()
+        };
+        let Ok((hw, net)) = system(d, &o, Some(100.0)) else {
+            continue;
+        };
+        for w in WeightFormat::ALL {
+            let s = setup_unchecked(&model, &hw, &net, serving(1, w), REQ).unwrap();
+            let e = estimate(&s, &hw, &net, 1);
+            let floor = s.shard.weight_bytes() / hw.memory_bandwidth.get();
+            assert!(
+                e.tpot_s >= floor,
+                "{} {}: {} < {}",
+                d.name,
+                w.name(),
+                e.tpot_s,
+                floor
+            );
+            assert!(
+                e.decode_memory_s > e.decode_compute_s,
+                "{} {}",
+                d.name,
+                w.name()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} devices checked");
+}
+
+#[test]
+fn energy_per_token_falls_with_batch_until_compute_bound() {
+    for (model, device, w, tp) in [
+        ("llama3-8b", "h100", WeightFormat::Bf16, 1),
+        ("llama3-8b", "a100-80gb", WeightFormat::Int4, 1),
+        ("llama2-70b", "h100", WeightFormat::Fp8, 4),
+        ("llama2-7b", "l40s", WeightFormat::Fp8, 1),
+    ] {
+        let m = catalog_model(model).unwrap();
+        let d = crate::catalog::devices::lookup(device).unwrap();
+        let o = Overrides {
+            intra_node_bandwidth: Some(crate::units::BytesPerSecond(32e9)),
+            ..Overrides::default()
+        };
+        let (hw, net) = system(d, &o, Some(100.0)).unwrap();
+        let s = setup(&m, &hw, &net, serving(tp, w), REQ).unwrap();
+        let mut prev = estimate(&s, &hw, &net, 1);
+        let mut steps = 0;
+        for b in 2..=s.max_batch {
+            let e = estimate(&s, &hw, &net, b);
+            if prev.decode_compute_s >= prev.decode_memory_s {
+                break;
+            }
+            assert!(
+                e.energy_per_token_j <= prev.energy_per_token_j * (1.0 + 1e-9),
+                "{model} {device}: J/token rose from {} at {} to {} at {b}",
+                prev.energy_per_token_j,
+                b - 1,
+                e.energy_per_token_j
+            );
+            prev = e;
+            steps += 1;
+        }
+        assert!(
+            steps > 4,
+            "{model} {device}: compute-bound after {steps} batches"
+        );
+        // And a memory-bound decode at batch 1 is not charged the TDP.
+        let one = estimate(&s, &hw, &net, 1);
+        assert!(
+            one.power_decode_w < 0.7 * hw.tdp.get(),
+            "{model} {device}: {}",
+            one.power_decode_w
+        );
+    }
+}
+
+#[test]
+fn throughput_grows_and_tpot_never_shrinks_with_batch() {
+    let m = catalog_model("llama2-70b").unwrap();
+    let (hw, net) = crate::plan::catalog_system("h100").unwrap();
+    let s = setup(&m, &hw, &net, serving(8, WeightFormat::Fp8), REQ).unwrap();
+    let mut prev = estimate(&s, &hw, &net, 1);
+    for b in (2..=s.max_batch).step_by(7) {
+        let e = estimate(&s, &hw, &net, b);
+        assert!(e.output_tokens_per_s >= prev.output_tokens_per_s, "b = {b}");
+        assert!(e.tpot_s >= prev.tpot_s, "b = {b}");
+        assert!(e.memory.total.get() <= e.memory.usable.get(), "b = {b}");
+        assert!(
+            e.mfu > 0.0 && e.mfu < 1.0 && e.mbu > 0.0 && e.mbu < 1.0,
+            "b = {b}"
+        );
+        prev = e;
+    }
+}

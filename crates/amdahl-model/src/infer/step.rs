@@ -1,0 +1,230 @@
+//! One forward pass of a served model on one pipeline stage of one device: a roofline per
+//! operation. Every operation takes the larger of its FLOPs at the device's attainable rate for
+//! that size (the planner's [`GemmCurve`](crate::plan::GemmCurve): kernel latency + FLOPs at the
+//! sustained rate) and its bytes over the achieved memory bandwidth; tensor-parallel all-reduces
+//! are added on the tier they cross. Formulas and sources: docs/methodology.md ("Inference").
+
+use super::precision::{Arithmetic, KvFormat, WeightFormat};
+use crate::plan::collective::all_reduce;
+use crate::plan::{Hardware, ModelShape, Network, Precision};
+
+/// Fixed cost of one forward pass outside the kernels: the serving engine's per-iteration
+/// scheduling, input preparation and sampling. 1 ms, an order-of-magnitude **estimate** (not
+/// fitted): Srivatsa et al. 2024 ("Can scheduling overhead dominate LLM inference performance?",
+/// UCSD WukLab) show this per-iteration CPU work (tensor pre- and post-processing) taking more
+/// than half the inference time in vLLM and much less in SGLang on current GPUs. Kernel-launch
+/// costs are not in here: they are the GEMM curve's per-kernel latency.
+pub const STEP_OVERHEAD_S: f64 = 1e-3;
+
+/// Bytes of one activation element (16-bit: fp8 GEMMs take 16-bit activations in and quantise
+/// them on the fly, as TensorRT-LLM's and vLLM's fp8 paths do; communication stays 16-bit).
+pub const ACT_BYTES: f64 = 2.0;
+
+/// What one pass costs one device: wall time and where it went, and the work done (for MFU,
+/// MBU and the power model).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Pass {
+    pub time: f64,
+    /// Seconds of operations limited by arithmetic.
+    pub compute: f64,
+    /// Seconds of operations limited by memory bandwidth.
+    pub memory: f64,
+    /// Seconds of kernels too small for either limit: their time is the GEMM curve's per-kernel
+    /// latency (launch, ramp-up, last wave).
+    pub latency: f64,
+    /// Seconds of tensor-parallel all-reduces.
+    pub comm: f64,
+    /// The fixed per-step overhead.
+    pub overhead: f64,
+    /// FLOPs this device executed.
+    pub flops: f64,
+    /// Bytes this device moved to or from its memory.
+    pub bytes: f64,
+}
+
+/// The device-side constants of a configuration, computed once per evaluation.
+#[derive(Debug, Clone, Copy)]
+pub struct Device {
+    /// Sustained GEMM rate at the arithmetic precision (max_efficiency × peak).
+    pub gemm_rate: f64,
+    /// Sustained rate of attention (16-bit: FlashAttention).
+    pub attn_rate: f64,
+    /// Per-kernel latency of the GEMM curve.
+    pub latency: f64,
+    /// Achieved memory bandwidth.
+    pub bandwidth: f64,
+}
+
+impl Device {
+    pub fn new(hw: &Hardware, arith: Arithmetic) -> Self {
+        let curve = hw.class.curve();
+        let peak = hw.peak(arith.precision).unwrap_or(hw.peak_bf16).get();
+        Device {
+            gemm_rate: curve.max_efficiency * peak,
+            attn_rate: curve.max_efficiency * hw.peak(Precision::Bf16).map_or(peak, |p| p.get()),
+            latency: curve.latency.get(),
+            bandwidth: hw.memory_bandwidth.get() * curve.memory_efficiency,
+        }
+    }
+}
+
+/// The sharded shape one device holds: per-GPU widths with TP `t`, layers with PP `p`.
+#[derive(Debug, Clone, Copy)]
+pub struct Shard {
+    pub tp: f64,
+    pub layers: f64,
+    pub hidden: f64,
+    pub ffn: f64,
+    pub vocab: f64,
+    /// Query heads × head width on this device (h / t).
+    pub q_width: f64,
+    /// Key (= value) heads × head width on this device; at least one head: with t > kv_heads
+    /// each KV head is replicated t / kv_heads times (vLLM, TensorRT-LLM).
+    pub kv_width: f64,
+    /// Extra MLP matrices beyond the down projection (1 plain, 2 gated).
+    pub up_mats: f64,
+    pub w_bytes: f64,
+    pub kv_bytes: f64,
+}
+
+impl Shard {
+    pub fn new(m: &ModelShape, tp: u32, pp: u32, w: WeightFormat, kv: KvFormat) -> Self {
+        let t = f64::from(tp);
+        let head = f64::from(m.hidden) / f64::from(m.heads);
+        let kv_heads = (f64::from(m.kv_heads) / t).max(1.0);
+        Shard {
+            tp: t,
+            layers: f64::from(m.layers) / f64::from(pp),
+            hidden: f64::from(m.hidden),
+            ffn: f64::from(m.ffn),
+            vocab: f64::from(m.vocab),
+            q_width: f64::from(m.hidden) / t,
+            kv_width: kv_heads * head,
+            up_mats: m.mlp_matrices() - 1.0,
+            w_bytes: w.bytes(),
+            kv_bytes: kv.bytes(),
+        }
+    }
+
+    /// Weights of one layer on this device (QKV, output projection, MLP; norms are negligible).
+    pub fn layer_weights(&self) -> f64 {
+        let h = self.hidden;
+        h * (self.q_width + 2.0 * self.kv_width)
+            + self.q_width * h
+            + (self.up_mats + 1.0) * h * self.ffn / self.tp
+    }
+
+    /// KV-cache bytes of one token on this device (all layers of the stage).
+    pub fn kv_per_token(&self) -> f64 {
+        self.layers * 2.0 * self.kv_width * self.kv_bytes
+    }
+
+    /// Weight bytes on this device: the stage's layers plus embedding and output layer (tied, as
+    /// the planner counts them), split over TP.
+    pub fn weight_bytes(&self) -> f64 {
+        (self.layers * self.layer_weights() + self.vocab * self.hidden / self.tp) * self.w_bytes
+    }
+}
+
+/// The work of one pass: `tokens` new tokens of `rows` sequences whose queries attend to
+/// `pairs` (query, key) pairs in all, reading `kv_read` tokens of cached keys and values.
+#[derive(Debug, Clone, Copy)]
+pub struct Work {
+    pub tokens: f64,
+    pub rows: f64,
+    pub pairs: f64,
+    pub kv_read: f64,
+}
+
+impl Work {
+    /// Prefill of `seqs` prompts of `len` tokens: causal attention, L(L+1)/2 pairs per prompt;
+    /// keys and values stay on chip (FlashAttention), so only the new cache is written.
+    pub fn prefill(seqs: f64, len: f64) -> Self {
+        Work {
+            tokens: seqs * len,
+            rows: seqs,
+            pairs: seqs * len * (len + 1.0) / 2.0,
+            kv_read: 0.0,
+        }
+    }
+
+    /// One decode step of `seqs` sequences holding `ctx` tokens each: one query each, every
+    /// cached key and value read once (PagedAttention; Kwon et al. 2023).
+    pub fn decode(seqs: f64, ctx: f64) -> Self {
+        Work {
+            tokens: seqs,
+            rows: seqs,
+            pairs: seqs * ctx,
+            kv_read: seqs * ctx,
+        }
+    }
+}
+
+/// Time of one pass over one stage's layers (and the output layer) on one device.
+pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
+    let mut p = Pass::default();
+    let t = w.tokens;
+    let h = s.hidden;
+    // A GEMM of a (t × k) activation by a (k × n) weight shard.
+    let gemm = |k: f64, n: f64, rows: f64, p: &mut Pass| {
+        let flops = 2.0 * rows * k * n;
+        let bytes = k * n * s.w_bytes + rows * (k + n) * ACT_BYTES;
+        charge(p, flops / d.gemm_rate, d.latency, bytes / d.bandwidth);
+        p.flops += flops;
+        p.bytes += bytes;
+    };
+    let mut layer = Pass::default();
+    gemm(h, s.q_width + 2.0 * s.kv_width, t, &mut layer);
+    gemm(s.q_width, h, t, &mut layer);
+    gemm(h, s.up_mats * s.ffn / s.tp, t, &mut layer);
+    gemm(s.ffn / s.tp, h, t, &mut layer);
+    // Attention: QKᵀ and softmax·V, 2 FLOPs per multiply–add, per (query, key) pair and head
+    // width; the cache read (decode) and written (new tokens), queries and outputs streamed.
+    let attn_flops = 4.0 * w.pairs * s.q_width;
+    let attn_bytes =
+        (w.kv_read + t) * 2.0 * s.kv_width * s.kv_bytes + 2.0 * t * s.q_width * ACT_BYTES;
+    charge(
+        &mut layer,
+        attn_flops / d.attn_rate,
+        d.latency,
+        attn_bytes / d.bandwidth,
+    );
+    // Element-wise: two RMSNorms (read + write h), two residual adds (3h), the MLP activation
+    // (read 2 f/t, write f/t for a gated MLP).
+    let ew = t * ACT_BYTES * (10.0 * h + 3.0 * s.ffn / s.tp);
+    layer.memory += ew / d.bandwidth;
+    layer.flops += attn_flops;
+    layer.bytes += attn_bytes + ew;
+    // Tensor parallelism: two all-reduces of the t × h activation per layer (after the attention
+    // output projection and after the MLP; Shoeybi et al. 2019, Fig. 3).
+    let link = if s.tp <= f64::from(net.gpus_per_node) {
+        &net.intra
+    } else {
+        &net.inter
+    };
+    layer.comm = 2.0 * all_reduce(link, s.tp, t * h * ACT_BYTES);
+
+    p.compute = layer.compute * s.layers;
+    p.memory = layer.memory * s.layers;
+    p.latency = layer.latency * s.layers;
+    p.comm = layer.comm * s.layers;
+    p.flops = layer.flops * s.layers;
+    p.bytes = layer.bytes * s.layers;
+    // Output layer: logits of the last token of every sequence.
+    gemm(h, s.vocab / s.tp, w.rows, &mut p);
+    p.overhead = STEP_OVERHEAD_S;
+    p.time = p.compute + p.memory + p.latency + p.comm + p.overhead;
+    p
+}
+
+/// Roofline of one kernel: max(latency + FLOPs/rate, bytes/bandwidth), charged to arithmetic,
+/// memory or (when neither the FLOPs nor the bytes outweigh the kernel latency) latency.
+fn charge(p: &mut Pass, compute: f64, latency: f64, memory: f64) {
+    if latency + compute < memory {
+        p.memory += memory;
+    } else if compute >= memory {
+        p.compute += latency + compute;
+    } else {
+        p.latency += latency + compute;
+    }
+}

@@ -1,0 +1,391 @@
+//! Rendering of `amdahl infer` results: tables, CSV and SVG from [`InferResult`] and
+//! [`InferSearchResult`]. Pure functions.
+
+use crate::sig;
+use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
+use crate::table::{Align, Table};
+use amdahl_model::infer::{Candidate, InferResult, InferSearchResult};
+use std::fmt::Write;
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+fn ms(s: f64) -> String {
+    sig(s * 1e3, 3)
+}
+
+/// The human table of one configuration.
+pub fn infer_table(r: &InferResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} ({:.1}B parameters) on {} × {}: tp {} × pp {} × {} replica(s); weights {}, arithmetic {}, KV {}",
+        r.model.name,
+        r.parameters / 1e9,
+        r.gpus,
+        r.system,
+        r.tp,
+        r.pp,
+        r.replicas,
+        r.precision.name(),
+        r.arithmetic,
+        r.kv_precision.name()
+    );
+    let why = match &r.batch_choice {
+        amdahl_model::infer::BatchChoice::Given => "given".to_string(),
+        amdahl_model::infer::BatchChoice::MaxLoad => "the largest that fits".to_string(),
+        amdahl_model::infer::BatchChoice::Rate { requests_per_s } => {
+            format!("the smallest that sustains {requests_per_s} requests/s")
+        }
+    };
+    let _ = writeln!(
+        out,
+        "requests: {} prompt + {} output tokens; batch {} ({why}; at most {} fit)\n",
+        r.input_tokens, r.output_tokens, r.batch, r.max_batch
+    );
+    let mut t = Table::new(["quantity", "value"])
+        .align(0, Align::Left)
+        .align(1, Align::Left);
+    let rows: Vec<(&str, String)> = vec![
+        ("time to first token", format!("{} ms", ms(r.ttft_s))),
+        ("time per output token", format!("{} ms", ms(r.tpot_s))),
+        ("end-to-end per request", format!("{} s", sig(r.e2e_s, 3))),
+        (
+            "output tokens/s (all replicas)",
+            sig(r.output_tokens_per_s, 4),
+        ),
+        ("requests/s", sig(r.requests_per_s, 4)),
+        ("MFU", format!("{:.1} %", r.mfu * 100.0)),
+        ("MBU (decode)", format!("{:.1} %", r.mbu * 100.0)),
+        (
+            "memory per device",
+            format!(
+                "{:.1} GiB of {:.1} usable (weights {:.1}, KV {:.1})",
+                r.memory_per_gpu_bytes / GIB,
+                r.memory.usable.get() / GIB,
+                r.memory.weights.get() / GIB,
+                r.memory.kv_cache.get() / GIB
+            ),
+        ),
+        (
+            "power per device",
+            format!(
+                "{:.0} W (prefill {:.0}, decode {:.0}; idle {:.0}, TDP {:.0})",
+                r.power_per_gpu_w, r.power_prefill_w, r.power_decode_w, r.idle_power_w, r.tdp_w
+            ),
+        ),
+        (
+            "energy per output token (IT)",
+            format!("{} J", sig(r.energy_per_token_j, 3)),
+        ),
+        (
+            "energy per request (IT)",
+            format!("{} J", sig(r.energy_per_request_j, 3)),
+        ),
+        (
+            "per 1,000 requests (× PUE)",
+            format!(
+                "{} kWh, {} gCO2e",
+                sig(r.kwh_per_1000_requests, 3),
+                sig(r.co2e_per_1000_requests_g, 3)
+            ),
+        ),
+        (
+            "PUE, grid",
+            format!(
+                "{} ({}); {} gCO2e/kWh ({}, {}, {})",
+                r.pue,
+                r.pue_source,
+                sig(r.grid_g_per_kwh, 4),
+                r.grid.name,
+                amdahl_model::catalog::grid::year_label(r.grid.year),
+                r.grid.scope.name()
+            ),
+        ),
+    ];
+    for (k, v) in rows {
+        t.row([k.to_string(), v]);
+    }
+    out.push_str(&t.render());
+    let d = &r.decode;
+    let _ = writeln!(
+        out,
+        "\ndecode step {} ms = compute {} + memory {} + kernel latency {} + TP all-reduce {} + PP {} + overhead {}",
+        ms(r.tpot_s),
+        ms(d.compute_s),
+        ms(d.memory_s),
+        ms(d.kernel_latency_s),
+        ms(d.tp_comm_s),
+        ms(d.pp_comm_s),
+        ms(d.overhead_s)
+    );
+    let _ = writeln!(
+        out,
+        "\nVégh view: batch {} as TP grows (all-reduces are the part that does not shrink)",
+        r.batch
+    );
+    let mut v = Table::new([
+        "tp",
+        "TPOT ms",
+        "speedup",
+        "efficiency",
+        "α_eff",
+        "all-reduce share",
+        "J/token",
+        "fits",
+    ]);
+    for p in &r.tp_scaling {
+        v.row([
+            p.tp.to_string(),
+            ms(p.tpot_s),
+            sig(p.speedup, 3),
+            format!("{:.0} %", p.efficiency * 100.0),
+            p.alpha_eff.map_or("-".into(), |a| sig(a, 4)),
+            format!("{:.1} %", p.comm_share * 100.0),
+            sig(p.energy_per_token_j, 3),
+            if p.fits { "yes" } else { "no" }.into(),
+        ]);
+    }
+    out.push_str(&v.render());
+    let _ = writeln!(out, "\nprecision what-if at batch {}", r.batch);
+    let mut w = Table::new([
+        "weights",
+        "arithmetic",
+        "TTFT ms",
+        "TPOT ms",
+        "tokens/s",
+        "J/token",
+        "max batch",
+        "fits",
+    ])
+    .align(1, Align::Left);
+    for p in &r.precision_whatif {
+        w.row([
+            p.precision.name().to_string(),
+            p.arithmetic.clone(),
+            ms(p.ttft_s),
+            ms(p.tpot_s),
+            sig(p.output_tokens_per_s, 4),
+            sig(p.energy_per_token_j, 3),
+            p.max_batch.to_string(),
+            if p.fits { "yes" } else { "no" }.into(),
+        ]);
+    }
+    out.push_str(&w.render());
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// One CSV row of the headline figures.
+pub fn infer_csv(r: &InferResult) -> String {
+    let mut out = String::from(
+        "model,system,precision,kv_precision,tp,pp,gpus,input_tokens,output_tokens,batch,max_batch,\
+         ttft_s,tpot_s,e2e_s,output_tokens_per_s,requests_per_s,mfu,mbu,memory_per_gpu_bytes,\
+         power_per_gpu_w,energy_per_token_j,energy_per_request_j,pue,grid_g_per_kwh,\
+         co2e_per_1000_requests_g\n",
+    );
+    let _ = writeln!(
+        out,
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        r.model.name.replace(',', " "),
+        r.system.replace(',', " "),
+        r.precision.name(),
+        r.kv_precision.name(),
+        r.tp,
+        r.pp,
+        r.gpus,
+        r.input_tokens,
+        r.output_tokens,
+        r.batch,
+        r.max_batch,
+        r.ttft_s,
+        r.tpot_s,
+        r.e2e_s,
+        r.output_tokens_per_s,
+        r.requests_per_s,
+        r.mfu,
+        r.mbu,
+        r.memory_per_gpu_bytes,
+        r.power_per_gpu_w,
+        r.energy_per_token_j,
+        r.energy_per_request_j,
+        r.pue,
+        r.grid_g_per_kwh,
+        r.co2e_per_1000_requests_g
+    );
+    out
+}
+
+/// Latency vs throughput over the batch sweep, and energy per token vs batch.
+pub fn infer_svg(r: &InferResult) -> String {
+    let mut lat = Plot::new(
+        format!("{}: latency vs throughput", r.model.name),
+        Axis::new(Scale::Log10, "output tokens/s"),
+        Axis::new(Scale::Log10, "time per output token (ms)"),
+    );
+    lat.series.push(
+        Series::new("batch 1 … max", PALETTE[0], Style::LinePoints).points(
+            r.batch_sweep
+                .iter()
+                .map(|p| (p.output_tokens_per_s, p.tpot_s * 1e3)),
+        ),
+    );
+    let mut energy = Plot::new(
+        "energy per output token vs batch",
+        Axis::new(Scale::Log10, "batch (concurrent sequences)"),
+        Axis::new(Scale::Log10, "J per output token (IT)"),
+    );
+    energy.series.push(
+        Series::new(
+            format!("{} weights", r.precision.name()),
+            PALETTE[1],
+            Style::LinePoints,
+        )
+        .points(
+            r.batch_sweep
+                .iter()
+                .map(|p| (f64::from(p.batch), p.energy_per_token_j)),
+        ),
+    );
+    figure(&[lat, energy], 520.0, 380.0)
+}
+
+fn candidates_table(rows: &[Candidate]) -> String {
+    let mut t = Table::new([
+        "#",
+        "tp",
+        "replicas",
+        "weights",
+        "arithmetic",
+        "batch",
+        "TTFT ms",
+        "TPOT ms",
+        "tokens/s",
+        "W/GPU",
+        "J/token",
+        "gCO2e/1k req",
+    ])
+    .align(4, Align::Left);
+    for (i, c) in rows.iter().enumerate() {
+        t.row([
+            (i + 1).to_string(),
+            c.tp.to_string(),
+            c.replicas.to_string(),
+            c.precision.name().to_string(),
+            c.arithmetic.clone(),
+            c.batch.to_string(),
+            ms(c.ttft_s),
+            ms(c.tpot_s),
+            sig(c.output_tokens_per_s, 4),
+            format!("{:.0}", c.power_per_gpu_w),
+            sig(c.energy_per_token_j, 3),
+            sig(c.co2e_per_1000_requests_g, 3),
+        ]);
+    }
+    t.render()
+}
+
+/// The ranking and the Pareto front.
+pub fn search_table(r: &InferSearchResult) -> String {
+    let mut out = String::new();
+    let lim = |x: Option<f64>| x.map_or("none".to_string(), |v| format!("{} ms", ms(v)));
+    let _ = writeln!(
+        out,
+        "{} on {} × {} ({} + {} tokens): {} configurations evaluated in {} ms ({} per second), {} within TTFT ≤ {}, TPOT ≤ {}\n",
+        r.model.name,
+        r.gpus,
+        r.system,
+        r.input_tokens,
+        r.output_tokens,
+        r.evaluated,
+        sig(r.wall_s * 1e3, 3),
+        sig(r.configs_per_s, 3),
+        r.feasible,
+        lim(r.max_ttft_s),
+        lim(r.max_tpot_s)
+    );
+    out.push_str("lowest energy per output token\n");
+    out.push_str(&candidates_table(&r.ranked));
+    // The front has a point per batch; show at most 20, evenly spaced, ends included.
+    let n = r.pareto.len();
+    let step = n.div_ceil(20).max(1);
+    let shown: Vec<Candidate> = r
+        .pareto
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % step == 0 || *i + 1 == n)
+        .map(|(_, c)| c.clone())
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nPareto front: time per output token vs energy per token ({n} configurations{})",
+        if step > 1 {
+            format!(", every {step}th shown; all with --json")
+        } else {
+            String::new()
+        }
+    );
+    out.push_str(&candidates_table(&shown));
+    for s in &r.skipped {
+        let _ = writeln!(out, "skipped: {s}");
+    }
+    out
+}
+
+/// Every ranked configuration and the front, one row each (`set` = ranked or pareto).
+pub fn search_csv(r: &InferSearchResult) -> String {
+    let mut out = String::from(
+        "set,tp,pp,replicas,precision,batch,ttft_s,tpot_s,output_tokens_per_s,requests_per_s,\
+         power_per_gpu_w,energy_per_token_j,co2e_per_1000_requests_g,memory_per_gpu_bytes\n",
+    );
+    for (set, rows) in [("ranked", &r.ranked), ("pareto", &r.pareto)] {
+        for c in rows {
+            let _ = writeln!(
+                out,
+                "{set},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                c.tp,
+                c.pp,
+                c.replicas,
+                c.precision.name(),
+                c.batch,
+                c.ttft_s,
+                c.tpot_s,
+                c.output_tokens_per_s,
+                c.requests_per_s,
+                c.power_per_gpu_w,
+                c.energy_per_token_j,
+                c.co2e_per_1000_requests_g,
+                c.memory_per_gpu_bytes
+            );
+        }
+    }
+    out
+}
+
+/// The Pareto front of TPOT vs energy per token.
+pub fn search_svg(r: &InferSearchResult) -> String {
+    let mut p = Plot::new(
+        format!(
+            "{} on {} × {}: latency vs energy",
+            r.model.name, r.gpus, r.system
+        ),
+        Axis::new(Scale::Log10, "time per output token (ms)"),
+        Axis::new(Scale::Log10, "J per output token (IT)"),
+    );
+    p.series.push(
+        Series::new("Pareto front", PALETTE[0], Style::LinePoints).points(
+            r.pareto
+                .iter()
+                .map(|c| (c.tpot_s * 1e3, c.energy_per_token_j)),
+        ),
+    );
+    p.series.push(
+        Series::new("lowest energy", PALETTE[1], Style::Points).points(
+            r.ranked
+                .iter()
+                .map(|c| (c.tpot_s * 1e3, c.energy_per_token_j)),
+        ),
+    );
+    figure(&[p], 560.0, 400.0)
+}

@@ -1,0 +1,165 @@
+//! JSON Schemas of every versioned output, generated from the result types (`schemars`).
+//!
+//! The JSON amdahl writes is its contract; these schemas make it checkable. They are committed
+//! under `docs/schema/` (one file per kind, `amdahl.run/1` → `amdahl.run.1.json`) and a test
+//! regenerates them and fails when a committed file differs (`AMDAHL_UPDATE_SCHEMAS=1` rewrites
+//! them). Adding a new versioned output is one line in [`KINDS`].
+
+use amdahl_bench::{gemm, gpu, memory, roofline, scaling as bench_scaling, sparse};
+use amdahl_meter::{meter, record, scale, sensors};
+use amdahl_model::carbon::{estimate, lifetime, statement};
+use amdahl_model::catalog::{self, devices::Device, grid::GridIntensity, models::ModelShape};
+use amdahl_model::infer;
+use amdahl_model::{plan::result as plan, scaling::analysis as fit, scaling::whatif, top500};
+use schemars::{generate::SchemaSettings, JsonSchema, Schema};
+use serde_json::{json, Value};
+
+/// One versioned output: its `schema` string and the type that serialises to it.
+pub struct Kind {
+    /// The `"schema"` value, e.g. `amdahl.run/1`.
+    pub id: &'static str,
+    generate: fn() -> Schema,
+}
+
+/// Every versioned output amdahl writes. To add one, add a line `Kind::of::<T>(ID),`.
+pub const KINDS: &[Kind] = &[
+    Kind::of::<fit::FitResult>(fit::SCHEMA),
+    Kind::of::<top500::Top500Result>(top500::SCHEMA),
+    Kind::of::<crate::surface::SurfaceResult>(crate::surface::SCHEMA),
+    Kind::of::<whatif::AccelerateResult>(whatif::SCHEMA),
+    Kind::of::<plan::PlanResult>(plan::PLAN_SCHEMA),
+    Kind::of::<plan::SearchResult>(plan::SEARCH_SCHEMA),
+    Kind::of::<record::RunRecord>(record::RUN_SCHEMA),
+    Kind::of::<record::MergeResult>(record::MERGE_SCHEMA),
+    Kind::of::<SampleLogLine>(meter::SAMPLES_SCHEMA),
+    Kind::of::<scale::result::ScaleResult>(scale::result::SCHEMA),
+    Kind::of::<estimate::CarbonReport>(estimate::SCHEMA),
+    Kind::of::<lifetime::LifetimeReport>(lifetime::SCHEMA),
+    Kind::of::<infer::InferResult>(infer::INFER_SCHEMA),
+    Kind::of::<infer::InferSearchResult>(infer::INFER_SEARCH_SCHEMA),
+    Kind::of::<statement::Statement>(statement::SCHEMA),
+    Kind::of::<CatalogListing>(catalog::SCHEMA),
+    Kind::of::<sensors::DetectResult>(sensors::DETECT_SCHEMA),
+    Kind::of::<gemm::GemmReport>(gemm::SCHEMA),
+    Kind::of::<sparse::SparseReport>(sparse::SCHEMA),
+    Kind::of::<memory::MemoryReport>(memory::SCHEMA),
+    Kind::of::<roofline::RooflineReport>(roofline::SCHEMA),
+    Kind::of::<bench_scaling::ScalingReport>(bench_scaling::SCHEMA),
+    Kind::of::<gpu::GpuReport>(gpu::SCHEMA),
+];
+
+impl Kind {
+    pub const fn of<T: JsonSchema>(id: &'static str) -> Self {
+        Kind {
+            id,
+            generate: root_schema::<T>,
+        }
+    }
+
+    /// The committed file name under `docs/schema/`: `amdahl.run/1` → `amdahl.run.1.json`.
+    pub fn file_name(&self) -> String {
+        format!("{}.json", self.id.replace('/', "."))
+    }
+
+    /// The JSON Schema (draft 2020-12) of this output, with its `schema` field pinned to `id`.
+    pub fn schema(&self) -> Value {
+        let mut s = (self.generate)().to_value();
+        pin_schema_field(&mut s, self.id);
+        s
+    }
+
+    /// The schema as committed: pretty JSON with a trailing newline.
+    pub fn to_file_text(&self) -> String {
+        crate::to_json(&self.schema()).unwrap_or_default()
+    }
+}
+
+/// The kind whose `schema` string is `id`, if any.
+pub fn kind(id: &str) -> Option<&'static Kind> {
+    KINDS.iter().find(|k| k.id == id)
+}
+
+/// The schema of what `T` serialises to (not what it would accept: fields skipped when empty
+/// are optional).
+fn root_schema<T: JsonSchema>() -> Schema {
+    SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<T>()
+}
+
+/// Require `"schema": id` on the root object, or on each alternative of a root `anyOf`/`oneOf`
+/// that is an object with a `schema` property (catalog listings, sample log lines). Nested
+/// results (a fit inside a scale result) keep their own kinds.
+fn pin_schema_field(root: &mut Value, id: &str) {
+    let pin = |obj: &mut Value| {
+        if let Some(p) = obj.pointer_mut("/properties/schema") {
+            *p = json!({ "const": id });
+        }
+    };
+    pin(root);
+    let refs: Vec<String> = ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| root.get(*k).and_then(Value::as_array))
+        .flatten()
+        .filter_map(|alt| alt.get("$ref").and_then(Value::as_str))
+        .filter_map(|r| r.strip_prefix("#/$defs/"))
+        .map(String::from)
+        .collect();
+    for name in refs {
+        if let Some(def) = root.pointer_mut(&format!("/$defs/{name}")) {
+            pin(def);
+        }
+    }
+}
+
+// Schema-only unions of what one kind may hold (never built; the derive reads the shape).
+
+/// `amdahl catalog --json`: a listing of devices, grid regions, model shapes or PUE presets.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+#[allow(dead_code)]
+enum CatalogListing {
+    Devices(catalog::Listing<Device>),
+    Regions(catalog::Listing<GridIntensity>),
+    Models(catalog::Listing<ModelShape>),
+    Pue(catalog::Listing<catalog::pue::PuePreset>),
+}
+
+/// A line of an `amdahl run --log` file: the header first, then one sample per line.
+#[derive(JsonSchema)]
+#[schemars(untagged)]
+#[allow(dead_code)]
+enum SampleLogLine {
+    Header(meter::SampleLogHeader),
+    Sample(meter::Sample),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_unique_and_pinned() {
+        let mut ids: Vec<_> = KINDS.iter().map(|k| k.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), KINDS.len(), "a kind is registered twice");
+        for k in KINDS {
+            let text = k.to_file_text();
+            assert!(
+                text.contains(&format!("\"const\": \"{}\"", k.id)),
+                "{}: the schema field is not pinned",
+                k.id
+            );
+        }
+    }
+
+    #[test]
+    fn file_names_replace_the_version_slash() {
+        assert_eq!(
+            kind("amdahl.plan-search/1").map(Kind::file_name).as_deref(),
+            Some("amdahl.plan-search.1.json")
+        );
+    }
+}
