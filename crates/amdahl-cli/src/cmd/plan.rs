@@ -68,6 +68,10 @@ pub struct Options {
     /// Data-parallel size; default --gpus / (--tp × --pp).
     #[arg(help_heading = "Layout", long)]
     pub dp: Option<u32>,
+    /// Expert-parallel size (MoE models): the routed experts spread over this many
+    /// data-parallel ranks; divides --dp and the experts.
+    #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
+    pub ep: u32,
     /// Model chunks per pipeline stage (interleaved schedule); 1 = none.
     #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
     pub interleave: u32,
@@ -224,6 +228,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         precision: precision(a.precision),
         overlap_dp: a.overlap,
         flash_attention: a.flash,
+        ep: a.ep,
     };
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;

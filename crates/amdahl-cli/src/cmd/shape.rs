@@ -3,7 +3,7 @@
 //! and power overrides), resolved the same way for both.
 
 use amdahl_model::catalog::Catalogs;
-use amdahl_model::plan::{system, Hardware, ModelShape, Network, Overrides};
+use amdahl_model::plan::{system, Hardware, ModelShape, Moe, Network, Overrides};
 use amdahl_model::units::{BytesPerSecond, Seconds, Watts};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -15,7 +15,9 @@ pub struct ModelArgs {
     /// llama3-8b, megatron-1.7b … megatron-1t); decoder-only transformers.
     #[arg(long, conflicts_with_all = ["model_file", "layers"])]
     pub model: Option<String>,
-    /// Model shape as JSON: {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "gated_mlp"}.
+    /// Model shape as JSON: {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "gated_mlp"},
+    /// optionally "head_dim", "parallel_block", "tied_embeddings", "moe": {"experts", "top_k",
+    /// "shared_experts", "expert_ffn", "moe_layers", "capacity_factor"} (docs/usage/plan.md).
     #[arg(long, conflicts_with = "layers")]
     pub model_file: Option<PathBuf>,
     /// Transformer layers (with --hidden, --heads, --seq, --vocab).
@@ -42,6 +44,35 @@ pub struct ModelArgs {
     /// Vocabulary size.
     #[arg(long)]
     pub vocab: Option<u32>,
+    /// Per-head width where it is not hidden / heads (PaLM: 256); applies to any model.
+    #[arg(long, value_parser = crate::domain::count)]
+    pub head_dim: Option<u32>,
+    /// Parallel attention + MLP block (GPT-J, GPT-NeoX, PaLM): one tensor-parallel all-reduce
+    /// per layer instead of two; `--parallel-block false` turns a catalog's off.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub parallel_block: Option<bool>,
+    /// Output layer tied to the input embedding (true) or a separate matrix (false); default:
+    /// the catalog's `tied_embeddings` (Llama: false), true for shapes given by flags.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub tied_embeddings: Option<bool>,
+    /// Mixture of experts: routed experts per MoE layer (with --top-k on a dense model).
+    #[arg(long, value_parser = crate::domain::count)]
+    pub experts: Option<u32>,
+    /// Routed experts each token uses (top-k routing).
+    #[arg(long, value_parser = crate::domain::count)]
+    pub top_k: Option<u32>,
+    /// Experts every token uses besides its routed ones (DeepSeekMoE); default 0.
+    #[arg(long)]
+    pub shared_experts: Option<u32>,
+    /// Inner MLP width of one expert; default --ffn.
+    #[arg(long, value_parser = crate::domain::count)]
+    pub expert_ffn: Option<u32>,
+    /// How many layers are MoE layers (the rest dense); default all.
+    #[arg(long, value_parser = crate::domain::count)]
+    pub moe_layers: Option<u32>,
+    /// Expert capacity over the mean load, ≥ 1 (dropless routing: the load imbalance); default 1.
+    #[arg(long)]
+    pub capacity_factor: Option<f64>,
 }
 
 /// Which device, node and network.
@@ -79,8 +110,72 @@ pub struct SystemArgs {
 }
 
 impl ModelArgs {
-    /// The model: a catalogued name, a JSON shape file, or shape flags.
+    /// The model: a catalogued name, a JSON shape file, or shape flags; then the attention,
+    /// embedding and mixture-of-experts overrides (`--head-dim`, `--experts`, …).
     pub fn resolve(&self, c: &Catalogs) -> Result<ModelShape> {
+        let base = self.base(c)?;
+        self.overrides(base)
+    }
+
+    /// Apply the flags that refine any model's shape.
+    fn overrides(&self, mut m: ModelShape) -> Result<ModelShape> {
+        if let Some(d) = self.head_dim {
+            m.head_dim = Some(d);
+        }
+        if let Some(p) = self.parallel_block {
+            m.parallel_block = p;
+        }
+        if let Some(t) = self.tied_embeddings {
+            m.tied_embeddings = t;
+        }
+        let moe_flags = self.top_k.is_some()
+            || self.shared_experts.is_some()
+            || self.expert_ffn.is_some()
+            || self.moe_layers.is_some()
+            || self.capacity_factor.is_some();
+        let mut moe = match (m.moe, self.experts) {
+            (Some(e), _) => e,
+            (None, Some(experts)) => Moe {
+                experts,
+                top_k: self.top_k.context(
+                    "--experts turns a dense model into a mixture of experts: give --top-k \
+                     (routed experts per token) too",
+                )?,
+                shared_experts: 0,
+                expert_ffn: m.ffn,
+                moe_layers: m.layers,
+                capacity_factor: 1.0,
+            },
+            (None, None) if moe_flags => bail!(
+                "{} is a dense model: --top-k, --shared-experts, --expert-ffn, --moe-layers and \
+                 --capacity-factor need --experts N (and --top-k K) to make it a mixture of experts",
+                m.name
+            ),
+            (None, None) => return Ok(m),
+        };
+        if let Some(e) = self.experts {
+            moe.experts = e;
+        }
+        if let Some(k) = self.top_k {
+            moe.top_k = k;
+        }
+        if let Some(s) = self.shared_experts {
+            moe.shared_experts = s;
+        }
+        if let Some(f) = self.expert_ffn {
+            moe.expert_ffn = f;
+        }
+        if let Some(l) = self.moe_layers {
+            moe.moe_layers = l;
+        }
+        if let Some(cf) = self.capacity_factor {
+            moe.capacity_factor = cf;
+        }
+        m.moe = Some(moe);
+        Ok(m)
+    }
+
+    fn base(&self, c: &Catalogs) -> Result<ModelShape> {
         if let Some(name) = &self.model {
             let m = c.models.lookup(name).context("--model")?;
             return Ok(ModelShape::from_catalog(m)?);
@@ -106,6 +201,7 @@ impl ModelArgs {
                 vocab,
                 seq,
                 gated_mlp: self.gated,
+                ..ModelShape::default()
             }),
             _ => bail!(
                 "give a model: --model NAME, --model-file F, or --layers L --hidden H --heads A \

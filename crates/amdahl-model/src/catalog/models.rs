@@ -34,6 +34,25 @@ pub struct ModelShape {
     /// Feed-forward activation: `swiglu`/`geglu` (gated: three `ffn × hidden` matrices), `gelu`,
     /// `relu`; empty for non-transformers.
     pub mlp: String,
+    /// Output layer shares the embedding's weights; None = not stated (the planner assumes tied).
+    pub tied_embeddings: Option<bool>,
+    /// Attention and MLP in parallel from one LayerNorm (GPT-J, GPT-NeoX, PaLM).
+    pub parallel_block: bool,
+    /// Mixture of experts: routed experts per MoE layer.
+    pub experts: Option<u32>,
+    /// Routed experts per token.
+    pub top_k: Option<u32>,
+    /// Experts every token uses (DeepSeekMoE).
+    pub shared_experts: Option<u32>,
+    /// Inner width of one expert MLP.
+    pub expert_ffn: Option<u32>,
+    /// Layers that are MoE layers (default: all).
+    pub moe_layers: Option<u32>,
+    /// Expert capacity factor (default 1: dropless, even load).
+    pub capacity_factor: Option<f64>,
+    /// Multi-head latent attention (DeepSeek-V2/V3): query and key–value compression ranks.
+    pub q_lora_rank: Option<u32>,
+    pub kv_lora_rank: Option<u32>,
 }
 
 impl ModelShape {
@@ -81,7 +100,22 @@ impl Models {
                 year: r.year("year")?,
                 source: r.text("source")?,
                 mlp: r.cell("mlp").to_string(),
+                tied_embeddings: r.opt_bool("tied_embeddings")?,
+                parallel_block: r.opt_bool("parallel_block")?.unwrap_or(false),
+                experts: r.opt_count("experts")?,
+                top_k: r.opt_count("top_k")?,
+                shared_experts: r.opt_count("shared_experts")?,
+                expert_ffn: r.opt_count("expert_ffn")?,
+                moe_layers: r.opt_count("moe_layers")?,
+                capacity_factor: r.opt_positive("capacity_factor")?,
+                q_lora_rank: r.opt_count("q_lora_rank")?,
+                kv_lora_rank: r.opt_count("kv_lora_rank")?,
             };
+            if let (Some(e), Some(k)) = (shape.experts, shape.top_k) {
+                if k > e {
+                    return Err(r.err("top_k", format!("{k} is more than the {e} experts")));
+                }
+            }
             if let (Some(h), Some(kv)) = (shape.heads, shape.kv_heads) {
                 if kv > h || h % kv != 0 {
                     return Err(r.err("kv_heads", format!("{kv} does not divide heads = {h}")));
@@ -139,6 +173,7 @@ mod tests {
 
     /// Decoder parameter count from the shape: 12·l·h² (attention 4h² + MLP 8h² with ffn = 4h) plus
     /// the embedding V·h (Kaplan et al. 2020 Table 1, which leaves out biases and layer norms).
+    /// MoE layers count every expert; MLA (q/kv_lora_rank) counts its low-rank projections.
     fn approx_params(m: &ModelShape) -> Option<f64> {
         let (l, h, v, f) = (
             m.layers? as f64,
@@ -147,14 +182,29 @@ mod tests {
             m.ffn? as f64,
         );
         let d = m.head_dim()? as f64;
-        // Attention: Q and O are h×(heads·d), K and V h×(kv_heads·d) (grouped/multi-query).
-        let attn = 2.0 * h * d * (m.heads? as f64 + m.kv_heads? as f64);
-        // Gated MLPs (SwiGLU) have three ffn×h matrices, others two; LLaMA-family models also
-        // have untied input and output embeddings.
-        let llama = m.name.starts_with("LLaMA") || m.name.starts_with("Llama");
+        let (qw, kvw) = (d * m.heads? as f64, d * m.kv_heads? as f64);
+        // Attention: Q and O are h×(heads·d), K and V h×(kv_heads·d) (grouped/multi-query),
+        // or MLA's down- and up-projections.
+        let q = m.q_lora_rank.map_or(h * qw, |r| r as f64 * (h + qw));
+        let kv = m.kv_lora_rank.map_or(2.0 * h * kvw, |r| r as f64 * (h + 2.0 * kvw));
+        let attn = q + kv + qw * h;
+        // Gated MLPs (SwiGLU) have three ffn×h matrices, others two; untied models (the
+        // `tied_embeddings` column) have separate input and output embeddings.
         let mats = if m.gated_mlp() { 3.0 } else { 2.0 };
-        let emb = if llama { 2.0 } else { 1.0 };
-        Some(l * (attn + mats * h * f) + emb * v * h)
+        let emb = if m.tied_embeddings == Some(false) {
+            2.0
+        } else {
+            1.0
+        };
+        let mlp = match (m.experts, m.expert_ffn) {
+            (Some(e), Some(fe)) => {
+                let moe_l = m.moe_layers.unwrap_or(m.layers?) as f64;
+                let experts = (e + m.shared_experts.unwrap_or(0)) as f64;
+                moe_l * mats * h * fe as f64 * experts + (l - moe_l) * mats * h * f
+            }
+            _ => l * mats * h * f,
+        };
+        Some(l * attn + mlp + emb * v * h)
     }
 
     #[test]
@@ -170,6 +220,19 @@ mod tests {
                 m.params
             );
         }
+    }
+
+    #[test]
+    fn llama_family_is_untied_and_gpt3_tied() {
+        // Touvron et al. 2023 and Llama Team 2024 release separate embedding and output
+        // matrices (HF configs: tie_word_embeddings false); GPT-3 ties them (Brown et al. 2020,
+        // following GPT-2).
+        for m in embedded().unwrap().iter() {
+            if m.name.starts_with("LLaMA") || m.name.starts_with("Llama") {
+                assert_eq!(m.tied_embeddings, Some(false), "{}", m.name);
+            }
+        }
+        assert_ne!(lookup("gpt3").unwrap().tied_embeddings, Some(false));
     }
 
     #[test]

@@ -142,6 +142,16 @@ impl Row<'_> {
         }
     }
 
+    /// An optional yes/no (also true/false, 1/0); empty = None.
+    pub(crate) fn opt_bool(&self, column: &str) -> Result<Option<bool>, CatalogError> {
+        match self.cell(column).to_ascii_lowercase().as_str() {
+            "" => Ok(None),
+            "yes" | "true" | "1" => Ok(Some(true)),
+            "no" | "false" | "0" => Ok(Some(false)),
+            s => Err(self.err(column, format!("`{s}` is not yes or no"))),
+        }
+    }
+
     /// A `;`-separated list (empty cell = empty list).
     pub(crate) fn list(&self, column: &str) -> Vec<String> {
         self.cell(column)

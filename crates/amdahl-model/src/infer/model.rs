@@ -147,6 +147,11 @@ fn prepare(
     check_memory: bool,
 ) -> Result<Setup, InferError> {
     validate_model(model)?;
+    if model.moe.is_some() {
+        return Err(InferError::MixtureOfExperts {
+            model: model.name.clone(),
+        });
+    }
     for (what, v) in [
         ("--tp", serving.tp),
         ("--pp", serving.pp),

@@ -85,12 +85,14 @@ pub struct Shard {
     pub up_mats: f64,
     pub w_bytes: f64,
     pub kv_bytes: f64,
+    /// V × h matrices held: 1 tied embedding, 2 with a separate output layer (Llama).
+    pub embeddings: f64,
 }
 
 impl Shard {
     pub fn new(m: &ModelShape, tp: u32, pp: u32, w: WeightFormat, kv: KvFormat) -> Self {
         let t = f64::from(tp);
-        let head = f64::from(m.hidden) / f64::from(m.heads);
+        let head = m.head_width();
         let kv_heads = (f64::from(m.kv_heads) / t).max(1.0);
         Shard {
             tp: t,
@@ -98,11 +100,12 @@ impl Shard {
             hidden: f64::from(m.hidden),
             ffn: f64::from(m.ffn),
             vocab: f64::from(m.vocab),
-            q_width: f64::from(m.hidden) / t,
+            q_width: m.q_width() / t,
             kv_width: kv_heads * head,
             up_mats: m.mlp_matrices() - 1.0,
             w_bytes: w.bytes(),
             kv_bytes: kv.bytes(),
+            embeddings: m.embedding_matrices(),
         }
     }
 
@@ -119,10 +122,14 @@ impl Shard {
         self.layers * 2.0 * self.kv_width * self.kv_bytes
     }
 
-    /// Weight bytes on this device: the stage's layers plus embedding and output layer (tied, as
-    /// the planner counts them), split over TP.
+    /// Weight bytes on this device: the stage's layers plus the embedding and, when untied, the
+    /// separate output layer, split over TP. (Every stage is charged both, the first and last
+    /// stage's share; a small overestimate for pp > 1.) The output layer is read once per
+    /// pass either way (the logit GEMM), the embedding only for the tokens' rows, so an untied
+    /// model needs more memory but no more time.
     pub fn weight_bytes(&self) -> f64 {
-        (self.layers * self.layer_weights() + self.vocab * self.hidden / self.tp) * self.w_bytes
+        (self.layers * self.layer_weights() + self.embeddings * self.vocab * self.hidden / self.tp)
+            * self.w_bytes
     }
 }
 

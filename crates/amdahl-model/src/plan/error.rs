@@ -124,6 +124,40 @@ pub enum PlanError {
          or --pp 1"
     )]
     ZeroWithPipeline { zero: u8, pp: u32 },
+    #[error(
+        "expert-parallel size --ep {ep} does not divide the {experts} experts; nearest valid --ep \
+         (dividing the experts and --dp): {nearest}"
+    )]
+    EpExperts {
+        ep: u32,
+        experts: u32,
+        nearest: String,
+    },
+    #[error(
+        "expert-parallel size --ep {ep} does not divide the data-parallel size --dp {dp} (expert \
+         parallelism splits the experts over data-parallel ranks); nearest valid --ep: {nearest}"
+    )]
+    EpDp { ep: u32, dp: u32, nearest: String },
+    #[error(
+        "--ep {ep} needs a mixture-of-experts model, and {model} is dense; use --ep 1, or give \
+         --experts N --top-k K"
+    )]
+    EpWithoutMoe { ep: u32, model: String },
+    #[error(
+        "--top-k {top_k} routes each token to more experts than the {experts} there are; \
+         nearest valid --top-k: {experts} (or fewer, at least 1)"
+    )]
+    TopK { top_k: u32, experts: u32 },
+    #[error(
+        "--moe-layers {moe_layers} is more than the {layers} layers; nearest valid --moe-layers: \
+         {layers}"
+    )]
+    MoeLayers { moe_layers: u32, layers: u32 },
+    #[error(
+        "--capacity-factor {value} must be a number ≥ 1 (1 = every expert gets exactly its mean \
+         load; Switch Transformer used 1.0–2.0)"
+    )]
+    CapacityFactor { value: f64 },
     #[error("sequence parallelism needs tensor parallelism (--tp > 1)")]
     SequenceParallelWithoutTp,
     #[error(

@@ -2,6 +2,7 @@
 
 use super::error::{nearest_divisors, nearest_multiples, PlanError};
 use super::hardware::{Hardware, Network, Precision};
+use super::moe;
 use super::shape::ModelShape;
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +64,15 @@ pub struct Layout {
     /// Fused attention that never materialises the s × s scores (FlashAttention, Dao et al.
     /// 2022; FlashAttention-2, Dao 2023).
     pub flash_attention: bool,
+    /// Expert parallelism: each MoE layer's routed experts spread over `ep` ranks of the
+    /// data-parallel group (a divisor of `dp` and of the expert count); 1 = every rank holds
+    /// every expert. Part of `dp`, so the device count stays tp × pp × dp.
+    #[serde(default = "one")]
+    pub ep: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One device, one sequence, nothing recomputed, sharded or overlapped, bf16: the baseline that
@@ -82,6 +92,7 @@ impl Default for Layout {
             precision: Precision::Bf16,
             overlap_dp: false,
             flash_attention: false,
+            ep: 1,
         }
     }
 }
@@ -96,13 +107,19 @@ impl Layout {
         u64::from(self.batch) / (u64::from(self.dp) * u64::from(self.mbs)).max(1)
     }
 
-    /// A one-line description, e.g. `tp8 pp35 dp9 v1 mbs1 B2520 full zero1 sp bf16 ovl`.
+    /// A one-line description, e.g. `tp8 pp35 dp9 v1 mbs1 B2520 full zero1 sp bf16 ovl`
+    /// (`ep64` after `dp` with expert parallelism).
     pub fn label(&self) -> String {
         format!(
-            "tp{} pp{} dp{} v{} mbs{} B{} {} zero{}{} {}{}{}",
+            "tp{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}",
             self.tp,
             self.pp,
             self.dp,
+            if self.ep > 1 {
+                format!(" ep{}", self.ep)
+            } else {
+                String::new()
+            },
             self.interleave,
             self.mbs,
             self.batch,
@@ -141,7 +158,16 @@ pub fn validate_model(model: &ModelShape) -> Result<(), PlanError> {
             nearest: nearest_divisors(model.heads.into(), model.kv_heads.into(), None),
         });
     }
-    Ok(())
+    for (what, v) in [
+        ("--head-dim", model.head_dim),
+        ("q_lora_rank", model.q_lora_rank),
+        ("kv_lora_rank", model.kv_lora_rank),
+    ] {
+        if v == Some(0) {
+            return Err(PlanError::Zero { what, value: 0 });
+        }
+    }
+    moe::validate_shape(model)
 }
 
 /// Check a layout against the model, device and node; `gpus` is the user's --gpus where given.
@@ -266,6 +292,7 @@ pub fn validate(
     if l.sp && l.tp == 1 {
         return Err(PlanError::SequenceParallelWithoutTp);
     }
+    moe::validate_layout(model, l)?;
     if hw.peak(l.precision).is_none() {
         return Err(PlanError::Precision {
             device: hw.name.clone(),

@@ -9,6 +9,7 @@
 
 use super::hardware::Precision;
 use super::layout::{Layout, Recompute};
+use super::moe;
 use super::shape::ModelShape;
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
@@ -42,18 +43,23 @@ pub fn bytes_per_param(p: Precision) -> (f64, f64, f64) {
 /// 1 (dropout mask) bytes, plus 5 bytes per score element (softmax out, dropout mask and out);
 /// the MLP keeps 2 + 4f/h (6f/h gated) + 1; the two LayerNorm inputs 4. Their sum is 34 + 5as/h
 /// for a GPT layer. The 10 bytes of LayerNorm/dropout tensors are split by TP only with
-/// sequence parallelism.
+/// sequence parallelism. With a head width other than h/a, Q, K, V and the context scale with
+/// their widths; an MoE layer keeps its MLP tensors for every dispatched copy of a token
+/// (top_k × capacity factor, plus shared experts) and 2 bytes for each copy's input
+/// ([`moe::mean_mlp_width`], [`moe::mean_dispatched_copies`]).
 pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Recompute) -> f64 {
-    let (s, h, a, f) = (
+    let (s, h, a) = (
         f64::from(model.seq),
         f64::from(model.hidden),
         f64::from(model.heads),
-        f64::from(model.ffn),
     );
     let t = f64::from(l.tp);
     let scale = l.precision.activation_bytes() / 2.0;
     let sbh = s * b * h;
-    let split = 4.0 + 4.0 * model.kv_ratio() + if model.gated_mlp { 6.0 } else { 4.0 } * f / h;
+    let f = moe::mean_mlp_width(model);
+    let split = (4.0 * model.q_width() + 4.0 * model.kv_width()) / h
+        + if model.gated_mlp { 6.0 } else { 4.0 } * f / h
+        + 2.0 * moe::mean_dispatched_copies(model);
     let unsplit = if l.sp { 10.0 / t } else { 10.0 };
     // FlashAttention keeps no score-sized tensor (only per-row softmax statistics).
     let scores = if l.flash_attention {
@@ -71,22 +77,47 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
         }
 }
 
+/// Weights of the first pipeline stage on one device, split into those replicated over the
+/// whole data-parallel group and the routed experts, which expert parallelism divides by `ep`
+/// and which are replicated only over the `dp / ep` ranks of their expert-data-parallel group.
+/// Returns `(dense, experts)` parameter counts per device.
+pub fn stage_params(model: &ModelShape, l: &Layout) -> (f64, f64) {
+    let (t, p) = (f64::from(l.tp), f64::from(l.pp));
+    let per_stage = f64::from(model.layers) / p;
+    let routed = moe::mean_routed_params(model);
+    let dense = (per_stage * (model.layer_params() - routed)
+        + model.first_stage_embedding_params(l.pp))
+        / t;
+    let experts = per_stage * routed / f64::from(l.ep.max(1)) / t;
+    (dense, experts)
+}
+
 /// Memory of the first pipeline stage, the most loaded device.
 pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
     let (t, p, d) = (f64::from(l.tp), f64::from(l.pp), f64::from(l.dp));
-    // First stage: its layers and the (tied) embedding, split by TP.
-    let params =
-        (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
+    // First stage: its layers and the embedding (with pp = 1 also an untied output layer),
+    // split by TP; routed experts split by EP (see `stage_params`).
+    let (dense, experts) = stage_params(model, l);
+    let expert_dp = (d / f64::from(l.ep.max(1))).max(1.0);
     let (wb, gb, ob) = bytes_per_param(l.precision);
-    let shard = |stage: u8| if l.zero >= stage { d } else { 1.0 };
-    let mut weights = params * wb / shard(3);
+    // ZeRO stage `stage` shards over the group that replicates the weights.
+    let sharded = |stage: u8, bytes: f64| {
+        if l.zero >= stage {
+            bytes * (dense / d + experts / expert_dp)
+        } else {
+            bytes * (dense + experts)
+        }
+    };
+    let mut weights = sharded(3, wb);
     if l.zero == 3 && l.dp > 1 {
-        // ZeRO-3 gathers each layer's full (TP-split) weights before use: the layer being
-        // computed and the one being prefetched (DeepSpeed's prefetch bucket).
-        weights += 2.0 * model.layer_params() / t * wb;
+        // ZeRO-3 gathers each layer's full (TP- and EP-split) weights before use: the layer
+        // being computed and the one being prefetched (DeepSpeed's prefetch bucket).
+        let routed = moe::mean_routed_params(model);
+        weights +=
+            2.0 * (model.layer_params() - routed + routed / f64::from(l.ep.max(1))) / t * wb;
     }
-    let gradients = params * gb / shard(2);
-    let optimizer = params * ob / shard(1);
+    let gradients = sharded(2, gb);
+    let optimizer = sharded(1, ob);
 
     let b = f64::from(l.mbs);
     let m = l.microbatches() as f64;

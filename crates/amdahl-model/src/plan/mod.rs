@@ -14,6 +14,7 @@ pub mod error;
 pub mod hardware;
 pub mod layout;
 pub mod memory;
+pub mod moe;
 pub mod perf;
 pub mod result;
 pub mod scaling;
@@ -33,6 +34,7 @@ pub use hardware::{
 };
 pub use layout::{validate, validate_model, Layout, Recompute};
 pub use memory::Memory;
+pub use moe::Moe;
 pub use perf::{estimate, evaluate, Breakdown, Estimate};
 pub use result::{PlanResult, RankedLayout, SearchResult, PLAN_SCHEMA, SEARCH_SCHEMA};
 pub use scaling::{scaling, Scaling, ScalingPoint};

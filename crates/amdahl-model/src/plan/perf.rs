@@ -1,11 +1,12 @@
 //! Per-iteration time of one layout: compute, memory-bound work, communication, bubble,
 //! optimizer. Formulas and their sources: docs/methodology.md.
 
-use super::collective::{all_gather, all_reduce, p2p};
+use super::collective::{all_gather, all_reduce, all_to_all, p2p};
 use super::error::PlanError;
 use super::hardware::{Hardware, Link, Network};
 use super::layout::{validate, Layout, Recompute};
-use super::memory::{bytes_per_param, memory, Memory};
+use super::memory::{bytes_per_param, memory, stage_params, Memory};
+use super::moe;
 use super::shape::ModelShape;
 use crate::units::{Flops, Seconds};
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,10 @@ pub struct Breakdown {
     pub optimizer: Seconds,
     /// Tied-embedding gradient all-reduce between the first and last stage.
     pub other: Seconds,
+    /// Expert-parallel all-to-alls (MoE dispatch and combine, forward and backward) that sit
+    /// on the critical path.
+    #[serde(default)]
+    pub ep_comm: Seconds,
 }
 
 impl Breakdown {
@@ -41,6 +46,7 @@ impl Breakdown {
             + self.bubble
             + self.optimizer
             + self.other
+            + self.ep_comm
     }
 
     /// Work a single device would also do: compute and memory-bound time.
@@ -48,9 +54,9 @@ impl Breakdown {
         self.compute + self.memory_bound
     }
 
-    /// Exposed communication of all three kinds.
+    /// Exposed communication of all four kinds.
     pub fn communication(&self) -> Seconds {
-        self.tp_comm + self.pp_comm + self.dp_comm
+        self.tp_comm + self.pp_comm + self.dp_comm + self.ep_comm
     }
 }
 
@@ -104,17 +110,16 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     );
     let b = f64::from(l.mbs);
     let m = l.microbatches() as f64;
-    let (s, h, a, f) = (
+    let (s, h, a) = (
         f64::from(model.seq),
         f64::from(model.hidden),
         f64::from(model.heads),
-        f64::from(model.ffn),
     );
     let act = l.precision.activation_bytes();
 
     // --- one layer, one microbatch, per device -------------------------------------------
+    // For an MoE model every per-layer figure is the mean over its dense and MoE layers.
     let g = model.layer_gemms(b);
-    let nm = model.mlp_matrices();
     // Core attention: two batched GEMMs, or one fused FlashAttention kernel whose backward
     // re-computes QKᵀ: 5 GEMM-sized products against the forward's 2 (Dao 2023, §3.1.2).
     let (attn_fwd, attn_bwd) = if l.flash_attention {
@@ -124,7 +129,8 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         let k = gemm(g[1] / t) + gemm(g[2] / t);
         (k, 2.0 * k)
     };
-    let dense_fwd = gemm(g[0] / t) + gemm(g[3] / t) + nm * gemm(g[4] / t / nm);
+    let dense_fwd =
+        gemm(g[0] / t) + gemm(g[3] / t) + moe::mlp_forward_time(model, l, b * s, gemm);
     let fwd_gemm = dense_fwd + attn_fwd;
     let recompute_gemm = match l.recompute {
         Recompute::None => 0.0,
@@ -139,10 +145,14 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     // Element-wise traffic, bytes per element (docs: "Memory-bound work"): LayerNorms 2×4,
     // bias-dropout-adds 2×7 on the token-hidden tensor; GeLU 4 (SwiGLU 6) per MLP element;
     // fused scale-mask-softmax + dropout 9 per attention-score element. Backward ≈ 2× forward.
+    // MoE: the MLP elements of every dispatched copy, and the permutation that gathers each
+    // expert's tokens and scatters them back (read + write of every copy, twice).
     let scale = act / 2.0;
     let sbh = s * b * h;
     let unsplit = if l.sp { sbh / t } else { sbh };
-    let mlp_el = sbh * f / h / t * if model.gated_mlp { 6.0 } else { 4.0 };
+    let mlp_el = sbh * moe::mean_mlp_width(model) / h / t
+        * if model.gated_mlp { 6.0 } else { 4.0 }
+        + 8.0 * sbh * moe::mean_dispatched_copies(model);
     let score_el = if l.flash_attention {
         0.0
     } else {
@@ -158,13 +168,26 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
 
     // Tensor parallelism: 2 all-reduces forward, 2 backward, 2 more when the forward is re-run
     // (Shoeybi et al. 2019, Fig. 4); with SP the same volume as all-gather + reduce-scatter
-    // (Korthikanti et al. 2022 §4.2.2). Within the node.
+    // (Korthikanti et al. 2022 §4.2.2). Within the node. A parallel block sums attention and
+    // MLP outputs before one all-reduce: half the messages (Wang & Komatsuzaki 2021, GPT-J;
+    // Chowdhery et al. 2022, PaLM §2 "Parallel Layers").
     let tp_msgs = if l.recompute == Recompute::Full {
         6.0
     } else {
         4.0
-    };
+    } / if model.parallel_block { 2.0 } else { 1.0 };
     let layer_tp = tp_msgs * all_reduce(&net.intra, t, sbh * act);
+
+    // Expert parallelism: per MoE layer, all-to-alls of the dispatched copies of the device's
+    // tokens (b·s·top_k·capacity × h) among `ep` ranks `tp` apart (docs: "Mixture of experts").
+    let layer_ep = if l.ep > 1 {
+        let local = (f64::from(net.gpus_per_node) / t).floor().max(1.0);
+        let bytes = sbh * moe::mean_dispatched_copies(model) * act;
+        moe::all_to_alls(l.recompute == Recompute::Full)
+            * all_to_all(net, f64::from(l.ep), local, bytes)
+    } else {
+        0.0
+    };
 
     // Output layer and loss, on the last stage (the slowest when p > 1).
     let logits = model.logit_flops(b) / t;
@@ -175,7 +198,8 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let mb_compute = layers_per_stage * layer_gemm + 3.0 * gemm(logits);
     let mb_mem = layers_per_stage * layer_mem + (logit_time - 3.0 * gemm(logits));
     let mb_tp = layers_per_stage * layer_tp;
-    let mb_time = mb_compute + mb_mem + mb_tp;
+    let mb_ep = layers_per_stage * layer_ep;
+    let mb_time = mb_compute + mb_mem + mb_tp + mb_ep;
 
     // Pipeline: bubble (p−1)/v microbatch times (Narayanan et al. 2021, §2.2); p2p of the
     // scattered activation b·s·h/t on the critical path once per chunk forward and backward.
@@ -187,21 +211,27 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         0.0
     };
 
-    // Data parallelism over ranks `tp` apart: inside the node while tp·dp fits in it.
-    let stage_params =
-        (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
+    // Data parallelism over ranks `tp` apart: inside the node while tp·dp fits in it. Routed
+    // experts are replicated only over their expert-data-parallel group of dp/ep ranks, which
+    // reduces their gradients separately (Megatron-Core, DeepSpeed-MoE).
+    let (dense_params, expert_params) = stage_params(model, l);
+    let expert_dp = (d / f64::from(l.ep.max(1))).max(1.0);
+    let groups = [(dense_params, d), (expert_params, expert_dp)];
     let (wb, gb, _) = bytes_per_param(l.precision);
     let dp_link = link(net, u64::from(l.tp) * u64::from(l.dp));
-    let backward_one_mb =
-        layers_per_stage * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0);
+    let backward_one_mb = layers_per_stage
+        * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0 + layer_ep / 2.0);
     let dp_comm = if l.dp <= 1 {
         0.0
     } else if l.zero == 3 {
         // ZeRO-3/FSDP: per microbatch all-gather weights (forward, backward) + reduce-scatter
         // gradients (Rajbhandari et al. 2020 §7.2: 1.5× the all-reduce volume).
-        let c = m
-            * (2.0 * all_gather(dp_link, d, stage_params * wb)
-                + all_gather(dp_link, d, stage_params * gb));
+        let c: f64 = groups
+            .iter()
+            .map(|&(n, k)| {
+                m * (2.0 * all_gather(dp_link, k, n * wb) + all_gather(dp_link, k, n * gb))
+            })
+            .sum();
         if l.overlap_dp {
             (c - m * mb_time).max(0.0)
         } else {
@@ -209,7 +239,10 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         }
     } else {
         // All-reduce, or reduce-scatter + all-gather (ZeRO-1/2): the same volume.
-        let c = all_reduce(dp_link, d, stage_params * gb);
+        let c: f64 = groups
+            .iter()
+            .map(|&(n, k)| all_reduce(dp_link, k, n * gb))
+            .sum();
         if l.overlap_dp {
             (c - backward_one_mb).max(0.0)
         } else {
@@ -219,11 +252,15 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
 
     // Adam over the parameters this device updates: 28 bytes streamed per parameter
     // (read weights/master, m, v, gradient; write them back).
-    let owned = stage_params / if l.zero >= 1 { d } else { 1.0 };
+    let owned: f64 = groups
+        .iter()
+        .map(|&(n, k)| n / if l.zero >= 1 { k } else { 1.0 })
+        .sum();
     let optimizer = owned * 28.0 / mem_rate;
 
-    // Tied embedding: its gradient is all-reduced between the first and last stage.
-    let other = if l.pp > 1 {
+    // Tied embedding: its gradient is all-reduced between the first and last stage. Untied
+    // input and output matrices live on one stage each and need no such step.
+    let other = if l.pp > 1 && model.tied_embeddings {
         all_reduce(&net.inter, 2.0, model.embedding_params() / t * gb)
     } else {
         0.0
@@ -238,6 +275,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         bubble: Seconds(bubble),
         optimizer: Seconds(optimizer),
         other: Seconds(other),
+        ep_comm: Seconds(m * mb_ep),
     };
     let step = breakdown.total().get();
     let batch = f64::from(l.batch);
@@ -255,7 +293,15 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         } else {
             0.0
         });
-    let executed = model_flops + recompute_flops;
+    // The capacity factor's padded expert slots are computed too (forward, backward, and once
+    // more when the forward is re-run).
+    let padding = moe::padding_flops(model, batch * s)
+        * if l.recompute == Recompute::Full {
+            4.0
+        } else {
+            3.0
+        };
+    let executed = model_flops + recompute_flops + padding;
     let n = l.gpus() as f64;
     let busy = (breakdown.work().get() + optimizer) / step;
     Estimate {

@@ -35,6 +35,7 @@ fn model(layers: u32, hidden_k: u32, heads: u32) -> ModelShape {
         vocab: 32000,
         seq: 2048,
         gated_mlp: false,
+        ..ModelShape::default()
     }
 }
 
@@ -59,6 +60,7 @@ proptest! {
         let base = Layout {
             tp, pp, dp, interleave: 1, mbs, batch, recompute: recompute(rc), zero: 0, sp: false,
             precision: Precision::Bf16, overlap_dp: false, flash_attention: flash,
+            ..Layout::default()
         };
         let more = match which {
             0 => Layout { dp: dp * 2, ..base },

@@ -45,6 +45,10 @@ pub struct PlanResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pue_source: Option<String>,
     pub scaling: Scaling,
+    /// Weights one token uses (`parameters` less the experts it is not routed to); MFU counts
+    /// FLOPs of these. Equal to `parameters` for a dense model.
+    #[serde(default)]
+    pub active_parameters: f64,
 }
 
 impl PlanResult {
@@ -78,6 +82,7 @@ impl PlanResult {
             grid: None,
             pue_source: None,
             scaling: scaling(model, hw, net, &e.layout),
+            active_parameters: model.active_params(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Exhaustive search over layouts: every TP × PP × DP factorisation (TP within a node and
-//! dividing the heads, PP dividing the layers), microbatch sizes, interleaving, recomputation,
+//! dividing the heads, PP dividing the layers), expert parallelism (every EP dividing DP and
+//! the experts, for MoE models), microbatch sizes, interleaving, recomputation,
 //! ZeRO stages, sequence parallelism and DP-overlap; non-fitting layouts are rejected before
 //! ranking. Parallel with rayon; progress is an atomic counter the caller may poll.
 
@@ -8,6 +9,7 @@ use super::error::divisors;
 use super::hardware::{Hardware, Network, Precision};
 use super::layout::{Layout, Recompute};
 use super::memory::memory;
+use super::moe::expert_parallel_degrees;
 use super::perf::{estimate, Estimate};
 use super::shape::ModelShape;
 use rayon::prelude::*;
@@ -125,12 +127,14 @@ pub struct SearchOutcome {
     pub leanest: Option<Leanest>,
 }
 
-/// One (devices, TP, PP, DP, mbs) cell; the inner knobs are enumerated inside it.
+/// One (devices, TP, PP, DP, EP, mbs) cell; the inner knobs are enumerated inside it.
 #[derive(Debug, Clone, Copy)]
 struct Cell {
     tp: u32,
     pp: u32,
     dp: u32,
+    /// Expert parallelism: a divisor of dp and of the expert count (1 for dense models).
+    ep: u32,
     mbs: u32,
 }
 
@@ -167,8 +171,16 @@ fn cells(model: &ModelShape, net: &Network, space: &SearchSpace) -> Vec<Cell> {
                 else {
                     continue;
                 };
-                for &mbs in &space.microbatches {
-                    out.push(Cell { tp, pp, dp, mbs });
+                for ep in expert_parallel_degrees(model, dp) {
+                    for &mbs in &space.microbatches {
+                        out.push(Cell {
+                            tp,
+                            pp,
+                            dp,
+                            ep,
+                            mbs,
+                        });
+                    }
                 }
             }
         }
@@ -213,16 +225,17 @@ fn rank(a: &Candidate, b: &Candidate) -> Ordering {
 
 /// What makes two layouts different jobs rather than near-duplicates: the parallel degrees, the
 /// microbatch, the batch and the precision.
-fn shape(l: &Layout) -> (u32, u32, u32, u32, u32, Precision) {
-    (l.tp, l.pp, l.dp, l.mbs, l.batch, l.precision)
+fn shape(l: &Layout) -> (u32, u32, u32, u32, u32, u32, Precision) {
+    (l.tp, l.pp, l.dp, l.ep, l.mbs, l.batch, l.precision)
 }
 
-type Key = (u32, u32, u32, u32, u32, u32, u8, u8, bool, u8, bool);
+type Key = (u32, u32, u32, u32, u32, u32, u32, u8, u8, bool, u8, bool);
 fn key(l: &Layout) -> Key {
     (
         l.tp,
         l.pp,
         l.dp,
+        l.ep,
         l.interleave,
         l.mbs,
         l.batch,
@@ -359,6 +372,7 @@ fn search_cell(
                                 precision,
                                 overlap_dp,
                                 flash_attention: space.flash_attention,
+                                ep: c.ep,
                             };
                             if v > 1 && microbatches % u64::from(c.pp) != 0 {
                                 acc.rejected.interleave_microbatches += 1;
