@@ -72,6 +72,10 @@ pub struct Options {
     /// data-parallel ranks; divides --dp and the experts.
     #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
     pub ep: u32,
+    /// Overlap the expert-parallel all-to-alls with another microbatch's computation
+    /// (DeepSeek-V3's DualPipe).
+    #[arg(help_heading = "Layout", long)]
+    pub overlap_ep: bool,
     /// Model chunks per pipeline stage (interleaved schedule); 1 = none.
     #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
     pub interleave: u32,
@@ -229,6 +233,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         overlap_dp: a.overlap,
         flash_attention: a.flash,
         ep: a.ep,
+        overlap_ep: a.overlap_ep,
     };
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;

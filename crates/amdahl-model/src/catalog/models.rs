@@ -186,7 +186,9 @@ mod tests {
         // Attention: Q and O are h×(heads·d), K and V h×(kv_heads·d) (grouped/multi-query),
         // or MLA's down- and up-projections.
         let q = m.q_lora_rank.map_or(h * qw, |r| r as f64 * (h + qw));
-        let kv = m.kv_lora_rank.map_or(2.0 * h * kvw, |r| r as f64 * (h + 2.0 * kvw));
+        let kv = m
+            .kv_lora_rank
+            .map_or(2.0 * h * kvw, |r| r as f64 * (h + 2.0 * kvw));
         let attn = q + kv + qw * h;
         // Gated MLPs (SwiGLU) have three ffn×h matrices, others two; untied models (the
         // `tied_embeddings` column) have separate input and output embeddings.

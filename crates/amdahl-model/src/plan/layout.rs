@@ -69,6 +69,11 @@ pub struct Layout {
     /// every expert. Part of `dp`, so the device count stays tp × pp × dp.
     #[serde(default = "one")]
     pub ep: u32,
+    /// Hide the expert-parallel all-to-alls behind the computation of another microbatch
+    /// (DeepSeek-V3's DualPipe, DeepSeek-AI 2024 §3.2.1; Megatron-Core's
+    /// `--overlap-moe-expert-parallel-comm`): only what exceeds the computation is exposed.
+    #[serde(default)]
+    pub overlap_ep: bool,
 }
 
 fn one() -> u32 {
@@ -93,6 +98,7 @@ impl Default for Layout {
             overlap_dp: false,
             flash_attention: false,
             ep: 1,
+            overlap_ep: false,
         }
     }
 }
@@ -111,7 +117,7 @@ impl Layout {
     /// (`ep64` after `dp` with expert parallelism).
     pub fn label(&self) -> String {
         format!(
-            "tp{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}",
+            "tp{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}{}",
             self.tp,
             self.pp,
             self.dp,
@@ -129,6 +135,7 @@ impl Layout {
             self.precision.name(),
             if self.overlap_dp { " ovl" } else { "" },
             if self.flash_attention { " flash" } else { "" },
+            if self.overlap_ep { " ovl-ep" } else { "" },
         )
     }
 }

@@ -113,8 +113,7 @@ pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
         // ZeRO-3 gathers each layer's full (TP- and EP-split) weights before use: the layer
         // being computed and the one being prefetched (DeepSpeed's prefetch bucket).
         let routed = moe::mean_routed_params(model);
-        weights +=
-            2.0 * (model.layer_params() - routed + routed / f64::from(l.ep.max(1))) / t * wb;
+        weights += 2.0 * (model.layer_params() - routed + routed / f64::from(l.ep.max(1))) / t * wb;
     }
     let gradients = sharded(2, gb);
     let optimizer = sharded(1, ob);

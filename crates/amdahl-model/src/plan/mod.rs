@@ -22,6 +22,8 @@ pub mod search;
 pub mod shape;
 
 #[cfg(test)]
+mod moe_validation;
+#[cfg(test)]
 mod properties;
 #[cfg(test)]
 mod validation;

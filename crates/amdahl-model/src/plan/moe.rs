@@ -326,7 +326,10 @@ mod tests {
             ..Layout::default()
         };
         let e = validate_layout(&m, &l).unwrap_err().to_string();
-        assert!(e.contains("--ep 48") && e.contains("256") && e.contains("32 or 64"), "{e}");
+        assert!(
+            e.contains("--ep 48") && e.contains("256") && e.contains("32 or 64"),
+            "{e}"
+        );
         let l = Layout {
             dp: 96,
             ep: 64,

@@ -129,8 +129,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         let k = gemm(g[1] / t) + gemm(g[2] / t);
         (k, 2.0 * k)
     };
-    let dense_fwd =
-        gemm(g[0] / t) + gemm(g[3] / t) + moe::mlp_forward_time(model, l, b * s, gemm);
+    let dense_fwd = gemm(g[0] / t) + gemm(g[3] / t) + moe::mlp_forward_time(model, l, b * s, gemm);
     let fwd_gemm = dense_fwd + attn_fwd;
     let recompute_gemm = match l.recompute {
         Recompute::None => 0.0,
@@ -150,8 +149,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let scale = act / 2.0;
     let sbh = s * b * h;
     let unsplit = if l.sp { sbh / t } else { sbh };
-    let mlp_el = sbh * moe::mean_mlp_width(model) / h / t
-        * if model.gated_mlp { 6.0 } else { 4.0 }
+    let mlp_el = sbh * moe::mean_mlp_width(model) / h / t * if model.gated_mlp { 6.0 } else { 4.0 }
         + 8.0 * sbh * moe::mean_dispatched_copies(model);
     let score_el = if l.flash_attention {
         0.0
@@ -199,6 +197,12 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let mb_mem = layers_per_stage * layer_mem + (logit_time - 3.0 * gemm(logits));
     let mb_tp = layers_per_stage * layer_tp;
     let mb_ep = layers_per_stage * layer_ep;
+    // Overlapped (DualPipe): the all-to-alls of one microbatch run while another computes.
+    let mb_ep = if l.overlap_ep {
+        (mb_ep - mb_compute - mb_mem).max(0.0)
+    } else {
+        mb_ep
+    };
     let mb_time = mb_compute + mb_mem + mb_tp + mb_ep;
 
     // Pipeline: bubble (p−1)/v microbatch times (Narayanan et al. 2021, §2.2); p2p of the

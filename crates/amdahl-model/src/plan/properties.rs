@@ -112,3 +112,100 @@ proptest! {
         }
     }
 }
+
+fn moe_model(layers: u32, hidden_k: u32, experts: u32, top_k: u32) -> ModelShape {
+    ModelShape {
+        gated_mlp: true,
+        tied_embeddings: false,
+        moe: Some(super::moe::Moe {
+            experts,
+            top_k,
+            shared_experts: 0,
+            expert_ffn: 2 * hidden_k * 128,
+            moe_layers: layers,
+            capacity_factor: 1.0,
+        }),
+        ..model(layers, hidden_k, 32)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// A mixture of one expert that every token uses (top-1), as wide as the dense MLP, in
+    /// every layer, is the dense model: same parameters, FLOPs, step time and memory, whatever
+    /// the layout and capacity factor (a single expert has no router, permutation or
+    /// all-to-all).
+    #[test]
+    fn one_expert_top_1_is_the_dense_model(
+        layers_k in 1u32..6, hidden_k in 8u32..48, tp_e in 0u32..4, pp_e in 0u32..3,
+        dp_e in 0u32..5, rc in 0u8..3, zero in 0u8..2, flash: bool, tied: bool, cf in 1.0f64..2.0,
+    ) {
+        let (hw, net) = a100();
+        let dense = ModelShape { tied_embeddings: tied, ..model(layers_k * 4, hidden_k, 32) };
+        let moe = ModelShape {
+            moe: Some(super::moe::Moe {
+                experts: 1,
+                top_k: 1,
+                shared_experts: 0,
+                expert_ffn: dense.ffn,
+                moe_layers: dense.layers,
+                capacity_factor: cf,
+            }),
+            ..dense.clone()
+        };
+        let l = Layout {
+            tp: 1 << tp_e, pp: 1 << pp_e, dp: 1 << dp_e, batch: 64, zero,
+            recompute: recompute(rc), flash_attention: flash, ..Layout::default()
+        };
+        prop_assume!(validate(&dense, &hw, &net, &l, None).is_ok());
+        prop_assert!(validate(&moe, &hw, &net, &l, None).is_ok());
+        prop_assert_eq!(dense.params(), moe.params());
+        prop_assert_eq!(moe.params(), moe.active_params());
+        let (a, b) = (estimate(&dense, &hw, &net, &l), estimate(&moe, &hw, &net, &l));
+        prop_assert_eq!(a.model_flops, b.model_flops);
+        prop_assert_eq!(a.executed_flops, b.executed_flops);
+        prop_assert_eq!(a.step_time, b.step_time);
+        prop_assert_eq!(a.memory.total, b.memory.total);
+    }
+
+    /// Expert parallelism divides the routed experts' weights, gradients and optimizer state:
+    /// doubling EP never increases memory per device, and never changes the model FLOPs.
+    /// Model FLOPs grow with top-k (each token computes k experts), parameters do not.
+    #[test]
+    fn expert_parallelism_shards_and_top_k_costs_flops(
+        hidden_k in 8u32..32, experts_e in 1u32..6, ep_e in 0u32..5, zero in 0u8..2,
+    ) {
+        let (hw, net) = a100();
+        let experts = 1 << experts_e;
+        let m = moe_model(8, hidden_k, experts, 1);
+        let ep = (1u32 << ep_e).min(experts / 2).max(1);
+        let l = Layout { dp: 32, batch: 64, ep, zero, ..Layout::default() };
+        let more = Layout { ep: ep * 2, ..l };
+        prop_assume!(validate(&m, &hw, &net, &more, None).is_ok());
+        let (a, b) = (estimate(&m, &hw, &net, &l), estimate(&m, &hw, &net, &more));
+        prop_assert!(b.memory.total <= a.memory.total);
+        prop_assert!(b.memory.weights < a.memory.weights);
+        prop_assert_eq!(a.model_flops, b.model_flops);
+        let m2 = moe_model(8, hidden_k, experts, 2);
+        prop_assert_eq!(m.params(), m2.params());
+        prop_assert!(m2.model_flops(64.0) > m.model_flops(64.0));
+        prop_assert!(m2.active_params() > m.active_params());
+    }
+
+    /// A parallel block does the same arithmetic with half the tensor-parallel all-reduces.
+    #[test]
+    fn parallel_block_halves_tp_communication_only(
+        layers_k in 1u32..6, hidden_k in 8u32..48, tp_e in 1u32..4, rc in 0u8..3,
+    ) {
+        let (hw, net) = a100();
+        let seq = model(layers_k * 4, hidden_k, 32);
+        let par = ModelShape { parallel_block: true, ..seq.clone() };
+        let l = Layout { tp: 1 << tp_e, dp: 2, batch: 8, recompute: recompute(rc), ..Layout::default() };
+        prop_assume!(validate(&seq, &hw, &net, &l, None).is_ok());
+        let (a, b) = (estimate(&seq, &hw, &net, &l), estimate(&par, &hw, &net, &l));
+        prop_assert_eq!(a.model_flops, b.model_flops);
+        prop_assert_eq!(a.breakdown.compute, b.breakdown.compute);
+        prop_assert!((a.breakdown.tp_comm.get() / b.breakdown.tp_comm.get() - 2.0).abs() < 1e-12);
+    }
+}

@@ -204,7 +204,8 @@ fn cell_size(model: &ModelShape, c: &Cell, space: &SearchSpace) -> u64 {
     let v = interleaves(model, c.pp, space.max_interleave).len() as u64;
     let sp = if c.tp > 1 { 2 } else { 1 };
     let ovl = if c.dp > 1 { 2 } else { 1 };
-    v * 3 * 4 * sp * ovl * space.precisions.len() as u64
+    let ovl_ep = if c.ep > 1 { 2 } else { 1 };
+    v * 3 * 4 * sp * ovl * ovl_ep * space.precisions.len() as u64
 }
 
 /// How many layouts [`search`] will evaluate (for a progress bar's length).
@@ -229,21 +230,23 @@ fn shape(l: &Layout) -> (u32, u32, u32, u32, u32, u32, Precision) {
     (l.tp, l.pp, l.dp, l.ep, l.mbs, l.batch, l.precision)
 }
 
-type Key = (u32, u32, u32, u32, u32, u32, u32, u8, u8, bool, u8, bool);
+/// Tuples order only up to 12 fields: the parallel degrees, then the knobs.
+type Key = (
+    (u32, u32, u32, u32, u32, u32),
+    (u32, u8, u8, bool, u8, bool, bool),
+);
 fn key(l: &Layout) -> Key {
     (
-        l.tp,
-        l.pp,
-        l.dp,
-        l.ep,
-        l.interleave,
-        l.mbs,
-        l.batch,
-        l.recompute as u8,
-        l.zero,
-        l.sp,
-        l.precision as u8,
-        l.overlap_dp,
+        (l.tp, l.pp, l.dp, l.ep, l.interleave, l.mbs),
+        (
+            l.batch,
+            l.recompute as u8,
+            l.zero,
+            l.sp,
+            l.precision as u8,
+            l.overlap_dp,
+            l.overlap_ep,
+        ),
     )
 }
 
@@ -353,51 +356,55 @@ fn search_cell(
     let microbatches = u64::from(batch) / unit;
     let sps: &[bool] = if c.tp > 1 { &[false, true] } else { &[false] };
     let ovls: &[bool] = if c.dp > 1 { &[false, true] } else { &[false] };
+    let ovl_eps: &[bool] = if c.ep > 1 { &[false, true] } else { &[false] };
     for v in interleaves(model, c.pp, space.max_interleave) {
         for &precision in &space.precisions {
             for recompute in Recompute::ALL {
                 for zero in 0..=3u8 {
                     for &sp in sps {
                         for &overlap_dp in ovls {
-                            let l = Layout {
-                                tp: c.tp,
-                                pp: c.pp,
-                                dp: c.dp,
-                                interleave: v,
-                                mbs: c.mbs,
-                                batch,
-                                recompute,
-                                zero,
-                                sp,
-                                precision,
-                                overlap_dp,
-                                flash_attention: space.flash_attention,
-                                ep: c.ep,
-                            };
-                            if v > 1 && microbatches % u64::from(c.pp) != 0 {
-                                acc.rejected.interleave_microbatches += 1;
-                                continue;
+                            for &overlap_ep in ovl_eps {
+                                let l = Layout {
+                                    tp: c.tp,
+                                    pp: c.pp,
+                                    dp: c.dp,
+                                    interleave: v,
+                                    mbs: c.mbs,
+                                    batch,
+                                    recompute,
+                                    zero,
+                                    sp,
+                                    precision,
+                                    overlap_dp,
+                                    flash_attention: space.flash_attention,
+                                    ep: c.ep,
+                                    overlap_ep,
+                                };
+                                if v > 1 && microbatches % u64::from(c.pp) != 0 {
+                                    acc.rejected.interleave_microbatches += 1;
+                                    continue;
+                                }
+                                if zero >= 2 && c.pp > 1 {
+                                    acc.rejected.zero_with_pipeline += 1;
+                                    continue;
+                                }
+                                let mem = memory(model, &l, hw.memory);
+                                acc.see_memory(&l, mem.total.get());
+                                if !mem.fits {
+                                    acc.rejected.memory += 1;
+                                    continue;
+                                }
+                                acc.fitting += 1;
+                                let e = estimate(model, hw, net, &l);
+                                let k = cost(&e, hw, &space.cost);
+                                let cand = Candidate {
+                                    estimate: e,
+                                    cost: k,
+                                    score: score(space.objective, &k),
+                                };
+                                acc.push_front(cand);
+                                acc.push_top(cand, space.top_k);
                             }
-                            if zero >= 2 && c.pp > 1 {
-                                acc.rejected.zero_with_pipeline += 1;
-                                continue;
-                            }
-                            let mem = memory(model, &l, hw.memory);
-                            acc.see_memory(&l, mem.total.get());
-                            if !mem.fits {
-                                acc.rejected.memory += 1;
-                                continue;
-                            }
-                            acc.fitting += 1;
-                            let e = estimate(model, hw, net, &l);
-                            let k = cost(&e, hw, &space.cost);
-                            let cand = Candidate {
-                                estimate: e,
-                                cost: k,
-                                score: score(space.objective, &k),
-                            };
-                            acc.push_front(cand);
-                            acc.push_top(cand, space.top_k);
                         }
                     }
                 }

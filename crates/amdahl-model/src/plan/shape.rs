@@ -353,7 +353,10 @@ mod tests {
             Err(e) => panic!("{e}"),
         };
         let p = m.params();
-        assert!((p / published - 1.0).abs() < 0.005, "{p:e} vs {published:e}");
+        assert!(
+            (p / published - 1.0).abs() < 0.005,
+            "{p:e} vs {published:e}"
+        );
         // A tied Llama-3-8B would be one 128,256 × 4,096 matrix lighter.
         let tied = ModelShape {
             tied_embeddings: true,
@@ -391,10 +394,7 @@ mod tests {
 
     #[test]
     fn catalog_shapes_the_planner_cannot_model_are_refused() {
-        for (name, why) in [
-            ("t5-11b", "encoder-decoder"),
-            ("resnet50", "cnn"),
-        ] {
+        for (name, why) in [("t5-11b", "encoder-decoder"), ("resnet50", "cnn")] {
             let e = catalog_model(name).unwrap_err().to_string();
             assert!(e.contains(why) && e.contains("--model-file"), "{e}");
         }
