@@ -288,6 +288,30 @@ fn models(c: &mut Checker, tmp: &Path) {
             .args(plan)
             .args(["--search", "--quiet", "--top", "3", "--json"]),
     );
+    // A mixture of experts with expert parallelism (issue 11): `moe`, `ep`, `ep_comm`.
+    c.stdout(
+        "amdahl.plan/1",
+        amdahl().args([
+            "plan",
+            "--model",
+            "mixtral-8x7b",
+            "--seq",
+            "4096",
+            "--system",
+            "h100",
+            "--gpus",
+            "16",
+            "--ep",
+            "8",
+            "--batch",
+            "64",
+            "--recompute",
+            "full",
+            "--zero",
+            "1",
+            "--json",
+        ]),
+    );
     let carbon = [
         "carbon", "--device", "a100", "--count", "64", "--hours", "100", "--region", "FR",
     ];

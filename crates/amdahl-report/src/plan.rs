@@ -48,8 +48,14 @@ fn pct(x: f64) -> String {
 /// Human-readable report of one prediction.
 pub fn plan_table(r: &PlanResult) -> String {
     let l = &r.layout;
+    // Mixtures of experts also say how many parameters a token uses (what MFU counts).
+    let active = if r.model.moe.is_some() && r.active_parameters > 0.0 {
+        format!(", {} B active", sig(r.active_parameters / 1e9, 4))
+    } else {
+        String::new()
+    };
     let mut out = format!(
-        "{} ({} B parameters) on {} × {}: {}\n\n",
+        "{} ({} B parameters{active}) on {} × {}: {}\n\n",
         r.model.name,
         sig(r.parameters / 1e9, 4),
         r.gpus,
@@ -88,7 +94,7 @@ pub fn plan_table(r: &PlanResult) -> String {
     out.push_str("\nwhere the step goes\n");
     let b = &r.breakdown;
     let mut t = Table::new(["part", "seconds", "share"]);
-    for (k, v) in [
+    let mut parts = vec![
         ("compute (GEMM)", b.compute.get()),
         ("memory-bound", b.memory_bound.get()),
         ("TP communication", b.tp_comm.get()),
@@ -97,7 +103,12 @@ pub fn plan_table(r: &PlanResult) -> String {
         ("pipeline bubble", b.bubble.get()),
         ("optimizer", b.optimizer.get()),
         ("other", b.other.get()),
-    ] {
+    ];
+    // Expert-parallel all-to-alls exist only for MoE layouts with --ep > 1.
+    if l.ep > 1 || b.ep_comm.get() > 0.0 {
+        parts.insert(5, ("EP all-to-all", b.ep_comm.get()));
+    }
+    for (k, v) in parts {
         t.row([k.to_string(), sig(v, 3), pct(v / r.step_time_s)]);
     }
     out.push_str(&t.render());
@@ -218,7 +229,7 @@ fn scaling_rows(pts: &[ScalingPoint]) -> Vec<Vec<String>> {
 /// `quantity,value` rows of the headline numbers and the breakdown.
 pub fn plan_csv(r: &PlanResult) -> String {
     let b = &r.breakdown;
-    let rows: [(&str, f64); 18] = [
+    let rows: [(&str, f64); 19] = [
         ("step_time_s", r.step_time_s),
         ("tokens_per_s", r.tokens_per_s),
         ("tflops_per_gpu", r.tflops_per_gpu),
@@ -234,6 +245,7 @@ pub fn plan_csv(r: &PlanResult) -> String {
         ("bubble_s", b.bubble.get()),
         ("optimizer_s", b.optimizer.get()),
         ("other_s", b.other.get()),
+        ("ep_comm_s", b.ep_comm.get()),
         ("train_time_s", r.training.train_time.get()),
         ("energy_kwh", r.training.facility_energy.kwh()),
         ("emissions_kg", r.training.emissions.kg()),
@@ -507,7 +519,7 @@ mod tests {
         }
         let csv = plan_csv(&r);
         assert!(csv.starts_with("quantity,value\nstep_time_s,"));
-        assert_eq!(csv.lines().count(), 19);
+        assert_eq!(csv.lines().count(), 20);
         let svg = plan_svg(&r);
         assert!(svg.starts_with("<svg") && svg.contains("1−α_eff by cause"));
     }

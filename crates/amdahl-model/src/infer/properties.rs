@@ -124,3 +124,39 @@ fn throughput_grows_and_tpot_never_shrinks_with_batch() {
         prev = e;
     }
 }
+
+#[test]
+fn untied_output_layer_costs_memory_not_time() {
+    // Issue 11: the catalog's Llama family has a separate output layer. Serving holds it (one
+    // more 128,256 × 4,096 matrix for Llama-3-8B, split over TP) but reads it once per pass as
+    // before (the logit GEMM), so TTFT and TPOT do not move; only weights memory and, through
+    // it, the largest batch that fits.
+    let (hw, net) = crate::plan::catalog_system("h100").unwrap();
+    let untied = catalog_model("llama3-8b").unwrap();
+    assert!(!untied.tied_embeddings);
+    let tied = crate::plan::ModelShape {
+        tied_embeddings: true,
+        ..untied.clone()
+    };
+    for tp in [1, 2] {
+        let a = setup(&untied, &hw, &net, serving(tp, WeightFormat::Bf16), REQ).unwrap();
+        let b = setup(&tied, &hw, &net, serving(tp, WeightFormat::Bf16), REQ).unwrap();
+        let extra = a.shard.weight_bytes() - b.shard.weight_bytes();
+        let want = 128256.0 * 4096.0 * 2.0 / f64::from(tp);
+        assert!((extra / want - 1.0).abs() < 1e-12, "{extra} vs {want}");
+        assert!(a.max_batch < b.max_batch);
+        let (ea, eb) = (estimate(&a, &hw, &net, 8), estimate(&b, &hw, &net, 8));
+        assert_eq!(ea.tpot_s, eb.tpot_s);
+        assert_eq!(ea.ttft_s, eb.ttft_s);
+    }
+}
+
+#[test]
+fn mixtures_of_experts_are_refused_with_the_reason() {
+    let (hw, net) = crate::plan::catalog_system("h100").unwrap();
+    let m = catalog_model("mixtral-8x7b").unwrap();
+    let e = setup(&m, &hw, &net, serving(2, WeightFormat::Bf16), REQ)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("mixture of experts") && e.contains("amdahl plan"), "{e}");
+}

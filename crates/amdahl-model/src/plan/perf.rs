@@ -178,9 +178,12 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
 
     // Expert parallelism: per MoE layer, all-to-alls of the dispatched copies of the device's
     // tokens (b·s·top_k·capacity × h) among `ep` ranks `tp` apart (docs: "Mixture of experts").
+    // With TP each rank dispatches its 1/t of the tokens (Megatron-Core splits the sequence
+    // over the TP ranks before dispatch, as sequence parallelism does); the TP gather and
+    // scatter around the experts take the place of the dense MLP's, already in `layer_tp`.
     let layer_ep = if l.ep > 1 {
         let local = (f64::from(net.gpus_per_node) / t).floor().max(1.0);
-        let bytes = sbh * moe::mean_dispatched_copies(model) * act;
+        let bytes = sbh / t * moe::mean_dispatched_copies(model) * act;
         moe::all_to_alls(l.recompute == Recompute::Full)
             * all_to_all(net, f64::from(l.ep), local, bytes)
     } else {
