@@ -45,7 +45,10 @@ fn expert_parallelism_shards_expert_weights_and_adds_all_to_all() {
     let one = mixtral(&[]);
     let eight = mixtral(&["--ep", "8"]);
     // Experts are 45.1B of 46.7B weights: EP 8 keeps 1/8 of them per device.
-    let (w1, w8) = (num(&one["memory"], "weights"), num(&eight["memory"], "weights"));
+    let (w1, w8) = (
+        num(&one["memory"], "weights"),
+        num(&eight["memory"], "weights"),
+    );
     within(w8 / w1, (46.7 - 45.1 * 7.0 / 8.0) / 46.7, 0.02);
     assert_eq!(num(&one["breakdown"], "ep_comm"), 0.0);
     // The same arithmetic: model FLOPs and MFU's numerator do not depend on the layout.
@@ -60,7 +63,15 @@ fn expert_parallelism_shards_expert_weights_and_adds_all_to_all() {
 fn llama3_8b_is_untied_and_the_flag_overrides_it() {
     // Issue 11: the planner counted 7.50B, the catalog (Llama Team 2024, Table 3) says 8.03B.
     let base = [
-        "plan", "--model", "llama3-8b", "--gpus", "8", "--batch", "64", "--zero", "1",
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "8",
+        "--batch",
+        "64",
+        "--zero",
+        "1",
     ];
     let untied = json(&base);
     within(num(&untied, "parameters"), 8.03e9, 0.005);
@@ -82,8 +93,24 @@ fn llama3_8b_is_untied_and_the_flag_overrides_it() {
 #[test]
 fn experts_flag_turns_a_dense_model_into_a_mixture() {
     let v = json(&[
-        "plan", "--model", "llama3-8b", "--experts", "16", "--top-k", "2", "--gpus", "64",
-        "--ep", "16", "--batch", "128", "--recompute", "full", "--zero", "1", "--flash",
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--experts",
+        "16",
+        "--top-k",
+        "2",
+        "--gpus",
+        "64",
+        "--ep",
+        "16",
+        "--batch",
+        "128",
+        "--recompute",
+        "full",
+        "--zero",
+        "1",
+        "--flash",
     ]);
     // 32 layers × 16 experts × 3 × 4096 × 14336 + the rest of Llama-3-8B.
     let experts = 32.0 * 16.0 * 3.0 * 4096.0 * 14336.0;
@@ -100,8 +127,18 @@ fn experts_flag_turns_a_dense_model_into_a_mixture() {
 #[test]
 fn head_dim_and_parallel_block_flags_reach_the_model() {
     let v = json(&[
-        "plan", "--model", "gpt3-13b", "--gpus", "8", "--tp", "4", "--batch", "32",
-        "--head-dim", "64", "--parallel-block",
+        "plan",
+        "--model",
+        "gpt3-13b",
+        "--gpus",
+        "8",
+        "--tp",
+        "4",
+        "--batch",
+        "32",
+        "--head-dim",
+        "64",
+        "--parallel-block",
     ]);
     assert_eq!(v["model"]["head_dim"], 64);
     assert_eq!(v["model"]["parallel_block"], true);
@@ -110,8 +147,17 @@ fn head_dim_and_parallel_block_flags_reach_the_model() {
 #[test]
 fn bad_expert_input_names_the_constraint_and_nearest_values() {
     let deepseek = [
-        "plan", "--model", "deepseek-v3", "--system", "h800", "--gpus", "2048", "--tp", "8",
-        "--batch", "15360",
+        "plan",
+        "--model",
+        "deepseek-v3",
+        "--system",
+        "h800",
+        "--gpus",
+        "2048",
+        "--tp",
+        "8",
+        "--batch",
+        "15360",
     ];
     amdahl()
         .args(deepseek)
@@ -122,7 +168,17 @@ fn bad_expert_input_names_the_constraint_and_nearest_values() {
             "--ep 48 does not divide the 256 experts; nearest valid --ep (dividing the experts and --dp): 32 or 64",
         ));
     amdahl()
-        .args(["plan", "--model", "mixtral-8x7b", "--gpus", "12", "--ep", "8", "--batch", "12"])
+        .args([
+            "plan",
+            "--model",
+            "mixtral-8x7b",
+            "--gpus",
+            "12",
+            "--ep",
+            "8",
+            "--batch",
+            "12",
+        ])
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
@@ -130,46 +186,114 @@ fn bad_expert_input_names_the_constraint_and_nearest_values() {
         ))
         .stderr(predicate::str::contains("nearest valid --ep: 4"));
     amdahl()
-        .args(["plan", "--model", "mixtral-8x7b", "--gpus", "8", "--batch", "8", "--top-k", "9"])
+        .args([
+            "plan",
+            "--model",
+            "mixtral-8x7b",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--top-k",
+            "9",
+        ])
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
             "--top-k 9 routes each token to more experts than the 8 there are",
         ));
     amdahl()
-        .args(["plan", "--model", "mixtral-8x7b", "--gpus", "8", "--batch", "8", "--top-k", "0"])
+        .args([
+            "plan",
+            "--model",
+            "mixtral-8x7b",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--top-k",
+            "0",
+        ])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--top-k"));
     amdahl()
-        .args(["plan", "--model", "llama3-8b", "--gpus", "8", "--batch", "8", "--ep", "2"])
+        .args([
+            "plan",
+            "--model",
+            "llama3-8b",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--ep",
+            "2",
+        ])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("--ep 2 needs a mixture-of-experts model"));
+        .stderr(predicate::str::contains(
+            "--ep 2 needs a mixture-of-experts model",
+        ));
     amdahl()
-        .args(["plan", "--model", "llama3-8b", "--gpus", "8", "--batch", "8", "--top-k", "2"])
+        .args([
+            "plan",
+            "--model",
+            "llama3-8b",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--top-k",
+            "2",
+        ])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("need --experts N"));
     amdahl()
         .args([
-            "plan", "--model", "mixtral-8x7b", "--gpus", "8", "--batch", "8",
-            "--capacity-factor", "0.5",
+            "plan",
+            "--model",
+            "mixtral-8x7b",
+            "--gpus",
+            "8",
+            "--batch",
+            "8",
+            "--capacity-factor",
+            "0.5",
         ])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("--capacity-factor 0.5 must be a number ≥ 1"));
+        .stderr(predicate::str::contains(
+            "--capacity-factor 0.5 must be a number ≥ 1",
+        ));
 }
 
 #[test]
 fn search_covers_expert_parallelism() {
     let v = json(&[
-        "plan", "--model", "mixtral-8x7b", "--seq", "4096", "--system", "h100", "--gpus", "64",
-        "--batch", "256", "--search", "--quiet", "--top", "20",
+        "plan",
+        "--model",
+        "mixtral-8x7b",
+        "--seq",
+        "4096",
+        "--system",
+        "h100",
+        "--gpus",
+        "64",
+        "--batch",
+        "256",
+        "--search",
+        "--quiet",
+        "--top",
+        "20",
     ]);
     let eps: Vec<u64> = v["top"]
         .as_array()
-        .map(|a| a.iter().filter_map(|r| r["layout"]["ep"].as_u64()).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r["layout"]["ep"].as_u64())
+                .collect()
+        })
         .unwrap_or_default();
     assert!(eps.iter().any(|&e| e > 1), "{eps:?}");
 }

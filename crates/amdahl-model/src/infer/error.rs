@@ -11,10 +11,11 @@ pub enum InferError {
     #[error("{what} must be at least 1 (got {value})")]
     Zero { what: &'static str, value: u64 },
     #[error(
-        "{model} is a mixture of experts, which `amdahl infer` does not model yet (it would \
-         count one expert's weights); `amdahl plan` models its training"
+        "{model} uses multi-head latent attention, whose compressed key-value cache `amdahl \
+         infer` does not model (it would count a full multi-head cache); `amdahl plan` models \
+         its training"
     )]
-    MixtureOfExperts { model: String },
+    LatentAttention { model: String },
     #[error(
         "--input {input} + --output {output} = {total} tokens is beyond the {context}-token \
          context of {model}; shorten the request (at most {context} tokens in all)"

@@ -147,8 +147,8 @@ fn prepare(
     check_memory: bool,
 ) -> Result<Setup, InferError> {
     validate_model(model)?;
-    if model.moe.is_some() {
-        return Err(InferError::MixtureOfExperts {
+    if model.q_lora_rank.is_some() || model.kv_lora_rank.is_some() {
+        return Err(InferError::LatentAttention {
             model: model.name.clone(),
         });
     }
@@ -220,7 +220,10 @@ fn prepare(
     // Activations of the largest pass (one prompt's prefill) and per sequence in a decode step:
     // the widest live tensors (QKV, MLP up) and fp32 logits.
     let act_per_token = ACT_BYTES
-        * (2.0 * shard.hidden + shard.q_width + 2.0 * shard.kv_width + 2.0 * shard.ffn / shard.tp);
+        * (2.0 * shard.hidden
+            + shard.q_width
+            + 2.0 * shard.kv_width
+            + 2.0 * shard.mlp_width() / shard.tp);
     let logits = 4.0 * shard.vocab / shard.tp;
     let fixed = shard.weight_bytes() + input * act_per_token + logits;
     let per_seq = (input + output) * shard.kv_per_token() + act_per_token + logits;

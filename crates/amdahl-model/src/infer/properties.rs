@@ -152,11 +152,40 @@ fn untied_output_layer_costs_memory_not_time() {
 }
 
 #[test]
-fn mixtures_of_experts_are_refused_with_the_reason() {
+fn mixtral_serving_holds_every_expert_and_reads_only_those_it_uses() {
+    // Mixtral 8x7B: 46.7B weights resident; a decode step at batch 1 uses 2 of 8 experts per
+    // layer, so it reads ~12.9B weights' worth (Jiang et al. 2024 §2: "13B active"), and a
+    // large batch touches every expert.
     let (hw, net) = crate::plan::catalog_system("h100").unwrap();
     let m = catalog_model("mixtral-8x7b").unwrap();
-    let e = setup(&m, &hw, &net, serving(2, WeightFormat::Bf16), REQ)
+    let s = setup(&m, &hw, &net, serving(2, WeightFormat::Bf16), REQ).unwrap();
+    let resident = s.shard.weight_bytes() * 2.0 / 2.0; // bf16 bytes/param × 2 ranks
+    assert!((resident / 46.7e9 - 1.0).abs() < 0.01, "{resident:e}");
+    let one = estimate(&s, &hw, &net, 1);
+    let many = estimate(&s, &hw, &net, 256.min(s.max_batch));
+    // Batch 1 reads the active experts only: decode faster than reading all 46.7B would be.
+    let all_weights = s.shard.weight_bytes() / hw.memory_bandwidth.get();
+    assert!(
+        one.tpot_s < 0.75 * all_weights,
+        "{} vs {}",
+        one.tpot_s,
+        all_weights
+    );
+    assert!(many.tpot_s > one.tpot_s);
+    let e = s.shard.moe.unwrap();
+    assert!((e.touched(1.0) - 2.0).abs() < 1e-12);
+    assert!(e.touched(256.0) > 7.99);
+}
+
+#[test]
+fn latent_attention_is_refused_with_the_reason() {
+    let (hw, net) = crate::plan::catalog_system("h100").unwrap();
+    let m = catalog_model("deepseek-v3").unwrap();
+    let e = setup(&m, &hw, &net, serving(8, WeightFormat::Fp8), REQ)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("mixture of experts") && e.contains("amdahl plan"), "{e}");
+    assert!(
+        e.contains("latent attention") && e.contains("amdahl plan"),
+        "{e}"
+    );
 }

@@ -87,6 +87,31 @@ pub struct Shard {
     pub kv_bytes: f64,
     /// V × h matrices held: 1 tied embedding, 2 with a separate output layer (Llama).
     pub embeddings: f64,
+    /// Mixture of experts, if the model has one.
+    pub moe: Option<MoeShard>,
+}
+
+/// A mixture of experts as one device serves it: every expert resident (split by TP like the
+/// dense MLP), each token computing `top_k` routed and `shared` experts.
+#[derive(Debug, Clone, Copy)]
+pub struct MoeShard {
+    /// Fraction of the layers that are MoE layers.
+    pub frac: f64,
+    pub experts: f64,
+    pub top_k: f64,
+    pub shared: f64,
+    /// One expert's MLP width (before the TP split).
+    pub expert_ffn: f64,
+}
+
+impl MoeShard {
+    /// Expected number of distinct routed experts `tokens` tokens use in one layer, with
+    /// uniform routing: E·(1 − (1 − k/E)^tokens). A decode step reads only these experts'
+    /// weights: at batch 1 top_k of them, at large batches all (Mixtral: Jiang et al. 2024 §4
+    /// report experts chosen close to uniformly).
+    pub fn touched(&self, tokens: f64) -> f64 {
+        self.experts * (1.0 - (1.0 - self.top_k / self.experts).powf(tokens))
+    }
 }
 
 impl Shard {
@@ -106,15 +131,39 @@ impl Shard {
             w_bytes: w.bytes(),
             kv_bytes: kv.bytes(),
             embeddings: m.embedding_matrices(),
+            moe: m.moe.map(|e| MoeShard {
+                frac: crate::plan::moe::moe_fraction(m),
+                experts: f64::from(e.experts),
+                top_k: f64::from(e.top_k),
+                shared: f64::from(e.shared_experts),
+                expert_ffn: f64::from(e.expert_ffn),
+            }),
         }
     }
 
     /// Weights of one layer on this device (QKV, output projection, MLP; norms are negligible).
+    /// For a mixture of experts the mean over layers, every expert and the router counted.
     pub fn layer_weights(&self) -> f64 {
         let h = self.hidden;
-        h * (self.q_width + 2.0 * self.kv_width)
-            + self.q_width * h
-            + (self.up_mats + 1.0) * h * self.ffn / self.tp
+        let dense = (self.up_mats + 1.0) * h * self.ffn / self.tp;
+        let mlp = match &self.moe {
+            None => dense,
+            Some(e) => {
+                let moe = (self.up_mats + 1.0) * h * e.expert_ffn / self.tp
+                    * (e.experts + e.shared)
+                    + h * e.experts;
+                e.frac * moe + (1.0 - e.frac) * dense
+            }
+        };
+        h * (self.q_width + 2.0 * self.kv_width) + self.q_width * h + mlp
+    }
+
+    /// MLP width per token that element-wise work and activations see (mean over layers).
+    pub fn mlp_width(&self) -> f64 {
+        match &self.moe {
+            None => self.ffn,
+            Some(e) => e.frac * e.expert_ffn * (e.top_k + e.shared) + (1.0 - e.frac) * self.ffn,
+        }
     }
 
     /// KV-cache bytes of one token on this device (all layers of the stage).
@@ -183,8 +232,48 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     let mut layer = Pass::default();
     gemm(h, s.q_width + 2.0 * s.kv_width, t, &mut layer);
     gemm(s.q_width, h, t, &mut layer);
-    gemm(h, s.up_mats * s.ffn / s.tp, t, &mut layer);
-    gemm(s.ffn / s.tp, h, t, &mut layer);
+    match &s.moe {
+        None => {
+            gemm(h, s.up_mats * s.ffn / s.tp, t, &mut layer);
+            gemm(s.ffn / s.tp, h, t, &mut layer);
+        }
+        Some(e) => {
+            // Dense layers' MLP and MoE layers' router, shared and routed experts, each
+            // weighted by its share of the layers.
+            let mut dense = Pass::default();
+            gemm(h, s.up_mats * s.ffn / s.tp, t, &mut dense);
+            gemm(s.ffn / s.tp, h, t, &mut dense);
+            let mut moe = Pass::default();
+            gemm(h, e.experts, t, &mut moe);
+            if e.shared > 0.0 {
+                gemm(h, s.up_mats * e.shared * e.expert_ffn / s.tp, t, &mut moe);
+                gemm(e.shared * e.expert_ffn / s.tp, h, t, &mut moe);
+            }
+            // Routed experts as grouped GEMMs (up and down): the FLOPs of top_k experts per
+            // token, the weights of the experts the step's tokens touch.
+            let fe = e.expert_ffn / s.tp;
+            let touched = e.touched(t);
+            for (k, n) in [(h, s.up_mats * fe), (fe, h)] {
+                let flops = 2.0 * t * e.top_k * k * n;
+                let bytes = touched * k * n * s.w_bytes + t * e.top_k * (k + n) * ACT_BYTES;
+                charge(
+                    &mut moe,
+                    flops / d.gemm_rate,
+                    d.latency,
+                    bytes / d.bandwidth,
+                );
+                moe.flops += flops;
+                moe.bytes += bytes;
+            }
+            for (w, x) in [(1.0 - e.frac, &dense), (e.frac, &moe)] {
+                layer.compute += w * x.compute;
+                layer.memory += w * x.memory;
+                layer.latency += w * x.latency;
+                layer.flops += w * x.flops;
+                layer.bytes += w * x.bytes;
+            }
+        }
+    }
     // Attention: QKᵀ and softmax·V, 2 FLOPs per multiply–add, per (query, key) pair and head
     // width; the cache read (decode) and written (new tokens), queries and outputs streamed.
     let attn_flops = 4.0 * w.pairs * s.q_width;
@@ -198,7 +287,7 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     );
     // Element-wise: two RMSNorms (read + write h), two residual adds (3h), the MLP activation
     // (read 2 f/t, write f/t for a gated MLP).
-    let ew = t * ACT_BYTES * (10.0 * h + 3.0 * s.ffn / s.tp);
+    let ew = t * ACT_BYTES * (10.0 * h + 3.0 * s.mlp_width() / s.tp);
     layer.memory += ew / d.bandwidth;
     layer.flops += attn_flops;
     layer.bytes += attn_bytes + ew;
