@@ -35,6 +35,8 @@ fn mixtral_counts_47b_parameters_and_13b_active() {
     within(num(&v, "parameters"), 46.7e9, 0.01);
     within(num(&v, "active_parameters"), 12.9e9, 0.01);
     assert_eq!(v["layout"]["ep"], 8);
+    // --seq overrides the catalog's 32k context (it used to be ignored with --model).
+    assert_eq!(v["model"]["seq"], 4096);
     assert_eq!(v["model"]["moe"]["experts"], 8);
     assert_eq!(v["model"]["moe"]["top_k"], 2);
     assert!(num(&v["breakdown"], "ep_comm") > 0.0);

@@ -38,7 +38,7 @@ pub struct ModelArgs {
     /// Gated (SwiGLU) MLP with three matrices.
     #[arg(long)]
     pub gated: bool,
-    /// Sequence length in tokens.
+    /// Sequence length in tokens (also overrides a --model's or --model-file's).
     #[arg(long)]
     pub seq: Option<u32>,
     /// Vocabulary size.
@@ -119,6 +119,11 @@ impl ModelArgs {
 
     /// Apply the flags that refine any model's shape.
     fn overrides(&self, mut m: ModelShape) -> Result<ModelShape> {
+        // The sequence length is a choice of the run, not of the model (Mixtral's 32k context
+        // is not its training sequence); it used to be ignored silently with --model.
+        if let Some(s) = self.seq {
+            m.seq = s;
+        }
         if let Some(d) = self.head_dim {
             m.head_dim = Some(d);
         }
