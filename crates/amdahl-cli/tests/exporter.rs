@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use support::fake_node::{set_energy, start, trees, E, PKG_MAX};
 use support::real::{get, parse_metrics, request, sum, wait_for};
 
-const E: &str = "amdahl_energy_joules_total";
 fn metrics(addr: SocketAddr) -> Vec<support::real::Metric> {
     let (code, body) = get(addr, "/metrics");
     assert_eq!(code, 200, "{body}");
