@@ -43,6 +43,8 @@ fn setup() -> Option<(tempfile::TempDir, PathBuf, PathBuf, PathBuf)> {
     let bin = build(t.path())?;
     let root = t.path().join("powercap");
     amdahl_meter::rapl::fake::zone(&root, "intel-rapl:0", "package-0", 1_000_000, 262_143_328_850).unwrap();
+    // A dram zone that stays still, so no RAM estimate joins the total.
+    amdahl_meter::rapl::fake::zone(&root, "intel-rapl:0:2", "dram", 0, 65_712_999_613).unwrap();
     let counter = root.join("intel-rapl:0/energy_uj");
     Some((t, bin, root, counter))
 }

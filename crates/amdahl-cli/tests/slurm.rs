@@ -137,6 +137,8 @@ fn nix_is_root() -> bool {
 fn fake_powercap(dir: &Path) -> PathBuf {
     let root = dir.join("powercap");
     amdahl_meter::rapl::fake::zone(&root, "intel-rapl:0", "package-0", 1_000_000, 262_143_328_850).unwrap();
+    // A dram zone that stays still, so no RAM estimate joins the total.
+    amdahl_meter::rapl::fake::zone(&root, "intel-rapl:0:2", "dram", 0, 65_712_999_613).unwrap();
     root
 }
 
