@@ -40,10 +40,12 @@ fn ticks_of(pid: u32) -> Option<(u64, u64)> {
 fn scrape(addr: SocketAddr) -> Option<(Duration, usize)> {
     let t0 = Instant::now();
     let mut s = TcpStream::connect(addr).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .ok()?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).ok()?;
-    buf.starts_with(b"HTTP/1.1 200").then(|| (t0.elapsed(), buf.len()))
+    buf.starts_with(b"HTTP/1.1 200")
+        .then(|| (t0.elapsed(), buf.len()))
 }
 
 fn pct(v: &[Duration], p: f64) -> f64 {
@@ -53,7 +55,10 @@ fn pct(v: &[Duration], p: f64) -> f64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let bin = args.get(1).cloned().unwrap_or_else(|| "target/release/amdahl".into());
+    let bin = args
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| "target/release/amdahl".into());
     let secs: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(30);
     let dir = tempfile::tempdir()?;
     let (cap, proc_root) = (dir.path().join("powercap"), dir.path().join("proc"));
@@ -62,7 +67,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     fproc::machine(&proc_root, 0, 64 * 1024 * 1024)?;
     for i in 0..PROCS {
         let cg = format!("0::/system.slice/svc-{}.service\n", i % CGROUPS);
-        fproc::process(&proc_root, 1000 + i, "worker", 0, 2560, Some(0), Some(&cg), &[])?;
+        fproc::process(
+            &proc_root,
+            1000 + i,
+            "worker",
+            0,
+            2560,
+            Some(0),
+            Some(&cg),
+            &[],
+        )?;
     }
     // The node: every second each process uses 1 tick, the machine 600, the package 100 J.
     let stop = Arc::new(AtomicBool::new(false));
@@ -75,14 +89,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for i in 0..PROCS {
                 let _ = fproc::set_ticks(&p2, 1000 + i, "worker", k, 2560);
             }
-            let _ = std::fs::write(c2.join("intel-rapl:0/energy_uj"), format!("{}\n", k * 100_000_000));
-            let _ = std::fs::write(c2.join("intel-rapl:0/intel-rapl:0:2/energy_uj"), format!("{}\n", k * 10_000_000));
+            let _ = std::fs::write(
+                c2.join("intel-rapl:0/energy_uj"),
+                format!("{}\n", k * 100_000_000),
+            );
+            let _ = std::fs::write(
+                c2.join("intel-rapl:0/intel-rapl:0:2/energy_uj"),
+                format!("{}\n", k * 10_000_000),
+            );
             std::thread::sleep(Duration::from_secs(1));
         }
     });
     let ready = dir.path().join("ready");
     let mut child = Command::new(&bin)
-        .args(["exporter", "--listen", "127.0.0.1:0", "--interval", "1s", "--no-gpu", "--ready-file"])
+        .args([
+            "exporter",
+            "--listen",
+            "127.0.0.1:0",
+            "--interval",
+            "1s",
+            "--no-gpu",
+            "--ready-file",
+        ])
         .arg(&ready)
         .arg("--powercap-root")
         .arg(&cap)
@@ -94,7 +122,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pid = child.id();
     let t0 = Instant::now();
     let addr: SocketAddr = loop {
-        if let Some(a) = std::fs::read_to_string(&ready).ok().and_then(|s| s.trim().parse().ok()) {
+        if let Some(a) = std::fs::read_to_string(&ready)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
             break a;
         }
         if t0.elapsed() > Duration::from_secs(20) {
@@ -147,7 +178,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _ = child.wait();
     println!("amdahl exporter, {PROCS} processes in {CGROUPS} cgroups (fake /proc), 1 s interval, binary {bin}");
     println!("  /metrics size:            {series} bytes");
-    println!("  idle ({secs} s):            CPU {idle_cpu:.2} % of one core, RSS {:.1} MB", rss_idle as f64 / 1024.0);
+    println!(
+        "  idle ({secs} s):            CPU {idle_cpu:.2} % of one core, RSS {:.1} MB",
+        rss_idle as f64 / 1024.0
+    );
     println!(
         "  {SCRAPERS} scrapers ({secs} s):     {} scrapes ({:.0}/s), {failed} failed; latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         v.len(),
@@ -156,7 +190,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         pct(&v, 0.99),
         pct(&v, 1.0)
     );
-    println!("  under load:               CPU {load_cpu:.1} % of one core, RSS {:.1} MB", rss_load as f64 / 1024.0);
+    println!(
+        "  under load:               CPU {load_cpu:.1} % of one core, RSS {:.1} MB",
+        rss_load as f64 / 1024.0
+    );
     let _ = Path::new(&bin);
     Ok(())
 }

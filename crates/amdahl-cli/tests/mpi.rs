@@ -17,8 +17,18 @@ fn build(dir: &Path) -> Option<PathBuf> {
     require("mpirun", "openmpi-bin")?;
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mpi/work.c");
     let bin = dir.join("work");
-    let out = Command::new(mpicc).arg("-O2").arg("-o").arg(&bin).arg(src).output().unwrap();
-    assert!(out.status.success(), "mpicc: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(mpicc)
+        .arg("-O2")
+        .arg("-o")
+        .arg(&bin)
+        .arg(src)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mpicc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some(bin)
 }
 
@@ -42,7 +52,14 @@ fn setup() -> Option<(tempfile::TempDir, PathBuf, PathBuf, PathBuf)> {
     let t = tempfile::tempdir().unwrap();
     let bin = build(t.path())?;
     let root = t.path().join("powercap");
-    amdahl_meter::rapl::fake::zone(&root, "intel-rapl:0", "package-0", 1_000_000, 262_143_328_850).unwrap();
+    amdahl_meter::rapl::fake::zone(
+        &root,
+        "intel-rapl:0",
+        "package-0",
+        1_000_000,
+        262_143_328_850,
+    )
+    .unwrap();
     // A dram zone that stays still, so no RAM estimate joins the total.
     amdahl_meter::rapl::fake::zone(&root, "intel-rapl:0:2", "dram", 0, 65_712_999_613).unwrap();
     let counter = root.join("intel-rapl:0/energy_uj");
@@ -55,7 +72,9 @@ fn json(p: &Path) -> Value {
 
 #[test]
 fn amdahl_run_meters_mpirun_np_2() {
-    let Some((t, bin, root, counter)) = setup() else { return };
+    let Some((t, bin, root, counter)) = setup() else {
+        return;
+    };
     let out = t.path().join("r.json");
     let res = t.path().join("result.txt");
     let o = amdahl(&root)
@@ -75,16 +94,31 @@ fn amdahl_run_meters_mpirun_np_2() {
     // Rank 0 added exactly 1 J to the package counter.
     assert_eq!(r["total_energy_j"].as_f64(), Some(1.0));
     // 100 ms serial + 300 ms per rank at least.
-    assert!(r["duration_s"].as_f64().unwrap() >= 0.4, "{}", r["duration_s"]);
+    assert!(
+        r["duration_s"].as_f64().unwrap() >= 0.4,
+        "{}",
+        r["duration_s"]
+    );
 }
 
 #[test]
 fn amdahl_scale_fits_mpirun_at_1_2_3_ranks() {
-    let Some((t, bin, root, counter)) = setup() else { return };
+    let Some((t, bin, root, counter)) = setup() else {
+        return;
+    };
     let out = t.path().join("scale.json");
     let res = t.path().join("result.txt");
     let o = amdahl(&root)
-        .args(["scale", "--n", "1,2,3", "--runs", "1", "--n-counts", "processes", "-o"])
+        .args([
+            "scale",
+            "--n",
+            "1,2,3",
+            "--runs",
+            "1",
+            "--n-counts",
+            "processes",
+            "-o",
+        ])
         .arg(&out)
         .args(["--", "mpirun", "-np", "{n}"])
         .arg(&bin)
@@ -112,7 +146,9 @@ fn amdahl_scale_fits_mpirun_at_1_2_3_ranks() {
 
 #[test]
 fn mpirun_np_2_amdahl_run_measures_the_node_once() {
-    let Some((t, bin, root, counter)) = setup() else { return };
+    let Some((t, bin, root, counter)) = setup() else {
+        return;
+    };
     let amdahl_bin = assert_cmd::cargo::cargo_bin("amdahl");
     let mpirun = require("mpirun", "openmpi-bin").unwrap();
     let res = t.path().join("result.txt");

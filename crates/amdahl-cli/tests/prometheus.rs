@@ -18,7 +18,9 @@ use support::real::{free_port, get, require, spawn, wait_for};
 fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -28,7 +30,8 @@ fn encode(s: &str) -> String {
 fn query(prom: SocketAddr, q: &str) -> Vec<(serde_json::Value, f64)> {
     let (code, body) = get(prom, &format!("/api/v1/query?query={}", encode(q)));
     assert_eq!(code, 200, "{q}: {body}");
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let v: serde_json::Value =
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     v["data"]["result"]
         .as_array()
         .cloned()
@@ -63,13 +66,18 @@ fn prometheus_scrapes_exact_energy_and_parts_that_sum_to_the_node() {
     .unwrap();
     let mut c = Command::new(prometheus);
     c.arg(format!("--config.file={}", cfg.display()))
-        .arg(format!("--storage.tsdb.path={}", t.dir.path().join("tsdb").display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            t.dir.path().join("tsdb").display()
+        ))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
         .arg("--log.level=warn");
     let _prom = spawn(c, &t.dir.path().join("prometheus.log"));
     let prom: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     wait_for(Duration::from_secs(30), "Prometheus ready", || {
-        support::real::request(prom, b"GET /-/ready HTTP/1.0\r\n\r\n").ok().filter(|(c, _)| *c == 200)
+        support::real::request(prom, b"GET /-/ready HTTP/1.0\r\n\r\n")
+            .ok()
+            .filter(|(c, _)| *c == 200)
     });
 
     // 8 steps of 7 J (the 50 J package range wraps once), dram +1 J per step, processes busy
@@ -85,7 +93,11 @@ fn prometheus_scrapes_exact_energy_and_parts_that_sum_to_the_node() {
         std::thread::sleep(Duration::from_millis(300));
     }
     std::fs::remove_file(t.powercap().join("intel-rapl:0/intel-rapl:0:2/energy_uj")).unwrap();
-    set_energy(&t.powercap(), "intel-rapl:0", (pkg + 4_000_000) % (PKG_MAX + 1));
+    set_energy(
+        &t.powercap(),
+        "intel-rapl:0",
+        (pkg + 4_000_000) % (PKG_MAX + 1),
+    );
 
     let node = r#"amdahl_energy_joules_total{scope="node",device="intel-rapl:0"}"#;
     let got = wait_for(Duration::from_secs(30), "Prometheus to scrape 60 J", || {
@@ -93,28 +105,50 @@ fn prometheus_scrapes_exact_energy_and_parts_that_sum_to_the_node() {
     });
     // To the joule (and better): 56 J of steps + 4 J after the dram loss, through the wrap.
     assert!((got - 60.0).abs() < 1e-6, "{got}");
-    let dram = scalar(prom, r#"amdahl_energy_joules_total{scope="node",device="intel-rapl:0:2"}"#);
+    let dram = scalar(
+        prom,
+        r#"amdahl_energy_joules_total{scope="node",device="intel-rapl:0:2"}"#,
+    );
     assert_eq!(dram, Some(8.0));
     assert_eq!(scalar(prom, r#"up{job="amdahl"}"#), Some(1.0));
     for dev in ["intel-rapl:0", "intel-rapl:0:2"] {
         let parts = scalar(
             prom,
-            &format!(r#"sum(amdahl_energy_joules_total{{scope=~"cgroup|unattributed",device="{dev}"}}) - sum(amdahl_energy_joules_total{{scope="node",device="{dev}"}})"#),
+            &format!(
+                r#"sum(amdahl_energy_joules_total{{scope=~"cgroup|unattributed",device="{dev}"}}) - sum(amdahl_energy_joules_total{{scope="node",device="{dev}"}})"#
+            ),
         );
-        assert!(parts.is_some_and(|d| d.abs() < 1e-6), "{dev}: cgroups + unattributed − node = {parts:?}");
+        assert!(
+            parts.is_some_and(|d| d.abs() < 1e-6),
+            "{dev}: cgroups + unattributed − node = {parts:?}"
+        );
         let users = scalar(
             prom,
-            &format!(r#"sum(amdahl_energy_joules_total{{scope=~"user|unattributed",device="{dev}"}}) - sum(amdahl_energy_joules_total{{scope="node",device="{dev}"}})"#),
+            &format!(
+                r#"sum(amdahl_energy_joules_total{{scope=~"user|unattributed",device="{dev}"}}) - sum(amdahl_energy_joules_total{{scope="node",device="{dev}"}})"#
+            ),
         );
-        assert!(users.is_some_and(|d| d.abs() < 1e-6), "{dev}: users + unattributed − node = {users:?}");
+        assert!(
+            users.is_some_and(|d| d.abs() < 1e-6),
+            "{dev}: users + unattributed − node = {users:?}"
+        );
     }
     // Per-cgroup series as Prometheus stored them: the two processes' cgroups and `unknown`'s
     // absence of CPU time (its ticks never advanced).
-    let by_cgroup = query(prom, r#"sum by (cgroup) (amdahl_energy_joules_total{scope="cgroup",device="intel-rapl:0"})"#);
+    let by_cgroup = query(
+        prom,
+        r#"sum by (cgroup) (amdahl_energy_joules_total{scope="cgroup",device="intel-rapl:0"})"#,
+    );
     let names: Vec<String> = by_cgroup
         .iter()
         .filter_map(|(m, _)| m["cgroup"].as_str().map(str::to_string))
         .collect();
-    assert!(names.contains(&"/system.slice/train.service".to_string()), "{names:?}");
-    assert!(names.contains(&"/slurm/uid_0/job_42/step_0".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"/system.slice/train.service".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"/slurm/uid_0/job_42/step_0".to_string()),
+        "{names:?}"
+    );
 }

@@ -31,7 +31,13 @@ pub fn escape_label(v: &str) -> String {
     s
 }
 
-fn labels(scope: Scope, extra: &[(String, String)], device: &str, kind: &str, method: &str) -> Labels {
+fn labels(
+    scope: Scope,
+    extra: &[(String, String)],
+    device: &str,
+    kind: &str,
+    method: &str,
+) -> Labels {
     let mut l = vec![
         ("scope".to_string(), scope.as_str().to_string()),
         ("device".to_string(), escape_label(device)),
@@ -73,7 +79,13 @@ pub fn render(snap: &Snapshot) -> Result<String, std::fmt::Error> {
         power.clone(),
     );
     for s in &snap.series {
-        let l = labels(s.scope, &s.labels, &s.device, kind_str(s.kind), s.method.as_str());
+        let l = labels(
+            s.scope,
+            &s.labels,
+            &s.device,
+            kind_str(s.kind),
+            s.method.as_str(),
+        );
         energy.get_or_create(&l).inc_by(s.energy_j.max(0.0));
         if let Some(p) = s.power_w.filter(|p| p.is_finite()) {
             power.get_or_create(&l).set(p.max(0.0));
@@ -84,7 +96,11 @@ pub fn render(snap: &Snapshot) -> Result<String, std::fmt::Error> {
     reg.register("amdahl_exporter_samples", "Sensor samples taken", samples);
     let procs = Gauge::<i64>::default();
     procs.set(i64::try_from(snap.processes).unwrap_or(i64::MAX));
-    reg.register("amdahl_exporter_processes", "Processes seen in the latest sample", procs);
+    reg.register(
+        "amdahl_exporter_processes",
+        "Processes seen in the latest sample",
+        procs,
+    );
     let unknown = Gauge::<i64>::default();
     unknown.set(i64::try_from(snap.unknown_processes).unwrap_or(i64::MAX));
     reg.register(
@@ -102,7 +118,10 @@ pub fn render(snap: &Snapshot) -> Result<String, std::fmt::Error> {
         incomplete
             .get_or_create(&vec![
                 ("device".to_string(), escape_label(id)),
-                ("note".to_string(), escape_label(&note.chars().take(200).collect::<String>())),
+                (
+                    "note".to_string(),
+                    escape_label(&note.chars().take(200).collect::<String>()),
+                ),
             ])
             .set(1);
     }
@@ -120,7 +139,10 @@ mod tests {
     fn series(scope: Scope, labels: &[(&str, &str)], e: f64) -> Series {
         Series {
             scope,
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             device: "intel-rapl:0".into(),
             kind: DeviceKind::CpuPackage,
             method: Method::Counter,

@@ -42,7 +42,12 @@ pub struct Args {
     #[command(flatten)]
     pub powercap: super::run::PowercapArgs,
     /// Root of the proc filesystem (the host's /proc bind-mounted into a container; tests).
-    #[arg(long, env = "AMDAHL_PROC_ROOT", default_value = "/proc", value_name = "DIR")]
+    #[arg(
+        long,
+        env = "AMDAHL_PROC_ROOT",
+        default_value = "/proc",
+        value_name = "DIR"
+    )]
     pub proc_root: PathBuf,
     /// Do not open NVML.
     #[arg(long)]
@@ -149,7 +154,8 @@ fn serve(args: &Args, shared: &Shared) -> Result<()> {
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing signal handlers")?;
     }
     let deadline = args.duration.map(|d| Instant::now() + d);
     let in_flight = Arc::new(AtomicUsize::new(0));
@@ -192,7 +198,8 @@ fn answer(req: tiny_http::Request, metrics: &str) -> std::io::Result<()> {
     use tiny_http::{Method, Response};
     let url = req.url();
     if url.len() > MAX_URL {
-        return req.respond(Response::from_string("request target too long\n").with_status_code(414));
+        return req
+            .respond(Response::from_string("request target too long\n").with_status_code(414));
     }
     let path = url.split(['?', '#']).next().unwrap_or("");
     let readable = matches!(req.method(), Method::Get | Method::Head);

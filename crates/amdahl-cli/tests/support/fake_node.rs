@@ -33,7 +33,17 @@ pub fn trees() -> Trees {
     fcap::zone(&t.powercap(), "intel-rapl:0", "package-0", 0, PKG_MAX).unwrap();
     fcap::zone(&t.powercap(), "intel-rapl:0:2", "dram", 0, 65_712_999_613).unwrap();
     fproc::machine(&t.proc(), 0, 1_000_000).unwrap();
-    fproc::process(&t.proc(), 100, "trainer", 0, 1000, Some(0), Some("0::/system.slice/train.service\n"), &[]).unwrap();
+    fproc::process(
+        &t.proc(),
+        100,
+        "trainer",
+        0,
+        1000,
+        Some(0),
+        Some("0::/system.slice/train.service\n"),
+        &[],
+    )
+    .unwrap();
     fproc::process(
         &t.proc(),
         200,
@@ -63,17 +73,24 @@ pub fn start(t: &Trees, extra: &[&str]) -> (Running, SocketAddr) {
     let ready = t.dir.path().join("ready");
     let _ = std::fs::remove_file(&ready);
     let mut c = Command::new(assert_cmd::cargo::cargo_bin("amdahl"));
-    c.args(["exporter", "--listen", "127.0.0.1:0", "--interval", "100ms", "--no-gpu", "--ready-file"])
-        .arg(&ready)
-        .arg("--powercap-root")
-        .arg(t.powercap())
-        .arg("--proc-root")
-        .arg(t.proc())
-        .args(extra);
+    c.args([
+        "exporter",
+        "--listen",
+        "127.0.0.1:0",
+        "--interval",
+        "100ms",
+        "--no-gpu",
+        "--ready-file",
+    ])
+    .arg(&ready)
+    .arg("--powercap-root")
+    .arg(t.powercap())
+    .arg("--proc-root")
+    .arg(t.proc())
+    .args(extra);
     let r = spawn(c, &t.dir.path().join("exporter.log"));
     let addr = wait_for(Duration::from_secs(20), "the exporter's ready file", || {
         std::fs::read_to_string(&ready).ok()?.trim().parse().ok()
     });
     (r, addr)
 }
-

@@ -71,7 +71,10 @@ pub fn wait_for<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>
         if let Some(v) = f() {
             return v;
         }
-        assert!(t0.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        assert!(
+            t0.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -114,7 +117,10 @@ pub struct Metric {
 /// Parse sample lines `name{k="v",...} value` (comments skipped; escapes `\"`, `\\`, `\n`).
 pub fn parse_metrics(text: &str) -> Vec<Metric> {
     let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let (head, value) = match line.rsplit_once(' ') {
             Some(x) => x,
             None => continue,

@@ -180,7 +180,10 @@ impl Attributor {
             })
             .collect();
         let page = self.view.page_size();
-        let mem: Vec<u64> = procs.iter().map(|p| p.rss_pages.saturating_mul(page)).collect();
+        let mem: Vec<u64> = procs
+            .iter()
+            .map(|p| p.rss_pages.saturating_mul(page))
+            .collect();
         let dbusy = match (self.prev_busy, busy) {
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => 0,
@@ -206,9 +209,15 @@ impl Attributor {
                     pl.push(("cmdline".into(), c.clone()));
                 }
                 [
-                    vec![("cgroup".into(), p.cgroup.clone().unwrap_or_else(|| UNKNOWN.into()))],
+                    vec![(
+                        "cgroup".into(),
+                        p.cgroup.clone().unwrap_or_else(|| UNKNOWN.into()),
+                    )],
                     vec![("user".into(), user)],
-                    p.job.iter().map(|j| ("job".to_string(), j.clone())).collect(),
+                    p.job
+                        .iter()
+                        .map(|j| ("job".to_string(), j.clone()))
+                        .collect(),
                     pl,
                 ]
             })
@@ -263,7 +272,10 @@ impl Attributor {
                     .and_then(|(_, pid)| pid.parse::<u32>().ok())
                     .is_some_and(|p| alive.contains_key(&p))
         });
-        self.prev_ticks = procs.iter().map(|p| (p.pid, (p.start_ticks, p.ticks))).collect();
+        self.prev_ticks = procs
+            .iter()
+            .map(|p| (p.pid, (p.start_ticks, p.ticks)))
+            .collect();
         if busy.is_some() {
             self.prev_busy = busy;
         }

@@ -82,10 +82,9 @@ impl ProcView for ProcFs {
         let stat = self.read(dir.join("stat"))?;
         let s = procfs::parse_pid_stat(&stat)?;
         let cgroup = self.read(dir.join("cgroup")).and_then(|t| parse_cgroup(&t));
-        let job = cgroup
-            .as_deref()
-            .and_then(job_from_cgroup)
-            .or_else(|| job_from_environ(&std::fs::read(self.root.join(&dir).join("environ")).ok()?));
+        let job = cgroup.as_deref().and_then(job_from_cgroup).or_else(|| {
+            job_from_environ(&std::fs::read(self.root.join(&dir).join("environ")).ok()?)
+        });
         let cmdline = if with_cmdline {
             std::fs::read(self.root.join(&dir).join("cmdline"))
                 .ok()
@@ -222,7 +221,10 @@ pub mod fake {
         std::fs::create_dir_all(&d)?;
         set_ticks(root, pid, comm, ticks, rss_pages)?;
         if let Some(u) = uid {
-            std::fs::write(d.join("status"), format!("Name:\t{comm}\nUid:\t{u}\t{u}\t{u}\t{u}\n"))?;
+            std::fs::write(
+                d.join("status"),
+                format!("Name:\t{comm}\nUid:\t{u}\t{u}\t{u}\t{u}\n"),
+            )?;
         }
         if let Some(c) = cgroup {
             std::fs::write(d.join("cgroup"), c)?;
@@ -233,7 +235,10 @@ pub mod fake {
             env.push(0);
         }
         std::fs::write(d.join("environ"), env)?;
-        std::fs::write(d.join("cmdline"), format!("{comm}\0--secret-token=hunter2\0"))
+        std::fs::write(
+            d.join("cmdline"),
+            format!("{comm}\0--secret-token=hunter2\0"),
+        )
     }
 
     /// Rewrite a process's `stat` (utime = ticks, stime = 0, start time 1000).
@@ -296,7 +301,10 @@ mod tests {
         let stat = "42 (a (b) c) S 1 42 42 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 5555 0 9\n";
         assert_eq!(parse_comm(stat).as_deref(), Some("a (b) c"));
         assert_eq!(parse_start_ticks(stat), Some(5555));
-        assert_eq!(parse_uid("Name:\tx\nUid:\t1000\t1000\t1000\t1000\n"), Some(1000));
+        assert_eq!(
+            parse_uid("Name:\tx\nUid:\t1000\t1000\t1000\t1000\n"),
+            Some(1000)
+        );
         assert_eq!(parse_uid("Uid:\tnope\n"), None);
     }
 }

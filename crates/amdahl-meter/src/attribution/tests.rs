@@ -34,7 +34,17 @@ fn tree(root: &Path, t: u64) {
     // 1000 kB of memory; process RSS in pages of this machine's size.
     fake::machine(root, 1000 + 200 * t, 1000).unwrap();
     let kb = |k: u64| k * 1024 / page;
-    fake::process(root, 10, "trainer", 50 * t, kb(100), Some(0), Some("0::/system.slice/a.service\n"), &[]).unwrap();
+    fake::process(
+        root,
+        10,
+        "trainer",
+        50 * t,
+        kb(100),
+        Some(0),
+        Some("0::/system.slice/a.service\n"),
+        &[],
+    )
+    .unwrap();
     fake::process(
         root,
         11,
@@ -46,18 +56,46 @@ fn tree(root: &Path, t: u64) {
         &[],
     )
     .unwrap();
-    fake::process(root, 12, "other", 20 * t, 0, None, None, &["SLURM_JOB_ID=7"]).unwrap();
+    fake::process(
+        root,
+        12,
+        "other",
+        20 * t,
+        0,
+        None,
+        None,
+        &["SLURM_JOB_ID=7"],
+    )
+    .unwrap();
 }
 
 #[test]
 fn cpu_split_by_ticks_memory_by_rss_remainder_unattributed() {
     let t = tempfile::tempdir().unwrap();
     tree(t.path(), 0);
-    let mut a = Attributor::new(Box::new(ProcFs::new(t.path())), Options { processes: true, cmdline: false });
-    a.step(0.0, &[dev("pkg", DeviceKind::CpuPackage, 0.0), dev("dram", DeviceKind::Dram, 0.0)]);
+    let mut a = Attributor::new(
+        Box::new(ProcFs::new(t.path())),
+        Options {
+            processes: true,
+            cmdline: false,
+        },
+    );
+    a.step(
+        0.0,
+        &[
+            dev("pkg", DeviceKind::CpuPackage, 0.0),
+            dev("dram", DeviceKind::Dram, 0.0),
+        ],
+    );
     tree(t.path(), 1);
     // 100 J of package over 200 busy ticks, of which the processes used 50, 30, 20 ticks.
-    a.step(1.0, &[dev("pkg", DeviceKind::CpuPackage, 100.0), dev("dram", DeviceKind::Dram, 10.0)]);
+    a.step(
+        1.0,
+        &[
+            dev("pkg", DeviceKind::CpuPackage, 100.0),
+            dev("dram", DeviceKind::Dram, 10.0),
+        ],
+    );
     let s = a.snapshot();
     assert_eq!(find(&s, Scope::Node, "", "pkg"), 100.0);
     assert!((find(&s, Scope::Cgroup, "/system.slice/a.service", "pkg") - 25.0).abs() < 1e-9);
@@ -79,23 +117,39 @@ fn cpu_split_by_ticks_memory_by_rss_remainder_unattributed() {
         assert!((users - find(&s, Scope::Node, "", d)).abs() < 1e-9, "{d}");
     }
     // Power over the 1 s interval equals the energy of that interval.
-    let p = s.series.iter().find(|x| x.scope == Scope::Node && x.device == "pkg").unwrap();
+    let p = s
+        .series
+        .iter()
+        .find(|x| x.scope == Scope::Node && x.device == "pkg")
+        .unwrap();
     assert_eq!(p.power_w, Some(100.0));
     assert_eq!(s.unknown_processes, 1);
     // No command lines unless asked for.
-    assert!(s.series.iter().all(|x| x.labels.iter().all(|(k, _)| k != "cmdline")));
+    assert!(s
+        .series
+        .iter()
+        .all(|x| x.labels.iter().all(|(k, _)| k != "cmdline")));
 }
 
 #[test]
 fn vanished_process_leaves_process_scope_but_not_its_cgroup() {
     let t = tempfile::tempdir().unwrap();
     tree(t.path(), 0);
-    let mut a = Attributor::new(Box::new(ProcFs::new(t.path())), Options { processes: true, cmdline: true });
+    let mut a = Attributor::new(
+        Box::new(ProcFs::new(t.path())),
+        Options {
+            processes: true,
+            cmdline: true,
+        },
+    );
     a.step(0.0, &[dev("pkg", DeviceKind::CpuPackage, 0.0)]);
     tree(t.path(), 1);
     a.step(1.0, &[dev("pkg", DeviceKind::CpuPackage, 100.0)]);
     let s = a.snapshot();
-    assert!(s.series.iter().any(|x| x.labels.iter().any(|(k, v)| k == "cmdline" && v.contains("trainer"))));
+    assert!(s.series.iter().any(|x| x
+        .labels
+        .iter()
+        .any(|(k, v)| k == "cmdline" && v.contains("trainer"))));
     // pid 10's stat disappears (it exited between listing and reading counts the same).
     std::fs::remove_dir_all(t.path().join("10")).unwrap();
     a.step(2.0, &[dev("pkg", DeviceKind::CpuPackage, 100.0)]);
