@@ -10,4 +10,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 BIN="${AMDAHL_BIN:-target/release/amdahl}"
 [ -x "$BIN" ] || cargo build --release -p amdahl-cli
-cargo run -q --release -p amdahl-cli --example bench_exporter -- "$BIN" "${SECONDS_PER_PHASE:-30}"
+PROFILE="${PROFILE:-release}"   # PROFILE=dev measures a debug build (our crates unoptimised)
+S="${SECONDS_PER_PHASE:-30}"
+cargo run -q --profile "$PROFILE" -p amdahl-cli --example bench_exporter -- "$BIN" "$S"
+cargo run -q --profile "$PROFILE" -p amdahl-cli --example bench_exporter -- "$BIN" "$S" --no-process-series

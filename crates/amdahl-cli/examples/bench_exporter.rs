@@ -4,14 +4,14 @@
 //! run, and scrape latency p50/p99/max under 20 concurrent scrapers for 30 s (loopback, one
 //! connection per request).
 //!
-//! Usage: `cargo run --release -p amdahl-cli --example bench_exporter -- [AMDAHL_BIN] [SECONDS]`
+//! Usage: `cargo run --release -p amdahl-cli --example bench_exporter -- [AMDAHL_BIN] [SECONDS]
+//! [EXPORTER FLAGS...]`
 //! (or scripts/bench/exporter.sh). AMDAHL_BIN defaults to target/release/amdahl.
 
 use amdahl_meter::attribution::procs::fake as fproc;
 use amdahl_meter::rapl::fake as fcap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -60,6 +60,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .cloned()
         .unwrap_or_else(|| "target/release/amdahl".into());
     let secs: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(30);
+    // Further exporter flags, e.g. `--no-process-series`.
+    let extra: Vec<String> = args.iter().skip(3).cloned().collect();
     let dir = tempfile::tempdir()?;
     let (cap, proc_root) = (dir.path().join("powercap"), dir.path().join("proc"));
     fcap::zone(&cap, "intel-rapl:0", "package-0", 0, 262_143_328_850)?;
@@ -116,6 +118,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .arg(&cap)
         .arg("--proc-root")
         .arg(&proc_root)
+        .args(&extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;
@@ -176,7 +179,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _ = ticker.join();
     let _ = child.kill();
     let _ = child.wait();
-    println!("amdahl exporter, {PROCS} processes in {CGROUPS} cgroups (fake /proc), 1 s interval, binary {bin}");
+    println!(
+        "amdahl exporter {}, {PROCS} processes in {CGROUPS} cgroups (fake /proc), 1 s interval, binary {bin}",
+        extra.join(" ")
+    );
     println!("  /metrics size:            {series} bytes");
     println!(
         "  idle ({secs} s):            CPU {idle_cpu:.2} % of one core, RSS {:.1} MB",
@@ -194,6 +200,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "  under load:               CPU {load_cpu:.1} % of one core, RSS {:.1} MB",
         rss_load as f64 / 1024.0
     );
-    let _ = Path::new(&bin);
     Ok(())
 }

@@ -188,13 +188,26 @@ fn serve(args: &Args, shared: &Shared) -> Result<()> {
     Ok(())
 }
 
+/// A reader over the shared metrics text.
+struct SharedText(Arc<String>, usize);
+
+impl std::io::Read for SharedText {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let rest = self.0.as_bytes().get(self.1..).unwrap_or(&[]);
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        self.1 += n;
+        Ok(n)
+    }
+}
+
 fn header(k: &str, v: &str) -> Option<tiny_http::Header> {
     tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).ok()
 }
 
 /// Answer one request: `/metrics` (GET, HEAD), `/` (a pointer to it), 405 for other methods
 /// there, 404 elsewhere, 414 for request targets over [`MAX_URL`].
-fn answer(req: tiny_http::Request, metrics: &str) -> std::io::Result<()> {
+fn answer(req: tiny_http::Request, metrics: &Arc<String>) -> std::io::Result<()> {
     use tiny_http::{Method, Response};
     let url = req.url();
     if url.len() > MAX_URL {
@@ -205,11 +218,20 @@ fn answer(req: tiny_http::Request, metrics: &str) -> std::io::Result<()> {
     let readable = matches!(req.method(), Method::Get | Method::Head);
     let resp = match (path, readable) {
         ("/metrics", true) => {
-            let mut r = Response::from_string(metrics);
-            if let Some(h) = header("Content-Type", amdahl_report::exporter::CONTENT_TYPE) {
-                r = r.with_header(h);
-            }
-            r
+            // The shared text itself, not a copy: 20 concurrent scrapes of 300 kB would
+            // otherwise hold 6 MB of copies.
+            let len = metrics.len();
+            let headers = header("Content-Type", amdahl_report::exporter::CONTENT_TYPE)
+                .into_iter()
+                .collect();
+            let r = Response::new(
+                tiny_http::StatusCode(200),
+                headers,
+                SharedText(Arc::clone(metrics), 0),
+                Some(len),
+                None,
+            );
+            return req.respond(r);
         }
         ("/", true) => Response::from_string(
             "amdahl exporter: energy per node, cgroup, Slurm job, user and process at /metrics\n",
