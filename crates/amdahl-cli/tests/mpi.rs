@@ -153,7 +153,11 @@ fn amdahl_scale_fits_mpirun_at_1_2_3_ranks() {
     // too) and below 1.
     assert!(!r["fit"].is_null(), "{}", r["no_fit_reason"]);
     let sf = find_number(&r["fit"], "serial_fraction").unwrap_or(f64::NAN);
-    assert!(sf > 0.1 / 0.7 && sf < 1.0, "serial fraction {sf}: {}", r["fit"]);
+    assert!(
+        sf > 0.1 / 0.7 && sf < 1.0,
+        "serial fraction {sf}: {}",
+        r["fit"]
+    );
 }
 
 #[test]

@@ -25,9 +25,16 @@ pub fn require(program: &str, package: &str) -> Option<PathBuf> {
         if std::env::var("CI").is_ok_and(|v| v == "true") {
             panic!("{msg}");
         }
-        eprintln!("skipping: {msg}");
+        skip(&msg);
     }
     found
+}
+
+/// Say that a test skips, on the stderr handle rather than with eprintln!, so that libtest's
+/// output capture does not hide it (as tests/support/shared_data.rs does).
+pub fn skip(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipping: {why}");
 }
 
 /// A child process that is killed (by its PID) and reaped when dropped, so a failing assertion
