@@ -52,7 +52,7 @@ fn short_hostname() -> String {
 }
 
 /// munged + slurmctld + slurmd, or None (with the reason printed) where they cannot run.
-fn cluster() -> Option<Cluster> {
+fn cluster(extra_conf: &str) -> Option<Cluster> {
     let munged = require("munged", "munge")?;
     let mungekey = require("mungekey", "munge")?;
     let ctld = require("slurmctld", "slurm-wlm")?;
@@ -109,7 +109,7 @@ fn cluster() -> Option<Cluster> {
              SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSchedulerType=sched/builtin\n\
              ReturnToService=2\nMpiDefault=none\nSlurmdTimeout=30\n\
              NodeName={host} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN\n\
-             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n{extra_conf}",
             sock = sock.display(),
             d = d.display()
         ),
@@ -174,7 +174,7 @@ fn add_joule(counter: &Path) -> String {
 #[test]
 fn sbatch_and_srun_under_amdahl_run_and_scale() {
     let _one = SLURM.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(cl) = cluster() else { return };
+    let Some(cl) = cluster("") else { return };
     let amdahl = assert_cmd::cargo::cargo_bin("amdahl");
     let root = fake_powercap(cl.path());
     let counter = root.join("intel-rapl:0/energy_uj");
@@ -280,7 +280,7 @@ fn sbatch_and_srun_under_amdahl_run_and_scale() {
 #[test]
 fn exporter_attributes_two_concurrent_jobs_separately() {
     let _one = SLURM.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(cl) = cluster() else { return };
+    let Some(cl) = cluster("") else { return };
     let root = fake_powercap(cl.path());
     let counter = root.join("intel-rapl:0/energy_uj");
     // The real /proc; the package counter advances 0.2 J every 50 ms (4 W).
@@ -368,4 +368,84 @@ fn exporter_attributes_two_concurrent_jobs_separately() {
         jobs <= node - un + 1e-6,
         "jobs {jobs} J exceed what was attributed"
     );
+}
+
+#[test]
+fn prolog_and_epilog_write_one_record_per_job() {
+    let _one = SLURM.lock().unwrap_or_else(|p| p.into_inner());
+    // The scripts are the repository's; wrappers give them the settings slurmd's environment
+    // would (the binary, where records go, the fake tree).
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm");
+    let wrappers = tempfile::tempdir().unwrap();
+    let root = fake_powercap(wrappers.path());
+    let counter = root.join("intel-rapl:0/energy_uj");
+    let jobs = wrappers.path().join("jobs");
+    for name in ["prolog", "epilog"] {
+        let w = wrappers.path().join(format!("{name}.sh"));
+        std::fs::write(
+            &w,
+            format!(
+                "#!/bin/sh\nexport AMDAHL={a} AMDAHL_JOB_DIR={j} AMDAHL_POWERCAP_ROOT={r} AMDAHL_RUN_FLAGS='--no-gpu --interval 50ms'\nexec {s}/{name}.sh\n",
+                a = assert_cmd::cargo::cargo_bin("amdahl").display(),
+                j = jobs.display(),
+                r = root.display(),
+                s = scripts.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let extra = format!(
+        "Prolog={p}\nEpilog={e}\nPrologFlags=Alloc\n",
+        p = wrappers.path().join("prolog.sh").display(),
+        e = wrappers.path().join("epilog.sh").display()
+    );
+    let Some(cl) = cluster(&extra) else { return };
+    let o = cl
+        .cmd("sbatch")
+        .args(["--wait", "--parsable", "-o", "/dev/null", "--wrap"])
+        .arg(format!("sleep 0.5; {}; sleep 0.5", add_joule(&counter)))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "sbatch: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let job = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let host = short_hostname();
+    let record = jobs.join(format!("{job}-{host}.json"));
+    let pid = jobs.join(format!("{job}-{host}.pid"));
+    // The Epilog runs after the job ends; it removes the pid file once the record is final.
+    let t0 = std::time::Instant::now();
+    let r = loop {
+        let done = (!pid.exists())
+            .then(|| std::fs::read_to_string(&record).ok())
+            .flatten()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .filter(|r| r["interrupted_by"] == "SIGTERM");
+        if let Some(r) = done {
+            break r;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let listing: Vec<_> = std::fs::read_dir(&jobs)
+                .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+                .unwrap_or_default();
+            let log = std::fs::read_to_string(cl.path().join("slurmd.log")).unwrap_or_default()
+                + &std::fs::read_to_string(record.with_extension("log")).unwrap_or_default();
+            panic!(
+                "no final record {}: jobs dir {listing:?}\nslurmd.log:\n{log}",
+                record.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(r["schema"], "amdahl.run/1");
+    assert_eq!(r["cluster"]["job_id"].as_str(), Some(job.as_str()));
+    // The job added exactly 1 J to the package counter while the Prolog's meter ran.
+    assert_eq!(r["total_energy_j"].as_f64(), Some(1.0), "{r}");
+    // 1 J at the default 436 g/kWh, PUE 1.
+    let co2 = r["co2e_g"].as_f64().unwrap_or(f64::NAN);
+    assert!((co2 - 436.0 / 3.6e6).abs() < 1e-12, "{co2}");
 }
