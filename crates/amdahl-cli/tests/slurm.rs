@@ -2,9 +2,9 @@
 //! started here from a generated config in a temp dir (loopback, ephemeral ports, every path
 //! inside the temp dir) and stopped by PID. Jobs run `amdahl run` under `sbatch` and `srun`;
 //! `amdahl scale` sweeps `srun -n {n}`; `amdahl exporter` attributes two concurrent jobs
-//! separately; the Prolog/Epilog scripts of scripts/slurm write a record per job. Needs root (slurmd starts jobs as their user): skips with a message when not
-//! root; where Slurm is missing it skips too, except under CI=true (`.ci/run` installs it),
-//! where that fails.
+//! separately; the Prolog/Epilog scripts of scripts/slurm write a record per job. Needs root
+//! (slurmd starts jobs as their user): skips with a message when not root; where Slurm is
+//! missing it skips too, except under CI=true (`.ci/run` installs it), where that fails.
 
 mod support;
 
