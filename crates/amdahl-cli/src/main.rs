@@ -84,6 +84,8 @@ enum Command {
     Infer(cmd::infer::Args),
     /// Run a command at several degrees of parallelism; fit its scaling and energy per job.
     Scale(cmd::scale::Args),
+    /// Serve node energy per cgroup, Slurm job, user and process to Prometheus (/metrics).
+    Exporter(cmd::exporter::Args),
     /// Measure this machine: GEMM per precision, sparse vs dense, memory bandwidth, thread scaling.
     Bench(cmd::bench::Args),
 }
@@ -120,5 +122,6 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Infer(a) => cmd::infer::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Scale(a) => cmd::scale::run(a),
+        Command::Exporter(a) => cmd::exporter::run(a),
     }
 }

@@ -1,5 +1,7 @@
 //! Launcher detection. Under Slurm (`SLURM_PROCID`, `SLURM_LOCALID`, `SLURM_JOB_ID`) or torchrun
-//! (`RANK`, `LOCAL_RANK`, `TORCHELASTIC_RUN_ID`) one `amdahl run` starts per rank. Machine
+//! (`RANK`, `LOCAL_RANK`, `TORCHELASTIC_RUN_ID`) or Open MPI's `mpirun` (`OMPI_COMM_WORLD_RANK`,
+//! `OMPI_COMM_WORLD_LOCAL_RANK`, Open MPI FAQ "What environment variables are set by mpirun?")
+//! one `amdahl run` starts per rank. Machine
 //! counters (RAPL, NVML) are shared by every rank on a node, so only local rank 0 measures; the
 //! others record a reference to it. Summing every rank would count each node once per rank.
 
@@ -35,6 +37,15 @@ pub fn detect(get: impl Fn(&str) -> Option<String>) -> Cluster {
             num("RANK"),
             Some(lr),
             get("TORCHELASTIC_RUN_ID").or_else(|| get("SLURM_JOB_ID")),
+        )
+    } else if let Some(lr) = num("OMPI_COMM_WORLD_LOCAL_RANK") {
+        // Before Slurm: `mpirun` inside an allocation runs every rank in one Slurm task, whose
+        // SLURM_PROCID is the same for all of them.
+        (
+            Some("openmpi".to_string()),
+            num("OMPI_COMM_WORLD_RANK"),
+            Some(lr),
+            get("SLURM_JOB_ID"),
         )
     } else if let Some(pr) = num("SLURM_PROCID") {
         (
@@ -89,6 +100,20 @@ mod tests {
             ("SLURM_JOB_ID", "77"),
         ]));
         assert_eq!(c.role, Role::Reference);
+    }
+
+    #[test]
+    fn open_mpi_ranks_inside_a_slurm_allocation() {
+        let c = detect(env(&[
+            ("OMPI_COMM_WORLD_RANK", "1"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+            ("SLURM_PROCID", "0"),
+            ("SLURM_JOB_ID", "9"),
+        ]));
+        assert_eq!(
+            (c.launcher.as_deref(), c.rank, c.role, c.job_id.as_deref()),
+            (Some("openmpi"), Some(1), Role::Reference, Some("9"))
+        );
     }
 
     #[test]

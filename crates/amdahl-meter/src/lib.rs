@@ -6,6 +6,7 @@
 //! integration in [`accum`]) → [`sampler::start`] → [`record::build`].
 
 pub mod accum;
+pub mod attribution;
 pub mod cluster;
 pub mod cpu_power;
 mod error;

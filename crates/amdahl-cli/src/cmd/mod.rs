@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod codecarbon;
 pub mod demo;
 pub mod detect;
+pub mod exporter;
 pub mod fit;
 pub mod infer;
 pub mod lifetime;

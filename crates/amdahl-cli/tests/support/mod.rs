@@ -46,3 +46,5 @@ pub fn within(x: f64, want: f64, tol: f64) {
         "{x} vs {want} (tolerance {tol})"
     );
 }
+pub mod fake_node;
+pub mod real;

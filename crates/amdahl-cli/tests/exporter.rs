@@ -1,0 +1,235 @@
+//! `amdahl exporter` end to end over fake powercap and /proc trees (the real layouts in temp
+//! dirs): attribution sums, bad HTTP input, slow clients, vanishing processes, cgroup v1 and v2,
+//! unreadable entries, and no command lines unless asked for.
+
+mod support;
+
+use amdahl_meter::attribution::procs::fake as fproc;
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+use support::fake_node::{set_energy, start, trees, E, PKG_MAX};
+use support::real::{get, parse_metrics, request, sum, wait_for};
+
+fn metrics(addr: SocketAddr) -> Vec<support::real::Metric> {
+    let (code, body) = get(addr, "/metrics");
+    assert_eq!(code, 200, "{body}");
+    parse_metrics(&body)
+}
+
+/// Wait until the node energy of `device` reads `want` J (to 1 µJ).
+fn wait_node(addr: SocketAddr, device: &str, want: f64) -> Vec<support::real::Metric> {
+    wait_for(
+        Duration::from_secs(10),
+        &format!("node {device} = {want} J"),
+        || {
+            let m = metrics(addr);
+            ((sum(&m, E, &[("scope", "node"), ("device", device)]) - want).abs() < 1e-6)
+                .then_some(m)
+        },
+    )
+}
+
+#[test]
+fn node_energy_is_exact_and_the_parts_sum_to_it_through_a_wrap_and_a_lost_sensor() {
+    let t = trees();
+    let (_ex, addr) = start(&t, &[]);
+    let mut pkg_uj = 0u64;
+    let mut ticks = 0u64;
+    // 8 steps of 7 J on the package (56 J: wraps the 50 J range once) and 1 J on dram, with the
+    // processes busy for 30 and 20 of every 100 busy ticks.
+    for step in 1..=8u64 {
+        pkg_uj = (pkg_uj + 7_000_000) % (PKG_MAX + 1);
+        ticks += 100;
+        fproc::machine(&t.proc(), ticks, 1_000_000).unwrap();
+        fproc::set_ticks(&t.proc(), 100, "trainer", 30 * step, 1000).unwrap();
+        fproc::set_ticks(&t.proc(), 200, "solver", 20 * step, 500).unwrap();
+        set_energy(&t.powercap(), "intel-rapl:0", pkg_uj);
+        set_energy(&t.powercap(), "intel-rapl:0:2", step * 1_000_000);
+        // Each step seen by at least one sample before the next (a wrap needs consecutive reads).
+        wait_node(addr, "intel-rapl:0", 7.0 * step as f64);
+    }
+    // The dram file disappears: the exporter keeps serving, dram keeps its last value.
+    std::fs::remove_file(t.powercap().join("intel-rapl:0/intel-rapl:0:2/energy_uj")).unwrap();
+    set_energy(
+        &t.powercap(),
+        "intel-rapl:0",
+        (pkg_uj + 4_000_000) % (PKG_MAX + 1),
+    );
+    let m = wait_node(addr, "intel-rapl:0", 60.0);
+    assert!((sum(&m, E, &[("scope", "node"), ("device", "intel-rapl:0:2")]) - 8.0).abs() < 1e-6);
+    assert!(m.iter().any(|x| x.name == "amdahl_sensor_incomplete"
+        && x.labels.get("device").map(String::as_str) == Some("intel-rapl:0:2")));
+    for dev in ["intel-rapl:0", "intel-rapl:0:2"] {
+        let node = sum(&m, E, &[("scope", "node"), ("device", dev)]);
+        let un = sum(&m, E, &[("scope", "unattributed"), ("device", dev)]);
+        let cg = sum(&m, E, &[("scope", "cgroup"), ("device", dev)]);
+        let us = sum(&m, E, &[("scope", "user"), ("device", dev)]);
+        assert!(
+            (cg + un - node).abs() < 1e-6,
+            "{dev}: cgroups {cg} + unattributed {un} vs node {node}"
+        );
+        assert!(
+            (us + un - node).abs() < 1e-6,
+            "{dev}: users {us} + unattributed {un} vs node {node}"
+        );
+    }
+    // Package: the two processes used 50 % of the busy ticks, so about half is attributed,
+    // 3:2 between them (exact shares depend on which sample saw which file write first).
+    let train = sum(
+        &m,
+        E,
+        &[
+            ("scope", "cgroup"),
+            ("cgroup", "/system.slice/train.service"),
+            ("device", "intel-rapl:0"),
+        ],
+    );
+    let job = sum(
+        &m,
+        E,
+        &[("scope", "job"), ("job", "42"), ("device", "intel-rapl:0")],
+    );
+    assert!(
+        train > 10.0 && train < 40.0,
+        "train.service {train} J of 60"
+    );
+    assert!(job > 5.0 && job < 30.0, "job 42 {job} J of 60");
+    // v1 hierarchy: the cpu,cpuacct path, not systemd's.
+    assert!(m
+        .iter()
+        .any(|x| x.labels.get("cgroup").map(String::as_str) == Some("/slurm/uid_0/job_42/step_0")));
+    assert!(m
+        .iter()
+        .any(|x| x.name == "amdahl_exporter_unknown_processes" && x.value == 1.0));
+}
+
+#[test]
+fn http_errors_long_requests_and_slow_clients() {
+    let t = trees();
+    let (_ex, addr) = start(&t, &[]);
+    assert_eq!(get(addr, "/nope").0, 404);
+    assert_eq!(get(addr, "/").0, 200);
+    let (code, _) = request(
+        addr,
+        b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    assert_eq!(code, 405);
+    let (code, _) = request(
+        addr,
+        b"DELETE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    assert_eq!(code, 405);
+    let long = format!("/metrics?{}", "a".repeat(64 * 1024));
+    assert_eq!(get(addr, &long).0, 414);
+    // A 1 MB header: answered (or refused), never a crash.
+    let big = format!(
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\nConnection: close\r\n\r\n",
+        "b".repeat(1 << 20)
+    );
+    let _ = request(addr, big.as_bytes());
+    let (code, _) = request(addr, b"\x00\x01garbage\r\n\r\n").unwrap_or((0, String::new()));
+    assert_ne!(code, 200);
+    // Slow clients: one sends half a request line and stalls, one asks and never reads.
+    let mut stalled = TcpStream::connect(addr).unwrap();
+    stalled.write_all(b"GET /metr").unwrap();
+    let mut unread = TcpStream::connect(addr).unwrap();
+    unread
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let t0 = Instant::now();
+    for _ in 0..5 {
+        assert_eq!(get(addr, "/metrics").0, 200);
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "blocked by slow clients: {:?}",
+        t0.elapsed()
+    );
+    drop((stalled, unread));
+    assert_eq!(get(addr, "/metrics").0, 200, "still serving");
+}
+
+#[test]
+fn command_lines_only_with_the_flag_and_vanishing_processes() {
+    let t = trees();
+    let (ex, addr) = start(&t, &[]);
+    let (_, body) = get(addr, "/metrics");
+    assert!(
+        !body.contains("hunter2") && !body.contains("cmdline"),
+        "{body}"
+    );
+    drop(ex);
+    let (_ex, addr) = start(&t, &["--expose-cmdline"]);
+    let mut m = Vec::new();
+    // Three steps, each seen by a sample: attribution needs ticks and energy in one interval.
+    for step in 1..=3u64 {
+        fproc::machine(&t.proc(), 100 * step, 1_000_000).unwrap();
+        fproc::set_ticks(&t.proc(), 100, "trainer", 50 * step, 1000).unwrap();
+        set_energy(&t.powercap(), "intel-rapl:0", 10_000_000 * step);
+        m = wait_node(addr, "intel-rapl:0", 10.0 * step as f64);
+    }
+    assert!(m.iter().any(|x| x
+        .labels
+        .get("cmdline")
+        .is_some_and(|c| c.contains("hunter2"))));
+    // pid 100 exits: its process series goes, its cgroup keeps the energy.
+    let cg = sum(
+        &m,
+        E,
+        &[
+            ("scope", "cgroup"),
+            ("cgroup", "/system.slice/train.service"),
+        ],
+    );
+    std::fs::remove_dir_all(t.proc().join("100")).unwrap();
+    set_energy(&t.powercap(), "intel-rapl:0", 31_000_000);
+    let m = wait_node(addr, "intel-rapl:0", 31.0);
+    assert_eq!(sum(&m, E, &[("scope", "process"), ("pid", "100")]), 0.0);
+    let cg2 = sum(
+        &m,
+        E,
+        &[
+            ("scope", "cgroup"),
+            ("cgroup", "/system.slice/train.service"),
+        ],
+    );
+    assert!(cg > 0.0 && (cg2 - cg).abs() < 1e-9, "{cg} then {cg2}");
+}
+
+#[test]
+fn non_loopback_needs_allow_remote() {
+    let out = support::amdahl()
+        .args(["exporter", "--listen", "0.0.0.0:0", "--no-gpu"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
+}
+
+#[test]
+fn once_prints_openmetrics_with_help_and_type() {
+    let t = trees();
+    let out = support::amdahl()
+        .args(["exporter", "--once", "--interval", "50ms", "--no-gpu"])
+        .arg("--powercap-root")
+        .arg(t.powercap())
+        .arg("--proc-root")
+        .arg(t.proc())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("# TYPE amdahl_energy_joules counter"),
+        "{text}"
+    );
+    assert!(text.contains("# HELP amdahl_power_watts"), "{text}");
+    assert!(text.trim_end().ends_with("# EOF"), "{text}");
+}

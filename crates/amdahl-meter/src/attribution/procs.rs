@@ -1,0 +1,310 @@
+//! What attribution reads about processes, behind the [`ProcView`] trait so tests and the
+//! benchmark use fake `/proc` trees in temp dirs (the real file layout, proc(5)).
+//!
+//! Per process: `PID/stat` (CPU ticks, resident pages, start time, command name), `PID/status`
+//! (`Uid:`), `PID/cgroup` (cgroup v1 or v2 path) and, only to find `SLURM_JOB_ID`, `PID/environ`
+//! (never exported). Machine-wide: `stat` (busy ticks) and `meminfo` (`MemTotal`).
+
+use crate::procfs;
+use std::path::{Path, PathBuf};
+
+/// One process as attribution needs it. `None` fields could not be read (another user's
+/// process without privileges, a process exiting mid-read): they are attributed to `unknown`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    /// Field 22 of `stat` (ticks after boot): with the pid, identifies the process across
+    /// samples, so a recycled pid is a new process and not a huge CPU-time step.
+    pub start_ticks: u64,
+    /// Field 2 of `stat`, the executable name (at most 15 bytes, no arguments).
+    pub comm: String,
+    /// utime + stime.
+    pub ticks: u64,
+    pub rss_pages: u64,
+    pub uid: Option<u32>,
+    pub cgroup: Option<String>,
+    /// Slurm job id from the cgroup path (`.../job_42/...`) or the process's `SLURM_JOB_ID`.
+    pub job: Option<String>,
+    /// Only read with `--expose-cmdline` (arguments can hold secrets).
+    pub cmdline: Option<String>,
+}
+
+/// A view of `/proc`.
+pub trait ProcView: Send {
+    /// Machine busy CPU ticks so far (`stat`, first `cpu ` line).
+    fn busy_ticks(&self) -> Option<u64>;
+    /// `MemTotal` in bytes.
+    fn mem_total_bytes(&self) -> Option<u64>;
+    fn page_size(&self) -> u64;
+    /// Every pid present now.
+    fn pids(&self) -> Vec<u32>;
+    /// The process, or None when it is gone (its `stat` vanished or is not parseable).
+    fn process(&self, pid: u32, with_cmdline: bool) -> Option<ProcessInfo>;
+}
+
+/// `/proc` (or a copy of its layout) under `root`.
+pub struct ProcFs {
+    pub root: PathBuf,
+}
+
+impl ProcFs {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ProcFs { root: root.into() }
+    }
+    fn read(&self, rel: impl AsRef<Path>) -> Option<String> {
+        std::fs::read_to_string(self.root.join(rel)).ok()
+    }
+}
+
+impl ProcView for ProcFs {
+    fn busy_ticks(&self) -> Option<u64> {
+        procfs::parse_stat_busy_ticks(&self.read("stat")?)
+    }
+    fn mem_total_bytes(&self) -> Option<u64> {
+        procfs::parse_mem_total(&self.read("meminfo")?)
+    }
+    fn page_size(&self) -> u64 {
+        procfs::page_size()
+    }
+    fn pids(&self) -> Vec<u32> {
+        let Ok(rd) = std::fs::read_dir(&self.root) else {
+            return Vec::new();
+        };
+        let mut v: Vec<u32> = rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        v.sort_unstable();
+        v
+    }
+    fn process(&self, pid: u32, with_cmdline: bool) -> Option<ProcessInfo> {
+        let dir = PathBuf::from(pid.to_string());
+        let stat = self.read(dir.join("stat"))?;
+        let s = procfs::parse_pid_stat(&stat)?;
+        let cgroup = self.read(dir.join("cgroup")).and_then(|t| parse_cgroup(&t));
+        let job = cgroup.as_deref().and_then(job_from_cgroup).or_else(|| {
+            job_from_environ(&std::fs::read(self.root.join(&dir).join("environ")).ok()?)
+        });
+        let cmdline = if with_cmdline {
+            std::fs::read(self.root.join(&dir).join("cmdline"))
+                .ok()
+                .map(|b| render_cmdline(&b))
+        } else {
+            None
+        };
+        Some(ProcessInfo {
+            pid,
+            start_ticks: parse_start_ticks(&stat)?,
+            comm: parse_comm(&stat).unwrap_or_default(),
+            ticks: s.ticks,
+            rss_pages: s.rss_pages,
+            uid: self.read(dir.join("status")).and_then(|t| parse_uid(&t)),
+            cgroup,
+            job,
+            cmdline,
+        })
+    }
+}
+
+/// The command name: between the first `(` and the last `)` of `stat` (it may contain both).
+pub fn parse_comm(stat: &str) -> Option<String> {
+    let a = stat.find('(')?;
+    let b = stat.rfind(')')?;
+    stat.get(a + 1..b).map(str::to_string)
+}
+
+/// Field 22 of `stat`, counted after the last `)` like [`procfs::parse_pid_stat`].
+pub fn parse_start_ticks(stat: &str) -> Option<u64> {
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+}
+
+/// The real uid: the first number of the `Uid:` line of `status`.
+pub fn parse_uid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The cgroup a process is charged to, from `PID/cgroup` (cgroups(7)). cgroup v2: the one line
+/// `0::/path`. v1: one line per hierarchy `ID:controllers:/path`; CPU time is accounted by the
+/// `cpu`/`cpuacct` hierarchy, so its path is used, else systemd's named hierarchy, else the
+/// first. A hybrid system (v1 controllers plus an empty-controller `0::` line) uses the v1 `cpu`
+/// hierarchy too. Paths keep their leading `/`.
+pub fn parse_cgroup(text: &str) -> Option<String> {
+    let mut v2 = None;
+    let mut named = None;
+    let mut first = None;
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(id), Some(ctrl), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let path = path.trim().to_string();
+        if id == "0" && ctrl.is_empty() {
+            v2 = Some(path);
+            continue;
+        }
+        if ctrl.split(',').any(|c| c == "cpu" || c == "cpuacct") {
+            return Some(path);
+        }
+        if ctrl == "name=systemd" {
+            named = Some(path.clone());
+        }
+        first.get_or_insert(path);
+    }
+    v2.or(named).or(first)
+}
+
+/// A Slurm job id in a cgroup path: Slurm's cgroup plugins put a job's tasks under
+/// `job_<id>` (v1: `/slurm/uid_U/job_J/step_S`; v2: `/system.slice/slurmstepd.scope/job_J/...`).
+pub fn job_from_cgroup(path: &str) -> Option<String> {
+    path.split('/').find_map(|c| {
+        let id = c.strip_prefix("job_")?;
+        (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then(|| id.to_string())
+    })
+}
+
+/// `SLURM_JOB_ID` from a NUL-separated `environ` (set by Slurm in every task of a job). Only
+/// this one variable is looked at; the environment is never stored or exported.
+pub fn job_from_environ(environ: &[u8]) -> Option<String> {
+    environ.split(|&b| b == 0).find_map(|kv| {
+        let id = kv.strip_prefix(b"SLURM_JOB_ID=")?;
+        (!id.is_empty() && id.iter().all(u8::is_ascii_digit))
+            .then(|| String::from_utf8_lossy(id).into_owned())
+    })
+}
+
+/// `cmdline` with its NUL separators as spaces, bounded to 256 characters (a label, not a log).
+pub fn render_cmdline(raw: &[u8]) -> String {
+    let s: String = String::from_utf8_lossy(raw)
+        .trim_end_matches('\0')
+        .replace('\0', " ");
+    s.chars().take(256).collect()
+}
+
+/// Builders of fake `/proc` trees with the real file layout, for tests and the benchmark.
+pub mod fake {
+    use std::path::Path;
+
+    /// Machine files: `stat` with `busy` busy ticks (all as user time) and `meminfo`.
+    pub fn machine(root: &Path, busy_ticks: u64, mem_total_kb: u64) -> std::io::Result<()> {
+        std::fs::create_dir_all(root)?;
+        std::fs::write(
+            root.join("stat"),
+            format!("cpu  {busy_ticks} 0 0 1000000 0 0 0 0 0 0\ncpu0 {busy_ticks} 0 0 1000000 0 0 0 0 0 0\n"),
+        )?;
+        std::fs::write(
+            root.join("meminfo"),
+            format!("MemTotal:       {mem_total_kb} kB\nMemFree:        1000 kB\n"),
+        )
+    }
+
+    /// A process. `cgroup` is the whole `cgroup` file text (v1 or v2 form); `None` leaves
+    /// `status`/`cgroup` absent, as for an entry the reader may not open.
+    #[allow(clippy::too_many_arguments)]
+    pub fn process(
+        root: &Path,
+        pid: u32,
+        comm: &str,
+        ticks: u64,
+        rss_pages: u64,
+        uid: Option<u32>,
+        cgroup: Option<&str>,
+        environ: &[&str],
+    ) -> std::io::Result<()> {
+        let d = root.join(pid.to_string());
+        std::fs::create_dir_all(&d)?;
+        set_ticks(root, pid, comm, ticks, rss_pages)?;
+        if let Some(u) = uid {
+            std::fs::write(
+                d.join("status"),
+                format!("Name:\t{comm}\nUid:\t{u}\t{u}\t{u}\t{u}\n"),
+            )?;
+        }
+        if let Some(c) = cgroup {
+            std::fs::write(d.join("cgroup"), c)?;
+        }
+        let mut env = Vec::new();
+        for kv in environ {
+            env.extend_from_slice(kv.as_bytes());
+            env.push(0);
+        }
+        std::fs::write(d.join("environ"), env)?;
+        std::fs::write(
+            d.join("cmdline"),
+            format!("{comm}\0--secret-token=hunter2\0"),
+        )
+    }
+
+    /// Rewrite a process's `stat` (utime = ticks, stime = 0, start time 1000).
+    pub fn set_ticks(
+        root: &Path,
+        pid: u32,
+        comm: &str,
+        ticks: u64,
+        rss_pages: u64,
+    ) -> std::io::Result<()> {
+        // Fields 3.. : state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+        // utime stime cutime cstime priority nice threads itrealvalue starttime vsize rss
+        std::fs::write(
+            root.join(pid.to_string()).join("stat"),
+            format!("{pid} ({comm}) S 1 {pid} {pid} 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 1000 0 {rss_pages}\n"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_v2_v1_and_hybrid() {
+        assert_eq!(
+            parse_cgroup("0::/system.slice/docker-abc.scope\n").as_deref(),
+            Some("/system.slice/docker-abc.scope")
+        );
+        let v1 = "12:memory:/user.slice\n4:cpu,cpuacct:/slurm/uid_1000/job_42/step_0\n1:name=systemd:/user.slice/session-1.scope\n";
+        assert_eq!(
+            parse_cgroup(v1).as_deref(),
+            Some("/slurm/uid_1000/job_42/step_0")
+        );
+        let hybrid = "1:name=systemd:/user.slice\n0::/user.slice/user-1000.slice\n";
+        assert_eq!(
+            parse_cgroup(hybrid).as_deref(),
+            Some("/user.slice/user-1000.slice")
+        );
+        assert_eq!(parse_cgroup("garbage"), None);
+        assert_eq!(parse_cgroup(""), None);
+    }
+
+    #[test]
+    fn slurm_job_from_cgroup_or_environ() {
+        assert_eq!(
+            job_from_cgroup("/system.slice/slurmstepd.scope/job_17/step_0/user/task_0").as_deref(),
+            Some("17")
+        );
+        assert_eq!(job_from_cgroup("/slurm/uid_0/job_x/step_0"), None);
+        assert_eq!(
+            job_from_environ(b"PATH=/bin\0SLURM_JOB_ID=99\0HOME=/root\0").as_deref(),
+            Some("99")
+        );
+        assert_eq!(job_from_environ(b"SLURM_JOB_ID=\0"), None);
+    }
+
+    #[test]
+    fn stat_fields_with_a_parenthesised_name() {
+        let stat = "42 (a (b) c) S 1 42 42 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 5555 0 9\n";
+        assert_eq!(parse_comm(stat).as_deref(), Some("a (b) c"));
+        assert_eq!(parse_start_ticks(stat), Some(5555));
+        assert_eq!(
+            parse_uid("Name:\tx\nUid:\t1000\t1000\t1000\t1000\n"),
+            Some(1000)
+        );
+        assert_eq!(parse_uid("Uid:\tnope\n"), None);
+    }
+}

@@ -1,0 +1,178 @@
+//! OpenMetrics text of `amdahl exporter` (what Prometheus scrapes from `/metrics`), rendered with
+//! the Prometheus project's Rust client (`prometheus-client`) from an attribution
+//! [`Snapshot`]. A pure function: the HTTP server lives in the binary.
+
+use amdahl_meter::attribution::{Scope, Snapshot};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
+use std::sync::atomic::AtomicU64;
+
+/// The `Content-Type` of [`render`]'s output (OpenMetrics 1.0, which Prometheus ≥ 2.5 reads).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+type Labels = Vec<(String, String)>;
+
+/// A label value as the exposition format needs it: `\`, `"` and newlines escaped
+/// (OpenMetrics 1.0, "Escaping"). `prometheus-client` 0.23 writes label values verbatim, and a
+/// process name may contain any of these.
+pub fn escape_label(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+fn labels(
+    scope: Scope,
+    extra: &[(String, String)],
+    device: &str,
+    kind: &str,
+    method: &str,
+) -> Labels {
+    let mut l = vec![
+        ("scope".to_string(), scope.as_str().to_string()),
+        ("device".to_string(), escape_label(device)),
+        ("kind".to_string(), kind.to_string()),
+        ("method".to_string(), method.to_string()),
+    ];
+    l.extend(extra.iter().map(|(k, v)| (k.clone(), escape_label(v))));
+    l
+}
+
+fn kind_str(k: amdahl_meter::DeviceKind) -> &'static str {
+    use amdahl_meter::DeviceKind::*;
+    match k {
+        CpuPackage => "cpu-package",
+        Dram => "dram",
+        Psys => "psys",
+        Gpu => "gpu",
+        Cpu => "cpu",
+        Ram => "ram",
+    }
+}
+
+/// Render every series of `snap` as OpenMetrics text (HELP, TYPE and UNIT lines, `# EOF`).
+pub fn render(snap: &Snapshot) -> Result<String, std::fmt::Error> {
+    let mut reg = Registry::default();
+    let energy = Family::<Labels, Counter<f64, AtomicU64>>::default();
+    let power = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+    reg.register_with_unit(
+        "amdahl_energy",
+        "Energy since the exporter started, by scope (node, cgroup, job, user, process, unattributed); \
+         per device, the cgroup (or user) series plus unattributed sum to node",
+        Unit::Joules,
+        energy.clone(),
+    );
+    reg.register_with_unit(
+        "amdahl_power",
+        "Average power over the latest sampling interval, same labels as amdahl_energy_joules_total",
+        Unit::Other("watts".into()),
+        power.clone(),
+    );
+    for s in &snap.series {
+        let l = labels(
+            s.scope,
+            &s.labels,
+            &s.device,
+            kind_str(s.kind),
+            s.method.as_str(),
+        );
+        energy.get_or_create(&l).inc_by(s.energy_j.max(0.0));
+        if let Some(p) = s.power_w.filter(|p| p.is_finite()) {
+            power.get_or_create(&l).set(p.max(0.0));
+        }
+    }
+    let samples = Counter::<u64>::default();
+    samples.inc_by(snap.samples);
+    reg.register("amdahl_exporter_samples", "Sensor samples taken", samples);
+    let procs = Gauge::<i64>::default();
+    procs.set(i64::try_from(snap.processes).unwrap_or(i64::MAX));
+    reg.register(
+        "amdahl_exporter_processes",
+        "Processes seen in the latest sample",
+        procs,
+    );
+    let unknown = Gauge::<i64>::default();
+    unknown.set(i64::try_from(snap.unknown_processes).unwrap_or(i64::MAX));
+    reg.register(
+        "amdahl_exporter_unknown_processes",
+        "Processes whose user or cgroup could not be read (attributed to \"unknown\")",
+        unknown,
+    );
+    let incomplete = Family::<Labels, Gauge<i64>>::default();
+    reg.register(
+        "amdahl_sensor_incomplete",
+        "1 for a device whose energy misses intervals (file vanished, impossible step); see the note label",
+        incomplete.clone(),
+    );
+    for (id, note) in &snap.device_notes {
+        incomplete
+            .get_or_create(&vec![
+                ("device".to_string(), escape_label(id)),
+                (
+                    "note".to_string(),
+                    escape_label(&note.chars().take(200).collect::<String>()),
+                ),
+            ])
+            .set(1);
+    }
+    let mut out = String::new();
+    encode(&mut out, &reg)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdahl_meter::attribution::Series;
+    use amdahl_meter::{DeviceKind, Method};
+
+    fn series(scope: Scope, labels: &[(&str, &str)], e: f64) -> Series {
+        Series {
+            scope,
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            device: "intel-rapl:0".into(),
+            kind: DeviceKind::CpuPackage,
+            method: Method::Counter,
+            energy_j: e,
+            power_w: Some(2.5),
+        }
+    }
+
+    #[test]
+    fn names_help_type_and_escaped_labels() {
+        let snap = Snapshot {
+            series: vec![
+                series(Scope::Node, &[], 12.5),
+                series(Scope::Process, &[("pid", "7"), ("comm", "a\"b\\c\nd")], 1.0),
+            ],
+            samples: 3,
+            processes: 1,
+            unknown_processes: 0,
+            device_notes: vec![],
+        };
+        let t = render(&snap).unwrap();
+        assert!(t.contains("# HELP amdahl_energy_joules "), "{t}");
+        assert!(t.contains("# TYPE amdahl_energy_joules counter"), "{t}");
+        assert!(t.contains("# TYPE amdahl_power_watts gauge"), "{t}");
+        assert!(
+            t.contains(r#"amdahl_energy_joules_total{scope="node",device="intel-rapl:0",kind="cpu-package",method="counter"} 12.5"#),
+            "{t}"
+        );
+        assert!(t.contains(r#"comm="a\"b\\c\nd""#), "{t}");
+        assert!(t.contains("amdahl_exporter_samples_total 3"), "{t}");
+        assert!(t.ends_with("# EOF\n"), "{t}");
+    }
+}
