@@ -9,7 +9,9 @@
 
 use super::hardware::Precision;
 use super::layout::{Layout, Recompute};
+use super::optimizer;
 use super::shape::ModelShape;
+use super::stages::stage_layers;
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -25,15 +27,14 @@ pub struct Memory {
     pub fits: bool,
 }
 
-/// Bytes per parameter of (weights, gradients, optimizer state) before ZeRO sharding.
-/// Mixed precision (bf16, fp16, fp8): 16-bit weights and gradients, fp32 master weights + Adam m and v
-/// (ZeRO §3.1: K = 12). fp8 (Transformer Engine) keeps bf16 weights and casts per GEMM.
-/// fp32: fp32 weights and gradients, Adam m and v.
+/// Bytes per parameter of (weights, gradients, optimizer state) before ZeRO sharding, for a
+/// layout with fp32 Adam moments and 16-bit gradients (ZeRO §3.1: K = 12); the full rule, with
+/// `--optimizer-dtype` and `--fp32-grads`, is [`super::optimizer::bytes_per_param`].
 pub fn bytes_per_param(p: Precision) -> (f64, f64, f64) {
-    match p {
-        Precision::Fp32 => (4.0, 4.0, 8.0),
-        Precision::Bf16 | Precision::Fp16 | Precision::Fp8 => (2.0, 2.0, 12.0),
-    }
+    optimizer::bytes_per_param(&Layout {
+        precision: p,
+        ..Layout::default()
+    })
 }
 
 /// Activation bytes of one layer for one microbatch of `b` sequences, per tensor-parallel rank
@@ -42,10 +43,12 @@ pub fn bytes_per_param(p: Precision) -> (f64, f64, f64) {
 /// 1 (dropout mask) bytes, plus 5 bytes per score element (softmax out, dropout mask and out);
 /// the MLP keeps 2 + 4f/h (6f/h gated) + 1; the two LayerNorm inputs 4. Their sum is 34 + 5as/h
 /// for a GPT layer. The 10 bytes of LayerNorm/dropout tensors are split by TP only with
-/// sequence parallelism.
+/// sequence parallelism. With context parallelism every tensor holds `s/cp` tokens while each
+/// query's score row still spans all `s` keys.
 pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Recompute) -> f64 {
+    let cp = f64::from(l.cp.max(1));
     let (s, h, a, f) = (
-        f64::from(model.seq),
+        f64::from(model.seq) / cp,
         f64::from(model.hidden),
         f64::from(model.heads),
         f64::from(model.ffn),
@@ -59,7 +62,7 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
     let scores = if l.flash_attention {
         0.0
     } else {
-        5.0 * a * s / h / t
+        5.0 * a * s * cp / h / t
     };
     scale
         * sbh
@@ -71,44 +74,86 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
         }
 }
 
-/// Memory of the first pipeline stage, the most loaded device.
+/// Memory of the most loaded device: the largest over pipeline stages (plan/stages.rs) of its
+/// weights, gradients, optimizer state and activations.
 pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
-    let (t, p, d) = (f64::from(l.tp), f64::from(l.pp), f64::from(l.dp));
-    // First stage: its layers and the (tied) embedding, split by TP.
-    let params =
-        (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
-    let (wb, gb, ob) = bytes_per_param(l.precision);
+    let p = l.pp.max(1);
+    let stages = stage_layers(model.layers, p).unwrap_or_else(|| vec![model.layers.div_ceil(p); p as usize]);
+    let last = stages.len().saturating_sub(1);
+    stages
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| stage_memory(model, l, capacity, i, n, i == 0, i == last))
+        .max_by(|a, b| a.total.get().total_cmp(&b.total.get()))
+        .unwrap_or_else(|| stage_memory(model, l, capacity, 0, model.layers, true, true))
+}
+
+/// Memory of pipeline stage `index` holding `layers` transformer layers; the first stage holds
+/// the input embedding, the last the output layer (tied: a copy of the embedding, as Megatron
+/// keeps it) and the fp32 logits.
+fn stage_memory(
+    model: &ModelShape,
+    l: &Layout,
+    capacity: Bytes,
+    index: usize,
+    layers: u32,
+    first: bool,
+    last: bool,
+) -> Memory {
+    let (t, p) = (f64::from(l.tp), f64::from(l.pp));
+    // ZeRO and the distributed optimizer shard over every rank holding the same weights:
+    // data-parallel and context-parallel ranks (Megatron-Core shards over the DP × CP group).
+    let d = f64::from(l.dp) * f64::from(l.cp.max(1));
+    let embeddings = if l.pp == 1 {
+        model.embedding_params()
+    } else {
+        f64::from(u8::from(first) + u8::from(last)) * model.embedding_params()
+    };
+    let params = (f64::from(layers) * model.layer_params() + embeddings) / t;
+    let (wb, gb, ob) = optimizer::bytes_per_param(l);
     let shard = |stage: u8| if l.zero >= stage { d } else { 1.0 };
     let mut weights = params * wb / shard(3);
-    if l.zero == 3 && l.dp > 1 {
+    if l.zero == 3 && d > 1.0 {
         // ZeRO-3 gathers each layer's full (TP-split) weights before use: the layer being
         // computed and the one being prefetched (DeepSpeed's prefetch bucket).
         weights += 2.0 * model.layer_params() / t * wb;
     }
-    let gradients = params * gb / shard(2);
+    // ZeRO-2 with pipeline parallelism: the gradients of all microbatches accumulate in a full
+    // buffer that is reduce-scattered once after the flush (Megatron's distributed optimizer), so
+    // only the optimizer state is sharded; without PP DeepSpeed reduces each micro-step's
+    // gradients into the owner's shard.
+    let grad_shard = if l.pp > 1 && l.microbatches() > 1 {
+        1.0
+    } else {
+        shard(2)
+    };
+    let gradients = params * gb / grad_shard;
     let optimizer = params * ob / shard(1);
 
     let b = f64::from(l.mbs);
     let m = l.microbatches() as f64;
     let v = f64::from(l.interleave);
-    // 1F1B: the first stage holds min(m, p) microbatches in flight; interleaving adds
-    // (p−1)/(p·v) of a stage's worth (Korthikanti et al. 2022, §4.2.3).
-    let in_flight = m.min(p)
+    // 1F1B: stage i holds min(m, p − i) microbatches in flight; interleaving adds (p−1)/(p·v) of
+    // a stage's worth (Korthikanti et al. 2022, §4.2.3). This matches Megatron-Core's schedule:
+    // the first rank runs (v−1)·p + 2(p−1) + 1 warm-up chunks of L/(p·v) layers each
+    // (`get_pp_rank_microbatches`), L·(1 + (p−1)/(p·v)) microbatch-layers in all.
+    let in_flight = m.min(p - index as f64).max(1.0)
         * if l.interleave > 1 {
             1.0 + (p - 1.0) / (p * v)
         } else {
             1.0
         };
-    let layers_per_stage = f64::from(model.layers) / p;
     let per_layer = layer_activation_bytes(model, l, b, l.recompute);
-    let mut activations = layers_per_stage * per_layer * in_flight;
+    let mut activations = f64::from(layers) * per_layer * in_flight;
     if l.recompute == Recompute::Full {
         // Re-running one layer's forward materialises its full activations once.
         activations += layer_activation_bytes(model, l, b, Recompute::None);
     }
-    if l.pp == 1 {
-        // Logits in fp32 for the loss: 4·s·b·V/t bytes (the last stage; here also the first).
-        activations += 4.0 * f64::from(model.seq) * b * f64::from(model.vocab) / t;
+    if last {
+        // Logits in fp32 for the loss: 4·(s/cp)·b·V/t bytes.
+        activations += 4.0 * f64::from(model.seq) / f64::from(l.cp.max(1)) * b
+            * f64::from(model.vocab)
+            / t;
     }
     let total = weights + gradients + optimizer + activations;
     Memory {

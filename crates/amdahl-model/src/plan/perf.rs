@@ -2,11 +2,14 @@
 //! optimizer. Formulas and their sources: docs/methodology.md.
 
 use super::collective::{all_gather, all_reduce, p2p};
+use super::context::{exposed_ring_time, kv_chunk_bytes, local_shape};
 use super::error::PlanError;
 use super::hardware::{Hardware, Link, Network};
 use super::layout::{validate, Layout, Recompute};
-use super::memory::{bytes_per_param, memory, Memory};
+use super::memory::{memory, Memory};
+use super::optimizer;
 use super::shape::ModelShape;
+use super::stages::stage_layers;
 use crate::units::{Flops, Seconds};
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +32,9 @@ pub struct Breakdown {
     pub optimizer: Seconds,
     /// Tied-embedding gradient all-reduce between the first and last stage.
     pub other: Seconds,
+    /// Context-parallel K/V ring exchange not hidden behind attention (plan/context.rs).
+    #[serde(default)]
+    pub cp_comm: Seconds,
 }
 
 impl Breakdown {
@@ -41,6 +47,7 @@ impl Breakdown {
             + self.bubble
             + self.optimizer
             + self.other
+            + self.cp_comm
     }
 
     /// Work a single device would also do: compute and memory-bound time.
@@ -48,9 +55,9 @@ impl Breakdown {
         self.compute + self.memory_bound
     }
 
-    /// Exposed communication of all three kinds.
+    /// Exposed communication of all four kinds.
     pub fn communication(&self) -> Seconds {
-        self.tp_comm + self.pp_comm + self.dp_comm
+        self.tp_comm + self.pp_comm + self.dp_comm + self.cp_comm
     }
 }
 
@@ -102,10 +109,13 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         f64::from(l.dp),
         f64::from(l.interleave),
     );
+    let cp = f64::from(l.cp.max(1));
     let b = f64::from(l.mbs);
     let m = l.microbatches() as f64;
+    // Each context-parallel rank works on s/cp tokens (plan/context.rs).
+    let local = local_shape(model, l.cp);
     let (s, h, a, f) = (
-        f64::from(model.seq),
+        f64::from(local.seq),
         f64::from(model.hidden),
         f64::from(model.heads),
         f64::from(model.ffn),
@@ -113,7 +123,10 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let act = l.precision.activation_bytes();
 
     // --- one layer, one microbatch, per device -------------------------------------------
-    let g = model.layer_gemms(b);
+    let mut g = local.layer_gemms(b);
+    // A rank's queries still attend to all cp·(s/cp) keys: core attention shrinks by cp, not cp².
+    g[1] *= cp;
+    g[2] *= cp;
     let nm = model.mlp_matrices();
     // Core attention: two batched GEMMs, or one fused FlashAttention kernel whose backward
     // re-computes QKᵀ: 5 GEMM-sized products against the forward's 2 (Dao 2023, §3.1.2).
@@ -146,7 +159,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let score_el = if l.flash_attention {
         0.0
     } else {
-        9.0 * a * s * s * b / t
+        9.0 * a * s * (s * cp) * b / t
     };
     let fwd_mem = scale * (22.0 * unsplit + mlp_el + score_el) / mem_rate;
     let recompute_mem = match l.recompute {
@@ -164,21 +177,72 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     } else {
         4.0
     };
-    let layer_tp = tp_msgs * all_reduce(&net.intra, t, sbh * act);
+    let layer_tp_all = tp_msgs * all_reduce(&net.intra, t, sbh * act);
+    let layer_tp = if l.tp_overlap {
+        // Split into t chunks pipelined with the GEMMs that consume / produce them (NeMo
+        // `tp_comm_overlap`, Transformer Engine userbuffers; Jiang et al. 2024, MegaScale §3.2):
+        // one chunk in t stays exposed, and whatever the dense GEMMs cannot cover.
+        let dense_all = dense_fwd * (3.0 + if l.recompute == Recompute::Full { 1.0 } else { 0.0 });
+        layer_tp_all / t + (layer_tp_all * (1.0 - 1.0 / t) - dense_all).max(0.0)
+    } else {
+        layer_tp_all
+    };
+    // Context parallelism: the K/V ring not hidden behind the attention blocks.
+    let cp_link = link(net, l.tp_cp());
+    let layer_cp = exposed_ring_time(
+        cp_link,
+        l,
+        kv_chunk_bytes(model, l),
+        attn_fwd,
+        attn_bwd
+            + if l.recompute == Recompute::Full {
+                attn_fwd
+            } else {
+                0.0
+            },
+    ) * if l.recompute == Recompute::Full {
+        // The recomputed forward passes K and V around the ring again.
+        4.0 / 3.0
+    } else {
+        1.0
+    };
 
-    // Output layer and loss, on the last stage (the slowest when p > 1).
-    let logits = model.logit_flops(b) / t;
-    let logit_time =
-        3.0 * gemm(logits) + 3.0 * 12.0 * s * b * f64::from(model.vocab) / t / mem_rate;
+    // Output layer and loss, on the last stage.
+    let logits = local.logit_flops(b) / t;
+    let logit_mem = 3.0 * 12.0 * s * b * f64::from(model.vocab) / t / mem_rate;
 
-    let layers_per_stage = f64::from(model.layers) / p;
-    let mb_compute = layers_per_stage * layer_gemm + 3.0 * gemm(logits);
-    let mb_mem = layers_per_stage * layer_mem + (logit_time - 3.0 * gemm(logits));
-    let mb_tp = layers_per_stage * layer_tp;
-    let mb_time = mb_compute + mb_mem + mb_tp;
+    // Each stage's microbatch time; the slowest sets the pipeline's pace (plan/stages.rs).
+    let stage_counts = stage_layers(model.layers, l.pp)
+        .unwrap_or_else(|| vec![model.layers.div_ceil(l.pp.max(1)); l.pp.max(1) as usize]);
+    let last = stage_counts.len().saturating_sub(1);
+    let stage_parts = |i: usize, n: u32| {
+        let n = f64::from(n);
+        let tail = i == last;
+        (
+            n * layer_gemm + if tail { 3.0 * gemm(logits) } else { 0.0 },
+            n * layer_mem + if tail { logit_mem } else { 0.0 },
+            n * layer_tp,
+            n * layer_cp,
+        )
+    };
+    let (slowest, _) = stage_counts.iter().enumerate().fold(
+        (0usize, f64::NEG_INFINITY),
+        |(bi, bt), (i, &n)| {
+            let (c, mm, tp, cc) = stage_parts(i, n);
+            let time = c + mm + tp + cc;
+            if time > bt {
+                (i, time)
+            } else {
+                (bi, bt)
+            }
+        },
+    );
+    let slow_layers = stage_counts.get(slowest).copied().unwrap_or(model.layers);
+    let (mb_compute, mb_mem, mb_tp, mb_cp) = stage_parts(slowest, slow_layers);
+    let mb_time = mb_compute + mb_mem + mb_tp + mb_cp;
 
     // Pipeline: bubble (p−1)/v microbatch times (Narayanan et al. 2021, §2.2); p2p of the
-    // scattered activation b·s·h/t on the critical path once per chunk forward and backward.
+    // scattered activation b·(s/cp)·h/t on the critical path once per chunk forward and backward.
     let bubble = (p - 1.0) / v * mb_time;
     let pp_link = link(net, l.gpus());
     let pp_comm = if l.pp > 1 {
@@ -187,29 +251,48 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         0.0
     };
 
-    // Data parallelism over ranks `tp` apart: inside the node while tp·dp fits in it.
-    let stage_params =
-        (f64::from(model.layers) / p * model.layer_params() + model.embedding_params()) / t;
-    let (wb, gb, _) = bytes_per_param(l.precision);
-    let dp_link = link(net, u64::from(l.tp) * u64::from(l.dp));
-    let backward_one_mb =
-        layers_per_stage * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0);
-    let dp_comm = if l.dp <= 1 {
+    // Data parallelism over ranks tp·cp apart: inside the node while tp·cp·dp fits in it. The
+    // gradient is reduced over DP × CP ranks (context-parallel ranks hold the same weights).
+    let stage_params = |i: usize, n: u32| {
+        let emb = if l.pp == 1 {
+            model.embedding_params()
+        } else {
+            f64::from(u8::from(i == 0) + u8::from(i == last)) * model.embedding_params()
+        };
+        (f64::from(n) * model.layer_params() + emb) / t
+    };
+    let stage_params = stage_counts
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| stage_params(i, n))
+        .fold(0.0, f64::max);
+    let dcp = d * cp;
+    let (wb, gb, _) = optimizer::bytes_per_param(l);
+    let dp_link = link(net, l.tp_cp() * u64::from(l.dp));
+    let backward_one_mb = f64::from(slow_layers)
+        * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0);
+    let dp_comm = if dcp <= 1.0 {
         0.0
     } else if l.zero == 3 {
         // ZeRO-3/FSDP: per microbatch all-gather weights (forward, backward) + reduce-scatter
         // gradients (Rajbhandari et al. 2020 §7.2: 1.5× the all-reduce volume).
         let c = m
-            * (2.0 * all_gather(dp_link, d, stage_params * wb)
-                + all_gather(dp_link, d, stage_params * gb));
+            * (2.0 * all_gather(dp_link, dcp, stage_params * wb)
+                + all_gather(dp_link, dcp, stage_params * gb));
         if l.overlap_dp {
             (c - m * mb_time).max(0.0)
         } else {
             c
         }
     } else {
-        // All-reduce, or reduce-scatter + all-gather (ZeRO-1/2): the same volume.
-        let c = all_reduce(dp_link, d, stage_params * gb);
+        // All-reduce of the gradients (ZeRO-0), or reduce-scatter of the gradients + all-gather
+        // of the updated 16-bit weights (ZeRO-1/2, Megatron's distributed optimizer): the same
+        // volume when gradients are 16-bit, more with fp32 gradients.
+        let c = if l.zero == 0 {
+            all_reduce(dp_link, dcp, stage_params * gb)
+        } else {
+            all_gather(dp_link, dcp, stage_params * gb) + all_gather(dp_link, dcp, stage_params * wb)
+        };
         if l.overlap_dp {
             (c - backward_one_mb).max(0.0)
         } else {
@@ -217,10 +300,10 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         }
     };
 
-    // Adam over the parameters this device updates: 28 bytes streamed per parameter
-    // (read weights/master, m, v, gradient; write them back).
-    let owned = stage_params / if l.zero >= 1 { d } else { 1.0 };
-    let optimizer = owned * 28.0 / mem_rate;
+    // Adam over the parameters this device updates (plan/optimizer.rs: bytes streamed per
+    // parameter, including the gradient-norm pass and the copy back to 16-bit weights).
+    let owned = stage_params / if l.zero >= 1 { dcp } else { 1.0 };
+    let optimizer = owned * optimizer::step_bytes_per_param(l) / mem_rate;
 
     // Tied embedding: its gradient is all-reduced between the first and last stage.
     let other = if l.pp > 1 {
@@ -238,6 +321,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         bubble: Seconds(bubble),
         optimizer: Seconds(optimizer),
         other: Seconds(other),
+        cp_comm: Seconds(m * mb_cp),
     };
     let step = breakdown.total().get();
     let batch = f64::from(l.batch);
@@ -263,7 +347,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         gpus: l.gpus(),
         step_time: Seconds(step),
         breakdown,
-        tokens_per_s: batch * s / step,
+        tokens_per_s: batch * f64::from(model.seq) / step,
         tflops_per_gpu: executed / step / n / 1e12,
         model_tflops_per_gpu: model_flops / step / n / 1e12,
         mfu: model_flops / step / n / peak,

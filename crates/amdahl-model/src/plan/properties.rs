@@ -59,6 +59,7 @@ proptest! {
         let base = Layout {
             tp, pp, dp, interleave: 1, mbs, batch, recompute: recompute(rc), zero: 0, sp: false,
             precision: Precision::Bf16, overlap_dp: false, flash_attention: flash,
+            ..Layout::default()
         };
         let more = match which {
             0 => Layout { dp: dp * 2, ..base },
@@ -89,6 +90,7 @@ proptest! {
             max_interleave: 3,
             precisions: vec![Precision::Bf16],
             flash_attention: flash,
+            max_cp: 1,
             objective: [Objective::Time, Objective::Energy, Objective::Cost][usize::from(obj)],
             top_k: 5,
             cost: CostInputs {
