@@ -115,8 +115,9 @@ fn stage_memory(
     let mut weights = params * wb / shard(3);
     if l.zero == 3 && d > 1.0 {
         // ZeRO-3 gathers each layer's full (TP-split) weights before use: the layer being
-        // computed and the one being prefetched (DeepSpeed's prefetch bucket).
-        weights += 2.0 * model.layer_params() / t * wb;
+        // computed and the one being prefetched, at most DeepSpeed's `stage3_max_live_parameters`
+        // (default 1e9 parameters, DeepSpeed configuration docs) at once.
+        weights += (2.0 * model.layer_params() / t).min(ZERO3_MAX_LIVE_PARAMS) * wb;
     }
     // ZeRO-2 with pipeline parallelism: the gradients of all microbatches accumulate in a full
     // buffer that is reduce-scattered once after the flush (Megatron's distributed optimizer), so
@@ -166,6 +167,9 @@ fn stage_memory(
         fits: total <= usable(capacity).get(),
     }
 }
+
+/// Parameters ZeRO-3 keeps gathered at once: DeepSpeed's `stage3_max_live_parameters` default.
+pub const ZERO3_MAX_LIVE_PARAMS: f64 = 1e9;
 
 /// Memory a job may use: the capacity less 5 % for the CUDA context, NCCL buffers and allocator
 /// fragmentation (an estimate; PyTorch reports 1–3 GiB of such overhead on 80 GB devices).
