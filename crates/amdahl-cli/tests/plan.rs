@@ -559,31 +559,77 @@ fn plan_search_mbs_4294967295_says_what_to_change_not_nan_gib() {
 fn uneven_stages_context_parallelism_and_their_errors() {
     // 105 layers on 32 stages: ⌈105/32⌉ = 4, 23 stages give one back (plan/stages.rs); it runs.
     let v = json(&[
-        "plan", "--model", "megatron-530b", "--gpus", "2560", "--tp", "8", "--pp", "32",
-        "--batch", "2560", "--recompute", "full",
+        "plan",
+        "--model",
+        "megatron-530b",
+        "--gpus",
+        "2560",
+        "--tp",
+        "8",
+        "--pp",
+        "32",
+        "--batch",
+        "2560",
+        "--recompute",
+        "full",
     ]);
     assert!(num(&v, "step_time_s") > 0.0, "{v}");
     // --cp 3 does not divide a 2,048-token sequence: nearest 2 or 4.
     fails_with(
         &[
-            "plan", "--model", "megatron-530b", "--gpus", "840", "--tp", "8", "--cp", "3",
-            "--pp", "35", "--batch", "35",
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "840",
+            "--tp",
+            "8",
+            "--cp",
+            "3",
+            "--pp",
+            "35",
+            "--batch",
+            "35",
         ],
-        &["--cp 3 does not divide the sequence of 2048 tokens", "2 or 4"],
+        &[
+            "--cp 3 does not divide the sequence of 2048 tokens",
+            "2 or 4",
+        ],
     );
     // TP overlap without sequence parallelism.
     fails_with(
         &[
-            "plan", "--model", "megatron-530b", "--gpus", "280", "--tp", "8", "--pp", "35",
-            "--batch", "280", "--tp-overlap",
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "280",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--batch",
+            "280",
+            "--tp-overlap",
         ],
         &["--tp-overlap", "--sp"],
     );
     // An optimizer dtype that does not exist: a usage error naming the valid ones.
     amdahl()
         .args([
-            "plan", "--model", "megatron-530b", "--gpus", "280", "--tp", "8", "--pp", "35",
-            "--batch", "280", "--optimizer-dtype", "fp8",
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "280",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--batch",
+            "280",
+            "--optimizer-dtype",
+            "fp8",
         ])
         .assert()
         .code(2)

@@ -35,7 +35,7 @@ fn main() {
         max_interleave: 4,
         precisions: vec![Precision::Bf16],
         flash_attention: false,
-            max_cp: 1,
+        max_cp: 1,
         objective: Objective::Time,
         top_k: 10,
         cost: CostInputs {

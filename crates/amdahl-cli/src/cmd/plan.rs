@@ -9,8 +9,8 @@ use amdahl_model::catalog::grid::GridIntensity;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::plan::{
     evaluate, search, space_size, validate, validate_model, CostInputs, Hardware, Layout,
-    ModelShape, Network, Objective, OptimizerDtype, PlanError, PlanResult, Precision, Recompute, SearchResult,
-    SearchSpace,
+    ModelShape, Network, Objective, OptimizerDtype, PlanError, PlanResult, Precision, Recompute,
+    SearchResult, SearchSpace,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;

@@ -26,8 +26,7 @@ pub fn local_shape(model: &ModelShape, cp: u32) -> ModelShape {
 /// Bytes of one rank's K and V chunk for one layer and microbatch, split by TP.
 pub fn kv_chunk_bytes(model: &ModelShape, l: &Layout) -> f64 {
     let local = f64::from(model.seq) / f64::from(l.cp.max(1));
-    2.0 * f64::from(l.mbs) * local * f64::from(model.hidden) * model.kv_ratio()
-        / f64::from(l.tp)
+    2.0 * f64::from(l.mbs) * local * f64::from(model.hidden) * model.kv_ratio() / f64::from(l.tp)
         * l.precision.activation_bytes()
 }
 
@@ -65,6 +64,9 @@ mod tests {
         let t = exposed_ring_time(&link, &l, 1e6, 0.0, 0.0);
         assert!((t - 3.0 * (30e-6 + 50e-6)).abs() < 1e-12, "{t}");
         // No context parallelism, no ring.
-        assert_eq!(exposed_ring_time(&link, &Layout::default(), 1e6, 0.0, 0.0), 0.0);
+        assert_eq!(
+            exposed_ring_time(&link, &Layout::default(), 1e6, 0.0, 0.0),
+            0.0
+        );
     }
 }

@@ -78,7 +78,8 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
 /// weights, gradients, optimizer state and activations.
 pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
     let p = l.pp.max(1);
-    let stages = stage_layers(model.layers, p).unwrap_or_else(|| vec![model.layers.div_ceil(p); p as usize]);
+    let stages =
+        stage_layers(model.layers, p).unwrap_or_else(|| vec![model.layers.div_ceil(p); p as usize]);
     let last = stages.len().saturating_sub(1);
     stages
         .iter()
@@ -152,9 +153,8 @@ fn stage_memory(
     }
     if last {
         // Logits in fp32 for the loss: 4·(s/cp)·b·V/t bytes.
-        activations += 4.0 * f64::from(model.seq) / f64::from(l.cp.max(1)) * b
-            * f64::from(model.vocab)
-            / t;
+        activations +=
+            4.0 * f64::from(model.seq) / f64::from(l.cp.max(1)) * b * f64::from(model.vocab) / t;
     }
     let total = weights + gradients + optimizer + activations;
     Memory {

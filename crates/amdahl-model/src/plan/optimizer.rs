@@ -75,7 +75,11 @@ pub fn bytes_per_param(l: &Layout) -> (f64, f64, f64) {
 /// model's parameters).
 pub fn step_bytes_per_param(l: &Layout) -> f64 {
     let (w, g, o) = bytes_per_param(l);
-    let low_precision_copy = if l.precision == Precision::Fp32 { 0.0 } else { w };
+    let low_precision_copy = if l.precision == Precision::Fp32 {
+        0.0
+    } else {
+        w
+    };
     2.0 * g + 2.0 * o + low_precision_copy
 }
 

@@ -182,7 +182,13 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         // Split into t chunks pipelined with the GEMMs that consume / produce them (NeMo
         // `tp_comm_overlap`, Transformer Engine userbuffers; Jiang et al. 2024, MegaScale §3.2):
         // one chunk in t stays exposed, and whatever the dense GEMMs cannot cover.
-        let dense_all = dense_fwd * (3.0 + if l.recompute == Recompute::Full { 1.0 } else { 0.0 });
+        let dense_all = dense_fwd
+            * (3.0
+                + if l.recompute == Recompute::Full {
+                    1.0
+                } else {
+                    0.0
+                });
         layer_tp_all / t + (layer_tp_all * (1.0 - 1.0 / t) - dense_all).max(0.0)
     } else {
         layer_tp_all
@@ -225,18 +231,19 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
             n * layer_cp,
         )
     };
-    let (slowest, _) = stage_counts.iter().enumerate().fold(
-        (0usize, f64::NEG_INFINITY),
-        |(bi, bt), (i, &n)| {
-            let (c, mm, tp, cc) = stage_parts(i, n);
-            let time = c + mm + tp + cc;
-            if time > bt {
-                (i, time)
-            } else {
-                (bi, bt)
-            }
-        },
-    );
+    let (slowest, _) =
+        stage_counts
+            .iter()
+            .enumerate()
+            .fold((0usize, f64::NEG_INFINITY), |(bi, bt), (i, &n)| {
+                let (c, mm, tp, cc) = stage_parts(i, n);
+                let time = c + mm + tp + cc;
+                if time > bt {
+                    (i, time)
+                } else {
+                    (bi, bt)
+                }
+            });
     let slow_layers = stage_counts.get(slowest).copied().unwrap_or(model.layers);
     let (mb_compute, mb_mem, mb_tp, mb_cp) = stage_parts(slowest, slow_layers);
     let mb_time = mb_compute + mb_mem + mb_tp + mb_cp;
@@ -269,8 +276,8 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let dcp = d * cp;
     let (wb, gb, _) = optimizer::bytes_per_param(l);
     let dp_link = link(net, l.tp_cp() * u64::from(l.dp));
-    let backward_one_mb = f64::from(slow_layers)
-        * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0);
+    let backward_one_mb =
+        f64::from(slow_layers) * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0);
     let dp_comm = if dcp <= 1.0 {
         0.0
     } else if l.zero == 3 {
@@ -291,7 +298,8 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         let c = if l.zero == 0 {
             all_reduce(dp_link, dcp, stage_params * gb)
         } else {
-            all_gather(dp_link, dcp, stage_params * gb) + all_gather(dp_link, dcp, stage_params * wb)
+            all_gather(dp_link, dcp, stage_params * gb)
+                + all_gather(dp_link, dcp, stage_params * wb)
         };
         if l.overlap_dp {
             (c - backward_one_mb).max(0.0)

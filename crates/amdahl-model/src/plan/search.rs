@@ -415,9 +415,10 @@ fn search_cell(
             for recompute in Recompute::ALL {
                 for zero in 0..=3u8 {
                     for &sp in sps {
-                        for (&overlap_dp, &tp_overlap) in ovls.iter().flat_map(|o| {
-                            tp_overlap_choices(c.tp, sp).iter().map(move |t| (o, t))
-                        }) {
+                        for (&overlap_dp, &tp_overlap) in ovls
+                            .iter()
+                            .flat_map(|o| tp_overlap_choices(c.tp, sp).iter().map(move |t| (o, t)))
+                        {
                             let l = Layout {
                                 tp: c.tp,
                                 pp: c.pp,

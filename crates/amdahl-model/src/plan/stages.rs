@@ -51,7 +51,10 @@ mod tests {
         // Llama 3 405B (Dubey et al. 2024 §3.3.2): 126 layers, 16 stages, first and last 7.
         let s = stage_layers(126, 16).unwrap_or_default();
         assert_eq!(s.len(), 16);
-        assert_eq!((s[0], s[15], s[1..15].iter().all(|&n| n == 8)), (7, 7, true));
+        assert_eq!(
+            (s[0], s[15], s[1..15].iter().all(|&n| n == 8)),
+            (7, 7, true)
+        );
         // BLOOM: 70 layers on 12 stages, 5 + 10 × 6 + 5.
         let s = stage_layers(70, 12).unwrap_or_default();
         assert_eq!((s[0], s[11], s.iter().sum::<u32>()), (5, 5, 70));
@@ -59,7 +62,10 @@ mod tests {
         assert_eq!(stage_layers(96, 8), Some(vec![12; 8]));
         // Many layers to give back: every stage keeps at least one.
         let s = stage_layers(17, 16).unwrap_or_default();
-        assert_eq!((s.iter().sum::<u32>(), *s.iter().min().unwrap_or(&0)), (17, 1));
+        assert_eq!(
+            (s.iter().sum::<u32>(), *s.iter().min().unwrap_or(&0)),
+            (17, 1)
+        );
         assert_eq!(stage_layers(4, 5), None);
         assert_eq!(max_stage_layers(126, 16), 8);
     }

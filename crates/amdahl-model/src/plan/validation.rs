@@ -59,7 +59,12 @@ fn runs() -> Vec<Run> {
 }
 
 /// A published choice, or every choice when the paper does not publish it (`auto`).
-fn choices<T: Copy>(field: &str, run: &str, all: &[T], parse: impl Fn(&str) -> Option<T>) -> Vec<T> {
+fn choices<T: Copy>(
+    field: &str,
+    run: &str,
+    all: &[T],
+    parse: impl Fn(&str) -> Option<T>,
+) -> Vec<T> {
     if field == "auto" {
         return all.to_vec();
     }
@@ -87,7 +92,9 @@ fn predict(run: &Run) -> (f64, f64, f64, bool, String) {
     let interleaves = choices(&run.interleave, &run.name, &[1, 2, 3, 4, 5, 6, 7, 8], |v| {
         v.parse().ok()
     });
-    let overlaps = choices(&run.tp_overlap, &run.name, &[false, true], |v| v.parse().ok());
+    let overlaps = choices(&run.tp_overlap, &run.name, &[false, true], |v| {
+        v.parse().ok()
+    });
     let mut best: Option<crate::plan::perf::Estimate> = None;
     let mut last_err = None;
     for &recompute in &recomputes {
@@ -141,7 +148,13 @@ fn predict(run: &Run) -> (f64, f64, f64, bool, String) {
         "step_s" => (e.step_time.get(), run.published / e.step_time.get() - 1.0),
         other => panic!("{}: unknown metric {other}", run.name),
     };
-    (err, predicted, e.memory.total.gib(), e.memory.fits, e.layout.label())
+    (
+        err,
+        predicted,
+        e.memory.total.gib(),
+        e.memory.fits,
+        e.layout.label(),
+    )
 }
 
 /// Frameworks whose kernels and schedules the planner models: Megatron-LM (its GEMM curve,
@@ -226,9 +239,15 @@ fn published_runs_within_targets_and_fit() {
         100.0 * worst.first().map_or(0.0, |w| w.1),
     ));
     eprintln!("{report}");
-    assert!(refused.is_empty(), "published runs reported as not fitting: {refused:?}\n{report}");
+    assert!(
+        refused.is_empty(),
+        "published runs reported as not fitting: {refused:?}\n{report}"
+    );
     assert!(m_mean <= MODELLED_MEAN, "{report}");
-    assert!(m_worst.iter().all(|w| w.1.abs() <= MODELLED_WORST), "{report}");
+    assert!(
+        m_worst.iter().all(|w| w.1.abs() <= MODELLED_WORST),
+        "{report}"
+    );
     assert!(mean <= ALL_MEAN, "{report}");
     assert!(worst.iter().all(|w| w.1.abs() <= ALL_WORST), "{report}");
 }
@@ -237,11 +256,19 @@ fn published_runs_within_targets_and_fit() {
 fn llama3_405b_table4_within_10_percent_with_126_layers() {
     // Dubey et al. 2024, Table 4: 430 TFLOP/s on 8,192 H100 (DP 64), 400 on 16,384 (DP 128),
     // both TP 8 PP 16 with 126 layers on 16 stages (§3.3.2).
-    for run in runs().iter().filter(|r| r.name.starts_with("llama3-405b-8k")) {
+    for run in runs()
+        .iter()
+        .filter(|r| r.name.starts_with("llama3-405b-8k"))
+    {
         assert_eq!((run.layers, run.pp), (126, 16));
         let (err, predicted, _, fits, _) = predict(run);
         assert!(fits, "{}", run.name);
-        assert!(err.abs() < 0.10, "{}: {predicted:.0} vs {}", run.name, run.published);
+        assert!(
+            err.abs() < 0.10,
+            "{}: {predicted:.0} vs {}",
+            run.name,
+            run.published
+        );
     }
 }
 
