@@ -21,7 +21,9 @@ pub fn stage_layers(layers: u32, pp: u32) -> Option<Vec<u32>> {
     let mut order = vec![0, last];
     order.extend((1..last).rev());
     order.dedup();
-    for &i in order.iter().cycle() {
+    // extra < p and every stage starts with ⌈L/p⌉ ≥ 2 when extra > 0: one pass suffices; the
+    // bound only guards the loop.
+    for &i in order.iter().cycle().take(order.len() * per as usize) {
         if extra == 0 {
             break;
         }
