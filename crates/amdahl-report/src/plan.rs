@@ -88,7 +88,7 @@ pub fn plan_table(r: &PlanResult) -> String {
     out.push_str("\nwhere the step goes\n");
     let b = &r.breakdown;
     let mut t = Table::new(["part", "seconds", "share"]);
-    for (k, v) in [
+    let mut parts = vec![
         ("compute (GEMM)", b.compute.get()),
         ("memory-bound", b.memory_bound.get()),
         ("TP communication", b.tp_comm.get()),
@@ -97,7 +97,12 @@ pub fn plan_table(r: &PlanResult) -> String {
         ("pipeline bubble", b.bubble.get()),
         ("optimizer", b.optimizer.get()),
         ("other", b.other.get()),
-    ] {
+    ];
+    // Context parallelism's K/V ring, listed only where the layout has it.
+    if r.layout.cp > 1 {
+        parts.insert(5, ("CP communication", b.cp_comm.get()));
+    }
+    for (k, v) in parts {
         t.row([k.to_string(), sig(v, 3), pct(v / r.step_time_s)]);
     }
     out.push_str(&t.render());
