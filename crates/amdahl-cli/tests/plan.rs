@@ -159,7 +159,7 @@ fn gpus_not_a_product_names_nearest_values() {
             "--batch",
             "2520",
         ],
-        &["not divisible by --tp × --pp = 280", "2240 or 2520"],
+        &["not divisible by --tp × --cp × --pp = 280", "2240 or 2520"],
     );
     fails_with(
         &[
@@ -207,22 +207,24 @@ fn batch_not_divisible_names_nearest_values() {
 }
 
 #[test]
-fn pp_not_dividing_layers_and_bad_interleave() {
+fn empty_pipeline_stage_and_bad_interleave() {
+    // Issue 11: --pp need not divide the layers any more (uneven stages), but 112 stages for 105
+    // layers leave stages empty: name the limit and the nearest even splits.
     fails_with(
         &[
             "plan",
             "--model",
             "megatron-530b",
             "--gpus",
-            "2560",
+            "896",
             "--tp",
             "8",
             "--pp",
-            "32",
+            "112",
             "--batch",
-            "2560",
+            "896",
         ],
-        &["does not divide the 105 layers", "21 or 35"],
+        &["leaves a stage with no layer", "at most 105", "105"],
     );
     fails_with(
         &[
@@ -560,4 +562,85 @@ fn plan_search_mbs_4294967295_says_what_to_change_not_nan_gib() {
         .code(1)
         .stderr(predicates::str::contains("NaN").not())
         .stderr(predicates::str::contains("--search-mbs"));
+}
+
+#[test]
+fn uneven_stages_context_parallelism_and_their_errors() {
+    // 105 layers on 32 stages: ⌈105/32⌉ = 4, 23 stages give one back (plan/stages.rs); it runs.
+    let v = json(&[
+        "plan",
+        "--model",
+        "megatron-530b",
+        "--gpus",
+        "2560",
+        "--tp",
+        "8",
+        "--pp",
+        "32",
+        "--batch",
+        "2560",
+        "--recompute",
+        "full",
+    ]);
+    assert!(v["step_time_s"].as_f64().unwrap_or(0.0) > 0.0, "{v}");
+    // --cp 3 does not divide a 2,048-token sequence: nearest 2 or 4.
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "840",
+            "--tp",
+            "8",
+            "--cp",
+            "3",
+            "--pp",
+            "35",
+            "--batch",
+            "35",
+        ],
+        &[
+            "--cp 3 does not divide the sequence of 2048 tokens",
+            "2 or 4",
+        ],
+    );
+    // TP overlap without sequence parallelism.
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "280",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--batch",
+            "280",
+            "--tp-overlap",
+        ],
+        &["--tp-overlap", "--sp"],
+    );
+    // An optimizer dtype that does not exist: a usage error naming the valid ones.
+    amdahl()
+        .args([
+            "plan",
+            "--model",
+            "megatron-530b",
+            "--gpus",
+            "280",
+            "--tp",
+            "8",
+            "--pp",
+            "35",
+            "--batch",
+            "280",
+            "--optimizer-dtype",
+            "fp8",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("fp32").and(predicate::str::contains("bf16")));
 }

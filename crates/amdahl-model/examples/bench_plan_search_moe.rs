@@ -36,6 +36,7 @@ fn main() {
         gpus: 2048,
         up_to: false,
         max_batch: 15360,
+        max_cp: 1,
         exact_batch: true,
         microbatches: vec![1, 2, 4, 8],
         max_interleave: 4,

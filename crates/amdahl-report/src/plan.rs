@@ -104,6 +104,10 @@ pub fn plan_table(r: &PlanResult) -> String {
         ("optimizer", b.optimizer.get()),
         ("other", b.other.get()),
     ];
+    // Context parallelism's K/V ring, listed only where the layout has it.
+    if r.layout.cp > 1 {
+        parts.insert(5, ("CP communication", b.cp_comm.get()));
+    }
     // Expert-parallel all-to-alls exist only for MoE layouts with --ep > 1.
     if l.ep > 1 || b.ep_comm.get() > 0.0 {
         parts.insert(5, ("EP all-to-all", b.ep_comm.get()));

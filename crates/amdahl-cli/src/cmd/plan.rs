@@ -9,8 +9,8 @@ use amdahl_model::catalog::grid::GridIntensity;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::plan::{
     evaluate, search, space_size, validate, validate_model, CostInputs, Hardware, Layout,
-    ModelShape, Network, Objective, PlanError, PlanResult, Precision, Recompute, SearchResult,
-    SearchSpace,
+    ModelShape, Network, Objective, OptimizerDtype, PlanError, PlanResult, Precision, Recompute,
+    SearchResult, SearchSpace,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
@@ -33,6 +33,21 @@ pub enum PrecisionArg {
     /// 16-bit IEEE half with loss scaling: the 16-bit format of Volta and Turing (no bf16).
     Fp16,
     Fp8,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OptimizerDtypeArg {
+    Fp32,
+    Bf16,
+}
+
+impl From<OptimizerDtypeArg> for OptimizerDtype {
+    fn from(a: OptimizerDtypeArg) -> Self {
+        match a {
+            OptimizerDtypeArg::Fp32 => OptimizerDtype::Fp32,
+            OptimizerDtypeArg::Bf16 => OptimizerDtype::Bf16,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -62,10 +77,15 @@ pub struct Options {
     /// Tensor-parallel size (divides the heads).
     #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
     pub tp: u32,
-    /// Pipeline-parallel size (divides the layers).
+    /// Pipeline-parallel size (at most the layers; uneven splits give the first and last stage
+    /// fewer layers).
     #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
     pub pp: u32,
-    /// Data-parallel size; default --gpus / (--tp × --pp).
+    /// Context-parallel size: split each sequence over this many ranks (ring attention; divides
+    /// the sequence).
+    #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
+    pub cp: u32,
+    /// Data-parallel size; default --gpus / (--tp × --cp × --pp).
     #[arg(help_heading = "Layout", long)]
     pub dp: Option<u32>,
     /// Expert-parallel size (MoE models): the routed experts spread over this many
@@ -103,6 +123,15 @@ pub struct Options {
     /// Fused attention (FlashAttention): no s × s score tensors stored or streamed.
     #[arg(help_heading = "Layout", long)]
     pub flash: bool,
+    /// Overlap tensor-parallel communication with the GEMMs (NeMo tp_comm_overlap; needs --sp).
+    #[arg(help_heading = "Layout", long)]
+    pub tp_overlap: bool,
+    /// Precision of Adam's moments: fp32 or bf16 (the master weights stay fp32).
+    #[arg(help_heading = "Layout", long, value_enum, default_value = "fp32")]
+    pub optimizer_dtype: OptimizerDtypeArg,
+    /// Accumulate gradients in fp32 (Megatron's main_grad: 4 bytes per parameter, not 2).
+    #[arg(help_heading = "Layout", long)]
+    pub fp32_grads: bool,
 
     /// Tokens to train on (time, device-hours, energy, carbon).
     #[arg(help_heading = "Cost", long, default_value_t = 300e9, value_parser = domain::positive)]
@@ -140,6 +169,9 @@ pub struct Options {
     /// Largest interleaving factor the search tries.
     #[arg(help_heading = "Search", long, default_value_t = 4)]
     pub max_interleave: u32,
+    /// Largest context-parallel size the search tries (powers of two dividing the sequence).
+    #[arg(help_heading = "Search", long, default_value_t = 1, value_parser = domain::count)]
+    pub max_cp: u32,
     /// Let --search train on a smaller batch: each layout takes the largest multiple of DP × mbs
     /// not above this (instead of --batch exactly).
     #[arg(
@@ -197,7 +229,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if a.search {
         return run_search(&a, &model, &hw, &net, inputs, (grid, pue));
     }
-    let tp_pp = u64::from(a.tp) * u64::from(a.pp);
+    let tp_pp = u64::from(a.tp) * u64::from(a.cp) * u64::from(a.pp);
     let dp = match a.dp {
         Some(d) => d,
         None if tp_pp > 0 && a.gpus.is_multiple_of(tp_pp) => {
@@ -234,6 +266,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         flash_attention: a.flash,
         ep: a.ep,
         overlap_ep: a.overlap_ep,
+        cp: a.cp,
+        tp_overlap: a.tp_overlap,
+        optimizer_dtype: a.optimizer_dtype.into(),
+        fp32_grads: a.fp32_grads,
     };
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;
@@ -310,6 +346,7 @@ fn run_search(
         max_interleave: a.max_interleave,
         precisions: vec![precision],
         flash_attention: a.flash,
+        max_cp: a.max_cp,
         objective: match a.objective {
             ObjectiveArg::Time => Objective::Time,
             ObjectiveArg::Energy => Objective::Energy,

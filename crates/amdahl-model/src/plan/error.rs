@@ -63,7 +63,8 @@ pub enum PlanError {
         nearest: String,
     },
     #[error(
-        "pipeline size --pp {pp} does not divide the {layers} layers; nearest valid --pp: {nearest}"
+        "pipeline size --pp {pp} leaves a stage with no layer: the model has {layers} layers; \
+         use --pp at most {layers} (an even split: {nearest})"
     )]
     PpLayers {
         pp: u32,
@@ -80,7 +81,7 @@ pub enum PlanError {
         hint: String,
     },
     #[error(
-        "--gpus {gpus} is not divisible by --tp × --pp = {tp_pp}; nearest valid --gpus: {nearest}"
+        "--gpus {gpus} is not divisible by --tp × --cp × --pp = {tp_pp}; nearest valid --gpus: {nearest}"
     )]
     GpusNotDivisible {
         gpus: u64,
@@ -119,8 +120,8 @@ pub enum PlanError {
     #[error("--zero {zero} is not a ZeRO stage; use 0, 1, 2 or 3 (3 = FSDP)")]
     ZeroStage { zero: u8 },
     #[error(
-        "ZeRO stage {zero} shards gradients across data-parallel ranks, which pipeline \
-         parallelism does not support (DeepSpeed, Megatron); use --zero 0 or 1 with --pp {pp}, \
+        "ZeRO stage {zero} re-gathers every stage's weights for each microbatch, which pipeline \
+         parallelism does not support (DeepSpeed, Megatron); use --zero 0, 1 or 2 with --pp {pp}, \
          or --pp 1"
     )]
     ZeroWithPipeline { zero: u8, pp: u32 },
@@ -158,6 +159,16 @@ pub enum PlanError {
          load; Switch Transformer used 1.0–2.0)"
     )]
     CapacityFactor { value: f64 },
+    #[error(
+        "context parallelism --cp {cp} does not divide the sequence of {seq} tokens; nearest \
+         valid --cp: {nearest}"
+    )]
+    CpSeq { cp: u32, seq: u32, nearest: String },
+    #[error(
+        "--tp-overlap overlaps the all-gathers and reduce-scatters of sequence parallelism: it \
+         needs --tp > 1 (got {tp}) and --sp"
+    )]
+    TpOverlapWithoutSp { tp: u32 },
     #[error("sequence parallelism needs tensor parallelism (--tp > 1)")]
     SequenceParallelWithoutTp,
     #[error(

@@ -3,7 +3,9 @@
 use super::error::{nearest_divisors, nearest_multiples, PlanError};
 use super::hardware::{Hardware, Network, Precision};
 use super::moe;
+use super::optimizer::OptimizerDtype;
 use super::shape::ModelShape;
+use super::stages::stage_layers;
 use serde::{Deserialize, Serialize};
 
 /// Activation recomputation (Korthikanti et al. 2022, "Reducing Activation Recomputation in
@@ -74,6 +76,20 @@ pub struct Layout {
     /// `--overlap-moe-expert-parallel-comm`): only what exceeds the computation is exposed.
     #[serde(default)]
     pub overlap_ep: bool,
+    /// Context parallelism: each sequence split over `cp` ranks, attention by a ring exchange of
+    /// K and V (Liu et al. 2023, Ring Attention; Dubey et al. 2024 §3.3.2). 1 = none.
+    #[serde(default = "one")]
+    pub cp: u32,
+    /// Overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs they feed (NeMo
+    /// `tp_comm_overlap`, Transformer Engine userbuffers; MegaScale §3.2). Needs `sp`.
+    #[serde(default)]
+    pub tp_overlap: bool,
+    /// Precision of Adam's moments (`--optimizer-dtype`); the master weights stay fp32.
+    #[serde(default)]
+    pub optimizer_dtype: OptimizerDtype,
+    /// Gradients accumulated in fp32 (Megatron's `main_grad`, 4 bytes per parameter instead of 2).
+    #[serde(default)]
+    pub fp32_grads: bool,
 }
 
 fn one() -> u32 {
@@ -99,13 +115,23 @@ impl Default for Layout {
             flash_attention: false,
             ep: 1,
             overlap_ep: false,
+            cp: 1,
+            tp_overlap: false,
+            optimizer_dtype: OptimizerDtype::Fp32,
+            fp32_grads: false,
         }
     }
 }
 
 impl Layout {
     pub fn gpus(&self) -> u64 {
-        u64::from(self.tp) * u64::from(self.pp) * u64::from(self.dp)
+        u64::from(self.tp) * u64::from(self.cp) * u64::from(self.pp) * u64::from(self.dp)
+    }
+
+    /// Ranks in one model replica's tensor × context group (the ranks a gradient is reduced
+    /// across besides DP: context-parallel ranks hold the same weights).
+    pub fn tp_cp(&self) -> u64 {
+        u64::from(self.tp) * u64::from(self.cp)
     }
 
     /// Microbatches per pipeline per iteration, m = B / (DP · mbs).
@@ -113,12 +139,18 @@ impl Layout {
         u64::from(self.batch) / (u64::from(self.dp) * u64::from(self.mbs)).max(1)
     }
 
-    /// A one-line description, e.g. `tp8 pp35 dp9 v1 mbs1 B2520 full zero1 sp bf16 ovl`
-    /// (`ep64` after `dp` with expert parallelism).
+    /// A one-line description, e.g. `tp8 pp35 dp9 v1 mbs1 B2520 full zero1 sp bf16 ovl`; context
+    /// parallelism (`cp16` after `tp`), expert parallelism (`ep64` after `dp`), TP overlap and
+    /// optimizer-state departures are named only when used.
     pub fn label(&self) -> String {
         format!(
-            "tp{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}{}",
+            "tp{}{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}{}{}{}{}",
             self.tp,
+            if self.cp > 1 {
+                format!(" cp{}", self.cp)
+            } else {
+                String::new()
+            },
             self.pp,
             self.dp,
             if self.ep > 1 {
@@ -136,6 +168,13 @@ impl Layout {
             if self.overlap_dp { " ovl" } else { "" },
             if self.flash_attention { " flash" } else { "" },
             if self.overlap_ep { " ovl-ep" } else { "" },
+            if self.tp_overlap { " tpovl" } else { "" },
+            if self.optimizer_dtype == OptimizerDtype::Bf16 {
+                " adam-bf16"
+            } else {
+                ""
+            },
+            if self.fp32_grads { " g32" } else { "" },
         )
     }
 }
@@ -190,6 +229,7 @@ pub fn validate(
     for (what, v) in [
         ("--gpus-per-node", u64::from(net.gpus_per_node)),
         ("--tp", u64::from(l.tp)),
+        ("--cp", u64::from(l.cp)),
         ("--pp", u64::from(l.pp)),
         ("--dp", u64::from(l.dp)),
         ("--interleave", u64::from(l.interleave)),
@@ -229,21 +269,30 @@ pub fn validate(
             nearest: nearest_divisors(model.kv_heads.into(), l.tp.into(), None),
         });
     }
-    if !model.layers.is_multiple_of(l.pp) {
+    // Uneven stages are allowed (plan/stages.rs); only an empty stage is not.
+    let Some(stages) = stage_layers(model.layers, l.pp) else {
         return Err(PlanError::PpLayers {
             pp: l.pp,
             layers: model.layers,
             nearest: nearest_divisors(model.layers.into(), l.pp.into(), None),
         });
+    };
+    if !model.seq.is_multiple_of(l.cp) {
+        return Err(PlanError::CpSeq {
+            cp: l.cp,
+            seq: model.seq,
+            nearest: nearest_divisors(model.seq.into(), l.cp.into(), None),
+        });
     }
-    let tp_pp = u64::from(l.tp) * u64::from(l.pp);
+    let tp_pp = u64::from(l.tp) * u64::from(l.cp) * u64::from(l.pp);
     if let Some(n) = gpus {
         if n != l.gpus() {
             let hint = if n % tp_pp == 0 {
                 format!("use --dp {} (or omit --dp)", n / tp_pp)
             } else {
                 format!(
-                    "--gpus must be a multiple of --tp × --pp = {tp_pp}: nearest valid --gpus: {}",
+                    "--gpus must be a multiple of --tp × --cp × --pp = {tp_pp}: nearest valid \
+                     --gpus: {}",
                     nearest_multiples(n, tp_pp)
                 )
             };
@@ -267,8 +316,20 @@ pub fn validate(
             nearest: nearest_multiples(l.batch.into(), unit),
         });
     }
-    let per_stage = model.layers / l.pp;
-    if l.interleave > 1 && (l.pp == 1 || !per_stage.is_multiple_of(l.interleave)) {
+    // Even stages: each chunk holds the same number of layers (Megatron). Uneven stages: every
+    // chunk at least one layer (chunks of one stage differ by at most one layer).
+    let even = model.layers.is_multiple_of(l.pp);
+    let per_stage = if even {
+        model.layers / l.pp
+    } else {
+        stages.iter().copied().min().unwrap_or(1)
+    };
+    let chunks_ok = if even {
+        per_stage.is_multiple_of(l.interleave)
+    } else {
+        l.interleave <= per_stage
+    };
+    if l.interleave > 1 && (l.pp == 1 || !chunks_ok) {
         return Err(PlanError::Interleave {
             v: l.interleave,
             per_stage,
@@ -290,7 +351,7 @@ pub fn validate(
     if l.zero > 3 {
         return Err(PlanError::ZeroStage { zero: l.zero });
     }
-    if l.zero >= 2 && l.pp > 1 {
+    if l.zero >= 3 && l.pp > 1 {
         return Err(PlanError::ZeroWithPipeline {
             zero: l.zero,
             pp: l.pp,
@@ -300,6 +361,9 @@ pub fn validate(
         return Err(PlanError::SequenceParallelWithoutTp);
     }
     moe::validate_layout(model, l)?;
+    if l.tp_overlap && !(l.sp && l.tp > 1) {
+        return Err(PlanError::TpOverlapWithoutSp { tp: l.tp });
+    }
     if hw.peak(l.precision).is_none() {
         return Err(PlanError::Precision {
             device: hw.name.clone(),

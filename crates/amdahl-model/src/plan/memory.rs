@@ -10,7 +10,9 @@
 use super::hardware::Precision;
 use super::layout::{Layout, Recompute};
 use super::moe;
+use super::optimizer;
 use super::shape::ModelShape;
+use super::stages::stage_layers;
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -26,15 +28,14 @@ pub struct Memory {
     pub fits: bool,
 }
 
-/// Bytes per parameter of (weights, gradients, optimizer state) before ZeRO sharding.
-/// Mixed precision (bf16, fp16, fp8): 16-bit weights and gradients, fp32 master weights + Adam m and v
-/// (ZeRO §3.1: K = 12). fp8 (Transformer Engine) keeps bf16 weights and casts per GEMM.
-/// fp32: fp32 weights and gradients, Adam m and v.
+/// Bytes per parameter of (weights, gradients, optimizer state) before ZeRO sharding, for a
+/// layout with fp32 Adam moments and 16-bit gradients (ZeRO §3.1: K = 12); the full rule, with
+/// `--optimizer-dtype` and `--fp32-grads`, is [`super::optimizer::bytes_per_param`].
 pub fn bytes_per_param(p: Precision) -> (f64, f64, f64) {
-    match p {
-        Precision::Fp32 => (4.0, 4.0, 8.0),
-        Precision::Bf16 | Precision::Fp16 | Precision::Fp8 => (2.0, 2.0, 12.0),
-    }
+    optimizer::bytes_per_param(&Layout {
+        precision: p,
+        ..Layout::default()
+    })
 }
 
 /// Activation bytes of one layer for one microbatch of `b` sequences, per tensor-parallel rank
@@ -46,10 +47,12 @@ pub fn bytes_per_param(p: Precision) -> (f64, f64, f64) {
 /// sequence parallelism. With a head width other than h/a, Q, K, V and the context scale with
 /// their widths; an MoE layer keeps its MLP tensors for every dispatched copy of a token
 /// (top_k × capacity factor, plus shared experts) and 2 bytes for each copy's input
-/// ([`moe::mean_mlp_width`], [`moe::mean_dispatched_copies`]).
+/// ([`moe::mean_mlp_width`], [`moe::mean_dispatched_copies`]). With context parallelism every
+/// tensor holds `s/cp` tokens while each query's score row still spans all `s` keys.
 pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Recompute) -> f64 {
+    let cp = f64::from(l.cp.max(1));
     let (s, h, a) = (
-        f64::from(model.seq),
+        f64::from(model.seq) / cp,
         f64::from(model.hidden),
         f64::from(model.heads),
     );
@@ -65,7 +68,7 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
     let scores = if l.flash_attention {
         0.0
     } else {
-        5.0 * a * s / h / t
+        5.0 * a * s * cp / h / t
     };
     scale
         * sbh
@@ -77,30 +80,66 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
         }
 }
 
-/// Weights of the first pipeline stage on one device, split into those replicated over the
-/// whole data-parallel group and the routed experts, which expert parallelism divides by `ep`
-/// and which are replicated only over the `dp / ep` ranks of their expert-data-parallel group.
-/// Returns `(dense, experts)` parameter counts per device.
-pub fn stage_params(model: &ModelShape, l: &Layout) -> (f64, f64) {
-    let (t, p) = (f64::from(l.tp), f64::from(l.pp));
-    let per_stage = f64::from(model.layers) / p;
+/// Weights of pipeline stage `first`..`last` holding `layers` transformer layers, on one device,
+/// split into those replicated over the whole data-parallel group and the routed experts, which
+/// expert parallelism divides by `ep` and which are replicated only over the ranks of their
+/// expert-data-parallel group. The first stage holds the input embedding, the last the output
+/// layer (tied: a copy of the embedding, as Megatron keeps it); with one stage an untied model
+/// holds both matrices. Returns `(dense, experts)` parameter counts per device.
+pub fn stage_params(
+    model: &ModelShape,
+    l: &Layout,
+    layers: u32,
+    first: bool,
+    last: bool,
+) -> (f64, f64) {
+    let t = f64::from(l.tp);
+    let embeddings = if l.pp <= 1 {
+        model.first_stage_embedding_params(1)
+    } else {
+        f64::from(u8::from(first) + u8::from(last)) * model.embedding_params()
+    };
     let routed = moe::mean_routed_params(model);
-    let dense = (per_stage * (model.layer_params() - routed)
-        + model.first_stage_embedding_params(l.pp))
-        / t;
-    let experts = per_stage * routed / f64::from(l.ep.max(1)) / t;
+    let n = f64::from(layers);
+    let dense = (n * (model.layer_params() - routed) + embeddings) / t;
+    let experts = n * routed / f64::from(l.ep.max(1)) / t;
     (dense, experts)
 }
 
-/// Memory of the first pipeline stage, the most loaded device.
+/// Memory of the most loaded device: the largest over pipeline stages (plan/stages.rs) of its
+/// weights, gradients, optimizer state and activations.
 pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
-    let (t, p, d) = (f64::from(l.tp), f64::from(l.pp), f64::from(l.dp));
-    // First stage: its layers and the embedding (with pp = 1 also an untied output layer),
-    // split by TP; routed experts split by EP (see `stage_params`).
-    let (dense, experts) = stage_params(model, l);
+    let p = l.pp.max(1);
+    let stages =
+        stage_layers(model.layers, p).unwrap_or_else(|| vec![model.layers.div_ceil(p); p as usize]);
+    let last = stages.len().saturating_sub(1);
+    stages
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| stage_memory(model, l, capacity, i, n, i == 0, i == last))
+        .max_by(|a, b| a.total.get().total_cmp(&b.total.get()))
+        .unwrap_or_else(|| stage_memory(model, l, capacity, 0, model.layers, true, true))
+}
+
+/// Memory of pipeline stage `index` holding `layers` transformer layers (see [`stage_params`]),
+/// the last stage also the fp32 logits.
+fn stage_memory(
+    model: &ModelShape,
+    l: &Layout,
+    capacity: Bytes,
+    index: usize,
+    layers: u32,
+    first: bool,
+    last: bool,
+) -> Memory {
+    let (t, p) = (f64::from(l.tp), f64::from(l.pp));
+    // ZeRO and the distributed optimizer shard over every rank holding the same weights:
+    // data-parallel and context-parallel ranks (Megatron-Core shards over the DP × CP group);
+    // routed experts only over the dp·cp/ep ranks that hold the same experts.
+    let d = f64::from(l.dp) * f64::from(l.cp.max(1));
     let expert_dp = (d / f64::from(l.ep.max(1))).max(1.0);
-    let (wb, gb, ob) = bytes_per_param(l.precision);
-    // ZeRO stage `stage` shards over the group that replicates the weights.
+    let (dense, experts) = stage_params(model, l, layers, first, last);
+    let (wb, gb, ob) = optimizer::bytes_per_param(l);
     let sharded = |stage: u8, bytes: f64| {
         if l.zero >= stage {
             bytes * (dense / d + experts / expert_dp)
@@ -109,36 +148,48 @@ pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
         }
     };
     let mut weights = sharded(3, wb);
-    if l.zero == 3 && l.dp > 1 {
+    if l.zero == 3 && d > 1.0 {
         // ZeRO-3 gathers each layer's full (TP- and EP-split) weights before use: the layer
-        // being computed and the one being prefetched (DeepSpeed's prefetch bucket).
+        // being computed and the one being prefetched, at most DeepSpeed's
+        // `stage3_max_live_parameters` (default 1e9 parameters, DeepSpeed configuration docs).
         let routed = moe::mean_routed_params(model);
-        weights += 2.0 * (model.layer_params() - routed + routed / f64::from(l.ep.max(1))) / t * wb;
+        let layer = model.layer_params() - routed + routed / f64::from(l.ep.max(1));
+        weights += (2.0 * layer / t).min(ZERO3_MAX_LIVE_PARAMS) * wb;
     }
-    let gradients = sharded(2, gb);
+    // ZeRO-2 with pipeline parallelism: the gradients of all microbatches accumulate in a full
+    // buffer that is reduce-scattered once after the flush (Megatron's distributed optimizer), so
+    // only the optimizer state is sharded; without PP DeepSpeed reduces each micro-step's
+    // gradients into the owner's shard.
+    let gradients = if l.pp > 1 && l.microbatches() > 1 {
+        gb * (dense + experts)
+    } else {
+        sharded(2, gb)
+    };
     let optimizer = sharded(1, ob);
 
     let b = f64::from(l.mbs);
     let m = l.microbatches() as f64;
     let v = f64::from(l.interleave);
-    // 1F1B: the first stage holds min(m, p) microbatches in flight; interleaving adds
-    // (p−1)/(p·v) of a stage's worth (Korthikanti et al. 2022, §4.2.3).
-    let in_flight = m.min(p)
+    // 1F1B: stage i holds min(m, p − i) microbatches in flight; interleaving adds (p−1)/(p·v) of
+    // a stage's worth (Korthikanti et al. 2022, §4.2.3). This matches Megatron-Core's schedule:
+    // the first rank runs (v−1)·p + 2(p−1) + 1 warm-up chunks of L/(p·v) layers each
+    // (`get_pp_rank_microbatches`), L·(1 + (p−1)/(p·v)) microbatch-layers in all.
+    let in_flight = m.min(p - index as f64).max(1.0)
         * if l.interleave > 1 {
             1.0 + (p - 1.0) / (p * v)
         } else {
             1.0
         };
-    let layers_per_stage = f64::from(model.layers) / p;
     let per_layer = layer_activation_bytes(model, l, b, l.recompute);
-    let mut activations = layers_per_stage * per_layer * in_flight;
+    let mut activations = f64::from(layers) * per_layer * in_flight;
     if l.recompute == Recompute::Full {
         // Re-running one layer's forward materialises its full activations once.
         activations += layer_activation_bytes(model, l, b, Recompute::None);
     }
-    if l.pp == 1 {
-        // Logits in fp32 for the loss: 4·s·b·V/t bytes (the last stage; here also the first).
-        activations += 4.0 * f64::from(model.seq) * b * f64::from(model.vocab) / t;
+    if last {
+        // Logits in fp32 for the loss: 4·(s/cp)·b·V/t bytes.
+        activations +=
+            4.0 * f64::from(model.seq) / f64::from(l.cp.max(1)) * b * f64::from(model.vocab) / t;
     }
     let total = weights + gradients + optimizer + activations;
     Memory {
@@ -151,6 +202,9 @@ pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
         fits: total <= usable(capacity).get(),
     }
 }
+
+/// Parameters ZeRO-3 keeps gathered at once: DeepSpeed's `stage3_max_live_parameters` default.
+pub const ZERO3_MAX_LIVE_PARAMS: f64 = 1e9;
 
 /// Memory a job may use: the capacity less 5 % for the CUDA context, NCCL buffers and allocator
 /// fragmentation (an estimate; PyTorch reports 1–3 GiB of such overhead on 80 GB devices).

@@ -9,17 +9,20 @@
 //! [`system`] and [`ModelShape::from_catalog`]. Every formula's source: docs/methodology.md.
 
 pub mod collective;
+pub mod context;
 pub mod cost;
 pub mod error;
 pub mod hardware;
 pub mod layout;
 pub mod memory;
 pub mod moe;
+pub mod optimizer;
 pub mod perf;
 pub mod result;
 pub mod scaling;
 pub mod search;
 pub mod shape;
+pub mod stages;
 
 #[cfg(test)]
 mod moe_validation;
@@ -37,6 +40,7 @@ pub use hardware::{
 pub use layout::{validate, validate_model, Layout, Recompute};
 pub use memory::Memory;
 pub use moe::Moe;
+pub use optimizer::OptimizerDtype;
 pub use perf::{estimate, evaluate, Breakdown, Estimate};
 pub use result::{PlanResult, RankedLayout, SearchResult, PLAN_SCHEMA, SEARCH_SCHEMA};
 pub use scaling::{scaling, Scaling, ScalingPoint};

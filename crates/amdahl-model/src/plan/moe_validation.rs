@@ -14,15 +14,15 @@ use super::shape::catalog_model;
 /// 15,360 sequences after the ramp-up. Microbatch size is not published: 1.
 ///
 /// Our prediction with DeepSeek's recomputation approximated as selective and the all-to-alls
-/// overlapped (DualPipe): 186K GPU-hours per trillion tokens, +3 %. Tolerance 15 %: the
+/// overlapped (DualPipe): 194K GPU-hours per trillion tokens, +8 %. Tolerance 15 %: the
 /// agreement is partly errors that cancel (docs/methodology.md, "Mixture of experts:
 /// validation"): the planner sends every dispatched copy separately where DeepSeek sends a
 /// token once per node to at most 4 nodes (more all-to-all time), charges 1F1B's bubble where
 /// DualPipe's is smaller, but does not take away the 20 of 132 SMs DeepSeek gives to
-/// communication. Memory: the planner needs 111 GiB per device for this layout, more than the
+/// communication. Memory: the planner needs 107 GiB per device for this layout, more than the
 /// 80 GB H800 has, because it stores activations in bf16 where DeepSeek caches them in fp8 and
-/// recomputes SwiGLU and the MLA up-projections; with full recomputation it fits (18 GiB) and
-/// predicts +53 %.
+/// recomputes SwiGLU and the MLA up-projections; with full recomputation it fits (15 GiB) and
+/// predicts +61 %.
 #[test]
 fn deepseek_v3_h800_gpu_hours_per_trillion_tokens() {
     let (hw, net) = catalog_system("h800").unwrap_or_else(|e| panic!("{e}"));
@@ -43,15 +43,13 @@ fn deepseek_v3_h800_gpu_hours_per_trillion_tokens() {
         ..Layout::default()
     };
     let hours = |l: &Layout| {
-        // 61 layers on 16 stages: only uneven stages (issue 11, helper `layouts`) make this
-        // layout valid; `estimate` takes the mean, 3.81 layers per stage, so the slowest stage
-        // (4 layers) is up to 5 % slower than predicted.
+        // 61 layers on 16 stages (plan/stages.rs): 3 on the first and last, 4 on the others;
+        // the step follows the slowest stage.
         let e = estimate(&m, &hw, &net, l);
         (1e12 / e.tokens_per_s * e.gpus as f64 / 3600.0, e)
     };
     let sel = layout(Recompute::Selective);
-    let err = validate(&m, &hw, &net, &sel, None).map(|_| ()).unwrap_err();
-    assert!(err.to_string().contains("--pp 16"), "{err}");
+    validate(&m, &hw, &net, &sel, None).unwrap_or_else(|e| panic!("{e}"));
     let (h_sel, e_sel) = hours(&sel);
     let (h_full, e_full) = hours(&layout(Recompute::Full));
     eprintln!(

@@ -2,12 +2,15 @@
 //! optimizer. Formulas and their sources: docs/methodology.md.
 
 use super::collective::{all_gather, all_reduce, all_to_all, p2p};
+use super::context::{exposed_ring_time, kv_chunk_bytes, local_shape};
 use super::error::PlanError;
 use super::hardware::{Hardware, Link, Network};
 use super::layout::{validate, Layout, Recompute};
-use super::memory::{bytes_per_param, memory, stage_params, Memory};
+use super::memory::{memory, stage_params, Memory};
 use super::moe;
+use super::optimizer;
 use super::shape::ModelShape;
+use super::stages::stage_layers;
 use crate::units::{Flops, Seconds};
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +37,9 @@ pub struct Breakdown {
     /// on the critical path.
     #[serde(default)]
     pub ep_comm: Seconds,
+    /// Context-parallel K/V ring exchange not hidden behind attention (plan/context.rs).
+    #[serde(default)]
+    pub cp_comm: Seconds,
 }
 
 impl Breakdown {
@@ -47,6 +53,7 @@ impl Breakdown {
             + self.optimizer
             + self.other
             + self.ep_comm
+            + self.cp_comm
     }
 
     /// Work a single device would also do: compute and memory-bound time.
@@ -56,7 +63,7 @@ impl Breakdown {
 
     /// Exposed communication of all four kinds.
     pub fn communication(&self) -> Seconds {
-        self.tp_comm + self.pp_comm + self.dp_comm + self.ep_comm
+        self.tp_comm + self.pp_comm + self.dp_comm + self.ep_comm + self.cp_comm
     }
 }
 
@@ -92,6 +99,21 @@ pub fn evaluate(
     Ok(estimate(model, hw, net, layout))
 }
 
+/// One microbatch's time on one pipeline stage, by kind.
+struct StageParts {
+    compute: f64,
+    mem: f64,
+    tp: f64,
+    cp: f64,
+    ep: f64,
+}
+
+impl StageParts {
+    fn total(&self) -> f64 {
+        self.compute + self.mem + self.tp + self.cp + self.ep
+    }
+}
+
 /// Predict an iteration of a layout the caller has validated (the search's hot path).
 pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) -> Estimate {
     let curve = hw.class.curve();
@@ -108,10 +130,13 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         f64::from(l.dp),
         f64::from(l.interleave),
     );
+    let cp = f64::from(l.cp.max(1));
     let b = f64::from(l.mbs);
     let m = l.microbatches() as f64;
+    // Each context-parallel rank works on s/cp tokens (plan/context.rs).
+    let local = local_shape(model, l.cp);
     let (s, h, a) = (
-        f64::from(model.seq),
+        f64::from(local.seq),
         f64::from(model.hidden),
         f64::from(model.heads),
     );
@@ -119,7 +144,10 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
 
     // --- one layer, one microbatch, per device -------------------------------------------
     // For an MoE model every per-layer figure is the mean over its dense and MoE layers.
-    let g = model.layer_gemms(b);
+    let mut g = local.layer_gemms(b);
+    // A rank's queries still attend to all cp·(s/cp) keys: core attention shrinks by cp, not cp².
+    g[1] *= cp;
+    g[2] *= cp;
     // Core attention: two batched GEMMs, or one fused FlashAttention kernel whose backward
     // re-computes QKᵀ: 5 GEMM-sized products against the forward's 2 (Dao 2023, §3.1.2).
     let (attn_fwd, attn_bwd) = if l.flash_attention {
@@ -154,7 +182,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let score_el = if l.flash_attention {
         0.0
     } else {
-        9.0 * a * s * s * b / t
+        9.0 * a * s * (s * cp) * b / t
     };
     let fwd_mem = scale * (22.0 * unsplit + mlp_el + score_el) / mem_rate;
     let recompute_mem = match l.recompute {
@@ -174,7 +202,22 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     } else {
         4.0
     } / if model.parallel_block { 2.0 } else { 1.0 };
-    let layer_tp = tp_msgs * all_reduce(&net.intra, t, sbh * act);
+    let layer_tp_all = tp_msgs * all_reduce(&net.intra, t, sbh * act);
+    let layer_tp = if l.tp_overlap {
+        // Split into t chunks pipelined with the GEMMs that consume / produce them (NeMo
+        // `tp_comm_overlap`, Transformer Engine userbuffers; Jiang et al. 2024, MegaScale §3.2):
+        // one chunk in t stays exposed, and whatever the dense GEMMs cannot cover.
+        let dense_all = dense_fwd
+            * (3.0
+                + if l.recompute == Recompute::Full {
+                    1.0
+                } else {
+                    0.0
+                });
+        layer_tp_all / t + (layer_tp_all * (1.0 - 1.0 / t) - dense_all).max(0.0)
+    } else {
+        layer_tp_all
+    };
 
     // Expert parallelism: per MoE layer, all-to-alls of the dispatched copies of the device's
     // tokens (b·s·top_k·capacity × h) among `ep` ranks `tp` apart (docs: "Mixture of experts").
@@ -190,26 +233,70 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         0.0
     };
 
-    // Output layer and loss, on the last stage (the slowest when p > 1).
-    let logits = model.logit_flops(b) / t;
-    let logit_time =
-        3.0 * gemm(logits) + 3.0 * 12.0 * s * b * f64::from(model.vocab) / t / mem_rate;
-
-    let layers_per_stage = f64::from(model.layers) / p;
-    let mb_compute = layers_per_stage * layer_gemm + 3.0 * gemm(logits);
-    let mb_mem = layers_per_stage * layer_mem + (logit_time - 3.0 * gemm(logits));
-    let mb_tp = layers_per_stage * layer_tp;
-    let mb_ep = layers_per_stage * layer_ep;
-    // Overlapped (DualPipe): the all-to-alls of one microbatch run while another computes.
-    let mb_ep = if l.overlap_ep {
-        (mb_ep - mb_compute - mb_mem).max(0.0)
+    // Context parallelism: the K/V ring not hidden behind the attention blocks.
+    let cp_link = link(net, l.tp_cp());
+    let layer_cp = exposed_ring_time(
+        cp_link,
+        l,
+        kv_chunk_bytes(model, l),
+        attn_fwd,
+        attn_bwd
+            + if l.recompute == Recompute::Full {
+                attn_fwd
+            } else {
+                0.0
+            },
+    ) * if l.recompute == Recompute::Full {
+        // The recomputed forward passes K and V around the ring again.
+        4.0 / 3.0
     } else {
-        mb_ep
+        1.0
     };
-    let mb_time = mb_compute + mb_mem + mb_tp + mb_ep;
+
+    // Output layer and loss, on the last stage.
+    let logits = local.logit_flops(b) / t;
+    let logit_mem = 3.0 * 12.0 * s * b * f64::from(model.vocab) / t / mem_rate;
+
+    // Each stage's microbatch time; the slowest sets the pipeline's pace (plan/stages.rs).
+    let stage_counts = stage_layers(model.layers, l.pp)
+        .unwrap_or_else(|| vec![model.layers.div_ceil(l.pp.max(1)); l.pp.max(1) as usize]);
+    let last = stage_counts.len().saturating_sub(1);
+    let stage_parts = |i: usize, n: u32| {
+        let n = f64::from(n);
+        let tail = i == last;
+        StageParts {
+            compute: n * layer_gemm + if tail { 3.0 * gemm(logits) } else { 0.0 },
+            mem: n * layer_mem + if tail { logit_mem } else { 0.0 },
+            tp: n * layer_tp,
+            cp: n * layer_cp,
+            // Overlapped (DualPipe): the all-to-alls of one microbatch run while another
+            // computes; only what exceeds that computation is exposed.
+            ep: if l.overlap_ep {
+                (n * layer_ep - n * layer_gemm - n * layer_mem).max(0.0)
+            } else {
+                n * layer_ep
+            },
+        }
+    };
+    let (slowest, _) =
+        stage_counts
+            .iter()
+            .enumerate()
+            .fold((0usize, f64::NEG_INFINITY), |(bi, bt), (i, &n)| {
+                let time = stage_parts(i, n).total();
+                if time > bt {
+                    (i, time)
+                } else {
+                    (bi, bt)
+                }
+            });
+    let slow_layers = stage_counts.get(slowest).copied().unwrap_or(model.layers);
+    let mb = stage_parts(slowest, slow_layers);
+    let (mb_compute, mb_mem, mb_tp, mb_cp, mb_ep) = (mb.compute, mb.mem, mb.tp, mb.cp, mb.ep);
+    let mb_time = mb.total();
 
     // Pipeline: bubble (p−1)/v microbatch times (Narayanan et al. 2021, §2.2); p2p of the
-    // scattered activation b·s·h/t on the critical path once per chunk forward and backward.
+    // scattered activation b·(s/cp)·h/t on the critical path once per chunk forward and backward.
     let bubble = (p - 1.0) / v * mb_time;
     let pp_link = link(net, l.gpus());
     let pp_comm = if l.pp > 1 {
@@ -218,17 +305,30 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         0.0
     };
 
-    // Data parallelism over ranks `tp` apart: inside the node while tp·dp fits in it. Routed
-    // experts are replicated only over their expert-data-parallel group of dp/ep ranks, which
-    // reduces their gradients separately (Megatron-Core, DeepSpeed-MoE).
-    let (dense_params, expert_params) = stage_params(model, l);
-    let expert_dp = (d / f64::from(l.ep.max(1))).max(1.0);
-    let groups = [(dense_params, d), (expert_params, expert_dp)];
-    let (wb, gb, _) = bytes_per_param(l.precision);
-    let dp_link = link(net, u64::from(l.tp) * u64::from(l.dp));
-    let backward_one_mb = layers_per_stage
+    // Data parallelism over ranks tp·cp apart: inside the node while tp·cp·dp fits in it. The
+    // gradient is reduced over DP × CP ranks (context-parallel ranks hold the same weights).
+    // Routed experts are replicated only over their expert-data-parallel group of dp·cp/ep
+    // ranks, which reduces their gradients separately (Megatron-Core, DeepSpeed-MoE). The
+    // stage holding the most parameters sets the time.
+    let (dense_params, expert_params) = stage_counts
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| stage_params(model, l, n, i == 0, i == last))
+        .fold((0.0, 0.0), |best: (f64, f64), x| {
+            if x.0 + x.1 > best.0 + best.1 {
+                x
+            } else {
+                best
+            }
+        });
+    let dcp = d * cp;
+    let expert_dp = (dcp / f64::from(l.ep.max(1))).max(1.0);
+    let groups = [(dense_params, dcp), (expert_params, expert_dp)];
+    let (wb, gb, _) = optimizer::bytes_per_param(l);
+    let dp_link = link(net, l.tp_cp() * u64::from(l.dp));
+    let backward_one_mb = f64::from(slow_layers)
         * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0 + layer_ep / 2.0);
-    let dp_comm = if l.dp <= 1 {
+    let dp_comm = if dcp <= 1.0 {
         0.0
     } else if l.zero == 3 {
         // ZeRO-3/FSDP: per microbatch all-gather weights (forward, backward) + reduce-scatter
@@ -245,10 +345,18 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
             c
         }
     } else {
-        // All-reduce, or reduce-scatter + all-gather (ZeRO-1/2): the same volume.
+        // All-reduce of the gradients (ZeRO-0), or reduce-scatter of the gradients + all-gather
+        // of the updated 16-bit weights (ZeRO-1/2, Megatron's distributed optimizer): the same
+        // volume when gradients are 16-bit, more with fp32 gradients.
         let c: f64 = groups
             .iter()
-            .map(|&(n, k)| all_reduce(dp_link, k, n * gb))
+            .map(|&(n, k)| {
+                if l.zero == 0 {
+                    all_reduce(dp_link, k, n * gb)
+                } else {
+                    all_gather(dp_link, k, n * gb) + all_gather(dp_link, k, n * wb)
+                }
+            })
             .sum();
         if l.overlap_dp {
             (c - backward_one_mb).max(0.0)
@@ -257,13 +365,13 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         }
     };
 
-    // Adam over the parameters this device updates: 28 bytes streamed per parameter
-    // (read weights/master, m, v, gradient; write them back).
+    // Adam over the parameters this device updates (plan/optimizer.rs: bytes streamed per
+    // parameter, including the gradient-norm pass and the copy back to 16-bit weights).
     let owned: f64 = groups
         .iter()
         .map(|&(n, k)| n / if l.zero >= 1 { k } else { 1.0 })
         .sum();
-    let optimizer = owned * 28.0 / mem_rate;
+    let optimizer = owned * optimizer::step_bytes_per_param(l) / mem_rate;
 
     // Tied embedding: its gradient is all-reduced between the first and last stage. Untied
     // input and output matrices live on one stage each and need no such step.
@@ -283,6 +391,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         optimizer: Seconds(optimizer),
         other: Seconds(other),
         ep_comm: Seconds(m * mb_ep),
+        cp_comm: Seconds(m * mb_cp),
     };
     let step = breakdown.total().get();
     let batch = f64::from(l.batch);
@@ -316,7 +425,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         gpus: l.gpus(),
         step_time: Seconds(step),
         breakdown,
-        tokens_per_s: batch * s / step,
+        tokens_per_s: batch * f64::from(model.seq) / step,
         tflops_per_gpu: executed / step / n / 1e12,
         model_tflops_per_gpu: model_flops / step / n / 1e12,
         mfu: model_flops / step / n / peak,

@@ -91,6 +91,7 @@ proptest! {
             max_interleave: 3,
             precisions: vec![Precision::Bf16],
             flash_attention: flash,
+            max_cp: 1,
             objective: [Objective::Time, Objective::Energy, Objective::Cost][usize::from(obj)],
             top_k: 5,
             cost: CostInputs {

@@ -12,6 +12,7 @@ use super::memory::memory;
 use super::moe::expert_parallel_degrees;
 use super::perf::{estimate, Estimate};
 use super::shape::ModelShape;
+use super::stages::stage_layers;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -60,9 +61,16 @@ pub struct SearchSpace {
     pub precisions: Vec<Precision>,
     /// Attention kernel of every layout (an implementation given, not a layout choice).
     pub flash_attention: bool,
+    /// Largest context-parallel size tried (powers of two dividing the sequence); 1 = none.
+    #[serde(default = "one")]
+    pub max_cp: u32,
     pub objective: Objective,
     pub top_k: usize,
     pub cost: CostInputs,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One ranked layout.
@@ -83,7 +91,7 @@ pub struct Rejections {
     pub memory: u64,
     /// Interleaving needs the microbatch count to be a multiple of PP.
     pub interleave_microbatches: u64,
-    /// ZeRO-2/3 with pipeline parallelism (unsupported by DeepSpeed and Megatron).
+    /// ZeRO-3 with pipeline parallelism (unsupported by DeepSpeed and Megatron).
     pub zero_with_pipeline: u64,
     /// DP × mbs exceeds the largest global batch.
     pub batch_too_small: u64,
@@ -131,6 +139,7 @@ pub struct SearchOutcome {
 #[derive(Debug, Clone, Copy)]
 struct Cell {
     tp: u32,
+    cp: u32,
     pp: u32,
     dp: u32,
     /// Expert parallelism: a divisor of dp and of the expert count (1 for dense models).
@@ -156,30 +165,37 @@ fn cells(model: &ModelShape, net: &Network, space: &SearchSpace) -> Vec<Cell> {
             (model.heads as u64).is_multiple_of(*t) && (model.kv_heads as u64).is_multiple_of(*t)
         })
         .collect();
-    let pps = divisors(model.layers.into());
+    let pps = pipeline_choices(model.layers);
+    let cps = cp_choices(model, space.max_cp);
     let mut out = Vec::new();
     for &n in &counts {
         for &tp in &tps {
-            for &pp in &pps {
-                let tpp = tp * pp;
-                if n % tpp != 0 {
-                    continue;
-                }
-                let dp = n / tpp;
-                let (Ok(tp), Ok(pp), Ok(dp)) =
-                    (u32::try_from(tp), u32::try_from(pp), u32::try_from(dp))
-                else {
-                    continue;
-                };
-                for ep in expert_parallel_degrees(model, dp) {
-                    for &mbs in &space.microbatches {
-                        out.push(Cell {
-                            tp,
-                            pp,
-                            dp,
-                            ep,
-                            mbs,
-                        });
+            for &cp in &cps {
+                for &pp in &pps {
+                    let tpp = tp * cp * pp;
+                    if n % tpp != 0 {
+                        continue;
+                    }
+                    let dp = n / tpp;
+                    let (Ok(tp), Ok(cp), Ok(pp), Ok(dp)) = (
+                        u32::try_from(tp),
+                        u32::try_from(cp),
+                        u32::try_from(pp),
+                        u32::try_from(dp),
+                    ) else {
+                        continue;
+                    };
+                    for ep in expert_parallel_degrees(model, dp) {
+                        for &mbs in &space.microbatches {
+                            out.push(Cell {
+                                tp,
+                                cp,
+                                pp,
+                                dp,
+                                ep,
+                                mbs,
+                            });
+                        }
                     }
                 }
             }
@@ -188,22 +204,66 @@ fn cells(model: &ModelShape, net: &Network, space: &SearchSpace) -> Vec<Cell> {
     out
 }
 
+/// Pipeline sizes tried: every divisor of the layers (even stages), and every other size up to
+/// the layers' count whose uneven split differs from an even one only by the first and last
+/// stage giving back one layer each (plan/stages.rs: Llama 3's 126 on 16, BLOOM's 70 on 12).
+fn pipeline_choices(layers: u32) -> Vec<u64> {
+    let mut pps = divisors(layers.into());
+    for pp in 2..=u64::from(layers) {
+        let extra = pp * u64::from(layers).div_ceil(pp) - u64::from(layers);
+        if !pps.contains(&pp) && extra <= 2 {
+            pps.push(pp);
+        }
+    }
+    pps.sort_unstable();
+    pps
+}
+
+/// Context-parallel sizes tried: powers of two up to `max` dividing the sequence.
+fn cp_choices(model: &ModelShape, max: u32) -> Vec<u64> {
+    (0..=31u32)
+        .map(|k| 1u64 << k)
+        .take_while(|&c| c <= u64::from(max.max(1)))
+        .filter(|&c| u64::from(model.seq).is_multiple_of(c))
+        .collect()
+}
+
+/// TP-overlap variants: only with sequence parallelism on more than one TP rank (NeMo).
+fn tp_overlap_choices(tp: u32, sp: bool) -> &'static [bool] {
+    if sp && tp > 1 {
+        &[false, true]
+    } else {
+        &[false]
+    }
+}
+
 fn interleaves(model: &ModelShape, pp: u32, max: u32) -> Vec<u32> {
     if pp <= 1 {
         return vec![1];
     }
+    let max = u64::from(max.max(1));
+    if !model.layers.is_multiple_of(pp) {
+        // Uneven stages: any v up to the smallest stage (layout::validate).
+        let min = stage_layers(model.layers, pp)
+            .and_then(|s| s.into_iter().min())
+            .unwrap_or(1);
+        return (1..=u64::from(min).min(max))
+            .filter_map(|v| u32::try_from(v).ok())
+            .collect();
+    }
     let per_stage = model.layers / pp;
     divisors(per_stage.into())
         .into_iter()
-        .filter(|&v| v <= u64::from(max.max(1)))
+        .filter(|&v| v <= max)
         .filter_map(|v| u32::try_from(v).ok())
         .collect()
 }
 
 fn cell_size(model: &ModelShape, c: &Cell, space: &SearchSpace) -> u64 {
     let v = interleaves(model, c.pp, space.max_interleave).len() as u64;
-    let sp = if c.tp > 1 { 2 } else { 1 };
-    let ovl = if c.dp > 1 { 2 } else { 1 };
+    // Without SP: 1; with SP: with and without TP overlap.
+    let sp = if c.tp > 1 { 3 } else { 1 };
+    let ovl = if c.dp * c.cp > 1 { 2 } else { 1 };
     let ovl_ep = if c.ep > 1 { 2 } else { 1 };
     v * 3 * 4 * sp * ovl * ovl_ep * space.precisions.len() as u64
 }
@@ -226,26 +286,26 @@ fn rank(a: &Candidate, b: &Candidate) -> Ordering {
 
 /// What makes two layouts different jobs rather than near-duplicates: the parallel degrees, the
 /// microbatch, the batch and the precision.
-fn shape(l: &Layout) -> (u32, u32, u32, u32, u32, u32, Precision) {
-    (l.tp, l.pp, l.dp, l.ep, l.mbs, l.batch, l.precision)
+fn shape(l: &Layout) -> (u32, u32, u32, u32, u32, u32, u32, Precision) {
+    (l.tp, l.cp, l.pp, l.dp, l.ep, l.mbs, l.batch, l.precision)
 }
 
 /// Tuples order only up to 12 fields: the parallel degrees, then the knobs.
 type Key = (
-    (u32, u32, u32, u32, u32, u32),
-    (u32, u8, u8, bool, u8, bool, bool),
+    (u32, u32, u32, u32, u32, u32, u32, u32),
+    (u8, u8, bool, u8, bool, bool, bool),
 );
 fn key(l: &Layout) -> Key {
     (
-        (l.tp, l.pp, l.dp, l.ep, l.interleave, l.mbs),
+        (l.tp, l.cp, l.pp, l.dp, l.ep, l.interleave, l.mbs, l.batch),
         (
-            l.batch,
             l.recompute as u8,
             l.zero,
             l.sp,
             l.precision as u8,
             l.overlap_dp,
             l.overlap_ep,
+            l.tp_overlap,
         ),
     )
 }
@@ -355,14 +415,21 @@ fn search_cell(
     };
     let microbatches = u64::from(batch) / unit;
     let sps: &[bool] = if c.tp > 1 { &[false, true] } else { &[false] };
-    let ovls: &[bool] = if c.dp > 1 { &[false, true] } else { &[false] };
+    let ovls: &[bool] = if c.dp * c.cp > 1 {
+        &[false, true]
+    } else {
+        &[false]
+    };
     let ovl_eps: &[bool] = if c.ep > 1 { &[false, true] } else { &[false] };
     for v in interleaves(model, c.pp, space.max_interleave) {
         for &precision in &space.precisions {
             for recompute in Recompute::ALL {
                 for zero in 0..=3u8 {
                     for &sp in sps {
-                        for &overlap_dp in ovls {
+                        for (&overlap_dp, &tp_overlap) in ovls
+                            .iter()
+                            .flat_map(|o| tp_overlap_choices(c.tp, sp).iter().map(move |t| (o, t)))
+                        {
                             for &overlap_ep in ovl_eps {
                                 let l = Layout {
                                     tp: c.tp,
@@ -379,12 +446,16 @@ fn search_cell(
                                     flash_attention: space.flash_attention,
                                     ep: c.ep,
                                     overlap_ep,
+                                    cp: c.cp,
+                                    tp_overlap,
+                                    optimizer_dtype: Default::default(),
+                                    fp32_grads: false,
                                 };
                                 if v > 1 && microbatches % u64::from(c.pp) != 0 {
                                     acc.rejected.interleave_microbatches += 1;
                                     continue;
                                 }
-                                if zero >= 2 && c.pp > 1 {
+                                if zero >= 3 && c.pp > 1 {
                                     acc.rejected.zero_with_pipeline += 1;
                                     continue;
                                 }
