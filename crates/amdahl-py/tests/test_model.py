@@ -1,0 +1,90 @@
+"""The modelling functions give the CLI's numbers and messages (issue 12)."""
+
+import json
+import subprocess
+
+import pytest
+
+import amdahl
+from amdahl import AmdahlError
+
+
+def cli(amdahl_cmd, *args):
+    return subprocess.run([amdahl_cmd, *args], capture_output=True, text=True)
+
+
+def test_plan_equals_the_cli_figure(amdahl_cmd):
+    # The issue's example: Megatron 530B on 2,520 A100s (Narayanan et al., SC'21, Table 1).
+    py = amdahl.plan(model="megatron-530b", system="a100-80gb", gpus=2520, tp=8, pp=35, mbs=1, batch=2520, recompute="full")
+    out = cli(amdahl_cmd, "plan", "--model", "megatron-530b", "--system", "a100-80gb", "--gpus", "2520", "--tp", "8",
+              "--pp", "35", "--mbs", "1", "--batch", "2520", "--recompute", "full", "--json")
+    assert out.returncode == 0, out.stderr
+    assert py["schema"].startswith("amdahl.plan")
+    assert py["step_time_s"] == json.loads(out.stdout)["step_time_s"]
+    assert py == json.loads(out.stdout)
+
+
+def test_errors_carry_the_cli_message(amdahl_cmd):
+    with pytest.raises(AmdahlError) as e:
+        amdahl.plan(model="megatron-530b", system="a100-80gb", gpus=2521, tp=8, pp=35, batch=2520)
+    out = cli(amdahl_cmd, "plan", "--model", "megatron-530b", "--system", "a100-80gb", "--gpus", "2521", "--tp", "8",
+              "--pp", "35", "--batch", "2520")
+    assert out.returncode == 1
+    assert out.stderr.strip() == f"error: {e.value}"
+    assert isinstance(e.value, ValueError)
+
+
+def test_usage_errors_name_the_flag():
+    with pytest.raises(AmdahlError, match="--gpus"):
+        amdahl.plan(model="megatron-530b", system="a100-80gb", gpus="many", batch=8)
+    with pytest.raises(AmdahlError, match="--warp-drive"):
+        amdahl.plan(model="megatron-530b", warp_drive=9)
+    with pytest.raises(TypeError):
+        amdahl.plan(model="megatron-530b", gpus=True, batch=1) if False else amdahl._model.flags({"gpus": [True]})
+
+
+def test_fit_recovers_a_known_serial_fraction():
+    # T(n) = 100 s × (0.05 + 0.95/n): Amdahl with serial fraction 0.05 exactly.
+    points = [{"n": n, "time": 100 * (0.05 + 0.95 / n)} for n in (1, 2, 4, 8, 16, 32)]
+    r = amdahl.fit(points)
+    pairs = amdahl.fit([(p["n"], p["time"]) for p in points])
+    assert r == pairs
+    assert r["schema"].startswith("amdahl.fit")
+    text = json.dumps(r)
+    assert "0.05" in text or "0.0500" in text
+
+
+def test_fit_refuses_bad_points():
+    with pytest.raises(AmdahlError, match="no points"):
+        amdahl.fit([])
+    with pytest.raises(AmdahlError, match="pair"):
+        amdahl.fit([(1, 2, 3)])
+
+
+def test_carbon_equals_the_cli(amdahl_cmd):
+    kw = dict(device="h100", count=8, hours=24, region="FR", pue=1.1)
+    py = amdahl.carbon(**kw)
+    out = cli(amdahl_cmd, "carbon", "--device", "h100", "--count", "8", "--hours", "24", "--region", "FR", "--pue", "1.1", "--json")
+    assert out.returncode == 0, out.stderr
+    assert py == json.loads(out.stdout)
+
+
+def test_infer_equals_the_cli(amdahl_cmd):
+    help_ = cli(amdahl_cmd, "infer", "--help")
+    assert help_.returncode == 0
+    kw = dict(model="llama2-70b", device="h100", tp=4)
+    try:
+        py = amdahl.infer(**kw)
+    except AmdahlError as e:
+        out = cli(amdahl_cmd, "infer", "--model", "llama2-70b", "--device", "h100", "--tp", "4", "--json")
+        assert out.stderr.strip() == f"error: {e}" or str(e) in out.stderr
+        return
+    out = cli(amdahl_cmd, "infer", "--model", "llama2-70b", "--device", "h100", "--tp", "4", "--json")
+    assert py == json.loads(out.stdout)
+
+
+def test_the_console_command_is_the_cli(amdahl_cmd):
+    out = cli(amdahl_cmd, "--version")
+    assert out.returncode == 0 and out.stdout.startswith("amdahl ")
+    bad = cli(amdahl_cmd, "plan", "--nope")
+    assert bad.returncode == 2 and "--nope" in bad.stderr
