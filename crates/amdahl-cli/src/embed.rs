@@ -9,6 +9,8 @@
 use crate::cmd::run::{Ending, Session};
 use crate::{Command, Outcome};
 use amdahl_meter::estimate::ProcessProbe;
+use amdahl_meter::procfs;
+use amdahl_model::units::{Bytes, Seconds};
 use amdahl_meter::progress::Work;
 use amdahl_meter::record::RunRecord;
 use clap::Parser;
@@ -74,6 +76,7 @@ pub struct Exit {
 pub struct Tracker {
     session: Session,
     work: Arc<Work>,
+    probe: Arc<ProcessProbe>,
     /// The process that started the tracker: a forked child has no sampler thread to stop.
     pid: u32,
 }
@@ -106,11 +109,13 @@ impl Tracker {
             }
             Err(e) => return Err(Failure::usage(&e)),
         };
-        let session = Session::start(&args, ProcessProbe::of_this_process(), Arc::clone(&work))
+        let probe = ProcessProbe::of_this_process();
+        let session = Session::start(&args, Arc::clone(&probe), Arc::clone(&work))
             .map_err(|e| Failure::error(&e))?;
         Ok(Tracker {
             session,
             work,
+            probe,
             pid: std::process::id(),
         })
     }
@@ -152,11 +157,16 @@ impl Tracker {
                 vec![format!("the tracked code raised {kind}: {message}")],
             ),
         };
+        // The CPU time of this process and its children since start (the probe subtracts what
+        // the interpreter had spent before), and the process's peak RSS.
+        self.probe.refresh();
         self.session
             .finish(Ending {
                 exit_code: Some(exit_code),
                 partial,
                 interrupted_by: by,
+                cpu_time: Some(Seconds(self.probe.cpu_seconds())),
+                max_rss: procfs::own_peak_rss_bytes().map(|b| Bytes(b as f64)),
                 warnings,
                 ran: true,
                 ..Default::default()

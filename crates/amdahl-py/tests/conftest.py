@@ -5,7 +5,9 @@ amounts, so measured energies are exact."""
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -30,11 +32,18 @@ class Powercap:
         (d / "energy_uj").write_text(f"{uj}\n")
         (d / "max_energy_range_uj").write_text(f"{top}\n")
 
+    def burn(self, joules: float, seconds: float, pieces: int = 10, zone: Optional[Path] = None) -> None:
+        """Draw `joules` over `seconds` at constant power, as a real counter does (it advances
+        about every millisecond): `pieces` equal advances, each after an equal wait."""
+        for _ in range(pieces):
+            time.sleep(seconds / pieces)
+            self.add(zone or self.package, joules / pieces)
+
     def add(self, zone: Path, joules: float) -> None:
         """Advance a counter by `joules`, wrapping at its max as RAPL does."""
         uj = int((zone / "energy_uj").read_text())
         top = int((zone / "max_energy_range_uj").read_text())
-        new = (uj + round(joules * 1e6)) % (top + 1)
+        new = (uj + round(joules * 1e6)) % top
         tmp = zone / "energy_uj.tmp"
         tmp.write_text(f"{new}\n")
         os.replace(tmp, zone / "energy_uj")

@@ -35,10 +35,9 @@ def test_hugging_face_callback_through_the_real_callback_handler(powercap, tmp_p
         handler.on_epoch_begin(args, state, control)
         for _ in range(4):
             handler.on_step_begin(args, state, control)
-            powercap.add(powercap.package, 1.5)
-            handler.on_step_end(args, state, control)
+            powercap.burn(1.5, 0.04)
             state.global_step += 1
-            time.sleep(0.04)
+            handler.on_step_end(args, state, control)
         logs = {"loss": 0.5}
         handler.on_log(args, state, control, logs)
         logged.append(logs)
@@ -80,9 +79,8 @@ class StandInTrainer:
                 for i in range(batches):
                     if fail_at == self.global_step:
                         raise RuntimeError("CUDA out of memory")
-                    powercap.add(powercap.package, 2.0)
+                    powercap.burn(2.0, 0.03)
                     self.global_step += 1
-                    time.sleep(0.03)
                     for cb in callbacks:
                         cb.on_train_batch_end(self, None, None, None, i)
                 for cb in callbacks:

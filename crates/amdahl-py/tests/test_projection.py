@@ -18,29 +18,37 @@ FAST = dict(scope="machine", no_gpu=True, interval="10ms")
 UNIT_S = 0.05
 
 
-def unit(powercap, t, joules):
-    powercap.add(powercap.package, joules)
+def unit(powercap, t, joules, seconds=UNIT_S, pieces=25):
+    # One unit: its energy drawn over its duration in small advances (a real counter moves
+    # every ~1 ms), then step() as a training loop calls it. Returns the unit's wall time.
+    t0 = time.perf_counter()
+    powercap.burn(joules, seconds, pieces)
     t.step()
-    time.sleep(UNIT_S)
+    return time.perf_counter() - t0
 
 
 def test_equal_units_project_the_full_run_within_2_percent_after_3(powercap, tmp_path):
     out = tmp_path / "run.json"
+    durations = []
     with amdahl.Tracker(output=out, total_steps=100, **FAST) as t:
         with pytest.raises(AmdahlError, match="no step has completed"):
             t.projection()
         for i in range(10):
-            unit(powercap, t, 2.0)
+            # 2 J in 50 advances of 40 mJ over 0.1 s: the staircase's steps are 2 % of a unit,
+            # the resolution the boundaries between samples are interpolated to.
+            durations.append(unit(powercap, t, 2.0, seconds=0.1, pieces=50))
             if i == 2:
+                time.sleep(0.03)  # counts are marked at samples (every 10 ms here)
                 after3 = t.projection()
+        time.sleep(0.03)
         last = t.projection()
     # 100 units × 2 J, nothing else drawn (the fake counter is the only source).
     truth = 200.0
     assert after3["units_done"] == 3 and after3["units_total"] == 100
     assert after3["energy_j"] == pytest.approx(truth, rel=0.02)
     assert last["energy_j"] == pytest.approx(truth, rel=0.02)
-    # 100 units of ~50 ms.
-    assert last["duration_s"] == pytest.approx(100 * UNIT_S, rel=0.25)
+    # 100 units as long as the ones measured (sleep overshoots on a loaded machine).
+    assert last["duration_s"] == pytest.approx(100 * sum(durations[1:]) / 9, rel=0.1)
     # CO2e of the projected energy at the default 436 g/kWh, PUE 1.
     assert last["co2e_kg"] == pytest.approx(last["energy_j"] / 3.6e6 * 0.436, rel=1e-9)
     # The record written to the file carries the projection too.
@@ -61,7 +69,11 @@ def test_noisy_units_interval_covers_the_truth_and_narrows(powercap):
                 lo, hi = p["energy_interval_j"]
                 assert lo <= p["energy_j"] <= hi
                 widths.append(hi - lo)
-    assert lo <= truth <= hi, (lo, truth, hi)
+    # One trial cannot test a 95 % coverage (the Rust test does, over 200): here the interval
+    # must be wired through end to end, so the truth lies within 3 half-widths (a miss there
+    # has probability ~1e-4 under the model).
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    assert abs(truth - mid) <= 3 * half, (lo, truth, hi)
     # More units observed: a narrower interval (fewer units left, a better mean).
     assert widths[1] < widths[0]
 
@@ -72,7 +84,6 @@ def test_epochs_and_steps_are_separate_units(powercap):
             for _ in range(5):
                 unit(powercap, t, 1.0)
             t.epoch()
-            time.sleep(0.03)
         p_epoch = t.projection()
         p_step = t.projection("step")
     assert p_epoch["unit"] == "epoch" and p_epoch["units_total"] == 4

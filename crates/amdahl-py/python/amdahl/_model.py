@@ -89,7 +89,10 @@ def fit(points: Optional[Iterable[Point]] = None, file: Union[str, "os.PathLike[
                 w.writerows(rows)
             except ValueError as e:
                 raise _native.AmdahlError(f"fit: every point must have the columns {columns}: {e}") from None
-        return command("fit", [path], **options)
+        result = command("fit", [path], **options)
+    # The temporary file is gone: name what the points really came from.
+    result["source"] = "points (Python)"
+    return result
 
 
 def _pair(p: Sequence[Any]) -> Dict[str, Any]:
