@@ -10,9 +10,9 @@ use crate::cmd::run::{Ending, Session};
 use crate::{Command, Outcome};
 use amdahl_meter::estimate::ProcessProbe;
 use amdahl_meter::procfs;
-use amdahl_model::units::{Bytes, Seconds};
 use amdahl_meter::progress::Work;
 use amdahl_meter::record::RunRecord;
+use amdahl_model::units::{Bytes, Seconds};
 use clap::Parser;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -56,7 +56,11 @@ pub fn call(args: &[String]) -> Result<String, Failure> {
         Outcome::Exit(code) if code == ExitCode::SUCCESS => Ok(stdout),
         Outcome::Exit(code) => Err(Failure {
             code: exit_status(code),
-            message: format!("amdahl {} exited with {}", args.join(" "), exit_status(code)),
+            message: format!(
+                "amdahl {} exited with {}",
+                args.join(" "),
+                exit_status(code)
+            ),
         }),
         Outcome::Usage(e) => Err(Failure::usage(&e)),
         Outcome::Error(message) => Err(Failure { code: 1, message }),

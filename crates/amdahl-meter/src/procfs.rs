@@ -280,7 +280,10 @@ mod tests {
             (13, st(10, 40, 0, 10)),
             (99, st(1, 5000, 0, 1)),
         ];
-        assert_eq!(parse_vm_hwm("Name:\tpython\nVmHWM:\t  12345 kB\n"), Some(12_641_280));
+        assert_eq!(
+            parse_vm_hwm("Name:\tpython\nVmHWM:\t  12345 kB\n"),
+            Some(12_641_280)
+        );
         assert_eq!(parse_vm_hwm("VmHWM: lots kB"), None);
         assert_eq!(tree_usage(10, &procs), (5 + 27 + 300 + 40, 160));
     }

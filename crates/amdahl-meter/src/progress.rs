@@ -56,7 +56,8 @@ impl Units {
     /// it was reached (Unix seconds: the file's modification time).
     pub fn set(&self, n: u64, at_unix_s: f64) {
         if n != self.done.load(Ordering::Acquire) {
-            self.changed_at.store(at_unix_s.to_bits(), Ordering::Relaxed);
+            self.changed_at
+                .store(at_unix_s.to_bits(), Ordering::Relaxed);
             self.done.store(n, Ordering::Release);
         }
     }

@@ -284,7 +284,14 @@ mod tests {
         // Samples that see no new unit are merged into the next segment; a count that goes
         // backwards (a rewritten progress file) is ignored.
         let mut p = Projector::new();
-        let ms = [(0, 0.0, 0.0), (1, 1.0, 10.0), (1, 1.5, 15.0), (3, 3.0, 30.0), (2, 3.5, 99.0), (5, 5.0, 50.0)];
+        let ms = [
+            (0, 0.0, 0.0),
+            (1, 1.0, 10.0),
+            (1, 1.5, 15.0),
+            (3, 3.0, 30.0),
+            (2, 3.5, 99.0),
+            (5, 5.0, 50.0),
+        ];
         for (u, t, e) in ms {
             p.observe(Mark {
                 units: u,
@@ -338,7 +345,11 @@ mod tests {
             for m in marks(&costs[..10], 5.0) {
                 p.observe(m);
             }
-            let [lo, hi] = p.project("step", Some(100)).unwrap().energy_interval_j.unwrap();
+            let [lo, hi] = p
+                .project("step", Some(100))
+                .unwrap()
+                .energy_interval_j
+                .unwrap();
             if (lo..=hi).contains(&truth) {
                 covered += 1;
             }

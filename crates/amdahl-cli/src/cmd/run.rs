@@ -13,8 +13,8 @@ use amdahl_meter::cluster::{self, Role};
 use amdahl_meter::estimate::{self, ProcessProbe, Target};
 use amdahl_meter::gpu::parse_visible;
 use amdahl_meter::meter::Meter;
-use amdahl_meter::record::{self, Host, Intensity, Progress, RunContext, RunRecord, Scope};
 use amdahl_meter::progress::{self, Work};
+use amdahl_meter::record::{self, Host, Intensity, Progress, RunContext, RunRecord, Scope};
 use amdahl_meter::{procfs, rapl, runner, sampler, sensors, EnergySource, MeterError, Sample};
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::units::{Seconds, Watts};
@@ -396,7 +396,11 @@ impl Tally {
     /// Read the progress file, mark the units at this record's time and energy, and put the
     /// projection into the record.
     fn update(&self, r: &mut RunRecord) {
-        if let Some((n, at)) = self.progress_file.as_deref().and_then(progress::read_progress_file) {
+        if let Some((n, at)) = self
+            .progress_file
+            .as_deref()
+            .and_then(progress::read_progress_file)
+        {
             self.work.steps.set(n, at);
         }
         self.work
@@ -529,7 +533,14 @@ impl Session {
         let sampler = sampler::start(
             meter,
             args.interval,
-            on_sample(args, &ctx, log, &warnings, codecarbon.clone(), tally.clone()),
+            on_sample(
+                args,
+                &ctx,
+                log,
+                &warnings,
+                codecarbon.clone(),
+                tally.clone(),
+            ),
         );
         Ok(Session {
             ctx,
@@ -556,10 +567,9 @@ impl Session {
         // window. The probe's figure is the larger of rusage and the live /proc scans (which
         // also saw orphans still running when the command exited).
         let share = match (self.ctx.scope, end.ran, self.busy0, busy1) {
-            (Scope::Process, true, Some(a), Some(b)) => Some(estimate::cpu_share(
-                self.probe.cpu_seconds(),
-                (b - a).get(),
-            )),
+            (Scope::Process, true, Some(a), Some(b)) => {
+                Some(estimate::cpu_share(self.probe.cpu_seconds(), (b - a).get()))
+            }
             (Scope::Process, ..) => Some(0.0),
             (Scope::Machine, ..) => None,
         };
@@ -575,10 +585,13 @@ impl Session {
                 partial: end.partial,
                 interrupted_by: end.interrupted_by,
                 not_started: end.not_started,
-                cpu_time: end.ran.then(|| match self.ctx.scope {
-                    Scope::Process => Some(Seconds(self.probe.cpu_seconds())),
-                    Scope::Machine => end.cpu_time,
-                }).flatten(),
+                cpu_time: end
+                    .ran
+                    .then(|| match self.ctx.scope {
+                        Scope::Process => Some(Seconds(self.probe.cpu_seconds())),
+                        Scope::Machine => end.cpu_time,
+                    })
+                    .flatten(),
                 max_rss: end.max_rss,
                 share,
                 warnings,
