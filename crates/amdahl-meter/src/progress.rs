@@ -178,9 +178,8 @@ pub fn read_progress_file(path: &Path) -> Option<(u64, f64)> {
 /// The last number on the last line of `text` that has one.
 pub fn last_count(text: &str) -> Option<u64> {
     text.lines().rev().find_map(|line| {
-        line.split(|c: char| !c.is_ascii_digit())
-            .filter(|w| !w.is_empty())
-            .last()
+        line.rsplit(|c: char| !c.is_ascii_digit())
+            .find(|w| !w.is_empty())
             .and_then(|w| w.parse().ok())
     })
 }

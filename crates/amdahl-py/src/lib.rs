@@ -37,7 +37,7 @@ fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
 
 enum State {
     Ready,
-    Running(embed::Tracker),
+    Running(Box<embed::Tracker>),
     /// Stopped; kg CO2e per joule kept for projections asked afterwards.
     Done(f64),
 }
@@ -89,7 +89,7 @@ impl NativeTracker {
             .detach(|| embed::Tracker::start(options, command, work))
             .map_err(raise)?;
         let id = t.run_id().to_string();
-        *st = State::Running(t);
+        *st = State::Running(Box::new(t));
         Ok(id)
     }
 
