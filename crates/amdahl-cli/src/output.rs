@@ -63,8 +63,32 @@ fn non_finite_word(text: &str) -> Option<&str> {
         .find(|w| matches!(w.trim_end_matches('.'), "inf" | "-inf" | "NaN" | "-NaN"))
 }
 
+thread_local! {
+    /// Where [`print`] puts results while [`capture`] runs on this thread (the Python package
+    /// takes a command's `--json` as a return value, not from the process's stdout).
+    static CAPTURE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with every result [`print`] would write to stdout collected instead; returns them.
+pub fn capture<R>(f: impl FnOnce() -> R) -> (R, String) {
+    let previous = CAPTURE.with(|c| c.replace(Some(String::new())));
+    let r = f();
+    let text = CAPTURE.with(|c| c.replace(previous)).unwrap_or_default();
+    (r, text)
+}
+
 /// Write `text` to stdout, treating a closed pipe (`amdahl ... | head`) as success.
 pub fn print(text: &str) -> Result<()> {
+    let captured = CAPTURE.with(|c| match c.borrow_mut().as_mut() {
+        Some(buf) => {
+            buf.push_str(text);
+            true
+        }
+        None => false,
+    });
+    if captured {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -508,3 +508,79 @@ fn cpu_estimate_names_its_catalog_row_or_the_fallback() {
         "{first}"
     );
 }
+
+#[test]
+fn a_progress_file_projects_the_whole_run() {
+    // 5 of 20 steps, each drawing 1 J in 10 advances of 0.1 J over ~0.2 s, then appending its
+    // count to the progress file: the whole run projects to 20 J. Tolerance 10 %: the counter
+    // moves in steps of 10 % of a unit, the resolution unit boundaries are interpolated to.
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let (out, progress) = (t.path().join("r.json"), t.path().join("progress"));
+    let script = format!(
+        "f={r}/intel-rapl:0/energy_uj; for i in 1 2 3 4 5; do for k in 1 2 3 4 5 6 7 8 9 10; do \
+         sleep 0.02; v=$(cat $f); echo $((v + 100000)) > $f.t; mv $f.t $f; done; echo \"step $i\" >> {p}; done; sleep 0.1",
+        r = root.display(),
+        p = progress.display()
+    );
+    amdahl(&root)
+        .args([
+            "run",
+            "--no-gpu",
+            "--interval",
+            "20ms",
+            "--total-steps",
+            "20",
+            "--progress-file",
+        ])
+        .arg(&progress)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .assert()
+        .success();
+    let r = json(&out);
+    assert_eq!(r["total_energy_j"], 5.0);
+    let p = &r["projection"];
+    assert_eq!(
+        (
+            p["unit"].as_str(),
+            p["units_done"].as_u64(),
+            p["units_total"].as_u64()
+        ),
+        (Some("step"), Some(5), Some(20))
+    );
+    let e = p["energy_j"].as_f64().unwrap();
+    assert!((e - 20.0).abs() <= 2.0, "projected {e} J");
+    // 20 J at PUE 1 and 436 g/kWh.
+    let kg = p["co2e_kg"].as_f64().unwrap();
+    assert!((kg - e / 3.6e6 * 0.436).abs() < 1e-12);
+    let [lo, hi] =
+        [&p["energy_interval_j"][0], &p["energy_interval_j"][1]].map(|v| v.as_f64().unwrap());
+    assert!(lo <= e && e <= hi);
+}
+
+#[test]
+fn progress_flags_need_each_other() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    amdahl(&root)
+        .args(["run", "--total-steps", "10", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(contains("--progress-file"));
+    amdahl(&root)
+        .args([
+            "run",
+            "--total-steps",
+            "0",
+            "--progress-file",
+            "p",
+            "--",
+            "true",
+        ])
+        .assert()
+        .code(2);
+}

@@ -365,6 +365,32 @@ fn measurements(c: &mut Checker, tmp: &Path) {
         }
         c.file("amdahl.run/1", out);
     }
+    // A run with a progress file: the record carries a projection.
+    let (progress, projected) = (tmp.join("progress"), tmp.join("projected.json"));
+    let mut cmd = amdahl();
+    cmd.env("AMDAHL_POWERCAP_ROOT", &root)
+        .args([
+            "run",
+            "--no-gpu",
+            "--interval",
+            "20ms",
+            "--total-steps",
+            "10",
+        ])
+        .arg("--progress-file")
+        .arg(&progress)
+        .arg("-o")
+        .arg(&projected)
+        .arg("--")
+        .args(["sh", "-c"])
+        .arg(format!(
+            "for i in 1 2 3 4; do sleep 0.1; echo $i >> {}; done; sleep 0.05",
+            progress.display()
+        ));
+    if let Err(e) = succeeds(&mut cmd) {
+        c.failures.push(format!("run --progress-file: {e}"));
+    }
+    c.file("amdahl.run/1", &projected);
     // The sample log of rank 0: a header line, then one sample per line.
     let lines = std::fs::read_to_string(&log).unwrap_or_default();
     let mut n = 0;

@@ -46,16 +46,40 @@ pub struct ProcessProbe {
     final_ticks: AtomicU64,
     last_ticks: AtomicU64,
     last_rss: AtomicU64,
+    /// Count this process's own CPU time and memory too: the Python tracker measures the code
+    /// that runs in the process itself, `amdahl run` only the command it started.
+    with_self: bool,
+    /// Ticks already spent when the probe was made (this process's life before the tracker
+    /// started), subtracted from every figure.
+    base_ticks: u64,
 }
 
 const UNSET: u64 = u64::MAX;
 
 impl ProcessProbe {
     pub fn new() -> Arc<Self> {
-        Arc::new(ProcessProbe {
+        Self::build(false)
+    }
+    /// A probe of this process and everything it started (the Python tracker's process scope).
+    pub fn of_this_process() -> Arc<Self> {
+        Self::build(true)
+    }
+    fn build(with_self: bool) -> Arc<Self> {
+        let p = ProcessProbe {
             final_ticks: AtomicU64::new(UNSET),
             last_ticks: AtomicU64::new(0),
             last_rss: AtomicU64::new(0),
+            with_self,
+            base_ticks: 0,
+        };
+        if !with_self {
+            return Arc::new(p);
+        }
+        p.refresh();
+        let base = p.last_ticks.load(Ordering::SeqCst);
+        Arc::new(ProcessProbe {
+            base_ticks: base,
+            ..p
         })
     }
     /// Record the exact CPU time (`getrusage(RUSAGE_CHILDREN)`) once the command was reaped.
@@ -69,11 +93,19 @@ impl ProcessProbe {
         self.ticks() as f64 / procfs::clk_tck()
     }
     /// Read the process tree now (a scan of /proc).
-    fn refresh(&self) {
+    pub fn refresh(&self) {
         if self.final_ticks.load(Ordering::SeqCst) != UNSET {
             return;
         }
-        let (ticks, pages) = procfs::tree_usage(std::process::id(), &procfs::all_pid_stats());
+        let me = std::process::id();
+        let procs = procfs::all_pid_stats();
+        let (mut ticks, mut pages) = procfs::tree_usage(me, &procs);
+        if self.with_self {
+            if let Some((_, s)) = procs.iter().find(|(p, _)| *p == me) {
+                ticks += s.ticks;
+                pages += s.rss_pages;
+            }
+        }
         // Monotone: a process between exit and reaping may briefly be in neither sum.
         self.last_ticks.fetch_max(ticks, Ordering::SeqCst);
         self.last_rss
@@ -81,10 +113,11 @@ impl ProcessProbe {
     }
     fn ticks(&self) -> u64 {
         let last = self.last_ticks.load(Ordering::SeqCst);
-        match self.final_ticks.load(Ordering::SeqCst) {
+        let t = match self.final_ticks.load(Ordering::SeqCst) {
             UNSET => last,
             f => f.max(last),
-        }
+        };
+        t.saturating_sub(self.base_ticks)
     }
     /// The latest RSS; after the end, the last one seen (the final interval is integrated with it).
     fn rss_bytes(&self) -> u64 {

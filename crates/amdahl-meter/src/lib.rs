@@ -16,6 +16,7 @@ pub mod meter;
 #[cfg(feature = "nvml")]
 pub mod nvml;
 pub mod procfs;
+pub mod progress;
 pub mod rapl;
 pub mod record;
 pub mod runner;

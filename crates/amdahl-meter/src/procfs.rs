@@ -137,6 +137,18 @@ pub fn mem_total_bytes() -> Option<u64> {
     parse_mem_total(&std::fs::read_to_string("/proc/meminfo").ok()?)
 }
 
+/// `VmHWM` (peak resident set) of `/proc/self/status`, in bytes: the Python tracker's
+/// `max_rss_bytes` (the process's own peak; `amdahl run` reports its child's from rusage).
+pub fn parse_vm_hwm(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+pub fn own_peak_rss_bytes() -> Option<u64> {
+    parse_vm_hwm(&std::fs::read_to_string("/proc/self/status").ok()?)
+}
+
 /// The first `model name` of `/proc/cpuinfo`.
 pub fn cpu_model() -> Option<String> {
     cpu_info().model
@@ -268,6 +280,11 @@ mod tests {
             (13, st(10, 40, 0, 10)),
             (99, st(1, 5000, 0, 1)),
         ];
+        assert_eq!(
+            parse_vm_hwm("Name:\tpython\nVmHWM:\t  12345 kB\n"),
+            Some(12_641_280)
+        );
+        assert_eq!(parse_vm_hwm("VmHWM: lots kB"), None);
         assert_eq!(tree_usage(10, &procs), (5 + 27 + 300 + 40, 160));
     }
 

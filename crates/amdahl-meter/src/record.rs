@@ -144,6 +144,10 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_share: Option<f64>,
     pub warnings: Vec<String>,
+    /// The whole run projected from the units of work done so far (steps or epochs the job
+    /// reports: `--progress-file`, the Python tracker's `step()`); absent without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projection: Option<amdahl_model::projection::Projection>,
 }
 
 /// Everything about a run that is fixed before it starts.
@@ -298,6 +302,7 @@ pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: Progress) -> RunReco
         max_rss_bytes: p.max_rss,
         process_share: p.share,
         warnings,
+        projection: None,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod carbon;
 pub mod catalog;
 pub mod infer;
 pub mod plan;
+pub mod projection;
 pub mod scaling;
 pub mod surface;
 pub mod top500;

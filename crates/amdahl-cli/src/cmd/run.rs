@@ -13,6 +13,7 @@ use amdahl_meter::cluster::{self, Role};
 use amdahl_meter::estimate::{self, ProcessProbe, Target};
 use amdahl_meter::gpu::parse_visible;
 use amdahl_meter::meter::Meter;
+use amdahl_meter::progress::{self, Work};
 use amdahl_meter::record::{self, Host, Intensity, Progress, RunContext, RunRecord, Scope};
 use amdahl_meter::{procfs, rapl, runner, sampler, sensors, EnergySource, MeterError, Sample};
 use amdahl_model::catalog::Catalogs;
@@ -59,6 +60,8 @@ pub struct Args {
     pub codecarbon_csv: Option<PathBuf>,
     #[command(flatten, next_help_heading = "Sensors")]
     pub sensors: SensorArgs,
+    #[command(flatten, next_help_heading = "Projection")]
+    pub progress: ProgressArgs,
     /// The command and its arguments (after `--`, or after amdahl's own options).
     // No `allow_hyphen_values`: an option amdahl does not know before the command (`run -q --
     // true`) is a usage error (exit 2), not a command named `-q`. Options after the command's
@@ -70,6 +73,18 @@ pub struct Args {
         value_name = "CMD"
     )]
     pub command: Vec<String>,
+}
+
+/// How the command reports its progress, for the projection of the whole run.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ProgressArgs {
+    /// A file the command appends its step count to (the last number of its last line is read at
+    /// every sample); with --total-steps the record projects the whole run.
+    #[arg(long, value_name = "FILE", requires = "total_steps")]
+    pub progress_file: Option<PathBuf>,
+    /// Steps in the whole run, for the projection of its duration, energy and CO2e.
+    #[arg(long, value_name = "S", requires = "progress_file", value_parser = clap::value_parser!(u64).range(1..))]
+    pub total_steps: Option<u64>,
 }
 
 /// The sensor options `run` and `scale` share.
@@ -367,6 +382,36 @@ pub(crate) fn measure_baseline(meter: &mut Meter, d: Duration) -> (Seconds, Watt
     (secs, p)
 }
 
+/// What every sample updates besides the meter: the units of work and, from them, the
+/// projection the record carries.
+#[derive(Clone)]
+struct Tally {
+    work: Arc<Work>,
+    progress_file: Option<PathBuf>,
+    /// PUE × g/kWh ÷ 3.6·10⁹: kg CO2e per joule, as the record converts its energy.
+    kg_per_joule: f64,
+}
+
+impl Tally {
+    /// Read the progress file, mark the units at this record's time and energy, and put the
+    /// projection into the record.
+    fn update(&self, r: &mut RunRecord) {
+        if let Some((n, at)) = self
+            .progress_file
+            .as_deref()
+            .and_then(progress::read_progress_file)
+        {
+            self.work.steps.set(n, at);
+        }
+        self.work
+            .mark(r.duration_s.get(), r.total_energy_j.get(), r.started_unix_s);
+        r.projection = self
+            .work
+            .projection()
+            .map(|p| p.with_carbon(self.kg_per_joule));
+    }
+}
+
 /// Per sample: append the log line (flushed) and rewrite the partial result. Write failures
 /// are reported once and do not stop the measurement.
 fn on_sample(
@@ -375,6 +420,7 @@ fn on_sample(
     mut log: Option<std::fs::File>,
     warnings: &[String],
     codecarbon: Option<Arc<CodeCarbon>>,
+    tally: Tally,
 ) -> sampler::OnSample {
     let (ctx, outputs, warnings) = (ctx.clone(), LiveOutputs::new(args), warnings.to_vec());
     let log_path = args.log.clone().unwrap_or_default();
@@ -387,16 +433,15 @@ fn on_sample(
                 err = Some(format!("sample log {}: {e}", log_path.display()));
             }
         }
-        if outputs.json.is_some() || outputs.prometheus.is_some() || codecarbon.is_some() {
-            let r = record::build(&ctx, &m.energies(), in_progress(s.t_s, &warnings));
-            if let Some(cc) = &codecarbon {
-                if let Err(e) = cc.save_pending(&r) {
-                    err = Some(format!("{e:#}"));
-                }
-            }
-            if let Err(e) = outputs.write(&r, false) {
+        let mut r = record::build(&ctx, &m.energies(), in_progress(s.t_s, &warnings));
+        tally.update(&mut r);
+        if let Some(cc) = &codecarbon {
+            if let Err(e) = cc.save_pending(&r) {
                 err = Some(format!("{e:#}"));
             }
+        }
+        if let Err(e) = outputs.write(&r, false) {
+            err = Some(format!("{e:#}"));
         }
         if let (Some(e), false) = (err, warned) {
             eprintln!("amdahl: warning: {e}");
@@ -405,54 +450,179 @@ fn on_sample(
     })
 }
 
+/// A measurement in progress around some work: `amdahl run` around its command, the Python
+/// tracker (`crates/amdahl-py`) around a block of code in its own process. Everything that can
+/// fail before the work starts (region, PUE, output paths) has failed in [`Session::start`];
+/// from then on the result file is rewritten after every sample, and [`Session::finish`] writes
+/// the final record and the CodeCarbon row.
+pub struct Session {
+    ctx: RunContext,
+    outputs: LiveOutputs,
+    codecarbon: Option<Arc<CodeCarbon>>,
+    sampler: sampler::Sampler,
+    probe: Arc<ProcessProbe>,
+    warnings: Vec<String>,
+    busy0: Option<Seconds>,
+    tally: Tally,
+}
+
+/// How the measured work ended, as far as the caller knows it.
+#[derive(Debug, Default)]
+pub struct Ending {
+    pub exit_code: Option<i32>,
+    pub child_signal: Option<i32>,
+    pub partial: bool,
+    pub interrupted_by: Option<String>,
+    pub not_started: Option<String>,
+    /// CPU time of the work in machine scope (process scope charges the probe's figure).
+    pub cpu_time: Option<Seconds>,
+    pub max_rss: Option<amdahl_model::units::Bytes>,
+    pub warnings: Vec<String>,
+    /// Whether the work ran at all: one that never started has no share and no CodeCarbon row.
+    pub ran: bool,
+}
+
+impl Session {
+    /// Resolve the cost, find the sensors, create every output, measure the baseline if asked,
+    /// and start sampling. `probe` follows the processes the scope charges (`amdahl run`: the
+    /// command's tree; the tracker: its own process too); `work` counts units for projection.
+    pub fn start(args: &Args, probe: Arc<ProcessProbe>, work: Arc<Work>) -> Result<Session> {
+        validate(args)?;
+        let catalogs = resolve::load(&args.cost.catalogs)?;
+        let pue = resolve::pue(args.cost.pue.as_deref(), &catalogs)?;
+        let mut ctx = RunContext {
+            run_id: record::new_run_id(),
+            command: args.command.clone(),
+            started_unix_s: unix_now(),
+            scope: match args.scope {
+                ScopeArg::Machine => Scope::Machine,
+                ScopeArg::Process => Scope::Process,
+            },
+            interval: Seconds(args.interval.as_secs_f64()),
+            host: host(),
+            cluster: cluster::detect(|k| std::env::var(k).ok()),
+            pue: pue.value,
+            intensity: intensity(&args.cost.grid, &catalogs)?,
+            baseline: None,
+        };
+        let (tdp, tdp_note) = cpu_tdp(args.sensors.cpu_tdp, &catalogs);
+        let (sources, mut warnings) = sources(args, tdp, &ctx, &probe);
+        // Which catalog row (or the fallback) the CPU estimate uses: printed, and kept in the record.
+        if let Some(note) = tdp_note.filter(|_| meter_estimates_cpu(&sources)) {
+            warnings.insert(0, note);
+        }
+        for w in &warnings {
+            eprintln!("amdahl: warning: {w}");
+        }
+        let mut meter = Meter::new(sources);
+        let (log, codecarbon) = open_outputs(args, &ctx, &meter, &warnings)?;
+        if let Some(d) = args.baseline.filter(|_| ctx.cluster.role == Role::Measured) {
+            ctx.baseline = Some(measure_baseline(&mut meter, d));
+        }
+        if let Some(t) = args.progress.total_steps {
+            work.steps.set_total(t);
+        }
+        let tally = Tally {
+            work,
+            progress_file: args.progress.progress_file.clone(),
+            kg_per_joule: ctx.pue * ctx.intensity.g_per_kwh.get() / 3.6e9,
+        };
+        // The work starts now: the baseline phase is not part of the run's window.
+        ctx.started_unix_s = unix_now();
+        let busy0 = procfs::machine_busy();
+        let sampler = sampler::start(
+            meter,
+            args.interval,
+            on_sample(
+                args,
+                &ctx,
+                log,
+                &warnings,
+                codecarbon.clone(),
+                tally.clone(),
+            ),
+        );
+        Ok(Session {
+            ctx,
+            outputs: LiveOutputs::new(args),
+            codecarbon,
+            sampler,
+            probe,
+            warnings,
+            busy0,
+            tally,
+        })
+    }
+
+    pub fn context(&self) -> &RunContext {
+        &self.ctx
+    }
+
+    /// Stop sampling, and write the final record (every output is attempted before an error
+    /// is returned).
+    pub fn finish(self, end: Ending) -> Result<RunRecord> {
+        let meter = self.sampler.stop()?;
+        let busy1 = procfs::machine_busy();
+        // Process scope: the work's CPU time over the machine's busy CPU time in the same
+        // window. The probe's figure is the larger of rusage and the live /proc scans (which
+        // also saw orphans still running when the command exited).
+        let share = match (self.ctx.scope, end.ran, self.busy0, busy1) {
+            (Scope::Process, true, Some(a), Some(b)) => {
+                Some(estimate::cpu_share(self.probe.cpu_seconds(), (b - a).get()))
+            }
+            (Scope::Process, ..) => Some(0.0),
+            (Scope::Machine, ..) => None,
+        };
+        let mut warnings = self.warnings;
+        warnings.extend(end.warnings);
+        let mut rec = record::build(
+            &self.ctx,
+            &meter.energies(),
+            Progress {
+                duration: meter.elapsed(),
+                exit_code: end.exit_code,
+                child_signal: end.child_signal,
+                partial: end.partial,
+                interrupted_by: end.interrupted_by,
+                not_started: end.not_started,
+                cpu_time: end
+                    .ran
+                    .then(|| match self.ctx.scope {
+                        Scope::Process => Some(Seconds(self.probe.cpu_seconds())),
+                        Scope::Machine => end.cpu_time,
+                    })
+                    .flatten(),
+                max_rss: end.max_rss,
+                share,
+                warnings,
+            },
+        );
+        self.tally.update(&mut rec);
+        // Both outputs are attempted before either error is reported: a failing `-o` must not
+        // cost the CodeCarbon row, nor the reverse.
+        let written = self.outputs.write(&rec, true);
+        let appended = match self.codecarbon {
+            // The sampler has stopped, so this is the only reference left.
+            Some(cc) => match Arc::try_unwrap(cc) {
+                // Work that never ran gets no row: CodeCarbon would have measured nothing.
+                Ok(cc) => cc.finish(end.ran.then_some(&rec)),
+                Err(_) => Err(anyhow::anyhow!("the CodeCarbon file is still in use")),
+            },
+            None => Ok(()),
+        };
+        written?;
+        appended?;
+        Ok(rec)
+    }
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
     validate(&args)?;
-    let catalogs = resolve::load(&args.cost.catalogs)?;
-    let pue = resolve::pue(args.cost.pue.as_deref(), &catalogs)?;
-    let host = host();
-    let now = unix_now();
-    let mut ctx = RunContext {
-        run_id: record::new_run_id(),
-        command: args.command.clone(),
-        started_unix_s: now,
-        scope: match args.scope {
-            ScopeArg::Machine => Scope::Machine,
-            ScopeArg::Process => Scope::Process,
-        },
-        interval: Seconds(args.interval.as_secs_f64()),
-        host,
-        cluster: cluster::detect(|k| std::env::var(k).ok()),
-        pue: pue.value,
-        intensity: intensity(&args.cost.grid, &catalogs)?,
-        baseline: None,
-    };
     // Before anything is measured: from here on every catchable signal is forwarded to the
     // command and the final record still gets written.
     runner::install_forwarding()?;
     let probe = ProcessProbe::new();
-    let (tdp, tdp_note) = cpu_tdp(args.sensors.cpu_tdp, &catalogs);
-    let (sources, mut warnings) = sources(&args, tdp, &ctx, &probe);
-    // Which catalog row (or the fallback) the CPU estimate uses: printed, and kept in the record.
-    if let Some(note) = tdp_note.filter(|_| meter_estimates_cpu(&sources)) {
-        warnings.insert(0, note);
-    }
-    for w in &warnings {
-        eprintln!("amdahl: warning: {w}");
-    }
-    let mut meter = Meter::new(sources);
-    let (log, codecarbon) = open_outputs(&args, &ctx, &meter, &warnings)?;
-    if let Some(d) = args.baseline.filter(|_| ctx.cluster.role == Role::Measured) {
-        ctx.baseline = Some(measure_baseline(&mut meter, d));
-    }
-
-    // The command starts now: the baseline phase is not part of the run's window.
-    ctx.started_unix_s = unix_now();
-    let busy0 = procfs::machine_busy();
-    let sampler = sampler::start(
-        meter,
-        args.interval,
-        on_sample(&args, &ctx, log, &warnings, codecarbon.clone()),
-    );
+    let session = Session::start(&args, Arc::clone(&probe), Arc::new(Work::default()))?;
     let (finished, spawn_error) = match runner::spawn(&args.command) {
         Ok(mut child) => (Some(runner::wait(&mut child, true)?), None),
         Err(e) => (None, Some(e)),
@@ -460,9 +630,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(f) = &finished {
         probe.finish(f.cpu.get());
     }
-    let meter = sampler.stop()?;
-    let busy1 = procfs::machine_busy();
-
     let exit_code = match (&finished, &spawn_error) {
         (Some(f), _) => f.exit_code,
         (None, Some(MeterError::CommandNotExecutable { .. })) => 126,
@@ -471,6 +638,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(e) = &spawn_error {
         eprintln!("amdahl: error: {e}");
     }
+    let mut warnings = Vec::new();
     if finished.is_some() {
         let left = procfs::live_children(std::process::id(), &procfs::all_pid_stats());
         if !left.is_empty() {
@@ -492,50 +660,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
             ));
         }
     }
-    // Process scope: the command's CPU time over the machine's busy CPU time in the same window.
-    // The probe's figure is the larger of rusage and the live /proc scans (which also saw
-    // orphans still running when the command exited).
-    let share = match (ctx.scope, &finished, busy0, busy1) {
-        (Scope::Process, Some(_), Some(a), Some(b)) => {
-            Some(estimate::cpu_share(probe.cpu_seconds(), (b - a).get()))
-        }
-        (Scope::Process, ..) => Some(0.0),
-        (Scope::Machine, ..) => None,
-    };
     let interrupted = runner::interrupted();
-    let rec = record::build(
-        &ctx,
-        &meter.energies(),
-        Progress {
-            duration: meter.elapsed(),
-            exit_code: Some(exit_code),
-            child_signal: finished.and_then(|f| f.signal),
-            partial: interrupted.is_some(),
-            interrupted_by: interrupted.map(runner::signal_name),
-            not_started: spawn_error.as_ref().map(|e| e.to_string()),
-            cpu_time: finished.map(|f| match ctx.scope {
-                Scope::Process => Seconds(probe.cpu_seconds()),
-                Scope::Machine => f.cpu,
-            }),
-            max_rss: finished.map(|f| f.max_rss),
-            share,
-            warnings,
-        },
-    );
-    // Both outputs are attempted before either error is reported: a failing `-o` must not
-    // cost the CodeCarbon row, nor the reverse.
-    let written = LiveOutputs::new(&args).write(&rec, true);
-    let appended = match codecarbon {
-        // The sampler has stopped, so this is the only reference left.
-        Some(cc) => match Arc::try_unwrap(cc) {
-            // A command that never ran gets no row: CodeCarbon would have measured nothing.
-            Ok(cc) => cc.finish(finished.is_some().then_some(&rec)),
-            Err(_) => Err(anyhow::anyhow!("the CodeCarbon file is still in use")),
-        },
-        None => Ok(()),
-    };
-    written?;
-    appended?;
+    let rec = session.finish(Ending {
+        exit_code: Some(exit_code),
+        child_signal: finished.and_then(|f| f.signal),
+        partial: interrupted.is_some(),
+        interrupted_by: interrupted.map(runner::signal_name),
+        not_started: spawn_error.as_ref().map(|e| e.to_string()),
+        cpu_time: finished.map(|f| f.cpu),
+        max_rss: finished.map(|f| f.max_rss),
+        warnings,
+        ran: finished.is_some(),
+    })?;
     if spawn_error.is_none() && !crate::output::quiet() {
         eprint!("{}", run_summary(&rec));
     }

@@ -1,0 +1,202 @@
+//! What the Python package (`crates/amdahl-py`) calls. It converts Python arguments into a
+//! command line and results back into Python objects; everything in between is the CLI's own
+//! code, so a Python call gives the same numbers and the same error messages as the command.
+//!
+//! - [`call`]: a command run on an argv (`["plan", "--model", …, "--json"]`), its stdout
+//!   returned instead of printed.
+//! - [`Tracker`]: `amdahl run`'s [`Session`] around code in this process instead of a child.
+
+use crate::cmd::run::{Ending, Session};
+use crate::{Command, Outcome};
+use amdahl_meter::estimate::ProcessProbe;
+use amdahl_meter::procfs;
+use amdahl_meter::progress::Work;
+use amdahl_meter::record::RunRecord;
+use amdahl_model::units::{Bytes, Seconds};
+use clap::Parser;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// A command that failed: its exit code (1 error, 2 usage) and the message the CLI prints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    fn error(e: &anyhow::Error) -> Self {
+        Failure {
+            code: 1,
+            message: format!("{e:#}"),
+        }
+    }
+    fn usage(e: &clap::Error) -> Self {
+        Failure {
+            code: u8::try_from(e.exit_code()).unwrap_or(2),
+            message: e.render().to_string().trim_end().to_string(),
+        }
+    }
+}
+
+/// The integer of an [`ExitCode`] (std keeps it opaque; it only compares them).
+pub fn exit_status(code: ExitCode) -> u8 {
+    (0..=u8::MAX)
+        .find(|c| ExitCode::from(*c) == code)
+        .unwrap_or(1)
+}
+
+/// Run `amdahl ARGS…` (without the program name) and return what it printed on stdout. The
+/// caller adds `--json` to get the versioned result. A command that exits non-zero without an
+/// error (none of the modelling commands do) is a failure with its code.
+pub fn call(args: &[String]) -> Result<String, Failure> {
+    let argv = std::iter::once("amdahl".to_string()).chain(args.iter().cloned());
+    let (outcome, stdout) = crate::output::capture(|| crate::execute(argv));
+    match outcome {
+        Outcome::Exit(code) if code == ExitCode::SUCCESS => Ok(stdout),
+        Outcome::Exit(code) => Err(Failure {
+            code: exit_status(code),
+            message: format!(
+                "amdahl {} exited with {}",
+                args.join(" "),
+                exit_status(code)
+            ),
+        }),
+        Outcome::Usage(e) => Err(Failure::usage(&e)),
+        Outcome::Error(message) => Err(Failure { code: 1, message }),
+    }
+}
+
+/// How the tracked code ended.
+#[derive(Debug, Clone, Default)]
+pub struct Exit {
+    /// The exception that left the block, as `(type name, message)`; None for a normal end.
+    pub exception: Option<(String, String)>,
+}
+
+/// `amdahl run`'s measurement around code running in this process: the same sensors, sampler,
+/// outputs (written after every sample) and record; the process itself and its children are the
+/// "command" (process scope charges their CPU time).
+pub struct Tracker {
+    session: Session,
+    work: Arc<Work>,
+    probe: Arc<ProcessProbe>,
+    /// The process that started the tracker: a forked child has no sampler thread to stop.
+    pid: u32,
+}
+
+impl Tracker {
+    /// Start measuring. `options` are `amdahl run`'s options (`--region FR -o run.json …`),
+    /// parsed and checked by the same code, and `command` is what the record names as the
+    /// command (the script's argv). Fails, before any work, on what `amdahl run` would refuse.
+    pub fn start(
+        options: &[String],
+        command: &[String],
+        work: Arc<Work>,
+    ) -> Result<Tracker, Failure> {
+        let argv = ["amdahl", "run"]
+            .into_iter()
+            .map(String::from)
+            .chain(options.iter().cloned())
+            .chain(std::iter::once("--".to_string()))
+            .chain(command.iter().cloned());
+        let args = match crate::Cli::try_parse_from(argv) {
+            Ok(crate::Cli {
+                command: Command::Run(a),
+                ..
+            }) => a,
+            Ok(_) => {
+                return Err(Failure {
+                    code: 2,
+                    message: "not a run".into(),
+                })
+            }
+            Err(e) => return Err(Failure::usage(&e)),
+        };
+        let probe = ProcessProbe::of_this_process();
+        let session = Session::start(&args, Arc::clone(&probe), Arc::clone(&work))
+            .map_err(|e| Failure::error(&e))?;
+        Ok(Tracker {
+            session,
+            work,
+            probe,
+            pid: std::process::id(),
+        })
+    }
+
+    /// The units of work (steps, epochs) the code reports.
+    pub fn work(&self) -> &Arc<Work> {
+        &self.work
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.session.context().run_id
+    }
+
+    /// kg CO2e per joule of this run (PUE × grid intensity), for projections.
+    pub fn kg_per_joule(&self) -> f64 {
+        let c = self.session.context();
+        c.pue * c.intensity.g_per_kwh.get() / 3.6e9
+    }
+
+    /// Stop, write the final record and the CodeCarbon row, and return the record.
+    pub fn stop(self, exit: Exit) -> Result<RunRecord, Failure> {
+        if std::process::id() != self.pid {
+            return Err(Failure {
+                code: 1,
+                message: format!(
+                    "this tracker was started in process {} and cannot be stopped in a forked child ({}); the parent stops it and writes the record",
+                    self.pid,
+                    std::process::id()
+                ),
+            });
+        }
+        let (exit_code, partial, by, warnings) = match exit.exception {
+            None => (0, false, None, Vec::new()),
+            Some((kind, message)) => (
+                // What the interpreter would exit with: 130 (128 + SIGINT) for Ctrl-C, else 1.
+                if kind == "KeyboardInterrupt" { 130 } else { 1 },
+                true,
+                Some(kind.clone()),
+                vec![format!("the tracked code raised {kind}: {message}")],
+            ),
+        };
+        // The CPU time of this process and its children since start (the probe subtracts what
+        // the interpreter had spent before), and the process's peak RSS.
+        self.probe.refresh();
+        self.session
+            .finish(Ending {
+                exit_code: Some(exit_code),
+                partial,
+                interrupted_by: by,
+                cpu_time: Some(Seconds(self.probe.cpu_seconds())),
+                max_rss: procfs::own_peak_rss_bytes().map(|b| Bytes(b as f64)),
+                warnings,
+                ran: true,
+                ..Default::default()
+            })
+            .map_err(|e| Failure::error(&e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_reads_the_opaque_code() {
+        assert_eq!(exit_status(ExitCode::SUCCESS), 0);
+        assert_eq!(exit_status(ExitCode::from(2)), 2);
+        assert_eq!(exit_status(ExitCode::from(255)), 255);
+    }
+
+    #[test]
+    fn call_returns_stdout_or_the_cli_message() {
+        let out = call(&["accelerate".into(), "--help".into()]);
+        // --help is a "usage" outcome with exit code 0 in clap; it is not a result.
+        assert!(matches!(out, Err(Failure { code: 0, .. })), "{out:?}");
+        let e = call(&["plan".into(), "--nope".into()]).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(e.message.contains("--nope"), "{}", e.message);
+    }
+}

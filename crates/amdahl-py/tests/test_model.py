@@ -1,0 +1,87 @@
+"""The modelling functions give the CLI's numbers and messages (issue 12)."""
+
+import json
+import subprocess
+
+import pytest
+
+import amdahl
+from amdahl import AmdahlError
+
+
+def cli(amdahl_cmd, *args):
+    return subprocess.run([amdahl_cmd, *args], capture_output=True, text=True)
+
+
+def test_plan_equals_the_cli_figure(amdahl_cmd):
+    # The issue's example: Megatron 530B on 2,520 A100s (Narayanan et al., SC'21, Table 1).
+    py = amdahl.plan(model="megatron-530b", system="a100-80gb", gpus=2520, tp=8, pp=35, mbs=1, batch=2520, recompute="full")
+    out = cli(amdahl_cmd, "plan", "--model", "megatron-530b", "--system", "a100-80gb", "--gpus", "2520", "--tp", "8",
+              "--pp", "35", "--mbs", "1", "--batch", "2520", "--recompute", "full", "--json")
+    assert out.returncode == 0, out.stderr
+    assert py["schema"].startswith("amdahl.plan")
+    assert py["step_time_s"] == json.loads(out.stdout)["step_time_s"]
+    assert py == json.loads(out.stdout)
+
+
+def test_errors_carry_the_cli_message(amdahl_cmd):
+    with pytest.raises(AmdahlError) as e:
+        amdahl.plan(model="megatron-530b", system="a100-80gb", gpus=2521, tp=8, pp=35, batch=2520)
+    out = cli(amdahl_cmd, "plan", "--model", "megatron-530b", "--system", "a100-80gb", "--gpus", "2521", "--tp", "8",
+              "--pp", "35", "--batch", "2520")
+    assert out.returncode == 1
+    assert out.stderr.strip() == f"error: {e.value}"
+    assert isinstance(e.value, ValueError)
+
+
+def test_usage_errors_name_the_flag():
+    with pytest.raises(AmdahlError, match="--gpus"):
+        amdahl.plan(model="megatron-530b", system="a100-80gb", gpus="many", batch=8)
+    with pytest.raises(AmdahlError, match="--warp-drive"):
+        amdahl.plan(model="megatron-530b", warp_drive=9)
+    # True is a switch; inside a list it has no meaning and is refused, not turned into "True".
+    with pytest.raises(TypeError):
+        amdahl.plan(model="megatron-530b", gpus=[True])
+
+
+def test_fit_recovers_a_known_serial_fraction():
+    # T(n) = 100 s × (0.05 + 0.95/n): Amdahl with serial fraction 0.05 exactly.
+    points = [{"n": n, "time": 100 * (0.05 + 0.95 / n)} for n in (1, 2, 4, 8, 16, 32)]
+    r = amdahl.fit(points)
+    pairs = amdahl.fit([(p["n"], p["time"]) for p in points])
+    assert r == pairs
+    assert (r["schema"], r["source"]) == ("amdahl.fit/1", "points (Python)")
+    model = next(m for m in r["series"][0]["models"] if m["model"] == "amdahl")
+    # The exact data: serial fraction 0.05 to rounding, Karp-Flatt e = 0.05 at every N.
+    assert model["serial_fraction"] == pytest.approx(0.05, abs=1e-12)
+    assert all(p["karp_flatt"] == pytest.approx(0.05, abs=1e-12) for p in r["series"][0]["points"][1:])
+
+
+def test_fit_refuses_bad_points():
+    with pytest.raises(AmdahlError, match="no points"):
+        amdahl.fit([])
+    with pytest.raises(AmdahlError, match="pair"):
+        amdahl.fit([(1, 2, 3)])
+
+
+def test_carbon_equals_the_cli(amdahl_cmd):
+    kw = dict(device="h100", count=8, hours=24, region="FR", pue=1.1)
+    py = amdahl.carbon(**kw)
+    out = cli(amdahl_cmd, "carbon", "--device", "h100", "--count", "8", "--hours", "24", "--region", "FR", "--pue", "1.1", "--json")
+    assert out.returncode == 0, out.stderr
+    assert py == json.loads(out.stdout)
+
+
+def test_infer_equals_the_cli(amdahl_cmd):
+    py = amdahl.infer(model="llama3-70b", system="h100", tp=4, precision="fp8")
+    out = cli(amdahl_cmd, "infer", "--model", "llama3-70b", "--system", "h100", "--tp", "4", "--precision", "fp8", "--json")
+    assert out.returncode == 0, out.stderr
+    assert py["schema"].startswith("amdahl.infer")
+    assert py == json.loads(out.stdout)
+
+
+def test_the_console_command_is_the_cli(amdahl_cmd):
+    out = cli(amdahl_cmd, "--version")
+    assert out.returncode == 0 and out.stdout.startswith("amdahl ")
+    bad = cli(amdahl_cmd, "plan", "--nope")
+    assert bad.returncode == 2 and "--nope" in bad.stderr
