@@ -50,6 +50,10 @@ struct Cli {
     /// still go to stderr).
     #[arg(short, long, global = true)]
     quiet: bool,
+    /// Size plots are drawn for: column (85 mm, one column of a paper), page (174 mm) or slide
+    /// (254 mm, larger type).
+    #[arg(long, global = true, value_enum, default_value = "page")]
+    size: output::PlotSize,
     #[command(subcommand)]
     command: Command,
 }
@@ -86,11 +90,14 @@ enum Command {
     Scale(cmd::scale::Args),
     /// Measure this machine: GEMM per precision, sparse vs dense, memory bandwidth, thread scaling.
     Bench(cmd::bench::Args),
+    /// Write one self-contained HTML page from saved results: tables, plots, provenance, statements.
+    Report(cmd::report::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     output::set_quiet(cli.quiet);
+    amdahl_report::svg::set_size(cli.size.into());
     amdahl_report::table::set_max_width(output::table_width());
     match dispatch(cli.command) {
         Ok(code) => code,
@@ -118,6 +125,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Merge(a) => cmd::merge::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Infer(a) => cmd::infer::run(a),
+        Command::Report(a) => cmd::report::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Scale(a) => cmd::scale::run(a),
     }

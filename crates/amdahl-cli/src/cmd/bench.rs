@@ -335,8 +335,7 @@ fn emit<T: Serialize>(
 ) -> Result<ExitCode> {
     if let Some(path) = &common.svg {
         check_result(report)?;
-        write_file(path, &svg())?;
-        crate::output::wrote(path);
+        crate::output::write_plot(path, &svg())?;
     }
     let out = match common.format.format() {
         Format::Table => text,

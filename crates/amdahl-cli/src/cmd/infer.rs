@@ -234,7 +234,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     print(&text)?;
     if let Some(p) = &a.svg {
-        write_file(p, &amdahl_report::infer::infer_svg(&result))?;
+        crate::output::write_plot(p, &amdahl_report::infer::infer_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -296,7 +296,7 @@ fn run_search(
     };
     print(&text)?;
     if let Some(p) = &a.svg {
-        write_file(p, &amdahl_report::infer::search_svg(&result))?;
+        crate::output::write_plot(p, &amdahl_report::infer::search_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -206,7 +206,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let report = LifetimeReport::new(h, sides)?;
     if let Some(path) = &a.svg {
-        write_file(path, &render::svg(&report))?;
+        crate::output::write_plot(path, &render::svg(&report))?;
     }
     let text = match a.format.format() {
         Format::Json => to_json(&report)?,

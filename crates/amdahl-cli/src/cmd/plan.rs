@@ -247,8 +247,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     print_result(&result, &text)?;
     if let Some(p) = &a.svg {
-        write_file(p, &amdahl_report::plan::plan_svg(&result))?;
-        crate::output::wrote(p);
+        crate::output::write_plot(p, &amdahl_report::plan::plan_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -363,8 +362,7 @@ fn run_search(
     };
     print_result(&result, &text)?;
     if let Some(p) = &a.svg {
-        write_file(p, &amdahl_report::plan::search_svg(&result))?;
-        crate::output::wrote(p);
+        crate::output::write_plot(p, &amdahl_report::plan::search_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -96,8 +96,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     validate(&spec)?;
     let pts = points(&args)?;
-    write_file(&args.output, &svg(&spec, &pts))?;
-    crate::output::wrote(&args.output);
+    crate::output::write_plot(&args.output, &svg(&spec, &pts))?;
     let result = SurfaceResult::new(args.output.display().to_string(), spec, pts);
     if result.outside > 0 {
         eprintln!(
