@@ -52,7 +52,15 @@ fn run(dir: &Path, name: &str, region: &str, joules: u64) -> PathBuf {
         .env_remove("SLURM_LOCALID")
         .env_remove("LOCAL_RANK")
         .env_remove("RANK")
-        .args(["run", "--no-gpu", "--interval", "50ms", "--region", region, "-o"])
+        .args([
+            "run",
+            "--no-gpu",
+            "--interval",
+            "50ms",
+            "--region",
+            region,
+            "-o",
+        ])
         .arg(&out)
         .args(["--", "sh", "-c", &bump])
         .assert()
@@ -74,38 +82,91 @@ fn results(dir: &Path) -> Vec<PathBuf> {
     let mut files = runs.to_vec();
     files.extend([
         save(dir, "merge.json", &merge),
-        save(dir, "fit.json", &["fit", "--builtin", "--predict", "64,128"]),
+        save(
+            dir,
+            "fit.json",
+            &["fit", "--builtin", "--predict", "64,128"],
+        ),
         save(dir, "top500.json", &["top500"]),
         save(
             dir,
             "plan.json",
             &[
-                "plan", "--model", "megatron-530b", "--system", "a100-80gb", "--gpus", "2520",
-                "--tp", "8", "--pp", "35", "--mbs", "1", "--batch", "2520", "--recompute",
-                "full", "--region", "US",
+                "plan",
+                "--model",
+                "megatron-530b",
+                "--system",
+                "a100-80gb",
+                "--gpus",
+                "2520",
+                "--tp",
+                "8",
+                "--pp",
+                "35",
+                "--mbs",
+                "1",
+                "--batch",
+                "2520",
+                "--recompute",
+                "full",
+                "--region",
+                "US",
             ],
         ),
         save(
             dir,
             "infer.json",
             &[
-                "infer", "--model", "llama3-70b", "--system", "h100", "--tp", "4",
-                "--precision", "fp8", "--kv-precision", "fp8", "--input", "1024", "--output",
-                "256", "--batch", "64", "--region", "FR",
+                "infer",
+                "--model",
+                "llama3-70b",
+                "--system",
+                "h100",
+                "--tp",
+                "4",
+                "--precision",
+                "fp8",
+                "--kv-precision",
+                "fp8",
+                "--input",
+                "1024",
+                "--output",
+                "256",
+                "--batch",
+                "64",
+                "--region",
+                "FR",
             ],
         ),
         save(
             dir,
             "lifetime.json",
             &[
-                "lifetime", "--train-kwh", "4480000", "--kwh-per-1000-requests", "0.0464",
-                "--requests-per-day", "1e8", "--days", "1095", "--region", "FR",
+                "lifetime",
+                "--train-kwh",
+                "4480000",
+                "--kwh-per-1000-requests",
+                "0.0464",
+                "--requests-per-day",
+                "1e8",
+                "--days",
+                "1095",
+                "--region",
+                "FR",
             ],
         ),
         save(
             dir,
             "gemm.json",
-            &["bench", "gemm", "--quick", "--sizes", "16,32", "--precision", "fp32"],
+            &[
+                "bench",
+                "gemm",
+                "--quick",
+                "--sizes",
+                "16,32",
+                "--precision",
+                "fp32",
+            ],
         ),
     ]);
     files
@@ -180,14 +241,24 @@ fn report_shows_every_kind_with_plots_statements_and_exact_numbers() {
     let files = results(t.path());
     let page = t.path().join("report.html");
     let out = report(&files, &page);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let html = std::fs::read_to_string(&page).unwrap();
     let jsons: Vec<Value> = files
         .iter()
         .map(|f| serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
         .collect();
     // Self-contained: nothing fetched from anywhere.
-    for banned in ["<script", "src=\"http", "href=\"http", "@import", "url(http"] {
+    for banned in [
+        "<script",
+        "src=\"http",
+        "href=\"http",
+        "@import",
+        "url(http",
+    ] {
         assert!(!html.contains(banned), "the page loads something: {banned}");
     }
     for title in [
@@ -221,15 +292,35 @@ fn bad_inputs_are_refused_and_leave_no_page() {
     let dir = t.path();
     let fit = save(dir, "fit.json", &["fit", "--builtin"]);
     let cases: Vec<(&str, String, &str)> = vec![
-        ("newer.json", r#"{"schema":"amdahl.fit/9"}"#.into(), "newer than this amdahl"),
-        ("other.json", r#"{"schema":"someone.else/1"}"#.into(), "unknown schema"),
-        ("catalog.json", r#"{"schema":"amdahl.catalog/1"}"#.into(), "not shown by `amdahl report`"),
-        ("cut.json", {
-            let full = std::fs::read_to_string(&fit).unwrap();
-            full[..full.len() / 2].to_string()
-        }, "truncated"),
+        (
+            "newer.json",
+            r#"{"schema":"amdahl.fit/9"}"#.into(),
+            "newer than this amdahl",
+        ),
+        (
+            "other.json",
+            r#"{"schema":"someone.else/1"}"#.into(),
+            "unknown schema",
+        ),
+        (
+            "catalog.json",
+            r#"{"schema":"amdahl.catalog/1"}"#.into(),
+            "not shown by `amdahl report`",
+        ),
+        (
+            "cut.json",
+            {
+                let full = std::fs::read_to_string(&fit).unwrap();
+                full[..full.len() / 2].to_string()
+            },
+            "truncated",
+        ),
         ("notes.txt", "these are my notes".into(), "not JSON"),
-        ("wrong.json", r#"{"schema":"amdahl.fit/1","series":"none"}"#.into(), "does not match the amdahl.fit/1 schema"),
+        (
+            "wrong.json",
+            r#"{"schema":"amdahl.fit/1","series":"none"}"#.into(),
+            "does not match the amdahl.fit/1 schema",
+        ),
     ];
     let page = dir.join("report.html");
     for (name, text, why) in cases {
@@ -291,7 +382,10 @@ fn headless(browser: &Path, work: &Path, page: &Path, extra: &[String]) -> (Stri
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let profile = work.join(format!("profile-{n}"));
     std::fs::create_dir_all(&profile).unwrap();
-    let (so, se) = (work.join(format!("out-{n}.txt")), work.join(format!("err-{n}.txt")));
+    let (so, se) = (
+        work.join(format!("out-{n}.txt")),
+        work.join(format!("err-{n}.txt")),
+    );
     let mut child = Command::new(browser)
         .args([
             "--headless",
@@ -357,7 +451,11 @@ fn chromium_renders_the_report_without_errors_and_shows_the_json_numbers() {
     let files = results(t.path());
     let page = t.path().join("report.html");
     let out = report(&files, &page);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let jsons: Vec<Value> = files
         .iter()
         .map(|f| serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
@@ -365,14 +463,29 @@ fn chromium_renders_the_report_without_errors_and_shows_the_json_numbers() {
 
     // The console check can fail: a page with a script error is caught.
     let bad = t.path().join("bad.html");
-    std::fs::write(&bad, "<!DOCTYPE html><p>x</p><script>console.error('boom'); undefinedFn();</script>").unwrap();
+    std::fs::write(
+        &bad,
+        "<!DOCTYPE html><p>x</p><script>console.error('boom'); undefinedFn();</script>",
+    )
+    .unwrap();
     let (_, log) = headless(&browser, t.path(), &bad, &["--dump-dom".into()]);
-    assert!(!console_errors(&log).is_empty(), "a console error went unnoticed:\n{log}");
+    assert!(
+        !console_errors(&log).is_empty(),
+        "a console error went unnoticed:\n{log}"
+    );
 
     // The page as the browser built it: no console errors, every number equal to the JSON's.
     let (dom, log) = headless(&browser, t.path(), &page, &["--dump-dom".into()]);
-    assert!(console_errors(&log).is_empty(), "console errors:\n{}", console_errors(&log).join("\n"));
-    assert!(dom.contains("<svg") && dom.contains("amdahl report"), "{}", &dom[..dom.len().min(500)]);
+    assert!(
+        console_errors(&log).is_empty(),
+        "console errors:\n{}",
+        console_errors(&log).join("\n")
+    );
+    assert!(
+        dom.contains("<svg") && dom.contains("amdahl report"),
+        "{}",
+        &dom[..dom.len().min(500)]
+    );
     let checked = numbers_match(&dom, &jsons);
     assert!(checked > 200, "only {checked} numbers in the rendered page");
 
@@ -398,10 +511,23 @@ fn chromium_renders_the_report_without_errors_and_shows_the_json_numbers() {
     let channels = info.line_size / info.width as usize;
     let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(channels).collect();
     let near = |p: &[u8], (r, g, b): (i32, i32, i32)| {
-        (i32::from(p[0]) - r).abs() < 12 && (i32::from(p[1]) - g).abs() < 12 && (i32::from(p[2]) - b).abs() < 12
+        (i32::from(p[0]) - r).abs() < 12
+            && (i32::from(p[1]) - g).abs() < 12
+            && (i32::from(p[2]) - b).abs() < 12
     };
-    let blue = pixels.iter().filter(|p| near(p, (0x00, 0x72, 0xB2))).count();
+    let blue = pixels
+        .iter()
+        .filter(|p| near(p, (0x00, 0x72, 0xB2)))
+        .count();
     let white = pixels.iter().filter(|p| near(p, (255, 255, 255))).count();
-    assert!(blue > 200, "{blue} pixels of the plots' blue: plots not drawn? see {}", shot.display());
-    assert!(white < pixels.len() * 98 / 100, "the screenshot is blank: {}", shot.display());
+    assert!(
+        blue > 200,
+        "{blue} pixels of the plots' blue: plots not drawn? see {}",
+        shot.display()
+    );
+    assert!(
+        white < pixels.len() * 98 / 100,
+        "the screenshot is blank: {}",
+        shot.display()
+    );
 }

@@ -101,7 +101,13 @@ mod tests {
         let bytes = pdf(SVG).unwrap();
         assert!(bytes.starts_with(b"%PDF-"));
         let text = String::from_utf8_lossy(&bytes);
-        assert_eq!(text.matches("/Type /Page\n").count() + text.matches("/Type /Page/").count() + text.matches("/Type /Page ").count() >= 1, true);
+        assert_eq!(
+            text.matches("/Type /Page\n").count()
+                + text.matches("/Type /Page/").count()
+                + text.matches("/Type /Page ").count()
+                >= 1,
+            true
+        );
         assert!(text.contains("DejaVu"), "font not embedded");
     }
 

@@ -57,10 +57,7 @@ pub fn width(text: &str, size: f64) -> f64 {
         .map(|c| match m.ascii.get(c as usize) {
             Some(&a) if c.is_ascii() => a,
             _ => {
-                let g = m
-                    .face
-                    .glyph_index(c)
-                    .unwrap_or(ttf_parser::GlyphId(0));
+                let g = m.face.glyph_index(c).unwrap_or(ttf_parser::GlyphId(0));
                 m.face
                     .glyph_hor_advance(g)
                     .map_or(0.6, |w| f64::from(w) / m.units_per_em)
@@ -88,7 +85,11 @@ mod tests {
         assert!((per("M") - 1767.0).abs() < 0.5, "{}", per("M"));
         assert!((per("i") - 569.0).abs() < 0.5, "{}", per("i"));
         // Widths add up and scale with the size.
-        assert!((width("10", 10.0) - 2.0 * width("0", 10.0) + width("0", 10.0) - width("1", 10.0)).abs() < 1e-9);
+        assert!(
+            (width("10", 10.0) - 2.0 * width("0", 10.0) + width("0", 10.0) - width("1", 10.0))
+                .abs()
+                < 1e-9
+        );
         assert!((width("α−", 10.0) - 2.0 * width("α−", 5.0)).abs() < 1e-9);
         assert!(width("α", 10.0) > 3.0);
     }

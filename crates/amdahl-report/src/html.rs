@@ -403,9 +403,26 @@ pub fn key_figures(v: &Value) -> Vec<(String, Value)> {
 fn is_provenance(path: &str) -> bool {
     let last = path.rsplit('.').next().unwrap_or(path);
     [
-        "version", "command", "source", "method", "basis", "origin", "citation", "year", "host",
-        "hostname", "cpu", "device", "name", "estimated", "measured", "predicted", "started_at",
-        "run_id", "file", "build",
+        "version",
+        "command",
+        "source",
+        "method",
+        "basis",
+        "origin",
+        "citation",
+        "year",
+        "host",
+        "hostname",
+        "cpu",
+        "device",
+        "name",
+        "estimated",
+        "measured",
+        "predicted",
+        "started_at",
+        "run_id",
+        "file",
+        "build",
     ]
     .iter()
     .any(|w| last.contains(w))
@@ -439,7 +456,9 @@ fn provenance(e: &Entry) -> Vec<(String, String)> {
                     out.push((prefix.to_string(), s.clone()));
                 }
             }
-            Value::Bool(b) if is_provenance(prefix) => out.push((prefix.to_string(), b.to_string())),
+            Value::Bool(b) if is_provenance(prefix) => {
+                out.push((prefix.to_string(), b.to_string()))
+            }
             Value::Array(items) => {
                 // Sources listed in arrays (a run's devices, a search's layouts) are summarised by
                 // their distinct values so a long list does not drown the section.
@@ -508,7 +527,10 @@ pub fn page(entries: &[Entry], generator: &str) -> String {
     );
     out.push_str("<nav><ul>\n");
     for schema in &order {
-        let n = entries.iter().filter(|e| e.saved.schema() == *schema).count();
+        let n = entries
+            .iter()
+            .filter(|e| e.saved.schema() == *schema)
+            .count();
         let _ = writeln!(
             out,
             "<li><a href=\"#{}\">{}</a> ({n})</li>",
@@ -616,13 +638,21 @@ fn card(out: &mut String, i: usize, e: &Entry, alone: bool, svg_index: &mut usiz
         let _ = writeln!(
             out,
             "<figure>{}</figure>",
-            unique_ids(svg.trim_start_matches("<?xml version=\"1.0\"?>"), *svg_index)
+            unique_ids(
+                svg.trim_start_matches("<?xml version=\"1.0\"?>"),
+                *svg_index
+            )
         );
     }
     if alone {
         out.push_str("<details open><summary>Key figures</summary><div class=\"scroll\"><table class=\"figures\">\n");
         for (path, v) in key_figures(&e.json) {
-            let _ = writeln!(out, "<tr><th>{}</th>{}</tr>", esc(&path), value_cell(i, &path, &v));
+            let _ = writeln!(
+                out,
+                "<tr><th>{}</th>{}</tr>",
+                esc(&path),
+                value_cell(i, &path, &v)
+            );
         }
         out.push_str("</table></div></details>\n");
     }
@@ -704,7 +734,10 @@ mod tests {
         let e = read("hello", "h.txt").unwrap_err();
         assert!(e.message.contains("not JSON"), "{e}");
         let e = read(r#"{"schema":"amdahl.fit/1","series":3}"#, "f.json").unwrap_err();
-        assert!(e.message.contains("does not match the amdahl.fit/1 schema"), "{e}");
+        assert!(
+            e.message.contains("does not match the amdahl.fit/1 schema"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -727,7 +760,13 @@ mod tests {
 
     #[test]
     fn ids_of_inline_plots_are_made_unique() {
-        let s = unique_ids(r#"<clipPath id="clip0_0"/><g clip-path="url(#clip0_0)">"#, 3);
-        assert_eq!(s, r#"<clipPath id="f3-clip0_0"/><g clip-path="url(#f3-clip0_0)">"#);
+        let s = unique_ids(
+            r#"<clipPath id="clip0_0"/><g clip-path="url(#clip0_0)">"#,
+            3,
+        );
+        assert_eq!(
+            s,
+            r#"<clipPath id="f3-clip0_0"/><g clip-path="url(#f3-clip0_0)">"#
+        );
     }
 }

@@ -473,7 +473,10 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<Vec<Tick>> {
     };
     let (a, b) = (lo.floor() as i32, hi.ceil() as i32);
     let mut out = Vec::new();
-    for mantissas in [&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0][..], &[1.0, 2.0, 5.0]] {
+    for mantissas in [
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0][..],
+        &[1.0, 2.0, 5.0],
+    ] {
         let mut t = Vec::new();
         for k in a..=b {
             for &m in mantissas {
@@ -744,7 +747,11 @@ impl Plot {
             return (0.0, 1.0);
         }
         if hi - lo < 1e-12 {
-            let pad = if axis.scale == Scale::Log10 { 0.3 } else { lo.abs().max(1.0) * 0.5 };
+            let pad = if axis.scale == Scale::Log10 {
+                0.3
+            } else {
+                lo.abs().max(1.0) * 0.5
+            };
             return (lo - pad, hi + pad);
         }
         let pad = (hi - lo) * 0.05;
@@ -837,7 +844,12 @@ impl Plot {
             let tw = tw * 1.08;
             drawn.texts.push((
                 self.title.clone(),
-                (tx - tw / 2.0, ty - z.title_font * 0.8, tx + tw / 2.0, ty + z.title_font * 0.2),
+                (
+                    tx - tw / 2.0,
+                    ty - z.title_font * 0.8,
+                    tx + tw / 2.0,
+                    ty + z.title_font * 0.2,
+                ),
             ));
         }
         // Grid lines under everything.
@@ -971,7 +983,14 @@ impl Plot {
                 lines: &lines,
                 boxes: &legend_boxes,
             };
-            match place_label((x, y), (w, lh), z.marker_r + 1.5, &frame, &obstacles, &placed) {
+            match place_label(
+                (x, y),
+                (w, lh),
+                z.marker_r + 1.5,
+                &frame,
+                &obstacles,
+                &placed,
+            ) {
                 Some(b) => {
                     let _ = writeln!(
                         label_svg,
@@ -1015,7 +1034,12 @@ impl Plot {
             );
             drawn.texts.push((
                 t.label.text(),
-                (x - tw / 2.0, base - z.tick_font * 0.95, x + tw / 2.0, base + z.tick_font * 0.2),
+                (
+                    x - tw / 2.0,
+                    base - z.tick_font * 0.95,
+                    x + tw / 2.0,
+                    base + z.tick_font * 0.2,
+                ),
             ));
         }
         for t in &y_ticks {
@@ -1036,7 +1060,12 @@ impl Plot {
             );
             drawn.texts.push((
                 t.label.text(),
-                (right - tw, base - z.tick_font * 0.95, right, base + z.tick_font * 0.2),
+                (
+                    right - tw,
+                    base - z.tick_font * 0.95,
+                    right,
+                    base + z.tick_font * 0.2,
+                ),
             ));
         }
         // Axis titles, shortened with an ellipsis where they would not fit their side.
@@ -1075,7 +1104,12 @@ impl Plot {
         );
         drawn.texts.push((
             yt,
-            (lx - z.axis_font * 0.95, ly - ytw / 2.0, lx + z.axis_font * 0.2, ly + ytw / 2.0),
+            (
+                lx - z.axis_font * 0.95,
+                ly - ytw / 2.0,
+                lx + z.axis_font * 0.2,
+                ly + ytw / 2.0,
+            ),
         ));
         if let Some((b, entries)) = legend {
             self.draw_legend(out, b, &entries, z, &mut drawn);
@@ -1121,7 +1155,11 @@ impl Plot {
                 .count();
             let s: usize = lines
                 .iter()
-                .map(|l| l.windows(2).filter(|w| segment_hits(w[0], w[1], &b)).count())
+                .map(|l| {
+                    l.windows(2)
+                        .filter(|w| segment_hits(w[0], w[1], &b))
+                        .count()
+                })
                 .sum();
             // A hidden marker is data lost; a crossed segment only passes behind the box.
             m * 1000 + s
@@ -1133,7 +1171,14 @@ impl Plot {
         Some(((lx, ly, lx + lw, ly + lh), named))
     }
 
-    fn draw_legend(&self, out: &mut String, b: Rect, named: &[&Series], z: &SizeSpec, drawn: &mut Drawn) {
+    fn draw_legend(
+        &self,
+        out: &mut String,
+        b: Rect,
+        named: &[&Series],
+        z: &SizeSpec,
+        drawn: &mut Drawn,
+    ) {
         let f = z.legend_font;
         let (lx, ly) = (b.0, b.1);
         let _ = writeln!(
@@ -1188,7 +1233,12 @@ impl Plot {
             );
             drawn.texts.push((
                 s.label.clone(),
-                (tx, base - f * 0.95, tx + font::width(&s.label, f), base + f * 0.2),
+                (
+                    tx,
+                    base - f * 0.95,
+                    tx + font::width(&s.label, f),
+                    base + f * 0.2,
+                ),
             ));
         }
     }
@@ -1218,7 +1268,14 @@ fn colorbar_ticks(b: &ColorBar) -> Vec<Tick> {
 
 /// A vertical colour bar right of the frame: the scale as a gradient of 64 stops of its map, with
 /// ticks and a rotated title.
-fn draw_colorbar(out: &mut String, b: &ColorBar, frame: Rect, pad: f64, z: &SizeSpec, drawn: &mut Drawn) {
+fn draw_colorbar(
+    out: &mut String,
+    b: &ColorBar,
+    frame: Rect,
+    pad: f64,
+    z: &SizeSpec,
+    drawn: &mut Drawn,
+) {
     let bw = z.tick_font * 1.2;
     let (bx, by, bh) = (frame.2 + pad * 2.0, frame.1, frame.3 - frame.1);
     let id = format!("cbar{}_{}", frame.0 as i64, frame.1 as i64);
@@ -1263,9 +1320,15 @@ fn draw_colorbar(out: &mut String, b: &ColorBar, frame: Rect, pad: f64, z: &Size
             c(z.tick_font),
             t.label.svg(z.tick_font)
         );
-        drawn
-            .texts
-            .push((t.label.text(), (tx, base - z.tick_font * 0.95, tx + w, base + z.tick_font * 0.2)));
+        drawn.texts.push((
+            t.label.text(),
+            (
+                tx,
+                base - z.tick_font * 0.95,
+                tx + w,
+                base + z.tick_font * 0.2,
+            ),
+        ));
     }
     let lx = bx + bw + 2.0 + pad * 0.5 + widest + pad + z.axis_font * 0.8;
     let ly = by + bh / 2.0;
@@ -1281,7 +1344,12 @@ fn draw_colorbar(out: &mut String, b: &ColorBar, frame: Rect, pad: f64, z: &Size
     );
     drawn.texts.push((
         title,
-        (lx - z.axis_font * 0.95, ly - tw / 2.0, lx + z.axis_font * 0.2, ly + tw / 2.0),
+        (
+            lx - z.axis_font * 0.95,
+            ly - tw / 2.0,
+            lx + z.axis_font * 0.2,
+            ly + tw / 2.0,
+        ),
     ));
 }
 
@@ -1296,7 +1364,9 @@ fn grid(n: usize, panel_w: f64, panel_h: f64, z: &SizeSpec) -> (f64, f64, usize)
         0.72
     };
     // Narrow panels get relatively taller, so their plot area keeps a usable height.
-    let h = (w * aspect).max(z.width * 0.42 / cols as f64 + 60.0).min(w * 1.05);
+    let h = (w * aspect)
+        .max(z.width * 0.42 / cols as f64 + 60.0)
+        .min(w * 1.05);
     (w, h, cols)
 }
 
@@ -1418,7 +1488,6 @@ pub fn data_csv(panels: &[Plot]) -> String {
         .unwrap_or_default()
 }
 
-
 /// Split the data CSV a figure carries (see [`figure`]) off its SVG: `(svg without it, csv)`.
 /// An SVG without data comes back unchanged, with no CSV.
 pub fn split_data(svg: &str) -> (String, Option<String>) {
@@ -1455,7 +1524,11 @@ mod tests {
         let ax = Axis::new(Scale::Log10, "N");
         let t = ticks(&ax, 0.0, 3.0, 300.0, 8.0, true);
         // Dense enough for 1-2-5 steps on 300 pt, plain numbers.
-        assert!(labels(&t).starts_with(&["1".to_string(), "2".into(), "5".into(), "10".into()]), "{:?}", labels(&t));
+        assert!(
+            labels(&t).starts_with(&["1".to_string(), "2".into(), "5".into(), "10".into()]),
+            "{:?}",
+            labels(&t)
+        );
         let t = ticks(&ax, 0.0, 3.0, 110.0, 8.0, true);
         assert_eq!(labels(&t), ["1", "10", "100", "1,000"]);
     }
@@ -1465,7 +1538,12 @@ mod tests {
         let ax = Axis::new(Scale::Log10, "N");
         let t = ticks(&ax, 0.0, 8.0, 200.0, 8.0, true);
         assert!(t.len() >= 3);
-        assert!(t.iter().all(|t| t.label.base == "10" && t.label.sup.is_some()), "{:?}", labels(&t));
+        assert!(
+            t.iter()
+                .all(|t| t.label.base == "10" && t.label.sup.is_some()),
+            "{:?}",
+            labels(&t)
+        );
         let svg = t[1].label.svg(8.0);
         assert!(svg.contains("<tspan dy="), "{svg}");
     }
@@ -1487,7 +1565,11 @@ mod tests {
         let cnt = Axis::new(Scale::Linear, "GPUs").counts();
         for (lo, hi) in [(0.5, 4.5), (1.0, 7.0), (0.0, 250.0), (2.0, 2.8)] {
             for t in ticks(&cnt, lo, hi, 200.0, 8.0, true) {
-                assert!(t.at.fract() == 0.0 && !t.label.base.contains('.'), "{lo}..{hi}: {:?}", t.label);
+                assert!(
+                    t.at.fract() == 0.0 && !t.label.base.contains('.'),
+                    "{lo}..{hi}: {:?}",
+                    t.label
+                );
             }
         }
     }
@@ -1514,31 +1596,55 @@ mod tests {
     /// marker is inside the frame and under no label, at least three ticks per axis.
     pub(crate) fn check_layout(f: &Figure) {
         for (p, d) in f.panels.iter().enumerate() {
-            assert!(d.x_ticks.len() >= 3 && d.y_ticks.len() >= 3, "panel {p}: ticks {:?} {:?}", labels(&d.x_ticks), labels(&d.y_ticks));
+            assert!(
+                d.x_ticks.len() >= 3 && d.y_ticks.len() >= 3,
+                "panel {p}: ticks {:?} {:?}",
+                labels(&d.x_ticks),
+                labels(&d.y_ticks)
+            );
             for (i, (a, ra)) in d.texts.iter().enumerate() {
                 for (b, rb) in &d.texts[i + 1..] {
-                    assert!(!overlap(ra, rb), "panel {p}: `{a}` {ra:?} overlaps `{b}` {rb:?}");
+                    assert!(
+                        !overlap(ra, rb),
+                        "panel {p}: `{a}` {ra:?} overlaps `{b}` {rb:?}"
+                    );
                 }
             }
             for &(x, y, r) in &d.markers {
                 let m = (x - r, y - r, x + r, y + r);
                 for (t, rl) in &d.labels {
-                    assert!(!overlap(rl, &m), "panel {p}: label `{t}` covers the marker at ({x}, {y})");
+                    assert!(
+                        !overlap(rl, &m),
+                        "panel {p}: label `{t}` covers the marker at ({x}, {y})"
+                    );
                 }
             }
         }
     }
 
     fn dense_plot(points: &[(f64, f64)]) -> Plot {
-        let mut p = Plot::new("dense", Axis::new(Scale::Log10, "N"), Axis::new(Scale::Linear, "E"));
-        p.series.push(Series::new("runs", PALETTE[0], Style::LinePoints).points(points.iter().copied()));
-        p.labels.extend(points.iter().enumerate().map(|(i, &(x, y))| Label { x, y, text: format!("run {i}") }));
+        let mut p = Plot::new(
+            "dense",
+            Axis::new(Scale::Log10, "N"),
+            Axis::new(Scale::Linear, "E"),
+        );
+        p.series.push(
+            Series::new("runs", PALETTE[0], Style::LinePoints).points(points.iter().copied()),
+        );
+        p.labels
+            .extend(points.iter().enumerate().map(|(i, &(x, y))| Label {
+                x,
+                y,
+                text: format!("run {i}"),
+            }));
         p
     }
 
     #[test]
     fn crowded_labels_are_dropped_and_listed_in_the_caption() {
-        let pts: Vec<(f64, f64)> = (0..40).map(|i| (1.0 + f64::from(i) * 0.05, 0.5 + f64::from(i % 3) * 0.01)).collect();
+        let pts: Vec<(f64, f64)> = (0..40)
+            .map(|i| (1.0 + f64::from(i) * 0.05, 0.5 + f64::from(i % 3) * 0.01))
+            .collect();
         let f = figure_at(&[dense_plot(&pts)], 400.0, 300.0, Size::Column);
         check_layout(&f);
         let d = &f.panels[0];
@@ -1552,7 +1658,12 @@ mod tests {
 
     #[test]
     fn the_data_travel_with_the_figure_and_split_off() {
-        let f = figure_at(&[dense_plot(&[(1.0, 0.5), (2.0, 0.7), (4.0, 0.9)])], 400.0, 300.0, Size::Page);
+        let f = figure_at(
+            &[dense_plot(&[(1.0, 0.5), (2.0, 0.7), (4.0, 0.9)])],
+            400.0,
+            300.0,
+            Size::Page,
+        );
         let (svg, csv) = split_data(&f.svg);
         let csv = csv.unwrap_or_default();
         assert!(!svg.contains("amdahl-data") && svg.starts_with("<svg"));
@@ -1564,12 +1675,33 @@ mod tests {
     fn column_size_text_is_at_least_seven_points() {
         let z = Size::Column.spec();
         assert_eq!(z.width, 241.0); // 85 mm in points
-        for f in [z.tick_font, z.axis_font, z.title_font, z.label_font, z.legend_font] {
+        for f in [
+            z.tick_font,
+            z.axis_font,
+            z.title_font,
+            z.label_font,
+            z.legend_font,
+        ] {
             assert!(f >= 7.0);
         }
-        let f = figure_at(&[dense_plot(&[(1.0, 0.5), (2.0, 0.7)])], 400.0, 300.0, Size::Column);
-        assert!(f.svg.starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" width="241pt""#), "{}", &f.svg[..120]);
-        for size in f.svg.split("font-size=\"").skip(1).filter_map(|s| s.split('"').next()) {
+        let f = figure_at(
+            &[dense_plot(&[(1.0, 0.5), (2.0, 0.7)])],
+            400.0,
+            300.0,
+            Size::Column,
+        );
+        assert!(
+            f.svg
+                .starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" width="241pt""#),
+            "{}",
+            &f.svg[..120]
+        );
+        for size in f
+            .svg
+            .split("font-size=\"")
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+        {
             let pt: f64 = size.parse().unwrap_or(0.0);
             // Superscripts are 0.72 × a 7 pt tick label at the least.
             assert!(pt >= 5.0, "font-size {pt}");

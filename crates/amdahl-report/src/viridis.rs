@@ -38,7 +38,11 @@ pub fn rgb(i: usize) -> (u8, u8, u8) {
 /// The colour for `t` in [0, 1] (clamped; NaN maps to 0): the table entry `round(t × 255)`,
 /// as matplotlib picks it for a 256-colour map.
 pub fn color(t: f64) -> String {
-    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 };
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let (r, g, b) = rgb((t * 255.0).round() as usize);
     format!("#{r:02x}{g:02x}{b:02x}")
 }

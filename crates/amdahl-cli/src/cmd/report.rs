@@ -56,10 +56,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         entries.push(entry);
     }
-    let page = html::page(
-        &entries,
-        &format!("amdahl {}", env!("CARGO_PKG_VERSION")),
-    );
+    let page = html::page(&entries, &format!("amdahl {}", env!("CARGO_PKG_VERSION")));
     write_file(&args.output, &page)?;
     output::wrote(&args.output);
     Ok(ExitCode::SUCCESS)
