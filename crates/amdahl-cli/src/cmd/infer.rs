@@ -4,7 +4,7 @@
 
 use crate::cmd::resolve::{load, pue, GridArgs};
 use crate::cmd::shape::{ModelArgs, SystemArgs};
-use crate::output::{print, write_file, Format, FormatArgs};
+use crate::output::{print, Format, FormatArgs};
 use amdahl_model::infer::{
     batch_for_rate, evaluate_at, replicas, search, setup, BatchChoice, Charging, Context,
     InferResult, InferSearchResult, KvFormat, Requests, Serving, Space, WeightFormat,

@@ -5,7 +5,7 @@
 //! `amdahl carbon`.
 
 use crate::cmd::resolve::{exclusive, grid_for, load, pue_for, GridArgs};
-use crate::output::{print, write_file, Format, FormatArgs};
+use crate::output::{print, Format, FormatArgs};
 use amdahl_model::carbon::from_result::{self, Saved};
 use amdahl_model::carbon::lifetime::{
     serving_from, training_from, Horizon, LifetimeReport, Serving, Side, Training,

@@ -3,7 +3,7 @@
 use crate::cmd::resolve::{load, pue, GridArgs};
 use crate::cmd::shape::{ModelArgs, SystemArgs};
 use crate::domain;
-use crate::output::{print_result, write_file, Format, FormatArgs};
+use crate::output::{print_result, Format, FormatArgs};
 use amdahl_model::carbon::Pue;
 use amdahl_model::catalog::grid::GridIntensity;
 use amdahl_model::catalog::Catalogs;

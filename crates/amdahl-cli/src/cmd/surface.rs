@@ -2,7 +2,7 @@
 //! place measured systems (`top500 --json`, `fit --json` results) on it.
 
 use crate::cmd::top500::{load, parse_n};
-use crate::output::{print_result, write_file, Format, FormatArgs};
+use crate::output::{print_result, Format, FormatArgs};
 use amdahl_model::top500::{analyse, NCounts, Query};
 use amdahl_report::surface::{
     points_csv, points_from_json, svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec,
