@@ -493,7 +493,7 @@ th,td{border-bottom:1px solid #e3e3e3;padding:.15rem .5rem;text-align:left;verti
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 th{background:#f4f6f8;position:sticky;top:0}
 .scroll{max-height:28rem;overflow:auto;border:1px solid #eee}
-figure{margin:.6rem 0}figure svg{max-width:100%;height:auto;display:block}
+figure{margin:.6rem 0}figure svg{width:100%;max-width:960px;height:auto;display:block}
 pre{font-size:.78rem;overflow-x:auto;background:#f7f7f7;padding:.5rem}
 blockquote{margin:.5rem 0;padding:.5rem .8rem;border-left:4px solid #009E73;background:#f2faf7}
 .nature{font-size:.9rem;background:#fff8e6;border-left:4px solid #E69F00;padding:.3rem .6rem}

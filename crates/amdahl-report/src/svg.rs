@@ -410,6 +410,15 @@ pub fn ticks(axis: &Axis, lo: f64, hi: f64, len: f64, font: f64, horizontal: boo
             gap >= need
         })
     };
+    // Doubled counts tick at powers of two whenever three or more of them fit.
+    if (axis.scale, axis.ticks) == (Scale::Log10, Ticks::PowersOfTwo) {
+        if let Some(t) = power_of_two_ticks(lo, hi)
+            .into_iter()
+            .find(|t| t.len() >= 3 && fits(t))
+        {
+            return t;
+        }
+    }
     let candidates: Vec<Vec<Tick>> = match (axis.scale, axis.ticks) {
         (Scale::Log10, Ticks::PowersOfTwo) => {
             let mut c = power_of_two_ticks(lo, hi);
@@ -439,10 +448,13 @@ pub fn ticks(axis: &Axis, lo: f64, hi: f64, len: f64, font: f64, horizontal: boo
     // Candidates run from dense to sparse (within each family); take the densest that fits with
     // three or more ticks, else the fitting one with most ticks: labels that touch are worse
     // than a third tick.
+    // About one tick per five label heights, between 4 and 8: dense enough to read values off,
+    // sparse enough not to look like a ruler.
+    let target = (len / (font * 5.0)).clamp(4.0, 8.0) as usize;
     candidates
         .iter()
         .filter(|t| t.len() >= 3 && fits(t))
-        .max_by_key(|t| t.len().min(12))
+        .min_by_key(|t| (t.len().abs_diff(target), usize::MAX - t.len()))
         .or_else(|| {
             candidates
                 .iter()
@@ -468,7 +480,7 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<Vec<Tick>> {
                 TickLabel::power(&format!("{m}×10"), k)
             }
         } else {
-            TickLabel::plain(crate::html::num(m * 10f64.powi(k)))
+            TickLabel::plain(short_number(m * 10f64.powi(k)))
         }
     };
     let (a, b) = (lo.floor() as i32, hi.ceil() as i32);
@@ -507,6 +519,20 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<Vec<Tick>> {
     out
 }
 
+/// A round tick value in as few digits as it needs: whole numbers with thousands separators,
+/// fractions without trailing zeros (0.05, not 0.05000).
+fn short_number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        return crate::count(v);
+    }
+    let s = crate::sig(v, 3);
+    if s.contains('.') && !s.contains('e') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// Ticks at 2^j every 1, 2, 3 … doublings; labels are whole numbers below 10^5, else 2^j.
 fn power_of_two_ticks(lo: f64, hi: f64) -> Vec<Vec<Tick>> {
     let l2 = std::f64::consts::LOG10_2;
@@ -522,7 +548,7 @@ fn power_of_two_ticks(lo: f64, hi: f64) -> Vec<Vec<Tick>> {
                     label: if big {
                         TickLabel::power("2", j)
                     } else {
-                        TickLabel::plain(crate::html::num(2f64.powi(j)))
+                        TickLabel::plain(short_number(2f64.powi(j)))
                     },
                 })
                 .collect()
@@ -563,6 +589,8 @@ fn linear_ticks(lo: f64, hi: f64, whole: bool) -> Vec<Vec<Tick>> {
                 let v = if v.abs() < step * EPS { 0.0 } else { v };
                 let text = if v.abs() >= 1e6 && decimals == 0 {
                     crate::sig(v, 3)
+                } else if decimals == 0 {
+                    crate::count(v)
                 } else {
                     format!("{v:.decimals$}")
                 };
@@ -1579,6 +1607,19 @@ mod tests {
         let ax = Axis::new(Scale::Log10, "threads").powers_of_two();
         let t = ticks(&ax, 0.0, 64f64.log10(), 200.0, 8.0, true);
         assert_eq!(labels(&t), ["1", "2", "4", "8", "16", "32", "64"]);
+    }
+
+    #[test]
+    fn log_fractions_have_no_trailing_zeros() {
+        let ax = Axis::new(Scale::Log10, "GFLOP/s");
+        let t = ticks(&ax, -2.0, 2.0, 300.0, 8.0, false);
+        assert!(labels(&t).contains(&"0.01".to_string()), "{:?}", labels(&t));
+        assert!(
+            t.iter()
+                .all(|t| !(t.label.base.contains('.') && t.label.base.ends_with('0'))),
+            "{:?}",
+            labels(&t)
+        );
     }
 
     #[test]
