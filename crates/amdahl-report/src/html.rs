@@ -634,6 +634,9 @@ fn card(out: &mut String, i: usize, e: &Entry, alone: bool, svg_index: &mut usiz
         esc(&p.nature)
     );
     if let Some(svg) = &p.svg {
+        // The data the SVG carries for `--svg` (written beside it as CSV) stay out of the page:
+        // the detail table shows the result's rows.
+        let (svg, _) = crate::svg::split_data(svg);
         *svg_index += 1;
         let _ = writeln!(
             out,
