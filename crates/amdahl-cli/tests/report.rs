@@ -280,10 +280,12 @@ fn report_shows_every_kind_with_plots_statements_and_exact_numbers() {
     // Statements of the three runs, the plan and the inference result, as `carbon --from`
     // computes them: the run on the French grid cites its region.
     assert_eq!(html.matches("class=\"statement\"").count(), 5);
-    assert!(html.contains("Measured: every device"));
+    // The fake machine has a package counter but no dram zone: RAM is estimated, and the page
+    // says so rather than calling the run measured.
+    assert!(html.contains("Partly estimated: estimate:ram had no readable counter"));
     assert!(html.contains("Estimated: a model prediction"));
     let checked = numbers_match(&html, &jsons);
-    assert!(checked > 200, "only {checked} numbers shown");
+    assert!(checked > 150, "only {checked} numbers shown");
 }
 
 #[test]
@@ -487,7 +489,7 @@ fn chromium_renders_the_report_without_errors_and_shows_the_json_numbers() {
         &dom[..dom.len().min(500)]
     );
     let checked = numbers_match(&dom, &jsons);
-    assert!(checked > 200, "only {checked} numbers in the rendered page");
+    assert!(checked > 150, "only {checked} numbers in the rendered page");
 
     // A screenshot: the plots are drawn (the first series colour of every plot, Okabe–Ito blue
     // #0072B2, is on screen) and the page is not blank.
@@ -505,7 +507,7 @@ fn chromium_renders_the_report_without_errors_and_shows_the_json_numbers() {
     let bytes = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}):\n{log}"));
     let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
     let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let mut buf = vec![0; reader.output_buffer_size()];
     let info = reader.next_frame(&mut buf).unwrap();
     assert_eq!((info.width, info.height), (1400, 2600));
     let channels = info.line_size / info.width as usize;
@@ -530,4 +532,46 @@ fn chromium_renders_the_report_without_errors_and_shows_the_json_numbers() {
         "the screenshot is blank: {}",
         shot.display()
     );
+}
+
+#[test]
+fn plots_carry_csv_beside_and_export_to_png_and_pdf_by_extension() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    for name in ["f.svg", "f.png", "f.pdf"] {
+        amdahl()
+            .args(["--size", "column", "fit", "--builtin", "--svg"])
+            .arg(d.join(name))
+            .assert()
+            .success();
+    }
+    let svg = std::fs::read_to_string(d.join("f.svg")).unwrap();
+    // Column size: 85 mm = 241 pt wide; the data block is split off into f.csv.
+    assert!(svg.starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" width="241pt""#));
+    assert!(!svg.contains("amdahl-data"));
+    let csv = std::fs::read_to_string(d.join("f.csv")).unwrap();
+    assert!(csv.starts_with("panel,series,kind,x,y,x_label,y_label\n"));
+    // The 32 measured points of the built-in series, on each of the two panels.
+    let measured = csv
+        .lines()
+        .filter(|l| l.starts_with("Speedup vs N,measured,points,"))
+        .count();
+    assert_eq!(measured, 32);
+    let png = std::fs::read(d.join("f.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    // 241 pt at 300 dpi = 1004.2 px, rounded up.
+    let decoder = png::Decoder::new(std::io::Cursor::new(png));
+    let reader = decoder.read_info().unwrap();
+    assert_eq!(reader.info().width, 1005);
+    let pdf = std::fs::read(d.join("f.pdf")).unwrap();
+    assert!(pdf.starts_with(b"%PDF-"));
+    // The page is the figure's size: 241 pt wide.
+    let text = String::from_utf8_lossy(&pdf);
+    let width: f64 = text
+        .split("/MediaBox [0 0 ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|w| w.parse().ok())
+        .expect("a MediaBox");
+    assert!((width - 241.0).abs() < 0.5, "page {width} pt wide");
 }
