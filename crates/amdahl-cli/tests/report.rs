@@ -338,7 +338,7 @@ fn bad_inputs_are_refused_and_leave_no_page() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no result files given"));
     let missing = dir.join("no/such/dir/report.html");
-    let out = report(&[fit.clone()], &missing);
+    let out = report(std::slice::from_ref(&fit), &missing);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
     assert!(!dir.join("no").exists());

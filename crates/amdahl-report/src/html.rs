@@ -451,10 +451,12 @@ fn provenance(e: &Entry) -> Vec<(String, String)> {
                     walk(&path, x, out);
                 }
             }
-            Value::String(s) if is_provenance(prefix) && prefix != "schema" => {
-                if !out.iter().any(|(p, _)| p == prefix) {
-                    out.push((prefix.to_string(), s.clone()));
-                }
+            Value::String(s)
+                if is_provenance(prefix)
+                    && prefix != "schema"
+                    && !out.iter().any(|(p, _)| p == prefix) =>
+            {
+                out.push((prefix.to_string(), s.clone()));
             }
             Value::Bool(b) if is_provenance(prefix) => {
                 out.push((prefix.to_string(), b.to_string()))
