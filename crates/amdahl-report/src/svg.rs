@@ -709,21 +709,45 @@ pub fn place_label(
     None
 }
 
-/// Split `text` into lines no wider than `width` at `size` (at spaces).
+/// Split `text` into lines no wider than `width` at `size`: between the items of a `; ` list
+/// where possible (a name stays on one line), else at spaces.
 fn wrap(text: &str, width: f64, size: f64) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut cur = String::new();
-    for word in text.split(' ') {
-        let trial = if cur.is_empty() {
-            word.to_string()
-        } else {
-            format!("{cur} {word}")
-        };
-        if font::width(&trial, size) > width && !cur.is_empty() {
-            lines.push(std::mem::take(&mut cur));
-            cur = word.to_string();
-        } else {
-            cur = trial;
+    let items: Vec<String> = text
+        .split("; ")
+        .enumerate()
+        .map(|(i, item)| {
+            if i == 0 {
+                item.to_string()
+            } else {
+                format!("; {item}")
+            }
+        })
+        .collect();
+    for item in items {
+        if font::width(&format!("{cur}{item}"), size) <= width {
+            cur.push_str(&item);
+            continue;
+        }
+        if !cur.is_empty() && font::width(item.trim_start_matches("; "), size) <= width {
+            lines.push(std::mem::take(&mut cur) + ";");
+            cur = item.trim_start_matches("; ").to_string();
+            continue;
+        }
+        // An item longer than a line: break it at spaces.
+        for word in item.split(' ') {
+            let trial = if cur.is_empty() {
+                word.to_string()
+            } else {
+                format!("{cur} {word}")
+            };
+            if font::width(&trial, size) > width && !cur.is_empty() {
+                lines.push(std::mem::take(&mut cur));
+                cur = word.to_string();
+            } else {
+                cur = trial;
+            }
         }
     }
     if !cur.is_empty() {
