@@ -53,6 +53,10 @@ struct Cli {
     /// still go to stderr).
     #[arg(short, long, global = true)]
     quiet: bool,
+    /// Size plots are drawn for: column (85 mm, one column of a paper), page (174 mm) or slide
+    /// (254 mm, larger type).
+    #[arg(long, global = true, value_enum, default_value = "page")]
+    size: output::PlotSize,
     #[command(subcommand)]
     command: Command,
 }
@@ -91,6 +95,8 @@ enum Command {
     Exporter(cmd::exporter::Args),
     /// Measure this machine: GEMM per precision, sparse vs dense, memory bandwidth, thread scaling.
     Bench(cmd::bench::Args),
+    /// Write one self-contained HTML page from saved results: tables, plots, provenance, statements.
+    Report(cmd::report::Args),
 }
 
 /// How one invocation of the CLI ended.
@@ -116,6 +122,7 @@ where
         Err(e) => return Outcome::Usage(e),
     };
     output::set_quiet(cli.quiet);
+    amdahl_report::svg::set_size(cli.size.into());
     amdahl_report::table::set_max_width(output::table_width());
     match dispatch(cli.command) {
         Ok(code) => Outcome::Exit(code),
@@ -160,6 +167,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Merge(a) => cmd::merge::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Infer(a) => cmd::infer::run(a),
+        Command::Report(a) => cmd::report::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Scale(a) => cmd::scale::run(a),
         Command::Exporter(a) => cmd::exporter::run(a),

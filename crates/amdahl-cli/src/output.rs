@@ -118,7 +118,7 @@ pub fn write_file(path: &Path, contents: &str) -> Result<()> {
             f.write_all(contents.as_bytes())
                 .with_context(|| format!("writing {}", p.display()))
         }
-        Destination::File { path: p, keep } => replace(&p, contents, keep),
+        Destination::File { path: p, keep } => replace(&p, contents.as_bytes(), keep),
     }
 }
 
@@ -194,7 +194,7 @@ fn destination(path: &Path) -> Result<Destination> {
 }
 
 /// Write a uniquely named temporary file beside `path` and rename it over `path`.
-fn replace(path: &Path, contents: &str, keep: Option<std::fs::Permissions>) -> Result<()> {
+fn replace(path: &Path, contents: &[u8], keep: Option<std::fs::Permissions>) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(d) => {
@@ -222,7 +222,7 @@ fn replace(path: &Path, contents: &str, keep: Option<std::fs::Permissions>) -> R
                 dir.display()
             )
         })?;
-    tmp.write_all(contents.as_bytes())
+    tmp.write_all(contents)
         .with_context(|| format!("writing {}", path.display()))?;
     if let Some(perm) = keep {
         tmp.as_file()
@@ -234,6 +234,65 @@ fn replace(path: &Path, contents: &str, keep: Option<std::fs::Permissions>) -> R
         .map_err(|e| e.error)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+/// `--size`: what plots are drawn for.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlotSize {
+    Column,
+    Page,
+    Slide,
+}
+
+impl From<PlotSize> for amdahl_report::svg::Size {
+    fn from(s: PlotSize) -> Self {
+        match s {
+            PlotSize::Column => Self::Column,
+            PlotSize::Page => Self::Page,
+            PlotSize::Slide => Self::Slide,
+        }
+    }
+}
+
+/// Write a plot where the user asked: SVG, or PNG or PDF by the extension of `path` (`.png`,
+/// `.pdf`; anything else is SVG), and its data as CSV beside it (`f.svg` → `f.csv`) so that it
+/// can be re-plotted. Says "wrote" for each file.
+pub fn write_plot(path: &Path, svg: &str) -> Result<()> {
+    let (svg, data) = amdahl_report::svg::split_data(svg);
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("png") => write_bytes(path, &amdahl_report::export::png(&svg)?)?,
+        Some("pdf") => write_bytes(path, &amdahl_report::export::pdf(&svg)?)?,
+        _ => write_file(path, &svg)?,
+    }
+    wrote(path);
+    if let Some(csv) = data {
+        if !is_stream(path) {
+            let beside = path.with_extension("csv");
+            if beside != path {
+                write_file(&beside, &csv)?;
+                wrote(&beside);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`write_file`] for binary contents (PNG, PDF).
+pub fn write_bytes(path: &Path, contents: &[u8]) -> Result<()> {
+    match destination(path)? {
+        Destination::Stream(p) => {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&p)
+                .with_context(|| format!("opening {} for writing", p.display()))?;
+            f.write_all(contents)
+                .with_context(|| format!("writing {}", p.display()))
+        }
+        Destination::File { path: p, keep } => replace(&p, contents, keep),
+    }
 }
 
 /// `--quiet`: set once by `main` before any subcommand runs.

@@ -155,7 +155,7 @@ pub fn gemm_svg(r: &GemmReport) -> String {
     let most = r.rows.iter().map(|x| x.threads).max().unwrap_or(1);
     let mut p = Plot::new(
         format!("GEMM throughput, {most} thread(s)"),
-        Axis::new(Scale::Log10, "matrix order n"),
+        Axis::new(Scale::Log10, "matrix order n").powers_of_two(),
         Axis::new(Scale::Log10, "GFLOP/s (int8: GOP/s), median"),
     );
     for (i, prec) in Precision::ALL.iter().enumerate() {
@@ -340,7 +340,7 @@ fn kib(b: u64) -> String {
 pub fn memory_svg(r: &MemoryReport) -> String {
     let mut p = Plot::new(
         "Read bandwidth vs working set (1 thread)",
-        Axis::new(Scale::Log10, "working set (KiB)"),
+        Axis::new(Scale::Log10, "working set (KiB)").powers_of_two(),
         Axis::new(Scale::Log10, "GB/s"),
     );
     p.series.push(
@@ -624,7 +624,7 @@ pub fn scaling_svg(r: &ScalingReport) -> String {
         .unwrap_or(1) as f64;
     let mut p = Plot::new(
         "Speedup vs threads",
-        Axis::new(Scale::Linear, "threads N"),
+        Axis::new(Scale::Linear, "threads N").counts(),
         Axis::new(Scale::Linear, "speedup T(1)/T(N)"),
     );
     p.series.push(

@@ -310,12 +310,12 @@ pub fn csv(r: &FitResult) -> Result<String, csv::Error> {
 pub fn svg(r: &FitResult) -> String {
     let mut sp = Plot::new(
         "Speedup vs N",
-        Axis::new(Scale::Log10, "N"),
+        Axis::new(Scale::Log10, "N").powers_of_two(),
         Axis::new(Scale::Log10, "speedup S = T(N0)/T(N)"),
     );
     let mut ef = Plot::new(
         "Efficiency vs N",
-        Axis::new(Scale::Log10, "N"),
+        Axis::new(Scale::Log10, "N").powers_of_two(),
         Axis::new(Scale::Linear, "efficiency E = S/(N/N0)"),
     );
     let single = r.series.len() == 1;
@@ -440,7 +440,7 @@ mod tests {
 
     #[test]
     fn svg_has_two_panels_points_and_curves() {
-        let s = svg(&cisco());
+        let (s, _) = crate::svg::split_data(&svg(&cisco()));
         assert!(s.starts_with("<svg"));
         assert_eq!(s.matches("Speedup vs N").count(), 1);
         assert_eq!(s.matches("Efficiency vs N").count(), 1);

@@ -233,7 +233,7 @@ pub fn infer_svg(r: &InferResult) -> String {
     );
     let mut energy = Plot::new(
         "energy per output token vs batch",
-        Axis::new(Scale::Log10, "batch (concurrent sequences)"),
+        Axis::new(Scale::Log10, "batch (concurrent sequences)").powers_of_two(),
         Axis::new(Scale::Log10, "J per output token (IT)"),
     );
     energy.series.push(

@@ -8,8 +8,11 @@ pub mod bench_gpu;
 pub mod carbon;
 pub mod catalog;
 pub mod exporter;
+pub mod export;
 pub mod finite;
 pub mod fit;
+pub mod font;
+pub mod html;
 pub mod infer;
 pub mod lifetime;
 pub mod meter;
@@ -20,6 +23,7 @@ pub mod surface;
 pub mod svg;
 pub mod table;
 pub mod top500;
+pub mod viridis;
 
 /// Serialise any result struct as the pretty JSON amdahl writes (trailing newline included).
 pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, serde_json::Error> {

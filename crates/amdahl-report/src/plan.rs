@@ -270,7 +270,7 @@ pub fn plan_svg(r: &PlanResult) -> String {
     };
     let mut eff = Plot::new(
         format!("{}: efficiency vs N", r.model.name),
-        Axis::new(Scale::Log10, "GPUs N"),
+        Axis::new(Scale::Log10, "GPUs N").powers_of_two(),
         Axis::new(Scale::Linear, "efficiency E").range(0.0, 1.0),
     );
     eff.series.push(
@@ -293,7 +293,7 @@ pub fn plan_svg(r: &PlanResult) -> String {
     }
     let mut parts = Plot::new(
         "1−α_eff by cause (strong scaling)",
-        Axis::new(Scale::Log10, "GPUs N"),
+        Axis::new(Scale::Log10, "GPUs N").powers_of_two(),
         Axis::new(Scale::Log10, "contribution to 1−α_eff"),
     );
     let s = &r.scaling.strong;

@@ -224,7 +224,7 @@ pub fn csv(r: &ScaleResult) -> Result<String, csv::Error> {
 /// parallel efficiency next to energy efficiency Ẽ(N0)/Ẽ(N); median energy per job with its
 /// min–max range.
 pub fn svg(r: &ScaleResult) -> String {
-    let n_axis = || Axis::new(Scale::Log10, "N");
+    let n_axis = || Axis::new(Scale::Log10, "N").powers_of_two();
     let mut sp = Plot::new(
         "Speedup vs N",
         n_axis(),
@@ -401,7 +401,7 @@ mod tests {
 
     #[test]
     fn svg_has_three_panels() {
-        let s = svg(&result(&[1, 2, 4, 8], None));
+        let (s, _) = crate::svg::split_data(&svg(&result(&[1, 2, 4, 8], None)));
         for want in [
             "Speedup vs N",
             "Efficiency vs N",

@@ -3,7 +3,7 @@
 //! configs here; progress goes to stderr through a progress bar, results to stdout.
 
 use super::run::PowercapArgs;
-use crate::output::{check_result, print_result, write_file, Format, FormatArgs};
+use crate::output::{check_result, print_result, Format, FormatArgs};
 use amdahl_bench::energy::ESTIMATE_ONLY;
 use amdahl_bench::gemm::GemmConfig;
 use amdahl_bench::machine::{logical_cpus, positive_size, resolve_threads, Threads};
@@ -335,8 +335,7 @@ fn emit<T: Serialize>(
 ) -> Result<ExitCode> {
     if let Some(path) = &common.svg {
         check_result(report)?;
-        write_file(path, &svg())?;
-        crate::output::wrote(path);
+        crate::output::write_plot(path, &svg())?;
     }
     let out = match common.format.format() {
         Format::Table => text,

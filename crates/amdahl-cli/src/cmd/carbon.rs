@@ -288,10 +288,30 @@ fn check_positive(flag: &str, v: f64) -> Result<f64> {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let args = *args.options;
-    let c = load(&args.catalogs)?;
     if args.statement.is_some() && args.format.format() != Format::Table {
         bail!("--statement and --json/--csv cannot be combined; --statement json prints the statement as JSON");
     }
+    let report = estimate(&args)?;
+    let text = match (args.statement, args.format.format()) {
+        (Some(StatementFormat::Md), _) => {
+            render::statement_markdown(&Statement::from_report(&report))
+        }
+        (Some(StatementFormat::Tex), _) => {
+            render::statement_latex(&Statement::from_report(&report))
+        }
+        (Some(StatementFormat::Json), _) => to_json(&Statement::from_report(&report))?,
+        (None, Format::Json) => to_json(&report)?,
+        (None, Format::Csv) => render::csv(&report)?,
+        (None, Format::Table) => render::table(&report),
+    };
+    print_result(&report, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The carbon estimate `args` describe (what `amdahl carbon` prints); also used by `amdahl
+/// report` for the statement of a saved result (`carbon --from FILE` with its defaults).
+pub fn estimate(args: &Options) -> Result<carbon::CarbonReport> {
+    let c = load(&args.catalogs)?;
     let saved = match &args.from {
         Some(path) => {
             let text = crate::input::read_text(path)?;
@@ -312,7 +332,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         },
         (None, None) => None,
     };
-    let it = it_energy(&args, &c, device, saved.as_ref())?;
+    let it = it_energy(args, &c, device, saved.as_ref())?;
     for caveat in &it.caveats {
         eprintln!("warning: {caveat}");
     }
@@ -359,18 +379,5 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (None, Some(_)) => bail!("--network-kwh-per-gb goes with --data-gb G"),
         (None, None) => {}
     }
-    let text = match (args.statement, args.format.format()) {
-        (Some(StatementFormat::Md), _) => {
-            render::statement_markdown(&Statement::from_report(&report))
-        }
-        (Some(StatementFormat::Tex), _) => {
-            render::statement_latex(&Statement::from_report(&report))
-        }
-        (Some(StatementFormat::Json), _) => to_json(&Statement::from_report(&report))?,
-        (None, Format::Json) => to_json(&report)?,
-        (None, Format::Csv) => render::csv(&report)?,
-        (None, Format::Table) => render::table(&report),
-    };
-    print_result(&report, &text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(report)
 }

@@ -107,8 +107,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     result.source = Some(source);
     if let Some(path) = &args.svg {
         output::check_result(&result)?;
-        output::write_file(path, &amdahl_report::fit::svg(&result))?;
-        output::wrote(path);
+        output::write_plot(path, &amdahl_report::fit::svg(&result))?;
     }
     let text = match args.format.format() {
         Format::Table => amdahl_report::fit::table(&result),

@@ -4,7 +4,7 @@
 
 use crate::cmd::resolve::{load, pue, GridArgs};
 use crate::cmd::shape::{ModelArgs, SystemArgs};
-use crate::output::{print, write_file, Format, FormatArgs};
+use crate::output::{print, Format, FormatArgs};
 use amdahl_model::infer::{
     batch_for_rate, evaluate_at, replicas, search, setup, BatchChoice, Charging, Context,
     InferResult, InferSearchResult, KvFormat, Requests, Serving, Space, WeightFormat,
@@ -234,7 +234,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     print(&text)?;
     if let Some(p) = &a.svg {
-        write_file(p, &amdahl_report::infer::infer_svg(&result))?;
+        crate::output::write_plot(p, &amdahl_report::infer::infer_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -296,7 +296,7 @@ fn run_search(
     };
     print(&text)?;
     if let Some(p) = &a.svg {
-        write_file(p, &amdahl_report::infer::search_svg(&result))?;
+        crate::output::write_plot(p, &amdahl_report::infer::search_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
 }

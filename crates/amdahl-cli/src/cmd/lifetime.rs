@@ -5,7 +5,7 @@
 //! `amdahl carbon`.
 
 use crate::cmd::resolve::{exclusive, grid_for, load, pue_for, GridArgs};
-use crate::output::{print, write_file, Format, FormatArgs};
+use crate::output::{print, Format, FormatArgs};
 use amdahl_model::carbon::from_result::{self, Saved};
 use amdahl_model::carbon::lifetime::{
     serving_from, training_from, Horizon, LifetimeReport, Serving, Side, Training,
@@ -206,7 +206,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let report = LifetimeReport::new(h, sides)?;
     if let Some(path) = &a.svg {
-        write_file(path, &render::svg(&report))?;
+        crate::output::write_plot(path, &render::svg(&report))?;
     }
     let text = match a.format.format() {
         Format::Json => to_json(&report)?,

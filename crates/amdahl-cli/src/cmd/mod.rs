@@ -15,6 +15,7 @@ pub mod infer;
 pub mod lifetime;
 pub mod merge;
 pub mod plan;
+pub mod report;
 pub mod resolve;
 pub mod run;
 pub mod scale;

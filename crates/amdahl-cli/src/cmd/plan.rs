@@ -3,7 +3,7 @@
 use crate::cmd::resolve::{load, pue, GridArgs};
 use crate::cmd::shape::{ModelArgs, SystemArgs};
 use crate::domain;
-use crate::output::{print_result, write_file, Format, FormatArgs};
+use crate::output::{print_result, Format, FormatArgs};
 use amdahl_model::carbon::Pue;
 use amdahl_model::catalog::grid::GridIntensity;
 use amdahl_model::catalog::Catalogs;
@@ -293,8 +293,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     print_result(&result, &text)?;
     if let Some(p) = &a.svg {
-        write_file(p, &amdahl_report::plan::plan_svg(&result))?;
-        crate::output::wrote(p);
+        crate::output::write_plot(p, &amdahl_report::plan::plan_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -410,8 +409,7 @@ fn run_search(
     };
     print_result(&result, &text)?;
     if let Some(p) = &a.svg {
-        write_file(p, &amdahl_report::plan::search_svg(&result))?;
-        crate::output::wrote(p);
+        crate::output::write_plot(p, &amdahl_report::plan::search_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -209,8 +209,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     if let Some(path) = &args.svg {
         output::check_result(&result)?;
-        output::write_file(path, &amdahl_report::scale::svg(&result))?;
-        output::wrote(path);
+        output::write_plot(path, &amdahl_report::scale::svg(&result))?;
     }
     let text = match args.format.format() {
         Format::Table => amdahl_report::scale::table(&result),

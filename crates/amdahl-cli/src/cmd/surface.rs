@@ -2,7 +2,7 @@
 //! place measured systems (`top500 --json`, `fit --json` results) on it.
 
 use crate::cmd::top500::{load, parse_n};
-use crate::output::{print_result, write_file, Format, FormatArgs};
+use crate::output::{print_result, Format, FormatArgs};
 use amdahl_model::top500::{analyse, NCounts, Query};
 use amdahl_report::surface::{
     points_csv, points_from_json, svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec,
@@ -96,8 +96,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     validate(&spec)?;
     let pts = points(&args)?;
-    write_file(&args.output, &svg(&spec, &pts))?;
-    crate::output::wrote(&args.output);
+    crate::output::write_plot(&args.output, &svg(&spec, &pts))?;
     let result = SurfaceResult::new(args.output.display().to_string(), spec, pts);
     if result.outside > 0 {
         eprintln!(

@@ -1,0 +1,577 @@
+//! `amdahl report` end to end: results of every kind written by the real commands, one HTML
+//! page from them, bad inputs refused with no page left behind, and the page opened in a real
+//! headless Chromium: it loads with no console error, renders its plots (screenshot), and every
+//! number it shows equals the one in the JSON it came from.
+//!
+//! Chromium: Debian's `chromium` (.ci/run installs it), or `$AMDAHL_CHROMIUM`. Without it the
+//! browser test is skipped with a message, except under `CI=true`, where it fails.
+
+mod support;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::amdahl;
+
+fn zone(dir: &Path, name: &str, uj: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("name"), format!("{name}\n")).unwrap();
+    std::fs::write(dir.join("energy_uj"), format!("{uj}\n")).unwrap();
+    std::fs::write(dir.join("max_energy_range_uj"), "262143328850\n").unwrap();
+}
+
+/// Write `amdahl ARGS --json` to `dir/name`.
+fn save(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let out = amdahl().args(args).arg("--json").output().unwrap();
+    assert!(
+        out.status.success(),
+        "amdahl {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = dir.join(name);
+    std::fs::write(&p, &out.stdout).unwrap();
+    p
+}
+
+/// One measured run on a fake powercap tree (the command adds `joules` to the package counter),
+/// on the grid of `region`.
+fn run(dir: &Path, name: &str, region: &str, joules: u64) -> PathBuf {
+    let root = dir.join(format!("powercap-{name}"));
+    zone(&root.join("intel-rapl:0"), "package-0", 1_000_000);
+    let out = dir.join(name);
+    let bump = format!(
+        "echo {} > {}/intel-rapl:0/energy_uj",
+        1_000_000 + joules * 1_000_000,
+        root.display()
+    );
+    amdahl()
+        .env("AMDAHL_POWERCAP_ROOT", &root)
+        .env_remove("SLURM_PROCID")
+        .env_remove("SLURM_LOCALID")
+        .env_remove("LOCAL_RANK")
+        .env_remove("RANK")
+        .args([
+            "run",
+            "--no-gpu",
+            "--interval",
+            "50ms",
+            "--region",
+            region,
+            "-o",
+        ])
+        .arg(&out)
+        .args(["--", "sh", "-c", &bump])
+        .assert()
+        .success();
+    out
+}
+
+/// Results of every kind the report shows (top500 from the built-in history; bench at its
+/// smallest size).
+fn results(dir: &Path) -> Vec<PathBuf> {
+    let runs = [
+        run(dir, "run-FR.json", "FR", 30),
+        run(dir, "run-PL.json", "PL", 30),
+        run(dir, "run-US.json", "US", 30),
+    ];
+    let mut merge = vec!["merge"];
+    let names: Vec<String> = runs.iter().map(|p| p.display().to_string()).collect();
+    merge.extend(names.iter().map(String::as_str));
+    let mut files = runs.to_vec();
+    files.extend([
+        save(dir, "merge.json", &merge),
+        save(
+            dir,
+            "fit.json",
+            &["fit", "--builtin", "--predict", "64,128"],
+        ),
+        save(dir, "top500.json", &["top500"]),
+        save(
+            dir,
+            "plan.json",
+            &[
+                "plan",
+                "--model",
+                "megatron-530b",
+                "--system",
+                "a100-80gb",
+                "--gpus",
+                "2520",
+                "--tp",
+                "8",
+                "--pp",
+                "35",
+                "--mbs",
+                "1",
+                "--batch",
+                "2520",
+                "--recompute",
+                "full",
+                "--region",
+                "US",
+            ],
+        ),
+        save(
+            dir,
+            "infer.json",
+            &[
+                "infer",
+                "--model",
+                "llama3-70b",
+                "--system",
+                "h100",
+                "--tp",
+                "4",
+                "--precision",
+                "fp8",
+                "--kv-precision",
+                "fp8",
+                "--input",
+                "1024",
+                "--output",
+                "256",
+                "--batch",
+                "64",
+                "--region",
+                "FR",
+            ],
+        ),
+        save(
+            dir,
+            "lifetime.json",
+            &[
+                "lifetime",
+                "--train-kwh",
+                "4480000",
+                "--kwh-per-1000-requests",
+                "0.0464",
+                "--requests-per-day",
+                "1e8",
+                "--days",
+                "1095",
+                "--region",
+                "FR",
+            ],
+        ),
+        save(
+            dir,
+            "gemm.json",
+            &[
+                "bench",
+                "gemm",
+                "--quick",
+                "--sizes",
+                "16,32",
+                "--precision",
+                "fp32",
+            ],
+        ),
+    ]);
+    files
+}
+
+fn report(files: &[PathBuf], out: &Path) -> std::process::Output {
+    amdahl()
+        .arg("report")
+        .args(files)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// The JSON value at a dotted path (`training.train_time`).
+fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(v, |node, key| node.get(key))
+}
+
+/// Every `<td … data-file="I" data-field="PATH">TEXT</td>` of the page: (I, PATH, TEXT).
+fn shown_numbers(html: &str) -> Vec<(usize, String, String)> {
+    let mut out = Vec::new();
+    for chunk in html.split("data-file=\"").skip(1) {
+        let Some((file, rest)) = chunk.split_once('"') else {
+            continue;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix("data-field=\"") else {
+            continue;
+        };
+        let Some((field, rest)) = rest.split_once('"') else {
+            continue;
+        };
+        let Some((_, rest)) = rest.split_once('>') else {
+            continue;
+        };
+        let Some((text, _)) = rest.split_once('<') else {
+            continue;
+        };
+        if let Ok(i) = file.parse() {
+            out.push((i, field.replace("&amp;", "&"), text.to_string()));
+        }
+    }
+    out
+}
+
+/// Check that every number shown equals its JSON value (relative 1e-3: the page prints four
+/// significant digits, or whole numbers in full). Returns how many were checked.
+fn numbers_match(html: &str, jsons: &[Value]) -> usize {
+    let shown = shown_numbers(html);
+    for (i, field, text) in &shown {
+        let want = at(&jsons[*i], field)
+            .and_then(Value::as_f64)
+            .unwrap_or_else(|| panic!("file {i}: `{field}` is shown but not a number in the JSON"));
+        let got: f64 = text
+            .replace(',', "")
+            .parse()
+            .unwrap_or_else(|e| panic!("file {i}: `{field}` shows `{text}`, not a number: {e}"));
+        let ok = if want == 0.0 {
+            got == 0.0
+        } else {
+            (got / want - 1.0).abs() <= 1e-3
+        };
+        assert!(ok, "file {i}: `{field}` shows {text}, the JSON has {want}");
+    }
+    shown.len()
+}
+
+#[test]
+fn report_shows_every_kind_with_plots_statements_and_exact_numbers() {
+    let t = tempfile::tempdir().unwrap();
+    let files = results(t.path());
+    let page = t.path().join("report.html");
+    let out = report(&files, &page);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let jsons: Vec<Value> = files
+        .iter()
+        .map(|f| serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+        .collect();
+    // Self-contained: nothing fetched from anywhere.
+    for banned in [
+        "<script",
+        "src=\"http",
+        "href=\"http",
+        "@import",
+        "url(http",
+    ] {
+        assert!(!html.contains(banned), "the page loads something: {banned}");
+    }
+    for title in [
+        "Measured runs",
+        "Merged runs",
+        "Scaling fits",
+        "TOP500 analyses",
+        "Training plans",
+        "Inference plans",
+        "Lifetime costs",
+        "GEMM benchmarks",
+    ] {
+        assert!(html.contains(title), "no section {title}");
+    }
+    // The three runs side by side, one column each.
+    assert!(html.contains("Side by side"));
+    // Plots: fit, plan, infer, lifetime, gemm.
+    assert_eq!(html.matches("<svg ").count(), 5);
+    // Statements of the three runs, the plan and the inference result, as `carbon --from`
+    // computes them: the run on the French grid cites its region.
+    assert_eq!(html.matches("class=\"statement\"").count(), 5);
+    // The fake machine has a package counter but no dram zone: RAM is estimated, and the page
+    // says so rather than calling the run measured.
+    assert!(html.contains("Partly estimated: estimate:ram had no readable counter"));
+    assert!(html.contains("Estimated: a model prediction"));
+    let checked = numbers_match(&html, &jsons);
+    assert!(checked > 150, "only {checked} numbers shown");
+}
+
+#[test]
+fn bad_inputs_are_refused_and_leave_no_page() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    let fit = save(dir, "fit.json", &["fit", "--builtin"]);
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "newer.json",
+            r#"{"schema":"amdahl.fit/9"}"#.into(),
+            "newer than this amdahl",
+        ),
+        (
+            "other.json",
+            r#"{"schema":"someone.else/1"}"#.into(),
+            "unknown schema",
+        ),
+        (
+            "catalog.json",
+            r#"{"schema":"amdahl.catalog/1"}"#.into(),
+            "not shown by `amdahl report`",
+        ),
+        (
+            "cut.json",
+            {
+                let full = std::fs::read_to_string(&fit).unwrap();
+                full[..full.len() / 2].to_string()
+            },
+            "truncated",
+        ),
+        ("notes.txt", "these are my notes".into(), "not JSON"),
+        (
+            "wrong.json",
+            r#"{"schema":"amdahl.fit/1","series":"none"}"#.into(),
+            "does not match the amdahl.fit/1 schema",
+        ),
+    ];
+    let page = dir.join("report.html");
+    for (name, text, why) in cases {
+        let bad = dir.join(name);
+        std::fs::write(&bad, text).unwrap();
+        let out = report(&[fit.clone(), bad], &page);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains(name) && err.contains(why), "{name}: {err}");
+        assert!(!page.exists(), "{name}: a page was written");
+    }
+    let out = amdahl().args(["report", "-o"]).arg(&page).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no result files given"));
+    let missing = dir.join("no/such/dir/report.html");
+    let out = report(std::slice::from_ref(&fit), &missing);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    assert!(!dir.join("no").exists());
+    // No temporary file left anywhere.
+    let left: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp") || n.ends_with(".html"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+// ------------------------------------------------------------------ the browser
+
+/// The Chromium to test with, or `None` after saying why the browser test is skipped. Under
+/// `CI=true` a missing browser fails the test.
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("AMDAHL_CHROMIUM").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        for name in ["chromium", "chromium-browser", "google-chrome"] {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    let why = "no chromium on PATH (install Debian's `chromium`, or set AMDAHL_CHROMIUM)";
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{why} (CI=true: the browser test must run)");
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
+    None
+}
+
+/// Run headless Chromium on `page` with `extra` flags, a fresh profile and a time limit (the
+/// process is killed by its PID past it). Returns (stdout, stderr).
+fn headless(browser: &Path, work: &Path, page: &Path, extra: &[String]) -> (String, String) {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let profile = work.join(format!("profile-{n}"));
+    std::fs::create_dir_all(&profile).unwrap();
+    let (so, se) = (
+        work.join(format!("out-{n}.txt")),
+        work.join(format!("err-{n}.txt")),
+    );
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&so).unwrap())
+        .stderr(std::fs::File::create(&se).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", browser.display()));
+    let start = Instant::now();
+    let limit = Duration::from_secs(90);
+    loop {
+        match child.try_wait().unwrap() {
+            Some(_) => break,
+            None if start.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "chromium did not finish within {limit:?}: {}",
+                    std::fs::read_to_string(&se).unwrap_or_default()
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    (
+        std::fs::read_to_string(&so).unwrap_or_default(),
+        std::fs::read_to_string(&se).unwrap_or_default(),
+    )
+}
+
+/// Console messages and load failures Chromium logged (`CONSOLE`, uncaught errors, refused or
+/// failed loads).
+fn console_errors(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| {
+            l.contains(":CONSOLE")
+                || l.contains("Uncaught")
+                || l.contains("Refused to")
+                || l.contains("net::ERR_")
+        })
+        .collect()
+}
+
+#[test]
+fn chromium_renders_the_report_without_errors_and_shows_the_json_numbers() {
+    let Some(browser) = chromium() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let files = results(t.path());
+    let page = t.path().join("report.html");
+    let out = report(&files, &page);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let jsons: Vec<Value> = files
+        .iter()
+        .map(|f| serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+        .collect();
+
+    // The console check can fail: a page with a script error is caught.
+    let bad = t.path().join("bad.html");
+    std::fs::write(
+        &bad,
+        "<!DOCTYPE html><p>x</p><script>console.error('boom'); undefinedFn();</script>",
+    )
+    .unwrap();
+    let (_, log) = headless(&browser, t.path(), &bad, &["--dump-dom".into()]);
+    assert!(
+        !console_errors(&log).is_empty(),
+        "a console error went unnoticed:\n{log}"
+    );
+
+    // The page as the browser built it: no console errors, every number equal to the JSON's.
+    let (dom, log) = headless(&browser, t.path(), &page, &["--dump-dom".into()]);
+    assert!(
+        console_errors(&log).is_empty(),
+        "console errors:\n{}",
+        console_errors(&log).join("\n")
+    );
+    assert!(
+        dom.contains("<svg") && dom.contains("amdahl report"),
+        "{}",
+        &dom[..dom.len().min(500)]
+    );
+    let checked = numbers_match(&dom, &jsons);
+    assert!(checked > 150, "only {checked} numbers in the rendered page");
+
+    // A screenshot: the plots are drawn (the first series colour of every plot, Okabe–Ito blue
+    // #0072B2, is on screen) and the page is not blank.
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    let _ = std::fs::remove_file(&shot);
+    let (_, log) = headless(
+        &browser,
+        t.path(),
+        &page,
+        &[
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1400,2600".into(),
+        ],
+    );
+    let bytes = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}):\n{log}"));
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (1400, 2600));
+    let channels = info.line_size / info.width as usize;
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(channels).collect();
+    let near = |p: &[u8], (r, g, b): (i32, i32, i32)| {
+        (i32::from(p[0]) - r).abs() < 12
+            && (i32::from(p[1]) - g).abs() < 12
+            && (i32::from(p[2]) - b).abs() < 12
+    };
+    let blue = pixels
+        .iter()
+        .filter(|p| near(p, (0x00, 0x72, 0xB2)))
+        .count();
+    let white = pixels.iter().filter(|p| near(p, (255, 255, 255))).count();
+    assert!(
+        blue > 200,
+        "{blue} pixels of the plots' blue: plots not drawn? see {}",
+        shot.display()
+    );
+    assert!(
+        white < pixels.len() * 98 / 100,
+        "the screenshot is blank: {}",
+        shot.display()
+    );
+}
+
+#[test]
+fn plots_carry_csv_beside_and_export_to_png_and_pdf_by_extension() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    for name in ["f.svg", "f.png", "f.pdf"] {
+        amdahl()
+            .args(["--size", "column", "fit", "--builtin", "--svg"])
+            .arg(d.join(name))
+            .assert()
+            .success();
+    }
+    let svg = std::fs::read_to_string(d.join("f.svg")).unwrap();
+    // Column size: 85 mm = 241 pt wide; the data block is split off into f.csv.
+    assert!(svg.starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" width="241pt""#));
+    assert!(!svg.contains("amdahl-data"));
+    let csv = std::fs::read_to_string(d.join("f.csv")).unwrap();
+    assert!(csv.starts_with("panel,series,kind,x,y,x_label,y_label\n"));
+    // The 32 measured points of the built-in series, on each of the two panels.
+    let measured = csv
+        .lines()
+        .filter(|l| l.starts_with("Speedup vs N,measured,points,"))
+        .count();
+    assert_eq!(measured, 32);
+    let png = std::fs::read(d.join("f.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    // 241 pt at 300 dpi = 1004.2 px, rounded up.
+    let decoder = png::Decoder::new(std::io::Cursor::new(png));
+    let reader = decoder.read_info().unwrap();
+    assert_eq!(reader.info().width, 1005);
+    let pdf = std::fs::read(d.join("f.pdf")).unwrap();
+    assert!(pdf.starts_with(b"%PDF-"));
+    // The page is the figure's size: 241 pt wide.
+    let text = String::from_utf8_lossy(&pdf);
+    let width: f64 = text
+        .split("/MediaBox [0 0 ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|w| w.parse().ok())
+        .expect("a MediaBox");
+    assert!((width - 241.0).abs() < 0.5, "page {width} pt wide");
+}
