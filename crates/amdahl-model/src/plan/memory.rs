@@ -113,9 +113,23 @@ pub fn memory(model: &ModelShape, l: &Layout, capacity: Bytes) -> Memory {
     let stages =
         stage_layers(model.layers, p).unwrap_or_else(|| vec![model.layers.div_ceil(p); p as usize]);
     let last = stages.len().saturating_sub(1);
+    // Microbatches in flight fall with the stage index, so an inner stage holding no more layers
+    // than an inner stage before it holds no more memory: only the first stage, the last, and
+    // each inner stage that holds more layers than every inner stage before it can be the
+    // fullest (three evaluations instead of `pp` on the search's hot path; the test
+    // `fullest_stage_is_among_the_candidates` checks this against every stage).
+    let mut most_inner = 0;
     stages
         .iter()
         .enumerate()
+        .filter(|&(i, &n)| {
+            let inner = i != 0 && i != last;
+            let candidate = !inner || n > most_inner;
+            if inner {
+                most_inner = most_inner.max(n);
+            }
+            candidate
+        })
         .map(|(i, &n)| stage_memory(model, l, capacity, i, n, i == 0, i == last))
         .max_by(|a, b| a.total.get().total_cmp(&b.total.get()))
         .unwrap_or_else(|| stage_memory(model, l, capacity, 0, model.layers, true, true))
@@ -215,6 +229,43 @@ pub fn usable(capacity: Bytes) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fullest_stage_is_among_the_candidates() {
+        // Every stage evaluated against the three candidates `memory` evaluates, over uneven and
+        // even splits, interleaving, microbatch counts below and above the stage count.
+        let Ok(m) = catalog_model("llama3-405b") else {
+            panic!("llama3-405b missing from the catalog")
+        };
+        let cap = Bytes(80.0 * (1u64 << 30) as f64);
+        for pp in [1, 2, 5, 7, 12, 16, 31, 63] {
+            for (batch, interleave) in [(4, 1), (64, 1), (512, 1), (512, 2)] {
+                let l = Layout {
+                    tp: 8,
+                    pp,
+                    batch,
+                    interleave,
+                    ..Layout::default()
+                };
+                let stages = stage_layers(m.layers, pp).unwrap_or_default();
+                let last = stages.len() - 1;
+                let every = stages
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| {
+                        stage_memory(&m, &l, cap, i, n, i == 0, i == last)
+                            .total
+                            .get()
+                    })
+                    .fold(0.0, f64::max);
+                assert_eq!(
+                    memory(&m, &l, cap).total.get(),
+                    every,
+                    "pp {pp} B {batch} v {interleave}"
+                );
+            }
+        }
+    }
     use crate::plan::shape::catalog_model;
 
     fn layout(tp: u32, sp: bool, rc: Recompute) -> Layout {
