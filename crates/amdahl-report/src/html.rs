@@ -707,12 +707,21 @@ fn csv_table(text: &str) -> Option<String> {
         let rec = rec.ok()?;
         out.push_str("<tr>");
         for cell in &rec {
-            let numeric = cell.trim().parse::<f64>().is_ok();
+            let value = cell.trim().parse::<f64>().ok();
+            // CSV keeps full precision (90.09542622257399); the page shows long fractions with
+            // four significant digits like every other number on it. Integers (counts, years,
+            // ids) stay as written.
+            let shown = match value {
+                Some(v) if v.is_finite() && cell.len() > 8 && cell.contains(['.', 'e', 'E']) => {
+                    sig(v, 4)
+                }
+                _ => cell.to_string(),
+            };
             let _ = write!(
                 out,
                 "<td{}>{}</td>",
-                if numeric { " class=\"n\"" } else { "" },
-                esc(cell)
+                if value.is_some() { " class=\"n\"" } else { "" },
+                esc(&shown)
             );
         }
         out.push_str("</tr>\n");
