@@ -313,6 +313,19 @@ pub fn plan_svg(r: &PlanResult) -> String {
             .series
             .push(Series::new(name, PALETTE[i + 3], Style::LinePoints).points(pts(s, f)));
     }
+    // A decade of headroom above the largest part: the curves span several decades and reach
+    // every inside corner, so without it the legend hides markers wherever it goes.
+    let values = parts
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| *v > 0.0 && v.is_finite());
+    let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if lo.is_finite() && hi > lo {
+        parts.y = parts.y.range(lo / 2.0, hi * 10.0);
+    }
     figure(&[eff, parts], 520.0, 380.0)
 }
 
