@@ -11,7 +11,7 @@
 #      vs nvidia-smi's power integrated here                 -> summary.txt
 #
 # The device machine has no cargo and no network: build here, carry the binary.
-#   cargo build --release -p amdahl-cli --features cuda
+#   cargo build --release -p amdahl-cli
 # then, with the run tool (the binary is under the ignored target/, so it must be carried; it must
 # be < 64 MiB: if it is larger, `strip -o target/amdahl-gpu target/release/amdahl` and carry that
 # with AMDAHL=target/amdahl-gpu):
@@ -40,7 +40,7 @@ read -r -a EXTRA_ARGS <<< "${EXTRA:-}"
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/steps.log" >&2; }
 
 if [ ! -x "$AMDAHL" ]; then
-  log "no amdahl binary at $AMDAHL: build it with 'cargo build --release -p amdahl-cli --features cuda' and carry it"
+  log "no amdahl binary at $AMDAHL: build it with 'cargo build --release -p amdahl-cli' and carry it"
   exit 1
 fi
 

@@ -60,7 +60,7 @@ fn conflicting_flags_are_usage_errors() {
 }
 
 /// The whole measuring path against a fake driver + cuBLAS compiled from
-/// `tests/fixtures/fake_cuda.c` (needs `--features cuda` and a C compiler; skipped otherwise).
+/// `tests/fixtures/fake_cuda.c` (needs the default `cuda` feature and a C compiler; skipped otherwise).
 #[cfg(all(feature = "cuda", target_os = "linux"))]
 mod fake_driver {
     use super::*;
