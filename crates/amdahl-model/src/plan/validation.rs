@@ -222,7 +222,7 @@ const MODELLED_WORST: f64 = 0.12;
 const ALL_MEAN: f64 = 0.075;
 const ALL_WORST: f64 = 0.31;
 /// SC21 Table 2's ZeRO-3 rows (DeepSpeed 2021) with the ZeRO-3 model of docs/methodology.md
-/// ("ZeRO-3: gathers, latency and overlap"): mean 7.6 %, worst −14.7 % (530B on 1,280 GPUs).
+/// ("ZeRO-3: gathers, latency and overlap"): mean 7.5 %, worst −14.6 % (530B on 1,120 GPUs).
 const DEEPSPEED_MEAN: f64 = 0.08;
 const DEEPSPEED_WORST: f64 = 0.15;
 
