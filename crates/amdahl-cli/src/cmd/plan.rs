@@ -10,7 +10,7 @@ use amdahl_model::catalog::Catalogs;
 use amdahl_model::plan::{
     evaluate, search, space_size, validate, validate_model, CostInputs, Hardware, Layout,
     ModelShape, Network, Objective, OptimizerDtype, PlanError, PlanResult, Precision, Recompute,
-    SearchResult, SearchSpace,
+    SearchResult, SearchSpace, Zero3Prefetch,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
@@ -46,6 +46,24 @@ impl From<OptimizerDtypeArg> for OptimizerDtype {
         match a {
             OptimizerDtypeArg::Fp32 => OptimizerDtype::Fp32,
             OptimizerDtypeArg::Bf16 => OptimizerDtype::Bf16,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Zero3PrefetchArg {
+    /// One unit per layer, the next gathered while this one computes (PyTorch FSDP).
+    Layer,
+    /// One weight matrix at a time, a blocking fetch and one prefetch in flight (DeepSpeed
+    /// ZeRO-3 as released in 2021).
+    Module,
+}
+
+impl From<Zero3PrefetchArg> for Zero3Prefetch {
+    fn from(a: Zero3PrefetchArg) -> Self {
+        match a {
+            Zero3PrefetchArg::Layer => Zero3Prefetch::Layer,
+            Zero3PrefetchArg::Module => Zero3Prefetch::Module,
         }
     }
 }
@@ -132,6 +150,10 @@ pub struct Options {
     /// Accumulate gradients in fp32 (Megatron's main_grad: 4 bytes per parameter, not 2).
     #[arg(help_heading = "Layout", long)]
     pub fp32_grads: bool,
+    /// How ZeRO-3 gathers weights ahead of use, which bounds its overlap with --overlap: per
+    /// layer (FSDP) or per weight matrix (DeepSpeed ZeRO-3 of 2021).
+    #[arg(help_heading = "Layout", long, value_enum, default_value = "layer")]
+    pub zero3_prefetch: Zero3PrefetchArg,
 
     /// Tokens to train on (time, device-hours, energy, carbon).
     #[arg(help_heading = "Cost", long, default_value_t = 300e9, value_parser = domain::positive)]
@@ -270,6 +292,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         tp_overlap: a.tp_overlap,
         optimizer_dtype: a.optimizer_dtype.into(),
         fp32_grads: a.fp32_grads,
+        zero3_prefetch: a.zero3_prefetch.into(),
     };
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;

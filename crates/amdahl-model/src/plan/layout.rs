@@ -43,6 +43,42 @@ impl Recompute {
     }
 }
 
+/// How ZeRO-3 gathers the weights ahead of their use (what its overlap of communication with
+/// computation can reach; docs/methodology.md "ZeRO-3 overlap").
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Zero3Prefetch {
+    /// One unit per transformer layer, the next layer's weights gathered while this layer
+    /// computes (PyTorch FSDP with one unit per layer and backward prefetch; Zhao et al. 2023,
+    /// "PyTorch FSDP", §3.3): communication hides behind computation phase by phase.
+    #[default]
+    Layer,
+    /// One weight matrix at a time, the next one gathered while this one computes and waited
+    /// for before it runs (DeepSpeed ZeRO-3 as released in 2021: `fetch_sub_module` blocks and
+    /// synchronises the device, `prefetch_next_sub_modules` starts a prefetch only when none is
+    /// in flight). Matrices of unequal size then pair a small computation with a large gather.
+    Module,
+}
+
+impl Zero3Prefetch {
+    pub fn name(self) -> &'static str {
+        match self {
+            Zero3Prefetch::Layer => "layer",
+            Zero3Prefetch::Module => "module",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "layer" => Some(Zero3Prefetch::Layer),
+            "module" => Some(Zero3Prefetch::Module),
+            _ => None,
+        }
+    }
+}
+
 /// Everything that defines how one job is laid out on the devices.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Layout {
@@ -90,6 +126,9 @@ pub struct Layout {
     /// Gradients accumulated in fp32 (Megatron's `main_grad`, 4 bytes per parameter instead of 2).
     #[serde(default)]
     pub fp32_grads: bool,
+    /// ZeRO-3's gathering unit and prefetch (`--zero3-prefetch`); ignored below ZeRO-3.
+    #[serde(default)]
+    pub zero3_prefetch: Zero3Prefetch,
 }
 
 fn one() -> u32 {
@@ -119,6 +158,7 @@ impl Default for Layout {
             tp_overlap: false,
             optimizer_dtype: OptimizerDtype::Fp32,
             fp32_grads: false,
+            zero3_prefetch: Zero3Prefetch::Layer,
         }
     }
 }
@@ -144,7 +184,7 @@ impl Layout {
     /// optimizer-state departures are named only when used.
     pub fn label(&self) -> String {
         format!(
-            "tp{}{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}{}{}{}{}",
+            "tp{}{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}{}{}{}{}{}",
             self.tp,
             if self.cp > 1 {
                 format!(" cp{}", self.cp)
@@ -175,6 +215,11 @@ impl Layout {
                 ""
             },
             if self.fp32_grads { " g32" } else { "" },
+            if self.zero == 3 && self.zero3_prefetch == Zero3Prefetch::Module {
+                " pf-module"
+            } else {
+                ""
+            },
         )
     }
 }

@@ -37,7 +37,7 @@ pub use hardware::{
     catalog_system, system, DeviceClass, GemmCurve, Hardware, Link, Network, Overrides, Precision,
     IDLE_FRACTION_OF_TDP,
 };
-pub use layout::{validate, validate_model, Layout, Recompute};
+pub use layout::{validate, validate_model, Layout, Recompute, Zero3Prefetch};
 pub use memory::Memory;
 pub use moe::Moe;
 pub use optimizer::OptimizerDtype;

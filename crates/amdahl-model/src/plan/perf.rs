@@ -5,7 +5,7 @@ use super::collective::{all_gather, all_reduce, all_to_all, p2p};
 use super::context::{exposed_ring_time, kv_chunk_bytes, local_shape};
 use super::error::PlanError;
 use super::hardware::{Hardware, Link, Network};
-use super::layout::{validate, Layout, Recompute};
+use super::layout::{validate, Layout, Recompute, Zero3Prefetch};
 use super::memory::{memory, stage_params, Memory};
 use super::moe;
 use super::optimizer;
@@ -191,6 +191,8 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         Recompute::Full => fwd_mem,
     };
     let layer_mem = 3.0 * fwd_mem + recompute_mem;
+    // The forward pass's share of a layer's work (ZeRO-3's overlap is phase by phase).
+    let fwd_share = (fwd_gemm + fwd_mem) / (layer_gemm + layer_mem).max(f64::MIN_POSITIVE);
 
     // Tensor parallelism: 2 all-reduces forward, 2 backward, 2 more when the forward is re-run
     // (Shoeybi et al. 2019, Fig. 4); with SP the same volume as all-gather + reduce-scatter
@@ -332,17 +334,53 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         0.0
     } else if l.zero == 3 {
         // ZeRO-3/FSDP: per microbatch all-gather weights (forward, backward) + reduce-scatter
-        // gradients (Rajbhandari et al. 2020 §7.2: 1.5× the all-reduce volume).
-        let c: f64 = groups
-            .iter()
-            .map(|&(n, k)| {
-                m * (2.0 * all_gather(dp_link, k, n * wb) + all_gather(dp_link, k, n * gb))
-            })
-            .sum();
+        // gradients (Rajbhandari et al. 2020 §7.2: 1.5× the all-reduce volume). Full
+        // recomputation re-runs each layer's forward inside the backward, and the weights are
+        // gathered for it too: forward, recomputed forward and backward, three gathers and one
+        // reduce-scatter (Rajbhandari et al. 2021, ZeRO-Infinity §4.1: with activation
+        // checkpointing the parameters are loaded three times per iteration and the gradients
+        // once, arithmetic intensity seq × batch).
+        let gathers = zero3_gathers(l.recompute);
+        // The weights are gathered and the gradients reduced layer by layer as the layers run
+        // (DeepSpeed's per-module hooks, FSDP's per-layer units; Zhao et al. 2023, PyTorch FSDP
+        // §3.2), never as one stage-sized buffer: each collective pays its own ring latency,
+        // which the single-buffer volume term below charges once; over thousands of ranks that
+        // is milliseconds per collective. Counted once per layer (FSDP's unit; DeepSpeed issues
+        // one per matrix, which this leaves out).
+        let local = (f64::from(net.gpus_per_node) / l.tp_cp() as f64)
+            .floor()
+            .max(1.0);
+        let per_layer_latency = |k: f64| f64::from(slow_layers) * ring_latency(net, k, local);
+        // One gather and one reduce-scatter of the stage's weights, per microbatch.
+        let (gather, reduce) =
+            groups
+                .iter()
+                .filter(|&&(n, _)| n > 0.0)
+                .fold((0.0, 0.0), |(g, r), &(n, k)| {
+                    (
+                        g + all_gather(dp_link, k, n * wb) + per_layer_latency(k),
+                        r + all_gather(dp_link, k, n * gb) + per_layer_latency(k),
+                    )
+                });
         if l.overlap_dp {
-            (c - m * mb_time).max(0.0)
+            // Overlap phase by phase: the forward's gather hides only behind the forward, the
+            // backward's gathers and reduce-scatter only behind the backward (and the
+            // recomputed forward), each at the granularity the framework prefetches
+            // (docs/methodology.md "ZeRO-3 overlap").
+            let fwd = mb_time * fwd_share;
+            let matrices = model.layer_matrices();
+            let mut backward_order = matrices;
+            backward_order.reverse();
+            let phases = zero3_phase(l.zero3_prefetch, &matrices, fwd, gather)
+                + zero3_phase(
+                    l.zero3_prefetch,
+                    &backward_order,
+                    mb_time - fwd,
+                    (gathers - 1.0) * gather + reduce,
+                );
+            m * (phases - mb_time).max(0.0)
         } else {
-            c
+            m * (gathers * gather + reduce)
         }
     } else {
         // All-reduce of the gradients (ZeRO-0), or reduce-scatter of the gradients + all-gather
@@ -435,6 +473,50 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         executed_flops: Flops(executed),
         memory: memory(model, l, hw.memory),
     }
+}
+
+/// Weight all-gathers per microbatch under ZeRO-3: forward and backward, plus the recomputed
+/// forward under full recomputation (Rajbhandari et al. 2021, ZeRO-Infinity §4.1).
+pub(crate) fn zero3_gathers(recompute: Recompute) -> f64 {
+    if recompute == Recompute::Full {
+        3.0
+    } else {
+        2.0
+    }
+}
+
+/// Latency of one ring all-gather or reduce-scatter over `k` ranks of which `local` share a node:
+/// `k − 1` sequential hops, the `nodes − 1` between nodes at the inter-node α and the others at
+/// the intra-node α (NCCL's ring latency model, `src/graph/tuning.cc`: intra- and inter-node hop
+/// latencies weighted by their counts). A group inside one node uses only the intra-node α.
+pub(crate) fn ring_latency(net: &Network, k: f64, local: f64) -> f64 {
+    if k <= 1.0 {
+        return 0.0;
+    }
+    let local = local.clamp(1.0, k);
+    let inter_hops = (k / local).ceil() - 1.0;
+    inter_hops * net.inter.latency.get() + (k - 1.0 - inter_hops).max(0.0) * net.intra.latency.get()
+}
+
+/// Time of one pass (forward or backward) of a layer under ZeRO-3 that computes for `compute`
+/// seconds and gathers / reduces for `comm`, the two overlapped as the framework prefetches:
+///
+/// - [`Zero3Prefetch::Layer`]: the next layer's unit moves while this layer computes, so the
+///   pass takes the longer of the two;
+/// - [`Zero3Prefetch::Module`]: matrix `i` computes while matrix `i + 1`'s weights move, and
+///   matrix `i + 1` waits for both: `Σᵢ max(compute·wᵢ, comm·wᵢ₊₁)` with `wᵢ` the matrices'
+///   shares of the layer's weights in the order the pass uses them (the last pairs with the
+///   next layer's first). Equal to the longer of the two only when one dominates every pair.
+pub(crate) fn zero3_phase(prefetch: Zero3Prefetch, order: &[f64], compute: f64, comm: f64) -> f64 {
+    let total: f64 = order.iter().sum();
+    if prefetch == Zero3Prefetch::Layer || total <= 0.0 {
+        return compute.max(comm);
+    }
+    order
+        .iter()
+        .zip(order.iter().cycle().skip(1))
+        .map(|(w, next)| (compute * w).max(comm * next) / total)
+        .sum()
 }
 
 /// The tier a group of `span` consecutive ranks crosses.
@@ -539,5 +621,66 @@ mod tests {
         // Selective recomputation costs far less time than full.
         let ef = estimate(&m, &hw, &net, &base());
         assert!(es.step_time < ef.step_time);
+    }
+    #[test]
+    fn zero3_module_prefetch_pairs_each_matrix_with_the_next_gather() {
+        // Layer units: the longer of computation and communication.
+        assert_eq!(
+            zero3_phase(Zero3Prefetch::Layer, &[3.0, 1.0, 4.0, 4.0], 12.0, 6.0),
+            12.0
+        );
+        // GPT matrices 3h², h², 4h², 4h² with computation = communication = 12: matrix i
+        // computes while matrix i+1 arrives: max(3,1) + max(1,4) + max(4,4) + max(4,3) = 15.
+        let t = zero3_phase(Zero3Prefetch::Module, &[3.0, 1.0, 4.0, 4.0], 12.0, 12.0);
+        assert!((t - 15.0).abs() < 1e-12, "{t}");
+        // Equal matrices, or one side dominating every pair: no loss against layer units.
+        let t = zero3_phase(Zero3Prefetch::Module, &[1.0; 4], 8.0, 5.0);
+        assert!((t - 8.0).abs() < 1e-12, "{t}");
+        let t = zero3_phase(Zero3Prefetch::Module, &[3.0, 1.0, 4.0, 4.0], 1.0, 100.0);
+        assert!((t - 100.0).abs() < 1e-9, "{t}");
+    }
+
+    #[test]
+    fn ring_latency_counts_hops_between_and_inside_nodes() {
+        let (_, _, net) = setup();
+        let (inter, intra) = (net.inter.latency.get(), net.intra.latency.get());
+        // 16 ranks, 8 per node: 15 hops, one of them between the two nodes.
+        let t = ring_latency(&net, 16.0, 8.0);
+        assert!((t - (inter + 14.0 * intra)).abs() < 1e-15, "{t}");
+        // One rank per node (TP 8): every hop crosses the network.
+        assert!((ring_latency(&net, 16.0, 1.0) - 15.0 * inter).abs() < 1e-15);
+        assert_eq!(ring_latency(&net, 1.0, 8.0), 0.0);
+    }
+
+    #[test]
+    fn zero3_with_full_recompute_gathers_three_times() {
+        // ZeRO-Infinity §4.1: forward, recomputed forward and backward gathers plus one
+        // reduce-scatter, against two gathers and one reduce-scatter without recomputation;
+        // 16-bit weights and gradients: 4/3 of the traffic (not overlapped here).
+        let (m, hw, net) = setup();
+        let z3 = |recompute| Layout {
+            tp: 1,
+            pp: 1,
+            dp: 384,
+            mbs: 1,
+            batch: 384,
+            zero: 3,
+            recompute,
+            ..Layout::default()
+        };
+        let full = estimate(&m, &hw, &net, &z3(Recompute::Full));
+        let sel = estimate(&m, &hw, &net, &z3(Recompute::Selective));
+        let r = full.breakdown.dp_comm / sel.breakdown.dp_comm;
+        assert!((r - 4.0 / 3.0).abs() < 1e-9, "{r}");
+        // Overlap hides some of it, and DeepSpeed-2021 module prefetch hides less than layers.
+        let ovl = |p| Layout {
+            overlap_dp: true,
+            zero3_prefetch: p,
+            ..z3(Recompute::Full)
+        };
+        let layer = estimate(&m, &hw, &net, &ovl(Zero3Prefetch::Layer));
+        let module = estimate(&m, &hw, &net, &ovl(Zero3Prefetch::Module));
+        assert!(layer.breakdown.dp_comm < full.breakdown.dp_comm);
+        assert!(module.breakdown.dp_comm >= layer.breakdown.dp_comm);
     }
 }

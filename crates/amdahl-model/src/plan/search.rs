@@ -450,6 +450,7 @@ fn search_cell(
                                     tp_overlap,
                                     optimizer_dtype: Default::default(),
                                     fp32_grads: false,
+                                    zero3_prefetch: Default::default(),
                                 };
                                 if v > 1 && microbatches % u64::from(c.pp) != 0 {
                                     acc.rejected.interleave_microbatches += 1;

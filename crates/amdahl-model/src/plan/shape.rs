@@ -135,6 +135,21 @@ impl ModelShape {
         self.attention_params() + moe::mean_mlp_params(self, false) + 4.0 * f64::from(self.hidden)
     }
 
+    /// The layer's weight matrices in the order the forward pass uses them: the fused QKV
+    /// projection, the attention output, the MLP's input (gate and up when gated) and output
+    /// matrices (MoE: the mean over layers, every expert counted). They sum to the layer's
+    /// weights less its LayerNorms.
+    pub fn layer_matrices(&self) -> [f64; 4] {
+        let mlp = moe::mean_mlp_params(self, false);
+        let mlp_in = if self.gated_mlp { 2.0 / 3.0 } else { 0.5 } * mlp;
+        [
+            self.qkv_params(),
+            self.q_width() * f64::from(self.hidden),
+            mlp_in,
+            mlp - mlp_in,
+        ]
+    }
+
     /// Weights one token uses in one layer (mean over layers): only its experts.
     pub fn active_layer_params(&self) -> f64 {
         self.attention_params() + moe::mean_mlp_params(self, true) + 4.0 * f64::from(self.hidden)

@@ -1,7 +1,7 @@
 //! Validation against published numbers; each test states its source and tolerance.
 
 use super::hardware::{system, Overrides, Precision};
-use super::layout::{validate, Layout, Recompute};
+use super::layout::{validate, Layout, Recompute, Zero3Prefetch};
 use super::perf::estimate;
 use super::shape::{catalog_model, ModelShape};
 use serde::Deserialize;
@@ -42,6 +42,7 @@ struct Run {
     overlap_dp: bool,
     tp_overlap: String,
     fp32_grads: bool,
+    zero3_prefetch: String,
     metric: String,
     published: f64,
     framework: String,
@@ -71,10 +72,9 @@ fn choices<T: Copy>(
     vec![parse(field).unwrap_or_else(|| panic!("{run}: cannot read `{field}`"))]
 }
 
-/// One run's prediction: (signed error, predicted, memory GiB, fits, the layout's label). Knobs
-/// the paper does not publish (`auto`) take the fastest value that fits: a production run
-/// is tuned.
-fn predict(run: &Run) -> (f64, f64, f64, bool, String) {
+/// One run's prediction. Knobs the paper does not publish (`auto`) take the fastest value that
+/// fits: a production run is tuned.
+fn predict(run: &Run) -> Prediction {
     // Built through serde so that shape fields other helpers add (with serde defaults) apply.
     let model: ModelShape = serde_json::from_value(serde_json::json!({
         "name": run.name, "layers": run.layers, "hidden": run.hidden, "heads": run.heads,
@@ -95,6 +95,12 @@ fn predict(run: &Run) -> (f64, f64, f64, bool, String) {
     let overlaps = choices(&run.tp_overlap, &run.name, &[false, true], |v| {
         v.parse().ok()
     });
+    let zero3_prefetch = match run.zero3_prefetch.as_str() {
+        "" => Zero3Prefetch::default(),
+        v => {
+            Zero3Prefetch::parse(v).unwrap_or_else(|| panic!("{}: zero3_prefetch `{v}`", run.name))
+        }
+    };
     let mut best: Option<crate::plan::perf::Estimate> = None;
     let mut last_err = None;
     for &recompute in &recomputes {
@@ -116,6 +122,7 @@ fn predict(run: &Run) -> (f64, f64, f64, bool, String) {
                     overlap_dp: run.overlap_dp,
                     tp_overlap,
                     fp32_grads: run.fp32_grads,
+                    zero3_prefetch,
                     ..Layout::default()
                 };
                 if let Err(e) = validate(&model, &hw, &net, &layout, Some(run.gpus)) {
@@ -148,13 +155,47 @@ fn predict(run: &Run) -> (f64, f64, f64, bool, String) {
         "step_s" => (e.step_time.get(), run.published / e.step_time.get() - 1.0),
         other => panic!("{}: unknown metric {other}", run.name),
     };
-    (
+    // The published figure as a step time, to set beside the breakdown.
+    let published_step = match run.metric.as_str() {
+        "hw_tflops" => e.executed_flops.get() / (run.published * 1e12 * e.gpus as f64),
+        "model_tflops" => e.model_flops.get() / (run.published * 1e12 * e.gpus as f64),
+        _ => run.published,
+    };
+    let b = e.breakdown;
+    let breakdown = format!(
+        "{:<28} {:8.2} {:8.2} {:7.2} {:6.2} {:6.2} {:5.2} {:7.2} {:6.2} {:5.2}",
+        run.name,
+        published_step,
+        e.step_time.get(),
+        b.compute.get(),
+        b.memory_bound.get(),
+        b.tp_comm.get() + b.cp_comm.get() + b.ep_comm.get(),
+        b.pp_comm.get(),
+        b.dp_comm.get(),
+        b.bubble.get(),
+        (b.optimizer + b.other).get(),
+    );
+    Prediction {
         err,
         predicted,
-        e.memory.total.gib(),
-        e.memory.fits,
-        e.layout.label(),
-    )
+        gib: e.memory.total.gib(),
+        fits: e.memory.fits,
+        label: e.layout.label(),
+        breakdown,
+    }
+}
+
+/// One run's prediction beside the published figure.
+struct Prediction {
+    /// Signed error, predicted throughput / published − 1.
+    err: f64,
+    /// The prediction in the row's metric.
+    predicted: f64,
+    gib: f64,
+    fits: bool,
+    label: String,
+    /// Published step time, predicted step and its parts (seconds), one line.
+    breakdown: String,
 }
 
 /// Frameworks whose kernels and schedules the planner models: Megatron-LM (its GEMM curve,
@@ -171,14 +212,19 @@ fn summary<'a>(errors: &[(&'a str, &'a str, f64)]) -> (f64, Vec<(&'a str, f64)>)
 }
 
 /// Issue 11 asks for mean |error| ≤ 5 % and none worse than 12 % over the whole set. The planner
-/// reaches them on the runs of the frameworks it models ([`MODELLED`]); the DeepSpeed, Metaseq
-/// and GPT-NeoX runs are 12–56 % slower than it predicts (software efficiency it does not model,
-/// docs/methodology.md "Validation against published runs"), so for the whole set the test holds
-/// what is reached today, to catch regressions, not the issue's target.
+/// reaches them on the runs of the frameworks it models ([`MODELLED`]). Over all 41 runs it
+/// reaches mean 7.4 %: the Megatron-DeepSpeed (MT-NLG, BLOOM), Metaseq (OPT) and GPT-NeoX runs
+/// are 12–31 % slower than predicted and the SC21 ZeRO-3 rows are within −15 … +8 %
+/// (docs/methodology.md "Validation against published runs"), so for the whole set the test
+/// holds what is reached, to catch regressions, not the issue's target.
 const MODELLED_MEAN: f64 = 0.05;
 const MODELLED_WORST: f64 = 0.12;
-const ALL_MEAN: f64 = 0.12;
-const ALL_WORST: f64 = 0.57;
+const ALL_MEAN: f64 = 0.075;
+const ALL_WORST: f64 = 0.31;
+/// SC21 Table 2's ZeRO-3 rows (DeepSpeed 2021) with the ZeRO-3 model of docs/methodology.md
+/// ("ZeRO-3: gathers, latency and overlap"): mean 7.5 %, worst −14.6 % (530B on 1,120 GPUs).
+const DEEPSPEED_MEAN: f64 = 0.08;
+const DEEPSPEED_WORST: f64 = 0.15;
 
 #[test]
 fn published_runs_within_targets_and_fit() {
@@ -187,11 +233,24 @@ fn published_runs_within_targets_and_fit() {
     let mut report = String::from(
         "run                          predicted  published  error   mem GiB  fits  layout\n",
     );
+    let mut breakdowns = String::from(
+        "step time, seconds: published, predicted, and the prediction's parts (exposed)\n\
+         run                          published predicted compute memory tp+cp+ep   pp      dp bubble  opt+\n",
+    );
     let mut errors = Vec::new();
     let mut refused = Vec::new();
     for run in &runs {
         assert!(!run.source.trim().is_empty(), "{}: no source", run.name);
-        let (err, predicted, gib, fits, label) = predict(run);
+        let Prediction {
+            err,
+            predicted,
+            gib,
+            fits,
+            label,
+            breakdown,
+        } = predict(run);
+        breakdowns.push_str(&breakdown);
+        breakdowns.push('\n');
         report.push_str(&format!(
             "{:<28} {predicted:9.2} {:10.2} {:+6.1} % {gib:7.1}  {fits}  {label}\n",
             run.name,
@@ -238,7 +297,7 @@ fn published_runs_within_targets_and_fit() {
         worst.first().map_or("-", |w| w.0),
         100.0 * worst.first().map_or(0.0, |w| w.1),
     ));
-    eprintln!("{report}");
+    eprintln!("{report}\n{breakdowns}");
     assert!(
         refused.is_empty(),
         "published runs reported as not fitting: {refused:?}\n{report}"
@@ -246,6 +305,18 @@ fn published_runs_within_targets_and_fit() {
     assert!(m_mean <= MODELLED_MEAN, "{report}");
     assert!(
         m_worst.iter().all(|w| w.1.abs() <= MODELLED_WORST),
+        "{report}"
+    );
+    let deepspeed: Vec<_> = errors
+        .iter()
+        .filter(|e| e.1 == "deepspeed")
+        .copied()
+        .collect();
+    let (d_mean, d_worst) = summary(&deepspeed);
+    assert_eq!(deepspeed.len(), 6, "{report}");
+    assert!(d_mean <= DEEPSPEED_MEAN, "{report}");
+    assert!(
+        d_worst.iter().all(|w| w.1.abs() <= DEEPSPEED_WORST),
         "{report}"
     );
     assert!(mean <= ALL_MEAN, "{report}");
@@ -261,7 +332,12 @@ fn llama3_405b_table4_within_10_percent_with_126_layers() {
         .filter(|r| r.name.starts_with("llama3-405b-8k"))
     {
         assert_eq!((run.layers, run.pp), (126, 16));
-        let (err, predicted, _, fits, _) = predict(run);
+        let Prediction {
+            err,
+            predicted,
+            fits,
+            ..
+        } = predict(run);
         assert!(fits, "{}", run.name);
         assert!(
             err.abs() < 0.10,
