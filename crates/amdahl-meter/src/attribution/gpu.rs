@@ -113,6 +113,19 @@ impl<B: GpuBackend> GpuUsageSource for BackendUsage<B> {
     }
 }
 
+/// Usage from NVML: a second NVML handle beside the energy source's (NVML counts its
+/// initialisations, so both stay valid). Errs with the reason where NVML cannot be opened or
+/// the `nvml` feature is off. Only compiled, not run, in CI: no GPU there.
+pub fn nvml_usage() -> Result<Box<dyn GpuUsageSource>, String> {
+    #[cfg(feature = "nvml")]
+    {
+        let b = crate::nvml::NvmlBackend::init()?;
+        Ok(Box::new(BackendUsage::new(b)))
+    }
+    #[cfg(not(feature = "nvml"))]
+    Err("built without the `nvml` feature".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
