@@ -87,10 +87,12 @@ impl ProcFs {
     }
     /// Read every file on every sample (no kept entries): for comparison in benchmarks.
     pub fn uncached(root: impl Into<PathBuf>) -> Self {
-        ProcFs {
-            refresh: Duration::ZERO,
-            ..ProcFs::new(root)
-        }
+        ProcFs::new(root).with_refresh(Duration::ZERO)
+    }
+    /// Keep entries for `refresh` (zero: read every file on every sample).
+    pub fn with_refresh(mut self, refresh: Duration) -> Self {
+        self.refresh = refresh;
+        self
     }
     fn read(&self, rel: impl AsRef<Path>) -> Option<String> {
         std::fs::read_to_string(self.root.join(rel)).ok()
