@@ -14,3 +14,6 @@ PROFILE="${PROFILE:-release}"   # PROFILE=dev measures a debug build (our crates
 S="${SECONDS_PER_PHASE:-30}"
 cargo run -q --profile "$PROFILE" -p amdahl-cli --example bench_exporter -- "$BIN" "$S"
 cargo run -q --profile "$PROFILE" -p amdahl-cli --example bench_exporter -- "$BIN" "$S" --no-process-series
+# Where one sample's time goes (read /proc, attribute, snapshot, render), /proc files re-read
+# every sample vs kept between samples, side by side.
+cargo run -q --profile "$PROFILE" -p amdahl-cli --example bench_exporter_phases -- 200

@@ -124,12 +124,23 @@ fn http_errors_long_requests_and_slow_clients() {
     assert_eq!(code, 405);
     let long = format!("/metrics?{}", "a".repeat(64 * 1024));
     assert_eq!(get(addr, &long).0, 414);
-    // A 1 MB header: answered (or refused), never a crash.
+    // A 1 MiB header line and a 1 MiB URL: refused (431, 414) after reading at most 16 KiB.
     let big = format!(
         "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\nConnection: close\r\n\r\n",
         "b".repeat(1 << 20)
     );
-    let _ = request(addr, big.as_bytes());
+    assert_eq!(request(addr, big.as_bytes()).map(|r| r.0).unwrap_or(0), 431);
+    let big = format!(
+        "GET /metrics?{} HTTP/1.1\r\nHost: x\r\n\r\n",
+        "a".repeat(1 << 20)
+    );
+    assert_eq!(request(addr, big.as_bytes()).map(|r| r.0).unwrap_or(0), 414);
+    // 100 header fields (the limit is 64): 431.
+    let many = format!(
+        "GET /metrics HTTP/1.1\r\n{}Connection: close\r\n\r\n",
+        "X-A: b\r\n".repeat(100)
+    );
+    assert_eq!(request(addr, many.as_bytes()).unwrap().0, 431);
     let (code, _) = request(addr, b"\x00\x01garbage\r\n\r\n").unwrap_or((0, String::new()));
     assert_ne!(code, 200);
     // Slow clients: one sends half a request line and stalls, one asks and never reads.
@@ -152,6 +163,139 @@ fn http_errors_long_requests_and_slow_clients() {
     assert_eq!(get(addr, "/metrics").0, 200, "still serving");
 }
 
+/// Resident memory of a process, kB.
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Regression (tiny_http read a header line without limit, tiny-http/tiny-http#56): clients that
+/// send a header without end, in parallel, are cut off; the exporter's memory does not follow
+/// what they send, and other clients are answered meanwhile.
+#[test]
+fn endless_headers_are_cut_off_and_memory_stays_bounded() {
+    let t = trees();
+    let (ex, addr) = start(&t, &[]);
+    let pid = ex.0.id();
+    assert_eq!(get(addr, "/metrics").0, 200);
+    let before = rss_kb(pid);
+    // 8 clients each try to send 32 MiB of one header line (256 MiB in all).
+    let senders: Vec<_> = (0..8)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+                let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nX-Endless: ");
+                let chunk = vec![b'x'; 64 * 1024];
+                let mut sent = 0usize;
+                while sent < 32 << 20 {
+                    match s.write_all(&chunk) {
+                        Ok(()) => sent += chunk.len(),
+                        Err(_) => break,
+                    }
+                }
+                sent
+            })
+        })
+        .collect();
+    let t0 = Instant::now();
+    for _ in 0..5 {
+        assert_eq!(get(addr, "/metrics").0, 200, "another client is answered");
+    }
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let sent: Vec<usize> = senders.into_iter().map(|h| h.join().unwrap()).collect();
+    // The server stops reading each after 16 KiB plus at most 4 MiB drained before closing.
+    assert!(
+        sent.iter().all(|s| *s < 32 << 20),
+        "a client sent its whole 32 MiB: {sent:?}"
+    );
+    let after = rss_kb(pid);
+    assert!(
+        after < before + 16 * 1024,
+        "RSS grew from {before} kB to {after} kB"
+    );
+    assert_eq!(get(addr, "/metrics").0, 200, "still serving");
+}
+
+#[test]
+fn ended_processes_and_their_cgroups_leave_after_retain() {
+    let t = trees();
+    let (_ex, addr) = start(&t, &["--retain", "1s"]);
+    // 20 short-lived processes, each in its own cgroup and Slurm job, busy for one step.
+    for k in 0..20u32 {
+        fproc::process(
+            &t.proc(),
+            1000 + k,
+            "batch",
+            0,
+            100,
+            Some(0),
+            Some(&format!(
+                "0::/system.slice/slurmstepd.scope/job_{}/step_0\n",
+                500 + k
+            )),
+            &[],
+        )
+        .unwrap();
+    }
+    for step in 1..=3u64 {
+        fproc::machine(&t.proc(), 1000 * step, 1_000_000).unwrap();
+        for k in 0..20u32 {
+            fproc::set_ticks(&t.proc(), 1000 + k, "batch", 10 * step, 100).unwrap();
+        }
+        set_energy(&t.powercap(), "intel-rapl:0", 10_000_000 * step);
+        wait_node(addr, "intel-rapl:0", 10.0 * step as f64);
+    }
+    let m = metrics(addr);
+    let jobs = |m: &[support::real::Metric]| {
+        m.iter()
+            .filter(|x| {
+                x.name == E
+                    && x.labels
+                        .get("job")
+                        .is_some_and(|j| j.parse::<u32>().is_ok_and(|j| j >= 500))
+            })
+            .count()
+    };
+    assert!(jobs(&m) >= 20, "{} job series", jobs(&m));
+    let cg_before = sum(&m, E, &[("scope", "cgroup"), ("device", "intel-rapl:0")]);
+    for k in 0..20u32 {
+        std::fs::remove_dir_all(t.proc().join((1000 + k).to_string())).unwrap();
+    }
+    // After the retention their series are gone, their energy kept in `(ended)`, and the parts
+    // still sum to the node.
+    let m = wait_for(Duration::from_secs(10), "the ended jobs to leave", || {
+        let m = metrics(addr);
+        (jobs(&m) == 0).then_some(m)
+    });
+    assert!(sum(&m, E, &[("scope", "job"), ("job", "(ended)")]) > 0.0);
+    assert!(sum(&m, E, &[("scope", "process"), ("pid", "(ended)")]) > 0.0);
+    let cg_after = sum(&m, E, &[("scope", "cgroup"), ("device", "intel-rapl:0")]);
+    assert!(
+        (cg_after - cg_before).abs() < 1e-6,
+        "{cg_before} then {cg_after}"
+    );
+    let node = sum(&m, E, &[("scope", "node"), ("device", "intel-rapl:0")]);
+    let un = sum(
+        &m,
+        E,
+        &[("scope", "unattributed"), ("device", "intel-rapl:0")],
+    );
+    assert!(
+        (cg_after + un - node).abs() < 1e-6,
+        "{cg_after} + {un} vs {node}"
+    );
+}
+
 #[test]
 fn command_lines_only_with_the_flag_and_vanishing_processes() {
     let t = trees();
@@ -162,7 +306,7 @@ fn command_lines_only_with_the_flag_and_vanishing_processes() {
         "{body}"
     );
     drop(ex);
-    let (_ex, addr) = start(&t, &["--expose-cmdline"]);
+    let (_ex, addr) = start(&t, &["--expose-cmdline", "--retain", "1s"]);
     let mut m = Vec::new();
     // Three steps, each seen by a sample: attribution needs ticks and energy in one interval.
     for step in 1..=3u64 {
@@ -175,7 +319,8 @@ fn command_lines_only_with_the_flag_and_vanishing_processes() {
         .labels
         .get("cmdline")
         .is_some_and(|c| c.contains("hunter2"))));
-    // pid 100 exits: its process series goes, its cgroup keeps the energy.
+    // pid 100 exits: after --retain its process and cgroup series go, their energy moves to
+    // the `(ended)` series.
     let cg = sum(
         &m,
         E,
@@ -186,17 +331,12 @@ fn command_lines_only_with_the_flag_and_vanishing_processes() {
     );
     std::fs::remove_dir_all(t.proc().join("100")).unwrap();
     set_energy(&t.powercap(), "intel-rapl:0", 31_000_000);
-    let m = wait_node(addr, "intel-rapl:0", 31.0);
-    assert_eq!(sum(&m, E, &[("scope", "process"), ("pid", "100")]), 0.0);
-    let cg2 = sum(
-        &m,
-        E,
-        &[
-            ("scope", "cgroup"),
-            ("cgroup", "/system.slice/train.service"),
-        ],
-    );
-    assert!(cg > 0.0 && (cg2 - cg).abs() < 1e-9, "{cg} then {cg2}");
+    let m = wait_for(Duration::from_secs(10), "pid 100 to leave", || {
+        let m = wait_node(addr, "intel-rapl:0", 31.0);
+        (sum(&m, E, &[("scope", "process"), ("pid", "100")]) == 0.0).then_some(m)
+    });
+    let ended = sum(&m, E, &[("scope", "cgroup"), ("cgroup", "(ended)")]);
+    assert!(cg > 0.0 && (ended - cg).abs() < 1e-9, "{cg} then {ended}");
 }
 
 #[test]

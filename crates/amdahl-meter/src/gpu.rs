@@ -16,6 +16,31 @@ pub trait GpuBackend: Send {
     fn energy_mj(&self, index: u32) -> Result<Option<u64>, String>;
     /// Milliwatts now, or None where unsupported.
     fn power_mw(&self, index: u32) -> Result<Option<u32>, String>;
+    /// Per-process utilisation samples taken after `since_us` (the driver's CPU timestamp, µs;
+    /// 0: all it has buffered), or None where the driver does not give them. Used by the
+    /// exporter's attribution only, so backends that only measure need not answer.
+    fn process_utilisation(
+        &self,
+        _index: u32,
+        _since_us: u64,
+    ) -> Result<Option<Vec<ProcessSample>>, String> {
+        Ok(None)
+    }
+    /// Pids of the processes with a compute or graphics context on the GPU now, or None where
+    /// unreadable.
+    fn processes(&self, _index: u32) -> Result<Option<Vec<u32>>, String> {
+        Ok(None)
+    }
+}
+
+/// One per-process utilisation sample (NVML `nvmlProcessUtilizationSample_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessSample {
+    pub pid: u32,
+    /// CPU timestamp of the sample, µs.
+    pub timestamp_us: u64,
+    /// SM (3D/compute) utilisation in the sample period, percent.
+    pub sm_percent: u32,
 }
 
 /// Which GPUs `CUDA_VISIBLE_DEVICES` leaves visible.
@@ -150,9 +175,18 @@ impl<B: GpuBackend> EnergySource for GpuSource<B> {
 
 /// A scripted GPU for tests: energy and power follow closures of the call count.
 pub mod fake {
-    use super::GpuBackend;
+    use super::{GpuBackend, ProcessSample};
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
+
+    /// What a fake GPU's driver says about its processes; tests change it between samples.
+    #[derive(Debug, Clone, Default)]
+    pub struct FakeUsage {
+        /// Per-process samples (None: the driver does not give them, as before Maxwell).
+        pub samples: Option<Vec<ProcessSample>>,
+        /// Pids with a context on the GPU (None: unreadable).
+        pub processes: Option<Vec<u32>>,
+    }
 
     #[derive(Clone)]
     pub struct FakeGpu {
@@ -162,6 +196,7 @@ pub mod fake {
         pub mj_per_read: Option<u64>,
         pub power_mw: Option<u32>,
         pub reads: Arc<AtomicU64>,
+        pub usage: Arc<Mutex<FakeUsage>>,
     }
 
     pub struct FakeBackend(pub Vec<FakeGpu>);
@@ -189,6 +224,26 @@ pub mod fake {
         }
         fn power_mw(&self, i: u32) -> Result<Option<u32>, String> {
             Ok(self.0.get(i as usize).ok_or("no such GPU")?.power_mw)
+        }
+        fn process_utilisation(
+            &self,
+            i: u32,
+            since_us: u64,
+        ) -> Result<Option<Vec<ProcessSample>>, String> {
+            let g = self.0.get(i as usize).ok_or("no such GPU")?;
+            let u = g.usage.lock().map_err(|_| "poisoned")?;
+            // Like NVML: only samples newer than the timestamp given.
+            Ok(u.samples.as_ref().map(|v| {
+                v.iter()
+                    .filter(|s| s.timestamp_us > since_us)
+                    .copied()
+                    .collect()
+            }))
+        }
+        fn processes(&self, i: u32) -> Result<Option<Vec<u32>>, String> {
+            let g = self.0.get(i as usize).ok_or("no such GPU")?;
+            let u = g.usage.lock().map_err(|_| "poisoned")?;
+            Ok(u.processes.clone())
         }
     }
 }
@@ -220,6 +275,7 @@ mod tests {
             mj_per_read: mj,
             power_mw: mw,
             reads: Default::default(),
+            usage: Default::default(),
         }
     }
 

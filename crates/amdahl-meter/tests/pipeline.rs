@@ -93,6 +93,7 @@ fn gpu(mj: Option<u64>, mw: u32) -> FakeGpu {
         mj_per_read: mj,
         power_mw: Some(mw),
         reads: Default::default(),
+        usage: Default::default(),
     }
 }
 

@@ -125,6 +125,22 @@ pub fn render(snap: &Snapshot) -> Result<String, std::fmt::Error> {
             ])
             .set(1);
     }
+    let rules = Family::<Labels, Gauge<i64>>::default();
+    reg.register(
+        "amdahl_gpu_attribution_rule",
+        "1 for the rule that split each GPU's energy in the latest interval: utilisation \
+         (NVML per-process SM utilisation), processes (equally over the processes holding it) or \
+         unattributed (no process, or the driver said nothing)",
+        rules.clone(),
+    );
+    for (id, rule) in &snap.gpu_rules {
+        rules
+            .get_or_create(&vec![
+                ("device".to_string(), escape_label(id)),
+                ("rule".to_string(), rule.as_str().to_string()),
+            ])
+            .set(1);
+    }
     let mut out = String::new();
     encode(&mut out, &reg)?;
     Ok(out)
@@ -133,6 +149,7 @@ pub fn render(snap: &Snapshot) -> Result<String, std::fmt::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use amdahl_meter::attribution::gpu::GpuRule;
     use amdahl_meter::attribution::Series;
     use amdahl_meter::{DeviceKind, Method};
 
@@ -162,6 +179,7 @@ mod tests {
             processes: 1,
             unknown_processes: 0,
             device_notes: vec![],
+            gpu_rules: vec![("gpu:0".into(), GpuRule::Utilisation)],
         };
         let t = render(&snap).unwrap();
         assert!(t.contains("# HELP amdahl_energy_joules "), "{t}");
@@ -173,6 +191,10 @@ mod tests {
         );
         assert!(t.contains(r#"comm="a\"b\\c\nd""#), "{t}");
         assert!(t.contains("amdahl_exporter_samples_total 3"), "{t}");
+        assert!(
+            t.contains(r#"amdahl_gpu_attribution_rule{device="gpu:0",rule="utilisation"} 1"#),
+            "{t}"
+        );
         assert!(t.ends_with("# EOF\n"), "{t}");
     }
 }

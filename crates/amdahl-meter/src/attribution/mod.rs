@@ -6,19 +6,26 @@
 //! * CPU package, psys and estimated CPU: the process's CPU ticks in the interval over the
 //!   machine's busy ticks (`/proc/stat`), i.e. [`crate::estimate::cpu_share`] per interval;
 //! * DRAM and estimated RAM: its resident memory over `MemTotal`;
-//! * GPU: not split yet (NVML per-process accounting is not wired): all unattributed.
+//! * GPU: the process's SM utilisation over the sum of all processes' on that GPU, else an equal
+//!   share of the processes holding the GPU, else nothing ([`gpu`]).
 //!
 //! A process's share goes to its cgroup, its user, its Slurm job (if any) and to itself. What no
 //! process gets (idle power, kernel threads, rounding) is the `unattributed` remainder, computed
 //! as node − Σ cgroups, so for every device Σ cgroup + unattributed = node exactly, and likewise
 //! Σ user + unattributed (every process has exactly one cgroup and one user, `unknown` when its
-//! `/proc` entries cannot be read). Jobs cover only processes of Slurm jobs. Formulas and limits:
+//! `/proc` entries cannot be read). Jobs cover only processes of Slurm jobs.
+//!
+//! State stays bounded: a member (cgroup, user, job, process) with no live process for
+//! [`Options::retain_s`] leaves, its energy moved to its scope's `(ended)` series ([`ENDED`]),
+//! so the sums above still hold and no counter decreases. Formulas and limits:
 //! docs/methodology.md, "Energy attribution (exporter)".
 
+pub mod gpu;
 pub mod procs;
 
 use crate::meter::DeviceEnergy;
 use crate::source::{DeviceKind, Method};
+use gpu::{gpu_weights, GpuRule, GpuUsage, GpuUsageSource};
 use procs::{ProcView, ProcessInfo};
 use std::collections::{BTreeMap, HashMap};
 
@@ -74,48 +81,110 @@ pub struct Snapshot {
     pub unknown_processes: u64,
     /// Devices whose reading is incomplete (vanished file, rejected steps), with why.
     pub device_notes: Vec<(String, String)>,
+    /// The rule that split each GPU's energy in the latest interval.
+    pub gpu_rules: Vec<(String, GpuRule)>,
 }
 
 /// Choices of the operator.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Options {
     /// Export per-process series (pid, comm); off keeps cardinality to cgroups/jobs/users.
     pub processes: bool,
     /// Add the command line to process series (opt-in: arguments can hold secrets).
     pub cmdline: bool,
+    /// Seconds a cgroup, job, user or process keeps its own series after its last process was
+    /// seen; then its energy moves to its scope's `(ended)` series (`--retain`).
+    pub retain_s: f64,
+}
+
+/// The default of `--retain`: 5 minutes, Prometheus's staleness window (`lookback-delta`), so a
+/// server scraping every minute or faster reads every member's final value several times.
+pub const DEFAULT_RETAIN_S: f64 = 300.0;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            processes: false,
+            cmdline: false,
+            retain_s: DEFAULT_RETAIN_S,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Weight {
     Cpu,
     Memory,
-    None,
+    Gpu,
 }
 
 fn weight_of(kind: DeviceKind) -> Weight {
     match kind {
         DeviceKind::CpuPackage | DeviceKind::Psys | DeviceKind::Cpu => Weight::Cpu,
         DeviceKind::Dram | DeviceKind::Ram => Weight::Memory,
-        DeviceKind::Gpu => Weight::None,
+        DeviceKind::Gpu => Weight::Gpu,
     }
 }
 
-type Key = (Scope, Vec<(String, String)>, String);
+/// One member of a scope: a cgroup, user, job or process, with its labels.
+type Member = (Scope, Vec<(String, String)>);
+
+/// The label value of the per-scope series that keeps the energy of members that ended.
+pub const ENDED: &str = "(ended)";
+
+fn ended_member(scope: Scope) -> Member {
+    let l = |k: &str| (k.to_string(), ENDED.to_string());
+    let labels = match scope {
+        Scope::Cgroup => vec![l("cgroup")],
+        Scope::User => vec![l("user")],
+        Scope::Job => vec![l("job")],
+        Scope::Process => vec![l("pid"), l("comm")],
+        Scope::Node | Scope::Unattributed => Vec::new(),
+    };
+    (scope, labels)
+}
+
+/// A member's energy per device id: since the start, and in the latest interval.
+#[derive(Debug, Default)]
+struct Account {
+    energy: BTreeMap<String, f64>,
+    delta: BTreeMap<String, f64>,
+    /// Time of the latest step in which a live process belonged to it (+∞: never retires).
+    last_live: f64,
+}
+
+impl Account {
+    fn add(&mut self, device: &str, e: f64) {
+        match self.energy.get_mut(device) {
+            Some(x) => *x += e,
+            None => {
+                self.energy.insert(device.to_string(), e);
+            }
+        }
+        match self.delta.get_mut(device) {
+            Some(x) => *x += e,
+            None => {
+                self.delta.insert(device.to_string(), e);
+            }
+        }
+    }
+}
 
 /// Running attribution state; feed it every sample with [`Attributor::step`].
 pub struct Attributor {
     view: Box<dyn ProcView>,
+    gpu: Option<Box<dyn GpuUsageSource>>,
     opts: Options,
     /// pid → (start ticks, CPU ticks) at the previous sample.
     prev_ticks: HashMap<u32, (u64, u64)>,
     prev_busy: Option<u64>,
     prev_energy: HashMap<String, f64>,
     prev_t: Option<f64>,
-    totals: BTreeMap<Key, f64>,
-    last_delta: HashMap<Key, f64>,
+    accounts: BTreeMap<Member, Account>,
     node_delta: HashMap<String, f64>,
     last_dt: Option<f64>,
     devices: Vec<DeviceEnergy>,
+    gpu_rules: Vec<(String, GpuRule)>,
     users: HashMap<u32, String>,
     samples: u64,
     processes: u64,
@@ -134,16 +203,17 @@ impl Attributor {
     pub fn new(view: Box<dyn ProcView>, opts: Options) -> Self {
         Attributor {
             view,
+            gpu: None,
             opts,
             prev_ticks: HashMap::new(),
             prev_busy: None,
             prev_energy: HashMap::new(),
             prev_t: None,
-            totals: BTreeMap::new(),
-            last_delta: HashMap::new(),
+            accounts: BTreeMap::new(),
             node_delta: HashMap::new(),
             last_dt: None,
             devices: Vec::new(),
+            gpu_rules: Vec::new(),
             users: HashMap::new(),
             samples: 0,
             processes: 0,
@@ -151,10 +221,118 @@ impl Attributor {
         }
     }
 
+    /// Split GPU energy by what `source` says about each GPU's processes (without one, GPU
+    /// energy is all unattributed).
+    pub fn with_gpu(mut self, source: Box<dyn GpuUsageSource>) -> Self {
+        self.gpu = Some(source);
+        self
+    }
+
     fn user_label(&mut self, uid: Option<u32>) -> String {
         match uid {
             Some(u) => self.users.entry(u).or_insert_with(|| user_name(u)).clone(),
             None => UNKNOWN.into(),
+        }
+    }
+
+    /// The members a process belongs to: its cgroup, user, job (if any), and itself (if
+    /// process series are on).
+    fn members_of(&mut self, p: &ProcessInfo) -> Vec<Member> {
+        let mut m = vec![
+            (
+                Scope::Cgroup,
+                vec![(
+                    "cgroup".to_string(),
+                    p.cgroup.clone().unwrap_or_else(|| UNKNOWN.into()),
+                )],
+            ),
+            (
+                Scope::User,
+                vec![("user".to_string(), self.user_label(p.uid))],
+            ),
+        ];
+        if let Some(j) = &p.job {
+            m.push((Scope::Job, vec![("job".to_string(), j.clone())]));
+        }
+        if self.opts.processes {
+            let mut pl = vec![
+                ("pid".to_string(), p.pid.to_string()),
+                ("comm".to_string(), p.comm.clone()),
+            ];
+            if let Some(c) = &p.cmdline {
+                pl.push(("cmdline".into(), c.clone()));
+            }
+            m.push((Scope::Process, pl));
+        }
+        m
+    }
+
+    /// The members of a GPU process that `/proc` does not show (another pid namespace, or it
+    /// exited between the driver's answer and the read): cgroup and user `unknown`.
+    fn unseen_members(&self, pid: u32) -> Vec<Member> {
+        let mut m = vec![
+            (Scope::Cgroup, vec![("cgroup".to_string(), UNKNOWN.into())]),
+            (Scope::User, vec![("user".to_string(), UNKNOWN.into())]),
+        ];
+        if self.opts.processes {
+            m.push((
+                Scope::Process,
+                vec![
+                    ("pid".to_string(), pid.to_string()),
+                    ("comm".to_string(), UNKNOWN.into()),
+                ],
+            ));
+        }
+        m
+    }
+
+    fn credit(&mut self, members: &[Member], device: &str, e: f64) {
+        for m in members {
+            match self.accounts.get_mut(m) {
+                Some(a) => a.add(device, e),
+                None => {
+                    let mut a = Account::default();
+                    a.add(device, e);
+                    self.accounts.insert(m.clone(), a);
+                }
+            }
+        }
+    }
+
+    fn mark_live(&mut self, members: &[Member], t_s: f64) {
+        for m in members {
+            match self.accounts.get_mut(m) {
+                Some(a) => a.last_live = a.last_live.max(t_s),
+                None => {
+                    self.accounts.insert(
+                        m.clone(),
+                        Account {
+                            last_live: t_s,
+                            ..Account::default()
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// Move a member's energy into its scope's `(ended)` series and forget it.
+    fn retire(&mut self, m: &Member) {
+        let Some(a) = self.accounts.remove(m) else {
+            return;
+        };
+        if a.energy.is_empty() {
+            return;
+        }
+        let ended = self.accounts.entry(ended_member(m.0)).or_insert(Account {
+            last_live: f64::INFINITY,
+            ..Account::default()
+        });
+        for (d, e) in a.energy {
+            *ended.energy.entry(d).or_insert(0.0) += e;
+        }
+        for (d, e) in a.delta {
+            *ended.delta.entry(d).or_insert(0.0) += e;
         }
     }
 
@@ -179,6 +357,33 @@ impl Attributor {
                 _ => p.ticks,
             })
             .collect();
+        // A recycled pid: the old process's series ends now, before the new one's energy could
+        // land in it (same pid and name give the same labels).
+        let recycled: Vec<u32> = procs
+            .iter()
+            .filter(|p| {
+                self.prev_ticks
+                    .get(&p.pid)
+                    .is_some_and(|&(start, _)| start != p.start_ticks)
+            })
+            .map(|p| p.pid)
+            .collect();
+        if !recycled.is_empty() {
+            let old: Vec<Member> = self
+                .accounts
+                .keys()
+                .filter(|(s, l)| {
+                    *s == Scope::Process
+                        && l.first()
+                            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+                            .is_some_and(|p| recycled.contains(&p))
+                })
+                .cloned()
+                .collect();
+            for m in &old {
+                self.retire(m);
+            }
+        }
         let page = self.view.page_size();
         let mem: Vec<u64> = procs
             .iter()
@@ -197,81 +402,88 @@ impl Attributor {
             .unwrap_or(0)
             .max(mem.iter().sum()) as f64;
 
-        let labels: Vec<[Vec<(String, String)>; 4]> = procs
-            .iter()
-            .map(|p| {
-                let user = self.user_label(p.uid);
-                let mut pl = vec![
-                    ("pid".to_string(), p.pid.to_string()),
-                    ("comm".to_string(), p.comm.clone()),
-                ];
-                if let Some(c) = &p.cmdline {
-                    pl.push(("cmdline".into(), c.clone()));
-                }
-                [
-                    vec![(
-                        "cgroup".into(),
-                        p.cgroup.clone().unwrap_or_else(|| UNKNOWN.into()),
-                    )],
-                    vec![("user".into(), user)],
-                    p.job
-                        .iter()
-                        .map(|j| ("job".to_string(), j.clone()))
-                        .collect(),
-                    pl,
-                ]
-            })
-            .collect();
+        let members: Vec<Vec<Member>> = procs.iter().map(|p| self.members_of(p)).collect();
         self.processes = procs.len() as u64;
         self.unknown_processes = procs
             .iter()
             .filter(|p| p.uid.is_none() || p.cgroup.is_none())
             .count() as u64;
+        let index: HashMap<u32, usize> =
+            procs.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
+        let gpu_usage: HashMap<String, GpuUsage> = match (
+            &mut self.gpu,
+            energies.iter().any(|d| d.kind == DeviceKind::Gpu),
+        ) {
+            (Some(g), true) => g.usage().into_iter().collect(),
+            _ => HashMap::new(),
+        };
 
         let dt = self.prev_t.map(|t0| t_s - t0).filter(|d| *d > 0.0);
-        self.last_delta.clear();
+        for a in self.accounts.values_mut() {
+            a.delta.clear();
+        }
+        self.gpu_rules.clear();
+        let mut unseen: Vec<Vec<Member>> = Vec::new();
         for d in energies {
             let e = d.energy_j.get();
             let prev = self.prev_energy.insert(d.id.clone(), e).unwrap_or(0.0);
             let de = (e - prev).max(0.0);
             self.node_delta.insert(d.id.clone(), de);
-            let (weights, den) = match weight_of(d.kind) {
-                Weight::Cpu => (&cpu, cpu_den),
-                Weight::Memory => (&mem, mem_den),
-                Weight::None => continue,
-            };
-            if de <= 0.0 || den <= 0.0 {
-                continue;
-            }
-            for (i, w) in weights.iter().enumerate() {
-                if *w == 0 {
-                    continue;
+            match weight_of(d.kind) {
+                Weight::Cpu | Weight::Memory => {
+                    let (weights, den) = match weight_of(d.kind) {
+                        Weight::Cpu => (&cpu, cpu_den),
+                        _ => (&mem, mem_den),
+                    };
+                    if de <= 0.0 || den <= 0.0 {
+                        continue;
+                    }
+                    for (w, ms) in weights.iter().zip(&members) {
+                        if *w > 0 {
+                            self.credit(ms, &d.id, de * (*w as f64 / den));
+                        }
+                    }
                 }
-                let share = de * (*w as f64 / den);
-                let Some(ls) = labels.get(i) else { continue };
-                let scopes = [Scope::Cgroup, Scope::User, Scope::Job, Scope::Process];
-                for (scope, l) in scopes.iter().zip(ls.iter()) {
-                    if *scope == Scope::Job && l.is_empty() {
+                Weight::Gpu => {
+                    let (rule, weights) = gpu_usage
+                        .get(&d.id)
+                        .map(gpu_weights)
+                        .unwrap_or((GpuRule::Unattributed, Vec::new()));
+                    self.gpu_rules.push((d.id.clone(), rule));
+                    let den: f64 = weights.iter().map(|(_, w)| w).sum();
+                    if de <= 0.0 || den <= 0.0 {
                         continue;
                     }
-                    if *scope == Scope::Process && !self.opts.processes {
-                        continue;
+                    for (pid, w) in weights {
+                        let share = de * (w / den);
+                        match index.get(&pid).and_then(|&i| members.get(i)) {
+                            Some(ms) => self.credit(ms, &d.id, share),
+                            None => {
+                                let ms = self.unseen_members(pid);
+                                self.credit(&ms, &d.id, share);
+                                unseen.push(ms);
+                            }
+                        }
                     }
-                    let key = (*scope, l.clone(), d.id.clone());
-                    *self.totals.entry(key.clone()).or_insert(0.0) += share;
-                    *self.last_delta.entry(key).or_insert(0.0) += share;
                 }
             }
         }
-        // Vanished processes leave the process scope (their energy stays in their cgroup, user
-        // and job); their pids may be reused.
-        let alive: HashMap<u32, ()> = procs.iter().map(|p| (p.pid, ())).collect();
-        self.totals.retain(|(s, l, _), _| {
-            *s != Scope::Process
-                || l.first()
-                    .and_then(|(_, pid)| pid.parse::<u32>().ok())
-                    .is_some_and(|p| alive.contains_key(&p))
-        });
+        // Liveness, then retention: a member no live process has belonged to for longer than
+        // `retain_s` leaves, its energy kept in its scope's `(ended)` series so every scope
+        // still sums to the node and no counter goes backwards.
+        for ms in members.iter().chain(&unseen) {
+            self.mark_live(ms, t_s);
+        }
+        let retain = self.opts.retain_s;
+        let expired: Vec<Member> = self
+            .accounts
+            .iter()
+            .filter(|(_, a)| t_s - a.last_live > retain)
+            .map(|(m, _)| m.clone())
+            .collect();
+        for m in &expired {
+            self.retire(m);
+        }
         self.prev_ticks = procs
             .iter()
             .map(|p| (p.pid, (p.start_ticks, p.ticks)))
@@ -287,10 +499,6 @@ impl Attributor {
     /// The series now: node per device, every scope member, and the unattributed remainder.
     pub fn snapshot(&self) -> Snapshot {
         let dev = |id: &str| self.devices.iter().find(|d| d.id == id);
-        let power = |k: &Key| {
-            let dt = self.last_dt?;
-            Some(self.last_delta.get(k).copied().unwrap_or(0.0) / dt)
-        };
         let mut series = Vec::new();
         for d in &self.devices {
             series.push(Series {
@@ -303,42 +511,41 @@ impl Attributor {
                 power_w: self.node_power(&d.id),
             });
         }
-        for (k, e) in &self.totals {
-            let Some(d) = dev(&k.2) else { continue };
-            series.push(Series {
-                scope: k.0,
-                labels: k.1.clone(),
-                device: k.2.clone(),
-                kind: d.kind,
-                method: d.method,
-                energy_j: *e,
-                power_w: power(k),
-            });
+        // Σ cgroup members per device, total and in the latest interval.
+        let mut attributed: HashMap<&str, (f64, f64)> = HashMap::new();
+        for ((scope, labels), a) in &self.accounts {
+            for (id, e) in &a.energy {
+                let Some(d) = dev(id) else { continue };
+                let de = a.delta.get(id).copied().unwrap_or(0.0);
+                if *scope == Scope::Cgroup {
+                    let s = attributed.entry(id.as_str()).or_insert((0.0, 0.0));
+                    s.0 += e;
+                    s.1 += de;
+                }
+                series.push(Series {
+                    scope: *scope,
+                    labels: labels.clone(),
+                    device: id.clone(),
+                    kind: d.kind,
+                    method: d.method,
+                    energy_j: *e,
+                    power_w: self.last_dt.map(|dt| de / dt),
+                });
+            }
         }
         for d in &self.devices {
-            let attributed: f64 = self
-                .totals
-                .iter()
-                .filter(|((s, _, id), _)| *s == Scope::Cgroup && *id == d.id)
-                .map(|(_, e)| e)
-                .sum();
-            let attributed_now: f64 = self
-                .last_delta
-                .iter()
-                .filter(|((s, _, id), _)| *s == Scope::Cgroup && *id == d.id)
-                .map(|(_, e)| e)
-                .sum();
+            let (total, now) = attributed.get(d.id.as_str()).copied().unwrap_or((0.0, 0.0));
             series.push(Series {
                 scope: Scope::Unattributed,
                 labels: Vec::new(),
                 device: d.id.clone(),
                 kind: d.kind,
                 method: d.method,
-                energy_j: (d.energy_j.get() - attributed).max(0.0),
+                energy_j: (d.energy_j.get() - total).max(0.0),
                 power_w: self
                     .node_power(&d.id)
                     .zip(self.last_dt)
-                    .map(|(p, dt)| (p - attributed_now / dt).max(0.0)),
+                    .map(|(p, dt)| (p - now / dt).max(0.0)),
             });
         }
         Snapshot {
@@ -351,7 +558,14 @@ impl Attributor {
                 .iter()
                 .filter_map(|d| Some((d.id.clone(), d.note.clone()?)))
                 .collect(),
+            gpu_rules: self.gpu_rules.clone(),
         }
+    }
+
+    /// Members (cgroups, users, jobs, processes, `(ended)` series) held now: bounded by the
+    /// live ones plus those within `retain_s` of their end.
+    pub fn members(&self) -> usize {
+        self.accounts.len()
     }
 
     /// The node's average power over the latest interval on device `id`.

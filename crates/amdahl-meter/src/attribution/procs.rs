@@ -6,7 +6,10 @@
 //! (never exported). Machine-wide: `stat` (busy ticks) and `meminfo` (`MemTotal`).
 
 use crate::procfs;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// One process as attribution needs it. `None` fields could not be read (another user's
 /// process without privileges, a process exiting mid-read): they are attributed to `unknown`.
@@ -43,13 +46,53 @@ pub trait ProcView: Send {
 }
 
 /// `/proc` (or a copy of its layout) under `root`.
+///
+/// Only `stat` changes every sample (CPU ticks, resident pages); a process's user, cgroup, job
+/// and command line rarely change, and reading them is most of the cost (`status` is ~1.4 kB of
+/// kernel-generated text, `environ` maps the process's memory). So they are kept per process —
+/// a pid with its start time — and read again when the command name changes (an `exec`, which
+/// is also when Slurm's and systemd's freshly moved tasks start their program) or after
+/// [`ProcFs::refresh`] (10 s by default), which bounds how late a move between cgroups or a
+/// change of user is seen.
 pub struct ProcFs {
     pub root: PathBuf,
+    /// How long kept entries stay valid; zero reads every file on every sample.
+    pub refresh: Duration,
+    kept: RefCell<HashMap<u32, Kept>>,
 }
+
+/// The slowly changing part of a process, with what identifies it.
+#[derive(Debug, Clone)]
+struct Kept {
+    start_ticks: u64,
+    comm: String,
+    read_at: Instant,
+    with_cmdline: bool,
+    uid: Option<u32>,
+    cgroup: Option<String>,
+    job: Option<String>,
+    cmdline: Option<String>,
+}
+
+/// The default of [`ProcFs::refresh`].
+pub const REFRESH: Duration = Duration::from_secs(10);
 
 impl ProcFs {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        ProcFs { root: root.into() }
+        ProcFs {
+            root: root.into(),
+            refresh: REFRESH,
+            kept: RefCell::new(HashMap::new()),
+        }
+    }
+    /// Read every file on every sample (no kept entries): for comparison in benchmarks.
+    pub fn uncached(root: impl Into<PathBuf>) -> Self {
+        ProcFs::new(root).with_refresh(Duration::ZERO)
+    }
+    /// Keep entries for `refresh` (zero: read every file on every sample).
+    pub fn with_refresh(mut self, refresh: Duration) -> Self {
+        self.refresh = refresh;
+        self
     }
     fn read(&self, rel: impl AsRef<Path>) -> Option<String> {
         std::fs::read_to_string(self.root.join(rel)).ok()
@@ -75,33 +118,74 @@ impl ProcView for ProcFs {
             .filter_map(|e| e.file_name().to_str()?.parse().ok())
             .collect();
         v.sort_unstable();
+        // Forget the processes that are gone, so what is kept follows the live ones.
+        if let Ok(mut kept) = self.kept.try_borrow_mut() {
+            kept.retain(|pid, _| v.binary_search(pid).is_ok());
+        }
         v
     }
     fn process(&self, pid: u32, with_cmdline: bool) -> Option<ProcessInfo> {
         let dir = PathBuf::from(pid.to_string());
         let stat = self.read(dir.join("stat"))?;
         let s = procfs::parse_pid_stat(&stat)?;
-        let cgroup = self.read(dir.join("cgroup")).and_then(|t| parse_cgroup(&t));
-        let job = cgroup.as_deref().and_then(job_from_cgroup).or_else(|| {
-            job_from_environ(&std::fs::read(self.root.join(&dir).join("environ")).ok()?)
-        });
-        let cmdline = if with_cmdline {
-            std::fs::read(self.root.join(&dir).join("cmdline"))
-                .ok()
-                .map(|b| render_cmdline(&b))
-        } else {
-            None
+        let start_ticks = parse_start_ticks(&stat)?;
+        let comm = parse_comm(&stat).unwrap_or_default();
+        let fresh = |k: &Kept| {
+            k.start_ticks == start_ticks
+                && k.comm == comm
+                && k.with_cmdline == with_cmdline
+                && k.read_at.elapsed() < self.refresh
+        };
+        let kept = self
+            .kept
+            .try_borrow()
+            .ok()
+            .and_then(|m| m.get(&pid).filter(|k| fresh(k)).cloned());
+        let k = match kept {
+            Some(k) => k,
+            None => {
+                let cgroup = self.read(dir.join("cgroup")).and_then(|t| parse_cgroup(&t));
+                let job = cgroup.as_deref().and_then(job_from_cgroup).or_else(|| {
+                    job_from_environ(&std::fs::read(self.root.join(&dir).join("environ")).ok()?)
+                });
+                let cmdline = if with_cmdline {
+                    std::fs::read(self.root.join(&dir).join("cmdline"))
+                        .ok()
+                        .map(|b| render_cmdline(&b))
+                } else {
+                    None
+                };
+                let k = Kept {
+                    start_ticks,
+                    comm: comm.clone(),
+                    read_at: Instant::now(),
+                    with_cmdline,
+                    uid: self.read(dir.join("status")).and_then(|t| parse_uid(&t)),
+                    cgroup,
+                    job,
+                    cmdline,
+                };
+                // Entries that could not be read are read again next time (permissions may
+                // come, a process exiting mid-read leaves).
+                let complete = k.uid.is_some() && k.cgroup.is_some();
+                if !self.refresh.is_zero() && complete {
+                    if let Ok(mut m) = self.kept.try_borrow_mut() {
+                        m.insert(pid, k.clone());
+                    }
+                }
+                k
+            }
         };
         Some(ProcessInfo {
             pid,
-            start_ticks: parse_start_ticks(&stat)?,
-            comm: parse_comm(&stat).unwrap_or_default(),
+            start_ticks,
+            comm,
             ticks: s.ticks,
             rss_pages: s.rss_pages,
-            uid: self.read(dir.join("status")).and_then(|t| parse_uid(&t)),
-            cgroup,
-            job,
-            cmdline,
+            uid: k.uid,
+            cgroup: k.cgroup,
+            job: k.job,
+            cmdline: k.cmdline,
         })
     }
 }
@@ -294,6 +378,35 @@ mod tests {
             Some("99")
         );
         assert_eq!(job_from_environ(b"SLURM_JOB_ID=\0"), None);
+    }
+
+    #[test]
+    fn slow_fields_are_kept_until_an_exec_or_the_refresh() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        fake::machine(root, 0, 1000).unwrap();
+        fake::process(root, 7, "sh", 1, 0, Some(0), Some("0::/a\n"), &[]).unwrap();
+        let view = ProcFs::new(root);
+        let cg = |v: &ProcFs| v.process(7, false).and_then(|p| p.cgroup);
+        assert_eq!(cg(&view).as_deref(), Some("/a"));
+        // Moved to another cgroup: seen at the next exec (new command name) or refresh.
+        std::fs::write(root.join("7/cgroup"), "0::/b\n").unwrap();
+        fake::set_ticks(root, 7, "sh", 2, 0).unwrap();
+        assert_eq!(cg(&view).as_deref(), Some("/a"));
+        assert_eq!(view.process(7, false).map(|p| p.ticks), Some(2));
+        fake::set_ticks(root, 7, "python3", 3, 0).unwrap();
+        assert_eq!(cg(&view).as_deref(), Some("/b"));
+        std::fs::write(root.join("7/cgroup"), "0::/c\n").unwrap();
+        assert_eq!(cg(&ProcFs::uncached(root)).as_deref(), Some("/c"));
+        let stale = ProcFs {
+            refresh: Duration::ZERO,
+            ..ProcFs::new(root)
+        };
+        assert_eq!(cg(&stale).as_deref(), Some("/c"));
+        // A process that vanished is forgotten at the next listing.
+        std::fs::remove_dir_all(root.join("7")).unwrap();
+        assert_eq!(view.pids(), Vec::<u32>::new());
+        assert!(view.kept.borrow().is_empty());
     }
 
     #[test]

@@ -2,11 +2,14 @@
 //! energy to cgroups, Slurm jobs, users and processes (`amdahl_meter::attribution`), and serves
 //! OpenMetrics text on `/metrics` for Prometheus.
 //!
-//! Threads: the sampler renders the metrics text once per interval into a shared buffer; the
-//! main thread accepts requests (tiny_http parses each connection on its own thread) and answers
-//! each on a short-lived thread of its own, at most [`MAX_IN_FLIGHT`] at a time, so a client
-//! that reads slowly holds one thread, never the others.
+//! Threads: the sampler renders the metrics text once per interval into a shared buffer; an
+//! accept thread hands each connection to a short-lived thread of its own ([`http`]: at most
+//! [`http::MAX_CONNECTIONS`] at once, every request bounded in size and time), so a client that
+//! sends or reads slowly holds one thread, never the others; the main thread waits for the stop.
 
+pub mod http;
+
+use amdahl_meter::attribution::gpu::GpuUsageSource;
 use amdahl_meter::attribution::{procs::ProcFs, Attributor, Options};
 use amdahl_meter::estimate::Target;
 use amdahl_meter::gpu::parse_visible;
@@ -15,18 +18,13 @@ use anyhow::{anyhow, Context, Result};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 /// The default address: loopback only, port 9675 (next to Scaphandre's 8080 and node_exporter's
 /// 9100 in spirit; unassigned on the Prometheus default port allocation wiki page).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9675";
-/// Longest request target answered (414 beyond). /metrics needs a few bytes; this bounds what a
-/// confused or hostile client can make us look at.
-pub const MAX_URL: usize = 2048;
-/// Requests answered at once; more get 503 at once rather than queueing behind slow readers.
-pub const MAX_IN_FLIGHT: usize = 64;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -49,6 +47,10 @@ pub struct Args {
         value_name = "DIR"
     )]
     pub proc_root: PathBuf,
+    /// Read each process's user, cgroup and job again after this long (also at every exec);
+    /// `0s` reads them every sample, seeing moves between cgroups at once at ~4× the /proc reads.
+    #[arg(long, default_value = "10s", value_parser = parse_span, value_name = "DURATION")]
+    pub proc_refresh: Duration,
     /// Do not open NVML.
     #[arg(long)]
     pub no_gpu: bool,
@@ -58,6 +60,10 @@ pub struct Args {
     /// Add each process's command line as a label (off by default: arguments can hold secrets).
     #[arg(long)]
     pub expose_cmdline: bool,
+    /// Keep the series of an ended cgroup, job, user or process this long, then fold its energy
+    /// into its scope's `(ended)` series (bounds memory and scrape size).
+    #[arg(long, default_value = "5m", value_parser = parse_span, value_name = "DURATION")]
+    pub retain: Duration,
     /// Print the metrics once, one interval after the start, and exit (no server).
     #[arg(long)]
     pub once: bool,
@@ -70,6 +76,15 @@ pub struct Args {
 }
 
 type Shared = Arc<RwLock<Arc<String>>>;
+
+/// A duration as `run`'s flags take it (`90s`, `5m`, `250ms`), or zero (`0`, `0s`).
+fn parse_span(s: &str) -> Result<Duration, String> {
+    let num = s.trim().trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    if num.trim().parse::<f64>() == Ok(0.0) {
+        return Ok(Duration::ZERO);
+    }
+    super::run::parse_duration(s)
+}
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if !args.listen.ip().is_loopback() && !args.allow_remote && !args.once {
@@ -93,12 +108,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eprintln!("amdahl: warning: {w}");
     }
     let mut attributor = Attributor::new(
-        Box::new(ProcFs::new(&args.proc_root)),
+        Box::new(ProcFs::new(&args.proc_root).with_refresh(args.proc_refresh)),
         Options {
             processes: !args.no_process_series,
             cmdline: args.expose_cmdline,
+            retain_s: args.retain.as_secs_f64(),
         },
     );
+    if let Some(g) = gpu_usage(&args) {
+        attributor = attributor.with_gpu(g);
+    }
     let shared: Shared = Arc::new(RwLock::new(Arc::new(String::new())));
     let out = Arc::clone(&shared);
     let s = sampler::start(
@@ -128,6 +147,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     served.map(|_| ExitCode::SUCCESS)
 }
 
+/// Per-process GPU usage from NVML, for splitting GPU energy. None without a driver or with
+/// `--no-gpu`: GPU energy then stays unattributed, as `amdahl_gpu_attribution_rule` says.
+fn gpu_usage(args: &Args) -> Option<Box<dyn GpuUsageSource>> {
+    if args.no_gpu {
+        return None;
+    }
+    amdahl_meter::attribution::gpu::nvml_usage().ok()
+}
+
 fn current(shared: &Shared) -> Arc<String> {
     shared
         .read()
@@ -136,12 +164,13 @@ fn current(shared: &Shared) -> Arc<String> {
 }
 
 fn serve(args: &Args, shared: &Shared) -> Result<()> {
-    let server = tiny_http::Server::http(args.listen)
-        .map_err(|e| anyhow!("cannot listen on {}: {e} (is another exporter running? pick another port with --listen)", args.listen))?;
-    let bound = server
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| anyhow!("the server is not on an IP address"))?;
+    let listener = std::net::TcpListener::bind(args.listen).with_context(|| {
+        format!(
+            "cannot listen on {} (is another exporter running? pick another port with --listen)",
+            args.listen
+        )
+    })?;
+    let bound = listener.local_addr().context("reading the address bound")?;
     if !bound.ip().is_loopback() {
         eprintln!(
             "amdahl: warning: serving metrics beyond this machine on http://{bound}/metrics (--allow-remote)"
@@ -157,94 +186,55 @@ fn serve(args: &Args, shared: &Shared) -> Result<()> {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .context("installing signal handlers")?;
     }
+    let metrics = Arc::clone(shared);
+    let handler: http::Handler =
+        Arc::new(move |req: &http::Request| answer(req, &current(&metrics)));
+    // The accept loop blocks on its own thread; this one watches for the stop and leaves (the
+    // process then exits, ending that thread and any connection still open).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("amdahl-accept".into())
+        .spawn(move || {
+            let _ = tx.send(http::serve(listener, handler));
+        })
+        .context("starting the accept thread")?;
     let deadline = args.duration.map(|d| Instant::now() + d);
-    let in_flight = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::SeqCst) && deadline.is_none_or(|d| Instant::now() < d) {
-        let req = match server.recv_timeout(Duration::from_millis(100)) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(e) => {
-                eprintln!("amdahl: warning: accepting a request: {e}");
-                continue;
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(e) => return Err(anyhow!("accepting connections on {bound}: {e}")),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(anyhow!("the accept thread on {bound} ended"))
             }
-        };
-        if in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
-            in_flight.fetch_sub(1, Ordering::SeqCst);
-            let _ = req.respond(tiny_http::Response::empty(503));
-            continue;
-        }
-        let text = current(shared);
-        let n = Arc::clone(&in_flight);
-        let spawned = std::thread::Builder::new()
-            .name("amdahl-scrape".into())
-            .spawn(move || {
-                let _ = answer(req, &text);
-                n.fetch_sub(1, Ordering::SeqCst);
-            });
-        if spawned.is_err() {
-            in_flight.fetch_sub(1, Ordering::SeqCst);
         }
     }
     Ok(())
 }
 
-/// A reader over the shared metrics text.
-struct SharedText(Arc<String>, usize);
-
-impl std::io::Read for SharedText {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let rest = self.0.as_bytes().get(self.1..).unwrap_or(&[]);
-        let n = rest.len().min(buf.len());
-        buf[..n].copy_from_slice(&rest[..n]);
-        self.1 += n;
-        Ok(n)
-    }
-}
-
-fn header(k: &str, v: &str) -> Option<tiny_http::Header> {
-    tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).ok()
-}
-
 /// Answer one request: `/metrics` (GET, HEAD), `/` (a pointer to it), 405 for other methods
-/// there, 404 elsewhere, 414 for request targets over [`MAX_URL`].
-fn answer(req: tiny_http::Request, metrics: &Arc<String>) -> std::io::Result<()> {
-    use tiny_http::{Method, Response};
-    let url = req.url();
-    if url.len() > MAX_URL {
-        return req
-            .respond(Response::from_string("request target too long\n").with_status_code(414));
-    }
-    let path = url.split(['?', '#']).next().unwrap_or("");
-    let readable = matches!(req.method(), Method::Get | Method::Head);
-    let resp = match (path, readable) {
-        ("/metrics", true) => {
-            // The shared text itself, not a copy: 20 concurrent scrapes of 300 kB would
-            // otherwise hold 6 MB of copies.
-            let len = metrics.len();
-            let headers = header("Content-Type", amdahl_report::exporter::CONTENT_TYPE)
-                .into_iter()
-                .collect();
-            let r = Response::new(
-                tiny_http::StatusCode(200),
-                headers,
-                SharedText(Arc::clone(metrics), 0),
-                Some(len),
-                None,
-            );
-            return req.respond(r);
-        }
-        ("/", true) => Response::from_string(
+/// there, 404 elsewhere. Oversized or malformed requests never get here ([`http`]).
+fn answer(req: &http::Request, metrics: &Arc<String>) -> http::Response {
+    use http::Response;
+    let path = req.target.split(['?', '#']).next().unwrap_or("");
+    let readable = matches!(req.method, "GET" | "HEAD");
+    match (path, readable) {
+        ("/metrics", true) => Response {
+            status: 200,
+            headers: vec![(
+                "Content-Type",
+                amdahl_report::exporter::CONTENT_TYPE.to_string(),
+            )],
+            body: Arc::clone(metrics),
+        },
+        ("/", true) => Response::text(
+            200,
             "amdahl exporter: energy per node, cgroup, Slurm job, user and process at /metrics\n",
         ),
         ("/metrics" | "/", false) => {
-            let mut r = Response::from_string("method not allowed: use GET or HEAD\n")
-                .with_status_code(405);
-            if let Some(h) = header("Allow", "GET, HEAD") {
-                r = r.with_header(h);
-            }
+            let mut r = Response::text(405, "method not allowed: use GET or HEAD\n");
+            r.headers.push(("Allow", "GET, HEAD".into()));
             r
         }
-        _ => Response::from_string("not found: metrics are at /metrics\n").with_status_code(404),
-    };
-    req.respond(resp)
+        _ => Response::text(404, "not found: metrics are at /metrics\n"),
+    }
 }
