@@ -2,10 +2,11 @@
 //! energy to cgroups, Slurm jobs, users and processes (`amdahl_meter::attribution`), and serves
 //! OpenMetrics text on `/metrics` for Prometheus.
 //!
-//! Threads: the sampler renders the metrics text once per interval into a shared buffer; an
-//! accept thread hands each connection to a short-lived thread of its own ([`http`]: at most
-//! [`http::MAX_CONNECTIONS`] at once, every request bounded in size and time), so a client that
-//! sends or reads slowly holds one thread, never the others; the main thread waits for the stop.
+//! Threads: the sampler renders the metrics text once per interval into a shared buffer; the
+//! server thread runs hyper on a single-threaded tokio runtime, each connection a task of its own
+//! ([`http`]: at most [`http::MAX_CONNECTIONS`] at once, every request bounded in size and time),
+//! so a client that sends or reads slowly holds only its own connection; the main thread waits
+//! for the stop.
 
 pub mod http;
 
@@ -189,7 +190,7 @@ fn serve(args: &Args, shared: &Shared) -> Result<()> {
     let metrics = Arc::clone(shared);
     let handler: http::Handler =
         Arc::new(move |req: &http::Request| answer(req, &current(&metrics)));
-    // The accept loop blocks on its own thread; this one watches for the stop and leaves (the
+    // The server blocks on its own thread; this one watches for the stop and leaves (the
     // process then exits, ending that thread and any connection still open).
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
