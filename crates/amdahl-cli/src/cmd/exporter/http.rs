@@ -84,7 +84,7 @@ impl AsRef<[u8]> for SharedBody {
 
 /// Accept connections on `listener` until accepting fails for good; each is served by hyper on
 /// this thread's runtime and answered by `handler`. Returns the error that ended it (the caller
-/// runs it on a thread of its own and decides when to stop).
+/// runs it on its own thread and decides when to stop).
 pub fn serve(listener: TcpListener, handler: Handler) -> std::io::Error {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_io()
