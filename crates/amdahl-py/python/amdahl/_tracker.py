@@ -35,7 +35,8 @@ class Tracker:
     ``with`` block), and project the whole run's cost from its first steps or epochs.
 
     The options are ``amdahl run``'s (see docs/usage/run.md): ``region`` (grid, e.g. ``"FR"``),
-    ``pue``, ``output`` (the JSON record), ``codecarbon_csv``, ``prometheus`` (textfile),
+    ``pue``, ``output`` (the JSON record), ``codecarbon_csv``, ``project`` (the record's
+    ``project`` and the CodeCarbon row's ``project_name``), ``prometheus`` (textfile),
     ``log`` (sample log), ``interval`` (seconds or ``"250ms"``), ``scope`` (``"process"``: this
     process and its children, the default; ``"machine"``: the whole node), ``intensity``,
     ``catalog``, ``cpu_tdp``, ``no_gpu``, ``powercap_root``, ``baseline``. For projection:
@@ -51,6 +52,7 @@ class Tracker:
         codecarbon_csv: Union[str, "os.PathLike[str]", None] = None,
         interval: Union[float, str] = 1.0,
         *,
+        project: Optional[str] = None,
         scope: str = "process",
         intensity: Optional[float] = None,
         prometheus: Union[str, "os.PathLike[str]", None] = None,
@@ -71,6 +73,7 @@ class Tracker:
             "output": output,
             "codecarbon_csv": codecarbon_csv,
             "interval": _interval(interval),
+            "project": project,
             "scope": scope,
             "intensity": intensity,
             "prometheus": prometheus,
