@@ -7,13 +7,12 @@
 //! - [`Tracker`]: `amdahl run`'s [`Session`] around code in this process instead of a child.
 
 use crate::cmd::run::{Ending, Session};
-use crate::{Command, Outcome};
+use crate::Outcome;
 use amdahl_meter::estimate::ProcessProbe;
 use amdahl_meter::procfs;
 use amdahl_meter::progress::Work;
 use amdahl_meter::record::RunRecord;
 use amdahl_model::units::{Bytes, Seconds};
-use clap::Parser;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -94,25 +93,20 @@ impl Tracker {
         command: &[String],
         work: Arc<Work>,
     ) -> Result<Tracker, Failure> {
-        let argv = ["amdahl", "run"]
-            .into_iter()
-            .map(String::from)
+        use clap::{Args as _, FromArgMatches as _};
+        let argv = std::iter::once("run".to_string())
             .chain(options.iter().cloned())
             .chain(std::iter::once("--".to_string()))
             .chain(command.iter().cloned());
-        let args = match crate::Cli::try_parse_from(argv) {
-            Ok(crate::Cli {
-                command: Command::Run(a),
-                ..
-            }) => a,
-            Ok(_) => {
-                return Err(Failure {
-                    code: 2,
-                    message: "not a run".into(),
-                })
-            }
-            Err(e) => return Err(Failure::usage(&e)),
-        };
+        // Only `run`'s own arguments are built and parsed, not the whole CLI's (every
+        // subcommand's): the tracker starts inside someone's script, and what it builds and
+        // touches there is time and memory of theirs (scripts/bench/python_overhead.sh).
+        let cmd =
+            crate::cmd::run::Args::augment_args(clap::Command::new("run").bin_name("amdahl run"));
+        let args = cmd
+            .try_get_matches_from(argv)
+            .and_then(|m| crate::cmd::run::Args::from_arg_matches(&m))
+            .map_err(|e| Failure::usage(&e))?;
         let probe = ProcessProbe::of_this_process();
         let session = Session::start(&args, Arc::clone(&probe), Arc::clone(&work))
             .map_err(|e| Failure::error(&e))?;

@@ -584,3 +584,34 @@ fn progress_flags_need_each_other() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn a_project_names_the_record_and_the_codecarbon_row() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let (out, csv) = (t.path().join("r.json"), t.path().join("emissions.csv"));
+    for project in [Some("bert, large"), None] {
+        let mut c = amdahl(&root);
+        c.args(["run", "--no-gpu", "-o"]).arg(&out);
+        c.arg("--codecarbon-csv").arg(&csv);
+        if let Some(p) = project {
+            c.args(["--project", p]);
+        }
+        c.args(["--", "true"]).assert().success();
+        assert_eq!(json(&out).get("project").and_then(Value::as_str), project);
+    }
+    // The CSV quotes the comma; without --project the row names amdahl, as before.
+    let rows: Vec<csv::StringRecord> = csv::Reader::from_path(&csv)
+        .unwrap()
+        .records()
+        .map(Result::unwrap)
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r.get(1).unwrap()).collect();
+    assert_eq!(names, ["bert, large", "amdahl"]);
+    amdahl(&root)
+        .args(["run", "--project", "", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(contains("--project"));
+}

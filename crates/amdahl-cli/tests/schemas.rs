@@ -365,7 +365,7 @@ fn measurements(c: &mut Checker, tmp: &Path) {
         }
         c.file("amdahl.run/1", out);
     }
-    // A run with a progress file: the record carries a projection.
+    // A run with a progress file (the record carries a projection) and a project name.
     let (progress, projected) = (tmp.join("progress"), tmp.join("projected.json"));
     let mut cmd = amdahl();
     cmd.env("AMDAHL_POWERCAP_ROOT", &root)
@@ -376,6 +376,8 @@ fn measurements(c: &mut Checker, tmp: &Path) {
             "20ms",
             "--total-steps",
             "10",
+            "--project",
+            "schemas",
         ])
         .arg("--progress-file")
         .arg(&progress)

@@ -24,6 +24,7 @@ pub mod sampler;
 pub mod scale;
 pub mod sensors;
 pub mod source;
+pub mod stdout_progress;
 
 pub use error::MeterError;
 pub use meter::{DeviceEnergy, Meter, Sample};

@@ -103,6 +103,10 @@ pub struct RunRecord {
     pub amdahl_version: String,
     /// Unique id of this run (UUID-shaped; also CodeCarbon's `run_id`).
     pub run_id: String,
+    /// The project the run belongs to (`amdahl run --project`, `amdahl.Tracker(project=…)`),
+    /// also the CodeCarbon row's `project_name`; absent when none was named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
     pub command: Vec<String>,
     /// UTC, ISO 8601.
     pub started_at: String,
@@ -154,6 +158,7 @@ pub struct RunRecord {
 #[derive(Debug, Clone)]
 pub struct RunContext {
     pub run_id: String,
+    pub project: Option<String>,
     pub command: Vec<String>,
     pub started_unix_s: f64,
     pub scope: Scope,
@@ -273,6 +278,7 @@ pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: Progress) -> RunReco
         schema: RUN_SCHEMA.into(),
         amdahl_version: env!("CARGO_PKG_VERSION").into(),
         run_id: ctx.run_id.clone(),
+        project: ctx.project.clone(),
         command: ctx.command.clone(),
         started_at: utc_iso(ctx.started_unix_s),
         started_unix_s: ctx.started_unix_s,
@@ -673,6 +679,7 @@ mod tests {
     pub(crate) fn ctx(host: &str, role: Role, rank: u32) -> RunContext {
         RunContext {
             run_id: "00000000-0000-4000-8000-000000000000".into(),
+            project: None,
             command: vec!["true".into()],
             started_unix_s: 1000.0,
             scope: Scope::Machine,

@@ -125,7 +125,25 @@ pub fn signal_name(sig: i32) -> String {
 /// shell that exits) are re-parented to amdahl instead of init, so their CPU time is still seen
 /// and, once reaped by [`wait`], is inside `RUSAGE_CHILDREN`.
 pub fn spawn(argv: &[String]) -> Result<Child, MeterError> {
-    spawn_with(argv, &[], false)
+    spawn_stdio(argv, &[], Stdout::Inherit)
+}
+
+/// [`spawn`] with the command's stdout piped to the caller (`child.stdout`), who must read it
+/// until its end (`amdahl run --progress-regex` copies it through, see
+/// [`crate::stdout_progress`]). Its stderr and stdin stay amdahl's.
+pub fn spawn_piping_stdout(argv: &[String]) -> Result<Child, MeterError> {
+    spawn_stdio(argv, &[], Stdout::Piped)
+}
+
+/// Where the command's output goes.
+#[derive(Clone, Copy, PartialEq)]
+enum Stdout {
+    /// amdahl's own stdout and stderr (the terminal, a file).
+    Inherit,
+    /// stdout piped to the caller.
+    Piped,
+    /// stdout discarded, stderr piped to the caller.
+    Quiet,
 }
 
 /// [`spawn`] with extra environment variables; with `quiet`, the command's stdout is discarded
@@ -142,6 +160,22 @@ pub fn spawn_with(
     env: &[(String, String)],
     quiet: bool,
 ) -> Result<Child, MeterError> {
+    spawn_stdio(
+        argv,
+        env,
+        if quiet {
+            Stdout::Quiet
+        } else {
+            Stdout::Inherit
+        },
+    )
+}
+
+fn spawn_stdio(
+    argv: &[String],
+    env: &[(String, String)],
+    stdout: Stdout,
+) -> Result<Child, MeterError> {
     #[cfg(target_os = "linux")]
     let _ = nix::sys::prctl::set_child_subreaper(true);
     let Some((program, args)) = argv.split_first() else {
@@ -153,8 +187,14 @@ pub fn spawn_with(
         let mut cmd = Command::new(argv0);
         cmd.args(rest).envs(env.iter().map(|(k, v)| (k, v)));
         cmd.process_group(0);
-        if quiet {
-            cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        match stdout {
+            Stdout::Inherit => {}
+            Stdout::Piped => {
+                cmd.stdout(Stdio::piped());
+            }
+            Stdout::Quiet => {
+                cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+            }
         }
         cmd
     };

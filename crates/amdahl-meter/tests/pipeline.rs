@@ -138,6 +138,7 @@ fn process_scope_is_a_share_of_the_machine() {
     m.sample_at(Seconds(1.0));
     let ctx = RunContext {
         run_id: "x".into(),
+        project: None,
         command: vec!["x".into()],
         started_unix_s: 0.0,
         scope: Scope::Process,

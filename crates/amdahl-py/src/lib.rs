@@ -22,6 +22,43 @@ fn raise(f: Failure) -> PyErr {
     AmdahlError::new_err(f.message)
 }
 
+/// A result as Python objects: what `json.loads` of its `--json` text gives (dicts, lists,
+/// str, int, float, bool, None), built directly, so that tracking needs no `json` module.
+fn to_python<'py, T: serde::Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
+    let v = serde_json::to_value(value).map_err(|e| AmdahlError::new_err(e.to_string()))?;
+    json_to_python(py, &v)
+}
+
+fn json_to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    use pyo3::types::{PyBool, PyDict, PyList, PyString};
+    use serde_json::Value;
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        // As json.loads: integers stay int, numbers written with a fraction or exponent float.
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.into_pyobject(py)?.into_any(),
+            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
+            (None, None) => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(a) => {
+            let l = PyList::empty(py);
+            for x in a {
+                l.append(json_to_python(py, x)?)?;
+            }
+            l.into_any()
+        }
+        Value::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, x) in o {
+                d.set_item(k, json_to_python(py, x)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
 /// Run `amdahl ARGS…` and return its stdout (the caller passes `--json`).
 #[pyfunction]
 fn call(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
@@ -93,15 +130,15 @@ impl NativeTracker {
         Ok(id)
     }
 
-    /// Stop, write the record, return it as JSON. `exc_type`/`exc_message`: the exception that
-    /// ended the block, if one did.
+    /// Stop, write the record, return it as a dict (schema amdahl.run/1). `exc_type` /
+    /// `exc_message`: the exception that ended the block, if one did.
     #[pyo3(signature = (exc_type=None, exc_message=None))]
-    fn stop(
+    fn stop<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         exc_type: Option<String>,
         exc_message: Option<String>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let mut st = lock(&self.state);
         let t = match std::mem::replace(&mut *st, State::Ready) {
             State::Running(t) => t,
@@ -120,7 +157,7 @@ impl NativeTracker {
             exception: exc_type.map(|k| (k, exc_message.unwrap_or_default())),
         };
         let rec = py.detach(|| t.stop(exit)).map_err(raise)?;
-        serde_json::to_string(&rec).map_err(|e| AmdahlError::new_err(e.to_string()))
+        to_python(py, &rec)
     }
 
     fn running(&self) -> bool {
@@ -172,10 +209,14 @@ impl NativeTracker {
         (self.work.steps.done(), self.work.epochs.done())
     }
 
-    /// The whole run projected from the units so far, as JSON; `unit`: "step" or "epoch"
+    /// The whole run projected from the units so far, as a dict; `unit`: "step" or "epoch"
     /// (default: epochs when their total is set, else steps).
     #[pyo3(signature = (unit=None))]
-    fn projection(&self, unit: Option<String>) -> PyResult<String> {
+    fn projection<'py>(
+        &self,
+        py: Python<'py>,
+        unit: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let kg = match &*lock(&self.state) {
             State::Running(t) => t.kg_per_joule(),
             State::Done(kg) => *kg,
@@ -200,7 +241,7 @@ impl NativeTracker {
             .projection()
             .map_err(|e| AmdahlError::new_err(e.to_string()))?
             .with_carbon(kg);
-        serde_json::to_string(&p).map_err(|e| AmdahlError::new_err(e.to_string()))
+        to_python(py, &p)
     }
 }
 

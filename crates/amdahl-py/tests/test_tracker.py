@@ -73,6 +73,37 @@ def test_output_file_has_the_same_schema_as_amdahl_run(powercap, tmp_path, amdah
         assert ra[0][k] == rb[0][k], k
 
 
+def test_project_names_the_record_and_the_codecarbon_row_as_amdahl_run_does(powercap, tmp_path, amdahl_cmd):
+    run_out, run_cc = tmp_path / "cli.json", tmp_path / "cli.csv"
+    subprocess.run(
+        [amdahl_cmd, "run", "--scope", "machine", "--no-gpu", "--project", "bert-large",
+         "-o", str(run_out), "--codecarbon-csv", str(run_cc), "--", "true"],
+        check=True, capture_output=True,
+    )
+    trk_out, trk_cc = tmp_path / "py.json", tmp_path / "py.csv"
+    with amdahl.Tracker(project="bert-large", output=trk_out, codecarbon_csv=trk_cc, **FAST) as t:
+        pass
+    assert t.record["project"] == "bert-large"
+    assert json.loads(trk_out.read_text())["project"] == json.loads(run_out.read_text())["project"]
+    ra, rb = (list(csv.DictReader(p.open())) for p in (run_cc, trk_cc))
+    assert ra[0]["project_name"] == rb[0]["project_name"] == "bert-large"
+    # The decorator passes it on; without a project the record has none and the row says amdahl.
+    calls = []
+
+    @amdahl.track(project="decorated", output=tmp_path / "d.json", **FAST)
+    def train():
+        calls.append(1)
+
+    train()
+    assert calls == [1] and json.loads((tmp_path / "d.json").read_text())["project"] == "decorated"
+    with amdahl.Tracker(codecarbon_csv=tmp_path / "none.csv", **FAST) as t:
+        pass
+    assert "project" not in t.record
+    assert next(csv.DictReader((tmp_path / "none.csv").open()))["project_name"] == "amdahl"
+    with pytest.raises(AmdahlError, match="--project"):
+        amdahl.Tracker(project="", **FAST).start()
+
+
 def test_every_sample_rewrites_a_partial_record(powercap, tmp_path):
     out = tmp_path / "run.json"
     t = amdahl.Tracker(output=out, **FAST).start()

@@ -55,7 +55,8 @@ pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
     let cloud = loc.and_then(|l| Some((l.cloud_provider.as_deref()?, l.cloud_region.as_deref()?)));
     let fields: Vec<String> = vec![
         end.trim_end_matches('Z').to_string(),
-        "amdahl".into(),
+        // CodeCarbon's own default is "codecarbon"; a row without a project says who wrote it.
+        r.project.clone().unwrap_or_else(|| "amdahl".into()),
         r.run_id.clone(),
         r.cluster
             .job_id
@@ -537,6 +538,7 @@ mod tests {
         use amdahl_model::units::{GramsPerKwh, Joules, Seconds};
         let ctx = RunContext {
             run_id: "0f0f0f0f-0000-4000-8000-000000000001".into(),
+            project: None,
             command: vec!["train".into(), "--epochs=1".into()],
             started_unix_s: 1_709_210_096.0,
             scope: Scope::Machine,

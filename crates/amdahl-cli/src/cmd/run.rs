@@ -15,7 +15,9 @@ use amdahl_meter::gpu::parse_visible;
 use amdahl_meter::meter::Meter;
 use amdahl_meter::progress::{self, Work};
 use amdahl_meter::record::{self, Host, Intensity, Progress, RunContext, RunRecord, Scope};
-use amdahl_meter::{procfs, rapl, runner, sampler, sensors, EnergySource, MeterError, Sample};
+use amdahl_meter::{
+    procfs, rapl, runner, sampler, sensors, stdout_progress, EnergySource, MeterError, Sample,
+};
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::units::{Seconds, Watts};
 use amdahl_report::meter::{prometheus_textfile, run_summary};
@@ -58,6 +60,10 @@ pub struct Args {
     /// Append a row to a CodeCarbon-compatible emissions.csv.
     #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub codecarbon_csv: Option<PathBuf>,
+    /// Name the project the run belongs to: the record's `project` and the CodeCarbon row's
+    /// project_name [default: none; the row says amdahl].
+    #[arg(help_heading = "Output", long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub project: Option<String>,
     #[command(flatten, next_help_heading = "Sensors")]
     pub sensors: SensorArgs,
     #[command(flatten, next_help_heading = "Projection")]
@@ -75,16 +81,33 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// How the command reports its progress, for the projection of the whole run.
+/// How the command reports its progress, for the projection of the whole run: a progress file
+/// or lines of its stdout (one of the two).
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(group(clap::ArgGroup::new("progress_source").args(["progress_file", "progress_regex"])))]
 pub struct ProgressArgs {
     /// A file the command appends its step count to (the last number of its last line is read at
     /// every sample); with --total-steps the record projects the whole run.
     #[arg(long, value_name = "FILE", requires = "total_steps")]
     pub progress_file: Option<PathBuf>,
+    /// Count steps in the command's stdout, which then passes through amdahl byte for byte: each
+    /// line matching RE is a step, or with a capture group the group is the step count
+    /// (`step (\d+)`); with --total-steps the record projects the whole run.
+    #[arg(long, value_name = "RE", requires = "total_steps", value_parser = parse_progress_regex)]
+    pub progress_regex: Option<regex::bytes::Regex>,
     /// Steps in the whole run, for the projection of its duration, energy and CO2e.
-    #[arg(long, value_name = "S", requires = "progress_file", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "S", requires = "progress_source", value_parser = clap::value_parser!(u64).range(1..))]
     pub total_steps: Option<u64>,
+}
+
+/// A byte regex (the command's output need not be UTF-8), with the regex crate's own message
+/// (it points at the offending character) when it does not compile.
+fn parse_progress_regex(s: &str) -> Result<regex::bytes::Regex, String> {
+    regex::bytes::RegexBuilder::new(s)
+        // `^` and `$` anchor at the line's ends: each line is matched on its own anyway.
+        .multi_line(true)
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// The sensor options `run` and `scale` share.
@@ -492,6 +515,7 @@ impl Session {
         let pue = resolve::pue(args.cost.pue.as_deref(), &catalogs)?;
         let mut ctx = RunContext {
             run_id: record::new_run_id(),
+            project: args.project.clone(),
             command: args.command.clone(),
             started_unix_s: unix_now(),
             scope: match args.scope {
@@ -616,15 +640,54 @@ impl Session {
     }
 }
 
+/// Start the command; with `--progress-regex` its stdout is piped and copied through by a
+/// thread that counts the steps into `work` (without it, the command keeps amdahl's stdout).
+fn spawn(
+    args: &Args,
+    work: &Arc<Work>,
+) -> Result<(std::process::Child, Option<stdout_progress::Tee>), MeterError> {
+    let Some(re) = &args.progress.progress_regex else {
+        return Ok((runner::spawn(&args.command)?, None));
+    };
+    let mut child = runner::spawn_piping_stdout(&args.command)?;
+    let tee = child
+        .stdout
+        .take()
+        .map(|out| stdout_progress::start(out, re.clone(), Arc::clone(work)));
+    Ok((child, tee))
+}
+
+/// After the command exited: its output is all in the pipe, so the copy ends at once unless
+/// background processes it started hold the pipe open; they get a moment, not the whole run.
+fn finish_tee(tee: stdout_progress::Tee) -> Vec<String> {
+    const GRACE: Duration = Duration::from_secs(2);
+    match tee.finish(GRACE) {
+        Some(end) => end.warnings,
+        None => vec![format!(
+            "--progress-regex: the command's stdout was still open {} s after it exited (a process it started in the background holds it); steps printed after that are not in the record",
+            GRACE.as_secs()
+        )],
+    }
+    .into_iter()
+    .inspect(|w| eprintln!("amdahl: warning: {w}"))
+    .collect()
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
     validate(&args)?;
     // Before anything is measured: from here on every catchable signal is forwarded to the
     // command and the final record still gets written.
     runner::install_forwarding()?;
     let probe = ProcessProbe::new();
-    let session = Session::start(&args, Arc::clone(&probe), Arc::new(Work::default()))?;
-    let (finished, spawn_error) = match runner::spawn(&args.command) {
-        Ok(mut child) => (Some(runner::wait(&mut child, true)?), None),
+    let work = Arc::new(Work::default());
+    let session = Session::start(&args, Arc::clone(&probe), Arc::clone(&work))?;
+    let mut warnings = Vec::new();
+    let (finished, spawn_error) = match spawn(&args, &work) {
+        Ok((mut child, tee)) => {
+            let finished = runner::wait(&mut child, true)?;
+            warnings.extend(tee.map(finish_tee).unwrap_or_default());
+            (Some(finished), None)
+        }
         Err(e) => (None, Some(e)),
     };
     if let Some(f) = &finished {
@@ -638,7 +701,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(e) = &spawn_error {
         eprintln!("amdahl: error: {e}");
     }
-    let mut warnings = Vec::new();
     if finished.is_some() {
         let left = procfs::live_children(std::process::id(), &procfs::all_pid_stats());
         if !left.is_empty() {

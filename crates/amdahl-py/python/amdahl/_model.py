@@ -3,13 +3,20 @@
 ``--search``; a list repeats the flag), the result is the command's ``--json`` as a dict, and a
 refused input raises :class:`AmdahlError` with the message the CLI prints."""
 
-import csv
-import json
+# Only what every `import amdahl` needs is imported here: json, csv and tempfile when a model
+# function runs, typing only for type checkers. A training script that only tracks pays for none
+# of them (about 4 MB of peak RSS together; scripts/bench/python_overhead.sh).
+from __future__ import annotations
+
 import os
-import tempfile
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from . import _native
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+    Point = Union[Mapping[str, Any], Sequence[Any]]
 
 
 def _text(value: Any) -> str:
@@ -39,6 +46,8 @@ def flags(options: Mapping[str, Any]) -> List[str]:
 
 def command(name: str, args: Sequence[str] = (), **options: Any) -> Dict[str, Any]:
     """Run ``amdahl NAME ARGS... --flags --json`` and return the parsed result."""
+    import json
+
     argv = ["--quiet", name, *args, *flags(options), "--json"]
     return json.loads(_native.call(argv))
 
@@ -62,8 +71,6 @@ def carbon(**options: Any) -> Dict[str, Any]:
     return command("carbon", **options)
 
 
-Point = Union[Mapping[str, Any], Sequence[Any]]
-
 
 def fit(points: Optional[Iterable[Point]] = None, file: Union[str, "os.PathLike[str]", None] = None, **options: Any) -> Dict[str, Any]:
     """``amdahl fit``: scaling laws fitted to measured runs.
@@ -71,6 +78,10 @@ def fit(points: Optional[Iterable[Point]] = None, file: Union[str, "os.PathLike[
     ``points``: dicts with the CSV columns ``fit`` reads (``{"n": 8, "time": 12.5}``; ``time``,
     ``throughput``, ``speedup`` or ``efficiency``), or ``(n, time)`` pairs. Or ``file=`` a CSV/JSON
     file, or ``builtin=True``."""
+    import csv
+    import tempfile
+    from collections.abc import Mapping
+
     if points is None:
         args = [os.fspath(file)] if file is not None else []
         return command("fit", args, **options)

@@ -3,25 +3,35 @@
 The sampling runs on a Rust thread (no Python code, no GIL per sample); the result file, the
 Prometheus textfile and the CodeCarbon row are written by the same code as ``amdahl run``'s, so
 the files are the same (schema ``amdahl.run/1``), rewritten after every sample with
-``partial: true`` until the end."""
+``partial: true`` until the end.
 
+Imports are kept to what tracking needs (no json: the record comes back as a dict built in
+Rust; logging and functools only when used; typing only for type checkers), so that tracking
+adds little memory to a script (scripts/bench/python_overhead.sh measures it)."""
+
+from __future__ import annotations
+
+import _thread
 import atexit
-import functools
-import json
-import logging
 import os
 import sys
-import threading
-from typing import Any, Callable, Dict, List, Optional, Union
 
 from . import _native
 from ._model import flags
 
-_log = logging.getLogger("amdahl")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Union
 
 # Trackers running now, stopped at interpreter exit so that no record is lost.
 _running: "set[Tracker]" = set()
-_running_lock = threading.Lock()
+_running_lock = _thread.allocate_lock()
+
+
+def _logger() -> Any:
+    import logging
+
+    return logging.getLogger("amdahl")
 
 
 def _interval(value: Union[float, int, str]) -> str:
@@ -35,7 +45,8 @@ class Tracker:
     ``with`` block), and project the whole run's cost from its first steps or epochs.
 
     The options are ``amdahl run``'s (see docs/usage/run.md): ``region`` (grid, e.g. ``"FR"``),
-    ``pue``, ``output`` (the JSON record), ``codecarbon_csv``, ``prometheus`` (textfile),
+    ``pue``, ``output`` (the JSON record), ``codecarbon_csv``, ``project`` (the record's
+    ``project`` and the CodeCarbon row's ``project_name``), ``prometheus`` (textfile),
     ``log`` (sample log), ``interval`` (seconds or ``"250ms"``), ``scope`` (``"process"``: this
     process and its children, the default; ``"machine"``: the whole node), ``intensity``,
     ``catalog``, ``cpu_tdp``, ``no_gpu``, ``powercap_root``, ``baseline``. For projection:
@@ -51,6 +62,7 @@ class Tracker:
         codecarbon_csv: Union[str, "os.PathLike[str]", None] = None,
         interval: Union[float, str] = 1.0,
         *,
+        project: Optional[str] = None,
         scope: str = "process",
         intensity: Optional[float] = None,
         prometheus: Union[str, "os.PathLike[str]", None] = None,
@@ -71,6 +83,7 @@ class Tracker:
             "output": output,
             "codecarbon_csv": codecarbon_csv,
             "interval": _interval(interval),
+            "project": project,
             "scope": scope,
             "intensity": intensity,
             "prometheus": prometheus,
@@ -113,7 +126,7 @@ class Tracker:
         exc_type = type(exception).__name__ if exception is not None else None
         exc_msg = str(exception) if exception is not None else None
         try:
-            self.record = json.loads(self._native.stop(exc_type, exc_msg))
+            self.record = self._native.stop(exc_type, exc_msg)
         finally:
             with _running_lock:
                 _running.discard(self)
@@ -157,7 +170,7 @@ class Tracker:
         ``co2e_kg`` with 95 % intervals (``*_interval_*``, null until enough units), and how.
         ``unit``: ``"step"`` or ``"epoch"`` (default: epochs when their total is set). Raises
         :class:`AmdahlError` before the first unit or without a total."""
-        return json.loads(self._native.projection(unit))
+        return self._native.projection(unit)
 
     def so_far(self) -> Dict[str, float]:
         """The run so far, at the latest sample: ``duration_s``, ``energy_j``, ``co2e_kg``."""
@@ -175,7 +188,7 @@ class Tracker:
     def _log_projection(p: Dict[str, Any]) -> None:
         ci = p.get("energy_interval_j")
         spread = f" (95 % {ci[0] / 3.6e6:.4g}-{ci[1] / 3.6e6:.4g})" if ci else ""
-        _log.info(
+        _logger().info(
             "amdahl: %d/%d %ss; whole run projected: %.4g kWh%s, %.4g kg CO2e, %.0f s",
             p["units_done"], p["units_total"], p["unit"], p["energy_j"] / 3.6e6, spread,
             p["co2e_kg"], p["duration_s"],
@@ -185,6 +198,8 @@ class Tracker:
 def track(func: Optional[Callable[..., Any]] = None, **options: Any) -> Any:
     """Decorator: every call of the function runs under its own :class:`Tracker`
     (``@amdahl.track`` or ``@amdahl.track(region="FR", output="run.json")``)."""
+
+    import functools
 
     def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(f)
