@@ -1,7 +1,7 @@
 //! Cost of `amdahl exporter` on a busy node (issue 15): 500 processes in 50 cgroups — a fake
 //! /proc tree in a temp dir with the real layout, whose CPU ticks advance every second — and a
-//! fake powercap tree, sampled at 1 s. Prints the exporter's CPU % of one core and RSS over the
-//! run, and scrape latency p50/p99/max under 20 concurrent scrapers for 30 s (loopback, one
+//! fake powercap tree, sampled at 1 s. Prints the exporter's CPU % of one core and RSS not
+//! scraped, scraped once a second (every sample rendered) and under load, and scrape latency p50/p99/max under 20 concurrent scrapers for 30 s (loopback, one
 //! connection per request).
 //!
 //! Usage: `cargo run --release -p amdahl-cli --example bench_exporter -- [AMDAHL_BIN] [SECONDS]
@@ -144,8 +144,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (c0, _) = ticks_of(pid).ok_or("exporter gone")?;
     let w0 = Instant::now();
     std::thread::sleep(Duration::from_secs(secs));
-    let (c1, rss_idle) = ticks_of(pid).ok_or("exporter gone")?;
-    let idle_cpu = (c1 - c0) as f64 / 100.0 / w0.elapsed().as_secs_f64() * 100.0;
+    let (c1_idle, rss_idle) = ticks_of(pid).ok_or("exporter gone")?;
+    let idle_cpu = (c1_idle - c0) as f64 / 100.0 / w0.elapsed().as_secs_f64() * 100.0;
+
+    // Phase 1b: scraped once a second, as by a Prometheus with a 1 s scrape interval: every
+    // sample is rendered (the text is rendered on demand, at most once per sample).
+    let w = Instant::now();
+    let mut next = w;
+    while w.elapsed() < Duration::from_secs(secs) {
+        next += Duration::from_secs(1);
+        let _ = scrape(addr);
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    let (c1, rss_1s) = ticks_of(pid).ok_or("exporter gone")?;
+    let per_second_cpu = (c1 - c1_idle) as f64 / 100.0 / w.elapsed().as_secs_f64() * 100.0;
 
     // Phase 2: 20 scrapers in a loop for `secs` seconds.
     let lat = Arc::new(Mutex::new(Vec::new()));
@@ -185,8 +197,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("  /metrics size:            {series} bytes");
     println!(
-        "  idle ({secs} s):            CPU {idle_cpu:.2} % of one core, RSS {:.1} MB",
+        "  not scraped ({secs} s):     CPU {idle_cpu:.2} % of one core, RSS {:.1} MB",
         rss_idle as f64 / 1024.0
+    );
+    println!(
+        "  scraped every 1 s ({secs} s): CPU {per_second_cpu:.2} % of one core, RSS {:.1} MB",
+        rss_1s as f64 / 1024.0
     );
     println!(
         "  {SCRAPERS} scrapers ({secs} s):     {} scrapes ({:.0}/s), {failed} failed; latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",

@@ -2,8 +2,10 @@
 //! energy to cgroups, Slurm jobs, users and processes (`amdahl_meter::attribution`), and serves
 //! OpenMetrics text on `/metrics` for Prometheus.
 //!
-//! Threads: the sampler renders the metrics text once per interval into a shared buffer; the
-//! server thread runs hyper on a single-threaded tokio runtime, each connection a task of its own
+//! Threads: the sampler takes a snapshot of the attribution once per interval; the text is
+//! rendered from it when a scrape asks and kept until the next snapshot, so a node scraped every
+//! 15 s renders once per scrape, not once per 1 s sample (rendering ~290 kB for 500 processes
+//! costs more than sampling them: scripts/bench/exporter.sh); the server thread runs hyper on a single-threaded tokio runtime, each connection a task of its own
 //! ([`http`]: at most [`http::MAX_CONNECTIONS`] at once, every request bounded in size and time),
 //! so a client that sends or reads slowly holds only its own connection; the main thread waits
 //! for the stop.
@@ -11,7 +13,7 @@
 pub mod http;
 
 use amdahl_meter::attribution::gpu::GpuUsageSource;
-use amdahl_meter::attribution::{procs::ProcFs, Attributor, Options};
+use amdahl_meter::attribution::{procs::ProcFs, Attributor, Options, Snapshot};
 use amdahl_meter::estimate::Target;
 use amdahl_meter::gpu::parse_visible;
 use amdahl_meter::{rapl, sampler, sensors, Meter};
@@ -20,7 +22,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The default address: loopback only, port 9675 (next to Scaphandre's 8080 and node_exporter's
@@ -76,7 +78,14 @@ pub struct Args {
     pub ready_file: Option<PathBuf>,
 }
 
-type Shared = Arc<RwLock<Arc<String>>>;
+/// The latest snapshot not rendered yet, and the text last rendered.
+#[derive(Default)]
+struct Metrics {
+    pending: Option<Snapshot>,
+    text: Arc<String>,
+}
+
+type Shared = Arc<Mutex<Metrics>>;
 
 /// A duration as `run`'s flags take it (`90s`, `5m`, `250ms`), or zero (`0`, `0s`).
 fn parse_span(s: &str) -> Result<Duration, String> {
@@ -119,21 +128,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(g) = gpu_usage(&args) {
         attributor = attributor.with_gpu(g);
     }
-    let shared: Shared = Arc::new(RwLock::new(Arc::new(String::new())));
+    let shared: Shared = Arc::default();
     let out = Arc::clone(&shared);
     let s = sampler::start(
         Meter::new(d.sources),
         args.interval,
         Box::new(move |meter, sample| {
             attributor.step(sample.t_s.get(), &meter.energies());
-            match amdahl_report::exporter::render(&attributor.snapshot()) {
-                Ok(text) => {
-                    if let Ok(mut g) = out.write() {
-                        *g = Arc::new(text);
-                    }
-                }
-                Err(e) => eprintln!("amdahl: warning: rendering the metrics: {e}"),
-            }
+            let snap = attributor.snapshot();
+            let mut g = out.lock().unwrap_or_else(|p| p.into_inner());
+            g.pending = Some(snap);
         }),
     );
     if args.once {
@@ -157,11 +161,17 @@ fn gpu_usage(args: &Args) -> Option<Box<dyn GpuUsageSource>> {
     amdahl_meter::attribution::gpu::nvml_usage().ok()
 }
 
+/// The metrics text of the latest sample, rendered now if no scrape has asked since it was taken
+/// (a failed render keeps the previous text and says why on stderr).
 fn current(shared: &Shared) -> Arc<String> {
-    shared
-        .read()
-        .map(|g| Arc::clone(&g))
-        .unwrap_or_else(|p| Arc::clone(&p.into_inner()))
+    let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(snap) = g.pending.take() {
+        match amdahl_report::exporter::render(&snap) {
+            Ok(text) => g.text = Arc::new(text),
+            Err(e) => eprintln!("amdahl: warning: rendering the metrics: {e}"),
+        }
+    }
+    Arc::clone(&g.text)
 }
 
 fn serve(args: &Args, shared: &Shared) -> Result<()> {
