@@ -24,7 +24,7 @@ pub struct Units {
 }
 
 /// Unix time now in seconds (a vDSO clock read, tens of ns).
-fn unix_now() -> f64 {
+pub(crate) fn unix_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())

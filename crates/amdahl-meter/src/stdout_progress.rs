@@ -9,7 +9,7 @@
 //! `\r`). The copy runs on its own thread, which always drains the pipe, so the command can
 //! never block on a full pipe while amdahl waits for it.
 
-use crate::progress::{Units, Work};
+use crate::progress::{unix_now, Units, Work};
 use regex::bytes::Regex;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::mpsc;
@@ -114,13 +114,6 @@ impl LineCounter {
             }
         }
     }
-}
-
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 /// How the copy ended.
