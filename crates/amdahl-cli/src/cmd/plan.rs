@@ -10,7 +10,7 @@ use amdahl_model::catalog::Catalogs;
 use amdahl_model::plan::{
     evaluate, search, space_size, validate, validate_model, CostInputs, Hardware, Layout,
     ModelShape, Network, Objective, OptimizerDtype, PlanError, PlanResult, Precision, Recompute,
-    SearchResult, SearchSpace, Zero3Prefetch,
+    RecomputeModule, RecomputeModules, SearchResult, SearchSpace, Zero3Prefetch,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
@@ -24,6 +24,34 @@ pub enum RecomputeArg {
     None,
     Selective,
     Full,
+}
+
+/// Megatron-Core's `--recompute-modules` names (plan/recompute.rs).
+#[derive(Clone, Copy, Debug, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum RecomputeModuleArg {
+    /// Core attention: no s × s scores stored (the default).
+    CoreAttn,
+    /// Both LayerNorms / RMSNorms: their outputs are recomputed.
+    Layernorm,
+    /// Multi-head latent attention's up-projections: only the latents are stored.
+    MlaUpProj,
+    /// The routed experts' activation function: its output is recomputed.
+    MoeAct,
+    /// The dense MLP of non-MoE layers: only its input is stored.
+    Mlp,
+}
+
+impl From<RecomputeModuleArg> for RecomputeModule {
+    fn from(a: RecomputeModuleArg) -> Self {
+        match a {
+            RecomputeModuleArg::CoreAttn => RecomputeModule::CoreAttn,
+            RecomputeModuleArg::Layernorm => RecomputeModule::Layernorm,
+            RecomputeModuleArg::MlaUpProj => RecomputeModule::MlaUpProj,
+            RecomputeModuleArg::MoeAct => RecomputeModule::MoeAct,
+            RecomputeModuleArg::Mlp => RecomputeModule::Mlp,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -126,6 +154,17 @@ pub struct Options {
     /// Activation recomputation: none, selective (attention only) or full.
     #[arg(help_heading = "Layout", long, value_enum, default_value = "selective")]
     pub recompute: RecomputeArg,
+    /// With --recompute selective: the parts of each layer to recompute, comma-separated
+    /// (Megatron-Core's --recompute-modules; DeepSeek-V3: layernorm,mla_up_proj,moe_act)
+    /// [default: core_attn].
+    #[arg(
+        help_heading = "Layout",
+        long,
+        value_enum,
+        value_delimiter = ',',
+        conflicts_with = "search"
+    )]
+    pub recompute_modules: Vec<RecomputeModuleArg>,
     /// ZeRO stage 0–3 (3 = FSDP).
     #[arg(help_heading = "Layout", long, default_value_t = 0)]
     pub zero: u8,
@@ -293,6 +332,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
         optimizer_dtype: a.optimizer_dtype.into(),
         fp32_grads: a.fp32_grads,
         zero3_prefetch: a.zero3_prefetch.into(),
+        recompute_modules: if a.recompute_modules.is_empty() {
+            RecomputeModules::default()
+        } else {
+            RecomputeModules::new(
+                &a.recompute_modules
+                    .iter()
+                    .map(|&m| m.into())
+                    .collect::<Vec<RecomputeModule>>(),
+            )
+        },
     };
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;

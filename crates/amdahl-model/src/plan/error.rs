@@ -169,6 +169,19 @@ pub enum PlanError {
          needs --tp > 1 (got {tp}) and --sp"
     )]
     TpOverlapWithoutSp { tp: u32 },
+    #[error(
+        "--recompute-modules names the parts of a selective recomputation; it needs --recompute \
+         selective (got {recompute})"
+    )]
+    RecomputeModulesNeedSelective { recompute: &'static str },
+    #[error(
+        "--recompute-modules {module}: this model has no such part; {module} needs {needs}; \
+         valid modules: core_attn, layernorm, mla_up_proj, moe_act, mlp"
+    )]
+    RecomputeModuleNotInModel {
+        module: &'static str,
+        needs: &'static str,
+    },
     #[error("sequence parallelism needs tensor parallelism (--tp > 1)")]
     SequenceParallelWithoutTp,
     #[error(

@@ -4,6 +4,7 @@ use super::error::{nearest_divisors, nearest_multiples, PlanError};
 use super::hardware::{Hardware, Network, Precision};
 use super::moe;
 use super::optimizer::OptimizerDtype;
+use super::recompute::{RecomputeModule, RecomputeModules};
 use super::shape::ModelShape;
 use super::stages::stage_layers;
 use serde::{Deserialize, Serialize};
@@ -129,6 +130,10 @@ pub struct Layout {
     /// ZeRO-3's gathering unit and prefetch (`--zero3-prefetch`); ignored below ZeRO-3.
     #[serde(default)]
     pub zero3_prefetch: Zero3Prefetch,
+    /// With `recompute: selective`, the parts of each layer re-run in the backward pass
+    /// (`--recompute-modules`, Megatron-Core's names); default core attention only.
+    #[serde(default, skip_serializing_if = "RecomputeModules::is_default")]
+    pub recompute_modules: RecomputeModules,
 }
 
 fn one() -> u32 {
@@ -159,6 +164,7 @@ impl Default for Layout {
             optimizer_dtype: OptimizerDtype::Fp32,
             fp32_grads: false,
             zero3_prefetch: Zero3Prefetch::Layer,
+            recompute_modules: RecomputeModules::default(),
         }
     }
 }
@@ -172,6 +178,16 @@ impl Layout {
     /// across besides DP: context-parallel ranks hold the same weights).
     pub fn tp_cp(&self) -> u64 {
         u64::from(self.tp) * u64::from(self.cp)
+    }
+
+    /// `selective`, or `selective(layernorm,mla_up_proj,moe_act)` when other modules than core
+    /// attention are named.
+    pub fn recompute_label(&self) -> String {
+        if self.recompute == Recompute::Selective && !self.recompute_modules.is_default() {
+            format!("selective({})", self.recompute_modules.names())
+        } else {
+            self.recompute.name().to_string()
+        }
     }
 
     /// Microbatches per pipeline per iteration, m = B / (DP · mbs).
@@ -201,7 +217,7 @@ impl Layout {
             self.interleave,
             self.mbs,
             self.batch,
-            self.recompute.name(),
+            self.recompute_label(),
             self.zero,
             if self.sp { " sp" } else { "" },
             self.precision.name(),
@@ -405,6 +421,7 @@ pub fn validate(
     if l.sp && l.tp == 1 {
         return Err(PlanError::SequenceParallelWithoutTp);
     }
+    validate_recompute_modules(model, l)?;
     moe::validate_layout(model, l)?;
     if l.tp_overlap && !(l.sp && l.tp > 1) {
         return Err(PlanError::TpOverlapWithoutSp { tp: l.tp });
@@ -414,6 +431,39 @@ pub fn validate(
             device: hw.name.clone(),
             precision: l.precision.name(),
         });
+    }
+    Ok(())
+}
+
+/// `--recompute-modules` names parts of a selective recomputation, and only parts the model has.
+fn validate_recompute_modules(model: &ModelShape, l: &Layout) -> Result<(), PlanError> {
+    if l.recompute_modules.is_default() {
+        return Ok(());
+    }
+    if l.recompute != Recompute::Selective {
+        return Err(PlanError::RecomputeModulesNeedSelective {
+            recompute: l.recompute.name(),
+        });
+    }
+    let lacks = |m: RecomputeModule| match m {
+        RecomputeModule::CoreAttn | RecomputeModule::Layernorm => None,
+        RecomputeModule::MlaUpProj => (model.q_lora_rank.is_none() && model.kv_lora_rank.is_none())
+            .then_some(
+                "multi-head latent attention (q_lora_rank / kv_lora_rank, e.g. deepseek-v3)",
+            ),
+        RecomputeModule::MoeAct => (moe::mean_routed_width(model) == 0.0)
+            .then_some("routed experts (--experts with --top-k, e.g. mixtral-8x7b)"),
+        RecomputeModule::Mlp => (moe::moe_fraction(model) >= 1.0).then_some(
+            "a dense MLP layer (every layer of this model is an MoE layer; use moe_act)",
+        ),
+    };
+    for m in l.recompute_modules.modules() {
+        if let Some(needs) = lacks(m) {
+            return Err(PlanError::RecomputeModuleNotInModel {
+                module: m.name(),
+                needs,
+            });
+        }
     }
     Ok(())
 }

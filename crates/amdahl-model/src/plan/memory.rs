@@ -11,6 +11,7 @@ use super::hardware::Precision;
 use super::layout::{Layout, Recompute};
 use super::moe;
 use super::optimizer;
+use super::recompute::{self, RecomputeModule};
 use super::shape::ModelShape;
 use super::stages::stage_layers;
 use crate::units::Bytes;
@@ -63,18 +64,29 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
     let split = (4.0 * model.q_width() + 4.0 * model.kv_width()) / h
         + if model.gated_mlp { 6.0 } else { 4.0 } * f / h
         + 2.0 * moe::mean_dispatched_copies(model);
-    let unsplit = if l.sp { 10.0 / t } else { 10.0 };
+    let unsplit_div = if l.sp { t } else { 1.0 };
+    let unsplit = 10.0 / unsplit_div;
     // FlashAttention keeps no score-sized tensor (only per-row softmax statistics).
     let scores = if l.flash_attention {
         0.0
     } else {
         5.0 * a * s * cp / h / t
     };
+    let modules = l.recompute_modules;
     scale
         * sbh
         * match mode {
             Recompute::None => unsplit + split / t + scores,
-            Recompute::Selective => unsplit + split / t,
+            // The named modules' outputs are not stored (plan/recompute.rs).
+            Recompute::Selective => {
+                let kept_scores = if modules.contains(RecomputeModule::CoreAttn) {
+                    0.0
+                } else {
+                    scores
+                };
+                unsplit + split / t + kept_scores
+                    - recompute::dropped_bytes(model, modules, t, unsplit_div)
+            }
             // Only the layer input (2 bytes per element) is kept; split by TP with SP.
             Recompute::Full => 2.0 / if l.sp { t } else { 1.0 },
         }

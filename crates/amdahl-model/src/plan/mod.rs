@@ -18,6 +18,7 @@ pub mod memory;
 pub mod moe;
 pub mod optimizer;
 pub mod perf;
+pub mod recompute;
 pub mod result;
 pub mod scaling;
 pub mod search;
@@ -42,6 +43,7 @@ pub use memory::Memory;
 pub use moe::Moe;
 pub use optimizer::OptimizerDtype;
 pub use perf::{estimate, evaluate, Breakdown, Estimate};
+pub use recompute::{RecomputeModule, RecomputeModules};
 pub use result::{PlanResult, RankedLayout, SearchResult, PLAN_SCHEMA, SEARCH_SCHEMA};
 pub use scaling::{scaling, Scaling, ScalingPoint};
 pub use search::{

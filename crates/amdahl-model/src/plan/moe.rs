@@ -171,6 +171,15 @@ pub fn mean_mlp_width(m: &ModelShape) -> f64 {
     phi * moe + (1.0 - phi) * dense
 }
 
+/// Inner MLP width per token of the routed experts alone (mean over layers): top_k × capacity
+/// factor × expert_ffn in the MoE share of the layers; 0 for dense and single-expert models.
+pub fn mean_routed_width(m: &ModelShape) -> f64 {
+    match &m.moe {
+        Some(e) if e.routes() => f64::from(e.expert_ffn) * mean_dispatched_copies(m),
+        _ => 0.0,
+    }
+}
+
 /// Copies of each token's hidden vector an MoE layer dispatches (mean over layers): top_k ×
 /// capacity_factor for a routed layer, 0 for dense layers and single-expert layers.
 pub fn mean_dispatched_copies(m: &ModelShape) -> f64 {

@@ -9,6 +9,7 @@ use super::layout::{validate, Layout, Recompute, Zero3Prefetch};
 use super::memory::{memory, stage_params, Memory};
 use super::moe;
 use super::optimizer;
+use super::recompute::{self, RecomputeModule};
 use super::shape::ModelShape;
 use super::stages::stage_layers;
 use crate::units::{Flops, Seconds};
@@ -159,11 +160,19 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     };
     let dense_fwd = gemm(g[0] / t) + gemm(g[3] / t) + moe::mlp_forward_time(model, l, b * s, gemm);
     let fwd_gemm = dense_fwd + attn_fwd;
+    let modules = l.recompute_modules;
     let recompute_gemm = match l.recompute {
         Recompute::None => 0.0,
-        // FlashAttention's backward already re-computes the core attention.
-        Recompute::Selective if l.flash_attention => 0.0,
-        Recompute::Selective => attn_fwd,
+        Recompute::Selective => {
+            // FlashAttention's backward already re-computes the core attention.
+            let core = if modules.contains(RecomputeModule::CoreAttn) && !l.flash_attention {
+                attn_fwd
+            } else {
+                0.0
+            };
+            let others = recompute::recomputed_gemm_flops_per_token(model, modules) * b * s / t;
+            core + if others > 0.0 { gemm(others) } else { 0.0 }
+        }
         Recompute::Full => fwd_gemm,
     };
     // Backward: a data-gradient and a weight-gradient GEMM per forward GEMM.
@@ -187,7 +196,18 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let fwd_mem = scale * (22.0 * unsplit + mlp_el + score_el) / mem_rate;
     let recompute_mem = match l.recompute {
         Recompute::None => 0.0,
-        Recompute::Selective => scale * score_el / mem_rate,
+        Recompute::Selective => {
+            let core = if modules.contains(RecomputeModule::CoreAttn) {
+                score_el
+            } else {
+                0.0
+            };
+            let unsplit_div = if l.sp { t } else { 1.0 };
+            scale
+                * (core
+                    + sbh * recompute::recomputed_elementwise_bytes(model, modules, t, unsplit_div))
+                / mem_rate
+        }
         Recompute::Full => fwd_mem,
     };
     let layer_mem = 3.0 * fwd_mem + recompute_mem;
@@ -438,8 +458,16 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let recompute_flops = f64::from(model.layers)
         * (match l.recompute {
             Recompute::None => 0.0,
-            Recompute::Selective if l.flash_attention => 0.0,
-            Recompute::Selective => g_all[1] + g_all[2],
+            Recompute::Selective => {
+                let core = if modules.contains(RecomputeModule::CoreAttn) && !l.flash_attention {
+                    g_all[1] + g_all[2]
+                } else {
+                    0.0
+                };
+                core + recompute::recomputed_gemm_flops_per_token(model, modules)
+                    * batch
+                    * f64::from(model.seq)
+            }
             Recompute::Full => g_all.iter().sum(),
         } + if l.flash_attention {
             // FlashAttention's backward re-computes the scores QKᵀ.

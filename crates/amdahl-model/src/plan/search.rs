@@ -451,6 +451,7 @@ fn search_cell(
                                     optimizer_dtype: Default::default(),
                                     fp32_grads: false,
                                     zero3_prefetch: Default::default(),
+                                    recompute_modules: Default::default(),
                                 };
                                 if v > 1 && microbatches % u64::from(c.pp) != 0 {
                                     acc.rejected.interleave_microbatches += 1;
