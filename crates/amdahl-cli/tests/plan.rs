@@ -694,3 +694,38 @@ fn zero3_prefetch_module_matches_sc21_deepspeed_zero3_and_layer_hides_more() {
         .code(2)
         .stderr(predicate::str::contains("layer").and(predicate::str::contains("module")));
 }
+
+#[test]
+fn overlap_pp_needs_the_interleaved_schedule() {
+    let base = [
+        "plan",
+        "--model",
+        "gpt3-175b",
+        "--system",
+        "h100",
+        "--gpus",
+        "128",
+        "--tp",
+        "4",
+        "--pp",
+        "8",
+        "--batch",
+        "256",
+        "--sp",
+        "--overlap-pp",
+    ];
+    amdahl()
+        .args(base)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--overlap-pp overlaps the pipeline's sends and receives with the next model chunk; \
+             it needs the interleaved schedule (--interleave 2 or more",
+        ));
+    // With interleaving the sends of a 175B model hide behind the chunks: no exposed PP time.
+    let mut args = base.to_vec();
+    args.extend(["--interleave", "6"]);
+    let v = json(&args);
+    assert_eq!(v["layout"]["overlap_pp"], true);
+    assert_eq!(v["breakdown"]["pp_comm"].as_f64(), Some(0.0));
+}

@@ -354,10 +354,11 @@ fn deepseek_v3_published_recomputation_fits_on_80_gb() {
         published["layout"]["recompute_modules"],
         serde_json::json!(["layernorm", "mla_up_proj", "moe_act"])
     );
-    // 73 GiB against 108 GiB with core attention alone (plan::recompute tests derive the bytes).
+    // 56 GiB against 84.5 GiB with core attention alone, fp8 activations cached for both
+    // (plan::recompute and plan::memory tests derive the bytes).
     let gib = |v: &serde_json::Value| num(&v["memory"], "total") / f64::from(1u32 << 30);
-    within(gib(&published), 73.0, 0.01);
-    within(gib(&core), 108.3, 0.01);
+    within(gib(&published), 56.1, 0.01);
+    within(gib(&core), 84.5, 0.01);
     // The up-projections are re-run: more executed FLOPs, the same model FLOPs.
     assert!(num(&published, "tflops_per_gpu") > num(&core, "tflops_per_gpu"));
     within(

@@ -177,6 +177,11 @@ pub struct Options {
     /// Training precision (mixed precision for bf16, fp16 and fp8; fp16 on devices without bf16).
     #[arg(help_heading = "Layout", long, value_enum, default_value = "bf16")]
     pub precision: PrecisionArg,
+    /// Overlap the pipeline's sends and receives with the next model chunk's computation
+    /// (Megatron-LM overlap_p2p_comm; needs --interleave 2 or more; --search sets it wherever it
+    /// interleaves).
+    #[arg(help_heading = "Layout", long)]
+    pub overlap_pp: bool,
     /// Fused attention (FlashAttention): no s × s score tensors stored or streamed.
     #[arg(help_heading = "Layout", long)]
     pub flash: bool,
@@ -332,6 +337,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         optimizer_dtype: a.optimizer_dtype.into(),
         fp32_grads: a.fp32_grads,
         zero3_prefetch: a.zero3_prefetch.into(),
+        overlap_pp: a.overlap_pp,
         recompute_modules: if a.recompute_modules.is_empty() {
             RecomputeModules::default()
         } else {

@@ -45,7 +45,7 @@ pub struct Pass {
 /// The device-side constants of a configuration, computed once per evaluation.
 #[derive(Debug, Clone, Copy)]
 pub struct Device {
-    /// Sustained GEMM rate at the arithmetic precision (max_efficiency × peak).
+    /// Sustained GEMM rate at the arithmetic precision (its efficiency × peak).
     pub gemm_rate: f64,
     /// Sustained rate of attention (16-bit: FlashAttention).
     pub attn_rate: f64,
@@ -60,7 +60,7 @@ impl Device {
         let curve = hw.class.curve();
         let peak = hw.peak(arith.precision).unwrap_or(hw.peak_bf16).get();
         Device {
-            gemm_rate: curve.max_efficiency * peak,
+            gemm_rate: curve.efficiency(arith.precision) * peak,
             attn_rate: curve.max_efficiency * hw.peak(Precision::Bf16).map_or(peak, |p| p.get()),
             latency: curve.latency.get(),
             bandwidth: hw.memory_bandwidth.get() * curve.memory_efficiency,

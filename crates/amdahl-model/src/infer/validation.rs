@@ -117,11 +117,12 @@ fn published_serving_measurements() {
             err * 100.0
         );
     }
-    // The set as a whole: mean |error| was 21.1 % when the set was assembled (23 cases); a change
-    // that makes the model worse on average than 25 % fails even if every row stays in its band.
+    // The set as a whole: mean |error| was 21.1 % when the set was assembled (23 cases), 16.8 %
+    // since fp8 GEMMs run at the planner's fp8 efficiency; a change that makes the model worse
+    // on average than 19 % fails even if every row stays in its band.
     assert!(
-        mean <= 0.25,
-        "mean |error| {:.1} % above 25 %",
+        mean <= 0.19,
+        "mean |error| {:.1} % above 19 %",
         mean * 100.0
     );
     let (a, b) = (get("trt10-8b-128-128"), get("trt10-8b-2048-128"));

@@ -182,6 +182,11 @@ pub enum PlanError {
         module: &'static str,
         needs: &'static str,
     },
+    #[error(
+        "--overlap-pp overlaps the pipeline's sends and receives with the next model chunk; it \
+         needs the interleaved schedule (--interleave 2 or more, as Megatron-LM requires)"
+    )]
+    OverlapPpWithoutInterleave,
     #[error("sequence parallelism needs tensor parallelism (--tp > 1)")]
     SequenceParallelWithoutTp,
     #[error(

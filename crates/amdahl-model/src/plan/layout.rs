@@ -134,6 +134,10 @@ pub struct Layout {
     /// (`--recompute-modules`, Megatron-Core's names); default core attention only.
     #[serde(default, skip_serializing_if = "RecomputeModules::is_default")]
     pub recompute_modules: RecomputeModules,
+    /// Overlap the pipeline's sends and receives with the next model chunk's computation
+    /// (Megatron-LM `overlap_p2p_comm`, interleaved schedule only; NeMo `overlap_p2p_comm`).
+    #[serde(default)]
+    pub overlap_pp: bool,
 }
 
 fn one() -> u32 {
@@ -165,6 +169,7 @@ impl Default for Layout {
             fp32_grads: false,
             zero3_prefetch: Zero3Prefetch::Layer,
             recompute_modules: RecomputeModules::default(),
+            overlap_pp: false,
         }
     }
 }
@@ -200,7 +205,7 @@ impl Layout {
     /// optimizer-state departures are named only when used.
     pub fn label(&self) -> String {
         format!(
-            "tp{}{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}{}{}{}{}{}",
+            "tp{}{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}{}{}{}{}{}{}",
             self.tp,
             if self.cp > 1 {
                 format!(" cp{}", self.cp)
@@ -231,6 +236,7 @@ impl Layout {
                 ""
             },
             if self.fp32_grads { " g32" } else { "" },
+            if self.overlap_pp { " ovl-pp" } else { "" },
             if self.zero == 3 && self.zero3_prefetch == Zero3Prefetch::Module {
                 " pf-module"
             } else {
@@ -422,6 +428,9 @@ pub fn validate(
         return Err(PlanError::SequenceParallelWithoutTp);
     }
     validate_recompute_modules(model, l)?;
+    if l.overlap_pp && l.interleave < 2 {
+        return Err(PlanError::OverlapPpWithoutInterleave);
+    }
     moe::validate_layout(model, l)?;
     if l.tp_overlap && !(l.sp && l.tp > 1) {
         return Err(PlanError::TpOverlapWithoutSp { tp: l.tp });

@@ -11,7 +11,7 @@ use super::hardware::Precision;
 use super::layout::{Layout, Recompute};
 use super::moe;
 use super::optimizer;
-use super::recompute::{self, RecomputeModule};
+use super::recompute::{self, RecomputeModule, RecomputeModules};
 use super::shape::ModelShape;
 use super::stages::stage_layers;
 use crate::units::Bytes;
@@ -76,7 +76,10 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
     scale
         * sbh
         * match mode {
-            Recompute::None => unsplit + split / t + scores,
+            Recompute::None => {
+                unsplit + split / t + scores
+                    - fp8_linear_input_saving(model, l, RecomputeModules::new(&[]), t, unsplit_div)
+            }
             // The named modules' outputs are not stored (plan/recompute.rs).
             Recompute::Selective => {
                 let kept_scores = if modules.contains(RecomputeModule::CoreAttn) {
@@ -86,10 +89,45 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
                 };
                 unsplit + split / t + kept_scores
                     - recompute::dropped_bytes(model, modules, t, unsplit_div)
+                    - fp8_linear_input_saving(model, l, modules, t, unsplit_div)
             }
             // Only the layer input (2 bytes per element) is kept; split by TP with SP.
             Recompute::Full => 2.0 / if l.sp { t } else { 1.0 },
         }
+}
+
+/// Bytes per token-hidden element an fp8 recipe saves by keeping the Linear layers' inputs for
+/// the backward pass in fp8, 1 byte instead of 2: Transformer Engine's `Linear` saves the fp8
+/// transposed input it casts for the weight-gradient GEMM in place of the 16-bit one
+/// (`transformer_engine/pytorch/module/linear.py`, `_Linear.forward`: `inputmat_t if
+/// weight.requires_grad and fp8_wgrad`); DeepSeek-V3 caches the same tensors in fp8 (DeepSeek-AI
+/// 2024, §3.3.3). The inputs are the two norms' outputs (unless `layernorm` recomputes them), the
+/// attention output (q_width), the second MLP matrix's input (the MLP width, less what `moe_act`
+/// or `mlp` recompute) and every dispatched expert copy. None for other precisions.
+fn fp8_linear_input_saving(
+    model: &ModelShape,
+    l: &Layout,
+    modules: RecomputeModules,
+    t: f64,
+    unsplit_div: f64,
+) -> f64 {
+    if l.precision != Precision::Fp8 {
+        return 0.0;
+    }
+    let h = f64::from(model.hidden);
+    let norms = if modules.contains(RecomputeModule::Layernorm) {
+        0.0
+    } else {
+        2.0 / unsplit_div
+    };
+    let mut mlp_input = moe::mean_mlp_width(model);
+    if modules.contains(RecomputeModule::MoeAct) {
+        mlp_input -= moe::mean_routed_width(model);
+    }
+    if modules.contains(RecomputeModule::Mlp) {
+        mlp_input -= (1.0 - moe::moe_fraction(model)) * f64::from(model.ffn);
+    }
+    norms + (model.q_width() + mlp_input.max(0.0)) / h / t + moe::mean_dispatched_copies(model)
 }
 
 /// Weights of pipeline stage `first`..`last` holding `layers` transformer layers, on one device,
@@ -314,6 +352,36 @@ mod tests {
         let got =
             layer_activation_bytes(&m, &layout(8, false, Recompute::Full), 1.0, Recompute::Full);
         assert!((got / (2.0 * sbh) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fp8_keeps_the_linear_inputs_in_one_byte() {
+        // GPT-3 175B, TP 8 with SP, selective: the norms' outputs (2 of the 10 SP-split bytes per
+        // element), the attention output (h/8) and the MLP activation (4h/8) drop from 2 bytes
+        // to 1: 2/8 + 5/8 = 0.875 bytes per token-hidden element (Transformer Engine saves the
+        // fp8 transposed input of each Linear for the weight gradient).
+        let Ok(m) = catalog_model("gpt3-175b") else {
+            panic!("gpt3-175b missing from the catalog")
+        };
+        let l = layout(8, true, Recompute::Selective);
+        let fp8 = Layout {
+            precision: Precision::Fp8,
+            ..l
+        };
+        let sbh = 2048.0 * 12288.0;
+        let saved = (layer_activation_bytes(&m, &l, 1.0, Recompute::Selective)
+            - layer_activation_bytes(&m, &fp8, 1.0, Recompute::Selective))
+            / sbh;
+        assert!((saved - 0.875).abs() < 1e-12, "{saved}");
+        // Full recomputation keeps only the 16-bit layer input either way.
+        let full = |p| {
+            let l = Layout {
+                precision: p,
+                ..layout(8, true, Recompute::Full)
+            };
+            layer_activation_bytes(&m, &l, 1.0, Recompute::Full)
+        };
+        assert_eq!(full(Precision::Fp8), full(Precision::Bf16));
     }
 
     #[test]

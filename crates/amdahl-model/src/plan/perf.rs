@@ -4,7 +4,7 @@
 use super::collective::{all_gather, all_reduce, all_to_all, p2p};
 use super::context::{exposed_ring_time, kv_chunk_bytes, local_shape};
 use super::error::PlanError;
-use super::hardware::{Hardware, Link, Network};
+use super::hardware::{Hardware, Link, Network, Precision};
 use super::layout::{validate, Layout, Recompute, Zero3Prefetch};
 use super::memory::{memory, stage_params, Memory};
 use super::moe;
@@ -119,10 +119,20 @@ impl StageParts {
 pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) -> Estimate {
     let curve = hw.class.curve();
     let peak = hw.peak(l.precision).unwrap_or(hw.peak_bf16).get();
-    let rate = curve.max_efficiency * peak;
+    let rate = curve.efficiency(l.precision) * peak;
     let latency = curve.latency.get();
     // One GEMM kernel of `f` FLOPs (docs: "GEMM efficiency").
     let gemm = |f: f64| latency + f / rate;
+    // fp8 recipes (Transformer Engine) run only the Linear layers' GEMMs in fp8: core attention
+    // (TE `DotProductAttention`, fp8 only with `fp8_dpa`, off by default) and Megatron's output
+    // layer (a plain `ColumnParallelLinear`) stay in 16-bit (docs: "fp8").
+    let fp8 = l.precision == Precision::Fp8;
+    let rate16 = if fp8 {
+        curve.max_efficiency * hw.peak_bf16.get()
+    } else {
+        rate
+    };
+    let gemm16 = |f: f64| latency + f / rate16;
     let mem_rate = hw.memory_bandwidth.get() * curve.memory_efficiency;
 
     let (t, p, d, v) = (
@@ -152,10 +162,10 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     // Core attention: two batched GEMMs, or one fused FlashAttention kernel whose backward
     // re-computes QKᵀ: 5 GEMM-sized products against the forward's 2 (Dao 2023, §3.1.2).
     let (attn_fwd, attn_bwd) = if l.flash_attention {
-        let k = gemm((g[1] + g[2]) / t);
+        let k = gemm16((g[1] + g[2]) / t);
         (k, 2.5 * (k - latency) + latency)
     } else {
-        let k = gemm(g[1] / t) + gemm(g[2] / t);
+        let k = gemm16(g[1] / t) + gemm16(g[2] / t);
         (k, 2.0 * k)
     };
     let dense_fwd = gemm(g[0] / t) + gemm(g[3] / t) + moe::mlp_forward_time(model, l, b * s, gemm);
@@ -194,6 +204,20 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         9.0 * a * s * (s * cp) * b / t
     };
     let fwd_mem = scale * (22.0 * unsplit + mlp_el + score_el) / mem_rate;
+    // fp8: every fp8 GEMM input is quantised by a fused cast + transpose (Transformer Engine
+    // `fp8_cast_transpose_fused`: Hopper's fp8 GEMMs take only the TN layout, so the backward
+    // needs the transposed copy): 2 bytes read, 1 + 1 written per element, forward for the
+    // Linear layers' inputs, backward for their output gradients (`fp8_cast_elements`).
+    let cast_fwd = if fp8 {
+        fp8_cast_elements(model, t, true) * s * b * 4.0 / mem_rate
+    } else {
+        0.0
+    };
+    let cast_bwd = if fp8 {
+        fp8_cast_elements(model, t, false) * s * b * 4.0 / mem_rate
+    } else {
+        0.0
+    };
     let recompute_mem = match l.recompute {
         Recompute::None => 0.0,
         Recompute::Selective => {
@@ -208,9 +232,9 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
                     + sbh * recompute::recomputed_elementwise_bytes(model, modules, t, unsplit_div))
                 / mem_rate
         }
-        Recompute::Full => fwd_mem,
+        Recompute::Full => fwd_mem + cast_fwd,
     };
-    let layer_mem = 3.0 * fwd_mem + recompute_mem;
+    let layer_mem = 3.0 * fwd_mem + recompute_mem + cast_fwd + cast_bwd;
     // The forward pass's share of a layer's work (ZeRO-3's overlap is phase by phase).
     let fwd_share = (fwd_gemm + fwd_mem) / (layer_gemm + layer_mem).max(f64::MIN_POSITIVE);
 
@@ -287,7 +311,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         let n = f64::from(n);
         let tail = i == last;
         StageParts {
-            compute: n * layer_gemm + if tail { 3.0 * gemm(logits) } else { 0.0 },
+            compute: n * layer_gemm + if tail { 3.0 * gemm16(logits) } else { 0.0 },
             mem: n * layer_mem + if tail { logit_mem } else { 0.0 },
             tp: n * layer_tp,
             cp: n * layer_cp,
@@ -322,7 +346,15 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let bubble = (p - 1.0) / v * mb_time;
     let pp_link = link(net, l.gpus());
     let pp_comm = if l.pp > 1 {
-        2.0 * (v * m + p - 1.0) * p2p(pp_link, sbh * act / t)
+        let transfer = p2p(pp_link, sbh * act / t);
+        // Overlapped (interleaved schedule): each transfer runs while the next chunk computes,
+        // about a third of a chunk's forward + backward time; only the excess is exposed.
+        let exposed = if l.overlap_pp {
+            (transfer - mb_time / (3.0 * v)).max(0.0)
+        } else {
+            transfer
+        };
+        2.0 * (v * m + p - 1.0) * exposed
     } else {
         0.0
     };
@@ -406,20 +438,26 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         // All-reduce of the gradients (ZeRO-0), or reduce-scatter of the gradients + all-gather
         // of the updated 16-bit weights (ZeRO-1/2, Megatron's distributed optimizer): the same
         // volume when gradients are 16-bit, more with fp32 gradients.
-        let c: f64 = groups
-            .iter()
-            .map(|&(n, k)| {
-                if l.zero == 0 {
-                    all_reduce(dp_link, k, n * gb)
-                } else {
-                    all_gather(dp_link, k, n * gb) + all_gather(dp_link, k, n * wb)
-                }
-            })
-            .sum();
+        let (reduce, gather): (f64, f64) = groups.iter().fold((0.0, 0.0), |(r, g), &(n, k)| {
+            if l.zero == 0 {
+                (r + all_reduce(dp_link, k, n * gb), g)
+            } else {
+                (
+                    r + all_gather(dp_link, k, n * gb),
+                    g + all_gather(dp_link, k, n * wb),
+                )
+            }
+        });
         if l.overlap_dp {
-            (c - backward_one_mb).max(0.0)
+            // The gradient reduction hides behind the last microbatch's backward (bucketed
+            // as layers finish); the distributed optimizer's weight all-gather behind the first
+            // microbatch's forward of the next step (Megatron-LM `--overlap-grad-reduce`,
+            // `--overlap-param-gather`; NeMo `overlap_grad_sync`, `overlap_param_sync`).
+            let forward_one_mb =
+                f64::from(slow_layers) * (fwd_gemm + fwd_mem + layer_tp / 2.0 + layer_ep / 2.0);
+            (reduce - backward_one_mb).max(0.0) + (gather - forward_one_mb).max(0.0)
         } else {
-            c
+            reduce + gather
         }
     };
 
@@ -500,6 +538,22 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         model_flops: Flops(model_flops),
         executed_flops: Flops(executed),
         memory: memory(model, l, hw.memory),
+    }
+}
+
+/// Elements per token of one layer (per TP rank) that an fp8 recipe casts to fp8: forward, the
+/// inputs of the Linear layers (QKV and first MLP input `h` each, the attention output
+/// `q_width/t`, the second MLP input `f/t`); backward, their output gradients (`(q + 2·kv)/t`,
+/// `h`, the first MLP's `f/t` (`2f/t` gated), `h`). `f` is the mean MLP width (MoE: every
+/// dispatched copy). With TP the `h`-wide tensors are whole on every rank.
+fn fp8_cast_elements(model: &ModelShape, t: f64, forward: bool) -> f64 {
+    let h = f64::from(model.hidden);
+    let f = moe::mean_mlp_width(model);
+    if forward {
+        2.0 * h + (model.q_width() + f) / t
+    } else {
+        let up = if model.gated_mlp { 2.0 * f } else { f };
+        2.0 * h + (model.q_width() + 2.0 * model.kv_width() + up) / t
     }
 }
 
@@ -710,5 +764,154 @@ mod tests {
         let module = estimate(&m, &hw, &net, &ovl(Zero3Prefetch::Module));
         assert!(layer.breakdown.dp_comm < full.breakdown.dp_comm);
         assert!(module.breakdown.dp_comm >= layer.breakdown.dp_comm);
+    }
+
+    fn fp8_setup() -> (ModelShape, Hardware, Network, Layout) {
+        let (Ok((hw, net)), Ok(m)) = (catalog_system("h100"), catalog_model("gpt3-175b")) else {
+            panic!("catalog entries missing")
+        };
+        let l = Layout {
+            tp: 8,
+            dp: 1,
+            batch: 8,
+            recompute: Recompute::Selective,
+            sp: true,
+            flash_attention: true,
+            precision: Precision::Fp8,
+            ..Layout::default()
+        };
+        (m, hw, net, l)
+    }
+
+    #[test]
+    fn fp8_runs_only_the_linear_layers_in_fp8() {
+        // With an fp8 peak that makes the fp8 GEMM rate equal the 16-bit one, an fp8 step
+        // computes exactly as a bf16 step: attention and the output layer were at the 16-bit
+        // rate all along, and the Linear layers now are too.
+        let (m, mut hw, net, l) = fp8_setup();
+        let curve = hw.class.curve();
+        let bf16 = estimate(
+            &m,
+            &hw,
+            &net,
+            &Layout {
+                precision: Precision::Bf16,
+                ..l
+            },
+        );
+        hw.peak_fp8 = Some(hw.peak_bf16 * (curve.max_efficiency / curve.fp8_efficiency));
+        let same_rate = estimate(&m, &hw, &net, &l);
+        let (a, b) = (
+            same_rate.breakdown.compute.get(),
+            bf16.breakdown.compute.get(),
+        );
+        assert!((a / b - 1.0).abs() < 1e-12, "{a} vs {b}");
+        // A faster fp8 unit speeds up the Linear layers only: the step cannot fall below the
+        // attention and output layer's 16-bit time.
+        hw.peak_fp8 = Some(hw.peak_bf16 * 1e6);
+        let unbounded = estimate(&m, &hw, &net, &l);
+        let g = m.layer_gemms(8.0);
+        let attention =
+            96.0 * 3.5 * (g[1] + g[2]) / 8.0 / (curve.max_efficiency * hw.peak_bf16.get());
+        assert!(unbounded.breakdown.compute.get() > attention);
+        assert!(unbounded.breakdown.compute.get() < 0.5 * a);
+    }
+
+    #[test]
+    fn fp8_casts_move_four_bytes_per_cast_element() {
+        // GPT-3 175B, TP 8 (h 12,288, f 49,152): per token and layer the forward casts the QKV
+        // and MLP inputs (h each, whole on every rank) and the attention output and MLP
+        // activation (q + f)/8: 32,256 elements; the backward the output gradients, 2h +
+        // (q + 2kv + f)/8 = 35,328. Each is read in 16-bit and written in fp8 and transposed:
+        // 4 bytes (Transformer Engine's fused cast + transpose).
+        let (m, hw, net, l) = fp8_setup();
+        let bf16 = estimate(
+            &m,
+            &hw,
+            &net,
+            &Layout {
+                precision: Precision::Bf16,
+                ..l
+            },
+        );
+        let fp8 = estimate(&m, &hw, &net, &l);
+        let curve = hw.class.curve();
+        let mem_rate = hw.memory_bandwidth.get() * curve.memory_efficiency;
+        let tokens = 8.0 * 2048.0;
+        let want = 96.0 * (32256.0 + 35328.0) * 4.0 * tokens / mem_rate;
+        let got = fp8.breakdown.memory_bound.get() - bf16.breakdown.memory_bound.get();
+        assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+    }
+
+    #[test]
+    fn overlapped_pipeline_sends_hide_behind_the_next_chunk() {
+        // 145B on 1,536 A100, v = 2: a send of b·s·h/t bytes crosses nodes; with overlap only
+        // what exceeds a third of a chunk's time is exposed, so the sends of a large model hide.
+        let (m, hw, net) = setup();
+        let v2 = Layout {
+            interleave: 2,
+            ..base()
+        };
+        let plain = estimate(&m, &hw, &net, &v2);
+        let ovl = estimate(
+            &m,
+            &hw,
+            &net,
+            &Layout {
+                overlap_pp: true,
+                ..v2
+            },
+        );
+        assert!(plain.breakdown.pp_comm.get() > 0.0);
+        assert_eq!(ovl.breakdown.pp_comm.get(), 0.0);
+        assert_eq!(ovl.breakdown.compute, plain.breakdown.compute);
+        // Megatron overlaps sends only in the interleaved schedule.
+        assert!(matches!(
+            validate(
+                &m,
+                &hw,
+                &net,
+                &Layout {
+                    overlap_pp: true,
+                    ..base()
+                },
+                None
+            ),
+            Err(PlanError::OverlapPpWithoutInterleave)
+        ));
+    }
+
+    #[test]
+    fn distributed_optimizer_gathers_weights_behind_the_first_forward() {
+        // ZeRO-1 with overlap: the gradient reduce-scatter hides behind the last microbatch's
+        // backward and the weight all-gather behind the first microbatch's forward; without
+        // overlap both are exposed.
+        let (m, hw, net) = setup();
+        let l = Layout { zero: 1, ..base() };
+        let plain = estimate(&m, &hw, &net, &l);
+        let ovl = estimate(
+            &m,
+            &hw,
+            &net,
+            &Layout {
+                overlap_dp: true,
+                ..l
+            },
+        );
+        assert!(plain.breakdown.dp_comm.get() > 0.0);
+        assert!(ovl.breakdown.dp_comm.get() > 0.0);
+        assert!(ovl.breakdown.dp_comm.get() < plain.breakdown.dp_comm.get());
+        // ZeRO-0's all-reduce moves the same bytes (16-bit gradients) but can hide only behind
+        // the backward: ZeRO-1 exposes less by the forward window it also uses.
+        let z0 = estimate(
+            &m,
+            &hw,
+            &net,
+            &Layout {
+                overlap_dp: true,
+                ..base()
+            },
+        );
+        assert!(ovl.breakdown.dp_comm.get() < z0.breakdown.dp_comm.get());
     }
 }

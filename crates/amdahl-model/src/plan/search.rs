@@ -452,6 +452,7 @@ fn search_cell(
                                     fp32_grads: false,
                                     zero3_prefetch: Default::default(),
                                     recompute_modules: Default::default(),
+                                    overlap_pp: v > 1,
                                 };
                                 if v > 1 && microbatches % u64::from(c.pp) != 0 {
                                     acc.rejected.interleave_microbatches += 1;
