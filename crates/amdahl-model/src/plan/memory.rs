@@ -127,7 +127,7 @@ fn fp8_linear_input_saving(
     if modules.contains(RecomputeModule::Mlp) {
         mlp_input -= (1.0 - moe::moe_fraction(model)) * f64::from(model.ffn);
     }
-    norms + (model.q_width() + mlp_input.max(0.0)) / h / t + moe::mean_dispatched_copies(model)
+    norms + ((model.q_width() + mlp_input.max(0.0)) / h + moe::mean_dispatched_copies(model)) / t
 }
 
 /// Weights of pipeline stage `first`..`last` holding `layers` transformer layers, on one device,
