@@ -276,7 +276,7 @@ fn summary<'a>(errors: &[(&'a str, &'a str, f64)]) -> (f64, Vec<(&'a str, f64)>)
 ///   the growing optimism at fixed batch (+0.1 % on 256 GPUs): about 1 s per step that
 ///   the model does not have, visible once steps are short;
 /// - all 63 runs: mean 7.3 %: the Megatron-DeepSpeed (MT-NLG, BLOOM), Metaseq (OPT) and
-///   GPT-NeoX runs are 12–31 % slower than predicted and the SC21 ZeRO-3 rows within −15 … +8 %.
+///   GPT-NeoX runs are 10–31 % slower than predicted and the SC21 ZeRO-3 rows within −15 … +8 %.
 const MODELLED_MEAN: f64 = 0.057;
 const MODELLED_WORST: f64 = 0.12;
 const MODELLED_BEYOND_WORST: usize = 3;
