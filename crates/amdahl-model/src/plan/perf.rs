@@ -766,7 +766,8 @@ mod tests {
         assert!(module.breakdown.dp_comm >= layer.breakdown.dp_comm);
     }
 
-    fn fp8_setup() -> (ModelShape, Hardware, Network, Layout) {
+    /// GPT-3 175B on H100 at TP 8 with SP and FlashAttention: the fp8 layout and its bf16 twin.
+    fn fp8_setup() -> (ModelShape, Hardware, Network, Layout, Layout) {
         let (Ok((hw, net)), Ok(m)) = (catalog_system("h100"), catalog_model("gpt3-175b")) else {
             panic!("catalog entries missing")
         };
@@ -780,7 +781,11 @@ mod tests {
             precision: Precision::Fp8,
             ..Layout::default()
         };
-        (m, hw, net, l)
+        let bf16 = Layout {
+            precision: Precision::Bf16,
+            ..l
+        };
+        (m, hw, net, l, bf16)
     }
 
     #[test]
@@ -788,17 +793,9 @@ mod tests {
         // With an fp8 peak that makes the fp8 GEMM rate equal the 16-bit one, an fp8 step
         // computes exactly as a bf16 step: attention and the output layer were at the 16-bit
         // rate all along, and the Linear layers now are too.
-        let (m, mut hw, net, l) = fp8_setup();
+        let (m, mut hw, net, l, bf16) = fp8_setup();
         let curve = hw.class.curve();
-        let bf16 = estimate(
-            &m,
-            &hw,
-            &net,
-            &Layout {
-                precision: Precision::Bf16,
-                ..l
-            },
-        );
+        let bf16 = estimate(&m, &hw, &net, &bf16);
         hw.peak_fp8 = Some(hw.peak_bf16 * (curve.max_efficiency / curve.fp8_efficiency));
         let same_rate = estimate(&m, &hw, &net, &l);
         let (a, b) = (
@@ -824,16 +821,8 @@ mod tests {
         // activation (q + f)/8: 32,256 elements; the backward the output gradients, 2h +
         // (q + 2kv + f)/8 = 35,328. Each is read in 16-bit and written in fp8 and transposed:
         // 4 bytes (Transformer Engine's fused cast + transpose).
-        let (m, hw, net, l) = fp8_setup();
-        let bf16 = estimate(
-            &m,
-            &hw,
-            &net,
-            &Layout {
-                precision: Precision::Bf16,
-                ..l
-            },
-        );
+        let (m, hw, net, l, bf16) = fp8_setup();
+        let bf16 = estimate(&m, &hw, &net, &bf16);
         let fp8 = estimate(&m, &hw, &net, &l);
         let curve = hw.class.curve();
         let mem_rate = hw.memory_bandwidth.get() * curve.memory_efficiency;
