@@ -209,4 +209,57 @@ proptest! {
         prop_assert_eq!(a.breakdown.compute, b.breakdown.compute);
         prop_assert!((a.breakdown.tp_comm.get() / b.breakdown.tp_comm.get() - 2.0).abs() < 1e-12);
     }
+
+    /// Recomputing one more module (plan/recompute.rs) trades memory for work: stored
+    /// activations never grow, executed FLOPs and the busy time never shrink, model FLOPs stay,
+    /// on a hybrid MoE model with latent attention (every module applies), in bf16 and fp8.
+    #[test]
+    fn each_recompute_module_trades_memory_for_work(
+        hidden_k in 8u32..32, tp_e in 0u32..3, sp: bool, flash: bool, fp8: bool,
+        base_bits in 0u8..32, add in 0usize..5,
+    ) {
+        use super::recompute::{RecomputeModule, RecomputeModules};
+        let (hw, net) = match catalog_system("h100") {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        let mut m = moe_model(8, hidden_k, 8, 2);
+        if let Some(e) = m.moe.as_mut() {
+            e.moe_layers = 6;
+            e.shared_experts = 1;
+        }
+        m.q_lora_rank = Some(hidden_k * 16);
+        m.kv_lora_rank = Some(hidden_k * 8);
+        let have: Vec<RecomputeModule> = RecomputeModule::ALL
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| base_bits & (1 << i) != 0)
+            .map(|(_, r)| r)
+            .collect();
+        let extra = RecomputeModule::ALL[add];
+        prop_assume!(!have.contains(&extra));
+        let mut more = have.clone();
+        more.push(extra);
+        let tp = 1 << tp_e;
+        let l = Layout {
+            tp,
+            dp: 2,
+            batch: 8,
+            recompute: Recompute::Selective,
+            sp: sp && tp > 1,
+            flash_attention: flash,
+            precision: if fp8 { Precision::Fp8 } else { Precision::Bf16 },
+            recompute_modules: RecomputeModules::new(&have),
+            ..Layout::default()
+        };
+        let l2 = Layout { recompute_modules: RecomputeModules::new(&more), ..l };
+        prop_assume!(validate(&m, &hw, &net, &l, None).is_ok());
+        prop_assert!(validate(&m, &hw, &net, &l2, None).is_ok());
+        let (a, b) = (estimate(&m, &hw, &net, &l), estimate(&m, &hw, &net, &l2));
+        prop_assert!(b.memory.activations.get() <= a.memory.activations.get() * (1.0 + 1e-12));
+        prop_assert!(b.executed_flops.get() >= a.executed_flops.get());
+        let busy = |e: &super::perf::Estimate| e.breakdown.compute.get() + e.breakdown.memory_bound.get();
+        prop_assert!(busy(&b) >= busy(&a) * (1.0 - 1e-12));
+        prop_assert_eq!(a.model_flops, b.model_flops);
+    }
 }
