@@ -208,16 +208,14 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     // `fp8_cast_transpose_fused`: Hopper's fp8 GEMMs take only the TN layout, so the backward
     // needs the transposed copy): 2 bytes read, 1 + 1 written per element, forward for the
     // Linear layers' inputs, backward for their output gradients (`fp8_cast_elements`).
-    let cast_fwd = if fp8 {
-        fp8_cast_elements(model, t, true) * s * b * 4.0 / mem_rate
-    } else {
-        0.0
+    let cast = |forward: bool| {
+        if fp8 {
+            fp8_cast_elements(model, t, forward) * s * b * 4.0 / mem_rate
+        } else {
+            0.0
+        }
     };
-    let cast_bwd = if fp8 {
-        fp8_cast_elements(model, t, false) * s * b * 4.0 / mem_rate
-    } else {
-        0.0
-    };
+    let (cast_fwd, cast_bwd) = (cast(true), cast(false));
     let recompute_mem = match l.recompute {
         Recompute::None => 0.0,
         Recompute::Selective => {
