@@ -15,7 +15,8 @@
 //!   slowly it trickles; then the connection is closed;
 //! * a connection lives at most [`CONNECTION_TIMEOUT`], so a client that never reads the answer
 //!   frees its slot;
-//! * at most [`MAX_CONNECTIONS`] connections are served at once; more get 503 at once.
+//! * at most [`MAX_CONNECTIONS`] connections are served at once; more get 503 at once;
+//! * a refused client still reads its answer: see [`linger`].
 //!
 //! Connections are not kept alive: one request each (`Connection: close`), which Prometheus
 //! handles like any server's, and which keeps the connection bound simple.
@@ -30,6 +31,7 @@ use hyper::body::Bytes;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// hyper's read buffer, which bounds the request head (request line and headers). /metrics
 /// needs ~100 bytes; 16 KiB is twice Apache's `LimitRequestLine`/`LimitRequestFieldSize` (8190)
@@ -45,6 +47,14 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time a connection may take in all, reading the request and writing the answer.
 pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+/// After answering, how long and how much of what the client still sends is read and discarded
+/// before the socket is closed (see [`linger`]). Apache lingers up to 30 s
+/// (`MAX_SECS_TO_LINGER`, server/connection.c), nginx 30 s (`lingering_time`); a metrics
+/// endpoint has no uploads to wait for, so 2 s and 4 MiB: enough for a client to finish sending
+/// a refused 1 MiB head on any link faster than 20 Mbit/s, while a client that never stops
+/// sending is cut off after 4 MiB.
+pub const LINGER_TIME: Duration = Duration::from_secs(2);
+pub const LINGER_BYTES: usize = 4 << 20;
 
 /// What the handler sees of a request.
 pub struct Request<'a> {
@@ -119,6 +129,7 @@ async fn accept_loop(listener: TcpListener, handler: Handler) -> std::io::Error 
         let _ = stream.set_nodelay(true);
         let busy = open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS;
         let (h, n) = (Arc::clone(&handler), Arc::clone(&open));
+        let mut stream = stream;
         tokio::spawn(async move {
             let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let r = if busy {
@@ -134,13 +145,36 @@ async fn accept_loop(listener: TcpListener, handler: Handler) -> std::io::Error 
                 .max_buf_size(MAX_HEAD)
                 .max_headers(MAX_HEADERS)
                 .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), service);
+                .serve_connection(TokioIo::new(&mut stream), service);
             // Errors here are the client's (a malformed head, hyper has answered it; a reset;
             // a timeout): nothing for the exporter to report.
             let _ = tokio::time::timeout(CONNECTION_TIMEOUT, connection).await;
+            linger(stream).await;
             n.fetch_sub(1, Ordering::SeqCst);
         });
     }
+}
+
+/// Close a connection so that the client reads the answer already sent: the "lingering close" of
+/// RFC 9112 §9.6. A refused request (431, 503) is answered before the client has finished
+/// sending it; closing a socket with unread bytes in its receive buffer sends a TCP reset
+/// (RFC 1122 §4.2.2.13), and a reset that arrives before the client reads throws the answer
+/// away (the client sees "connection reset" instead of 431). So: end the write side (FIN after
+/// the answer), then read and discard until the client closes, for at most [`LINGER_TIME`] and
+/// [`LINGER_BYTES`], in a fixed buffer.
+async fn linger(mut stream: tokio::net::TcpStream) {
+    let _ = stream.shutdown().await;
+    let mut sink = [0u8; 16 * 1024];
+    let mut left = LINGER_BYTES;
+    let drain = async {
+        while left > 0 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER_TIME, drain).await;
 }
 
 fn answer(req: &hyper::Request<hyper::body::Incoming>, handler: &Handler) -> Response {
