@@ -165,7 +165,14 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         let k = gemm16((g[1] + g[2]) / t);
         (k, 2.5 * (k - latency) + latency)
     } else {
-        let k = gemm16(g[1] / t) + gemm16(g[2] / t);
+        // Without FlashAttention the two batched GEMMs write (QKᵀ) and read (PV) the
+        // b·a·s·(s·cp)/t scores, at 2·head_dim FLOPs per score: below A100's ridge (~140
+        // FLOP/byte achieved), so they take the longer of compute and memory (roofline; the
+        // backward's four GEMMs touch the scores and their gradient four times).
+        let scores = a * s * (s * cp) * b / t;
+        let operands = (s + s * cp) * b * model.q_width() / t;
+        let bytes = act * (scores + operands);
+        let k = gemm16(g[1] / t).max(bytes / mem_rate) + gemm16(g[2] / t).max(bytes / mem_rate);
         (k, 2.0 * k)
     };
     let dense_fwd = gemm(g[0] / t) + gemm(g[3] / t) + moe::mlp_forward_time(model, l, b * s, gemm);
@@ -851,6 +858,46 @@ mod tests {
         let want = 96.0 * (32256.0 + 35328.0) * 4.0 * tokens / mem_rate;
         let got = fp8.breakdown.memory_bound.get() - bf16.breakdown.memory_bound.get();
         assert!((got / want - 1.0).abs() < 1e-9, "{got} vs {want}");
+    }
+
+    #[test]
+    fn unfused_attention_gemms_are_bound_by_the_scores_they_move() {
+        // SC21's 1.7B (h 2,304, 24 heads of 96, s 2,048) at microbatch 16 without
+        // FlashAttention: QKᵀ writes b·a·s² = 1.61e9 scores, 2 bytes each, for 2·96 FLOPs each:
+        // 96 FLOP/byte, below A100's achieved ridge (0.72·312 TFLOP/s over 0.80·2,039 GB/s =
+        // 138), so each of a layer's six attention GEMMs (2 forward, 4 backward) takes its
+        // bytes over the bandwidth, not its FLOPs over the rate. With unbounded bandwidth the
+        // compute time is that much shorter, and by nothing else.
+        let (Ok((hw, net)), Ok(m)) = (catalog_system("a100-80gb"), catalog_model("megatron-1.7b"))
+        else {
+            panic!("catalog entries missing")
+        };
+        let l = Layout {
+            tp: 1,
+            mbs: 16,
+            batch: 16,
+            recompute: Recompute::None,
+            ..Layout::default()
+        };
+        let real = estimate(&m, &hw, &net, &l).breakdown.compute.get();
+        let unbounded = Hardware {
+            memory_bandwidth: crate::units::BytesPerSecond(1e18),
+            ..hw.clone()
+        };
+        let ideal = estimate(&m, &unbounded, &net, &l).breakdown.compute.get();
+        let curve = hw.class.curve();
+        let (b, a, s, h) = (16.0, 24.0, 2048.0, 2304.0);
+        let bytes = 2.0 * (b * a * s * s + 2.0 * s * b * h);
+        let memory = bytes / (hw.memory_bandwidth.get() * curve.memory_efficiency);
+        let flops =
+            2.0 * b * s * s * h / (curve.max_efficiency * hw.peak_bf16.get()) + curve.latency.get();
+        assert!(memory > flops);
+        let want = 24.0 * 6.0 * (memory - flops);
+        assert!(
+            ((real - ideal) / want - 1.0).abs() < 1e-9,
+            "{} vs {want}",
+            real - ideal
+        );
     }
 
     #[test]
