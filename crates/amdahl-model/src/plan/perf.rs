@@ -276,7 +276,18 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     } else {
         0.0
     };
-    let layer_tp_all = tp_msgs * all_reduce(&net.intra, t, sbh * act) + sp_regathers;
+    // Under an fp8 recipe with SP, Transformer Engine gathers what it has already cast: the
+    // norm outputs going into QKV and the MLP (forward: `layernorm_fwd_fp8`, then
+    // `gather_along_first_dim`) and the output gradients going into the row-parallel dgrad
+    // GEMMs (backward: "FP8 case with gather", `grad_output_preprocess`), 1 byte an element;
+    // the reduce-scatters carry 16-bit partial sums (TE `LayerNormLinear`, `Linear`,
+    // `base.py`). Each all-reduce's worth is then an fp8 all-gather plus a 16-bit reduce-scatter.
+    let tp_message = if fp8 && l.sp {
+        all_gather(&net.intra, t, sbh) + all_gather(&net.intra, t, sbh * act)
+    } else {
+        all_reduce(&net.intra, t, sbh * act)
+    };
+    let layer_tp_all = tp_msgs * tp_message + sp_regathers;
     let layer_tp = if l.tp_overlap {
         // Split into t chunks pipelined with the GEMMs that consume / produce them (NeMo
         // `tp_comm_overlap`, Transformer Engine userbuffers; Jiang et al. 2024, MegaScale §3.2):
@@ -941,6 +952,27 @@ mod tests {
             (sel_sp / sel - 20.3 / 20.9).abs() < 0.01,
             "{sel_sp} / {sel}"
         );
+    }
+
+    #[test]
+    fn fp8_with_sp_gathers_one_byte_and_reduces_two() {
+        // GPT-3 175B, TP 8 with SP: per layer and microbatch four all-gather + reduce-scatter
+        // pairs (2 forward, 2 backward) and the two backward re-gathers. Under fp8 every gather
+        // moves the cast copy (1 byte an element), every reduce-scatter 16-bit partial sums;
+        // under bf16 all move 2 bytes.
+        let (m, hw, net, l, bf16) = fp8_setup();
+        let fp8 = estimate(&m, &hw, &net, &l).breakdown.tp_comm.get();
+        let bf16 = estimate(&m, &hw, &net, &bf16).breakdown.tp_comm.get();
+        let sbh = 2048.0 * 12288.0;
+        let ag = |bytes: f64| all_gather(&net.intra, 8.0, bytes);
+        let want = (4.0 * (ag(sbh) + ag(2.0 * sbh)) + 2.0 * ag(sbh))
+            / (4.0 * all_reduce(&net.intra, 8.0, 2.0 * sbh) + 2.0 * ag(2.0 * sbh));
+        assert!(
+            ((fp8 / bf16) / want - 1.0).abs() < 1e-9,
+            "{} vs {want}",
+            fp8 / bf16
+        );
+        assert!(fp8 / bf16 < 0.8);
     }
 
     #[test]
