@@ -655,12 +655,16 @@ mod tests {
     use crate::plan::hardware::catalog_system;
     use crate::plan::shape::catalog_model;
 
-    fn setup() -> (ModelShape, Hardware, Network) {
-        let (Ok((hw, net)), Ok(m)) = (catalog_system("a100-80gb"), catalog_model("megatron-145b"))
-        else {
-            panic!("catalog entries missing")
+    /// A catalogued model on a catalogued system.
+    fn catalog(system: &str, model: &str) -> (ModelShape, Hardware, Network) {
+        let (Ok((hw, net)), Ok(m)) = (catalog_system(system), catalog_model(model)) else {
+            panic!("catalog entries {system}, {model} missing")
         };
         (m, hw, net)
+    }
+
+    fn setup() -> (ModelShape, Hardware, Network) {
+        catalog("a100-80gb", "megatron-145b")
     }
 
     fn base() -> Layout {
@@ -807,9 +811,7 @@ mod tests {
 
     /// GPT-3 175B on H100 at TP 8 with SP and FlashAttention: the fp8 layout and its bf16 twin.
     fn fp8_setup() -> (ModelShape, Hardware, Network, Layout, Layout) {
-        let (Ok((hw, net)), Ok(m)) = (catalog_system("h100"), catalog_model("gpt3-175b")) else {
-            panic!("catalog entries missing")
-        };
+        let (m, hw, net) = catalog("h100", "gpt3-175b");
         let l = Layout {
             tp: 8,
             dp: 1,
@@ -879,10 +881,7 @@ mod tests {
         // 138), so each of a layer's six attention GEMMs (2 forward, 4 backward) takes its
         // bytes over the bandwidth, not its FLOPs over the rate. With unbounded bandwidth the
         // compute time is that much shorter, and by nothing else.
-        let (Ok((hw, net)), Ok(m)) = (catalog_system("a100-80gb"), catalog_model("megatron-1.7b"))
-        else {
-            panic!("catalog entries missing")
-        };
+        let (m, hw, net) = catalog("a100-80gb", "megatron-1.7b");
         let l = Layout {
             tp: 1,
             mbs: 16,
@@ -918,10 +917,7 @@ mod tests {
         // with selective recomputation 20.9 ms, 20.3 with SP. Table 4 rounds to 0.1 ms: the
         // ratios hold to ±0.5 %; 1 % allowed. Without the backward's re-gather of the
         // column-parallel inputs the model's SP saved 7.5 %.
-        let (Ok((hw, net)), Ok(m)) = (catalog_system("a100-80gb"), catalog_model("megatron-18b"))
-        else {
-            panic!("catalog entries missing")
-        };
+        let (m, hw, net) = catalog("a100-80gb", "megatron-18b");
         let layer = |sp: bool, recompute: Recompute| {
             let time = |layers: u32| {
                 let m = ModelShape {
