@@ -916,7 +916,7 @@ mod tests {
         // s 2,048, TP 8, batch 4, A100) forward + backward takes 19.6 ms, 19.0 with SP (−3 %);
         // with selective recomputation 20.9 ms, 20.3 with SP. Table 4 rounds to 0.1 ms: the
         // ratios hold to ±0.5 %; 1 % allowed. Without the backward's re-gather of the
-        // column-parallel inputs the model's SP saved 7.5 %.
+        // column-parallel inputs the model's SP saved 7.8 %.
         let (m, hw, net) = catalog("a100-80gb", "megatron-18b");
         let layer = |sp: bool, recompute: Recompute| {
             let time = |layers: u32| {
