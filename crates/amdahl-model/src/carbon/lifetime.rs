@@ -16,7 +16,7 @@
 use super::from_result::Saved;
 use super::{positive, Basis, CarbonError, Pue};
 use crate::catalog::grid::GridIntensity;
-use crate::units::Joules;
+use crate::units::{shown, Joules};
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "amdahl.lifetime/1";
@@ -163,10 +163,22 @@ pub struct Horizon {
 
 impl Horizon {
     pub fn new(requests_per_day: f64, days: f64) -> Result<Self, CarbonError> {
-        Ok(Self {
+        let h = Self {
             requests_per_day: positive("requests per day", requests_per_day)?,
             days: positive("days", days)?,
-        })
+        };
+        if (h.requests_per_day * h.days).is_finite() {
+            Ok(h)
+        } else {
+            Err(CarbonError::TooLarge {
+                what: format!(
+                    "{} requests a day for {} days",
+                    shown(&requests_per_day),
+                    shown(&days)
+                ),
+                fix: "give fewer --days or --requests-per-day",
+            })
+        }
     }
 }
 
@@ -295,6 +307,20 @@ impl LifetimeReport {
             .into_iter()
             .map(|(label, t, s)| Alternative::new(label, t, s, h))
             .collect();
+        if let Some(a) = alternatives
+            .iter()
+            .find(|a| !(a.total_energy_kwh.is_finite() && a.total_co2e_kg.is_finite()))
+        {
+            return Err(CarbonError::TooLarge {
+                what: format!(
+                    "{}'s lifetime energy ({} kWh per 1,000 requests for {} requests)",
+                    a.label,
+                    shown(&a.serving.kwh_per_1000_requests),
+                    shown(&(h.requests_per_day * h.days))
+                ),
+                fix: "give fewer --days or --requests-per-day, or check the energy per request",
+            });
+        }
         // Per-request figures: the per-1,000 ones ÷ 1,000.
         let break_even = match alternatives.as_slice() {
             [a, b] => Some(Versus {
@@ -513,6 +539,32 @@ mod tests {
             assert!(Horizon::new(r, d).is_err(), "{r} {d}");
         }
         assert!(Serving::new(Joules(0.0), Basis::Estimated, "", pue(1.0), grid(1.0)).is_err());
+    }
+
+    #[test]
+    fn horizons_and_totals_that_overflow_are_errors_not_inf() {
+        // Regression (CI, `numbers` property test): 1.1e6 requests a day for 1e308 days printed
+        // "inf requests" and "inf MWh" with exit 0.
+        let e = Horizon::new(1.1e6, 1e308).unwrap_err().to_string();
+        assert!(
+            e.contains("too large to count") && e.contains("--days"),
+            "{e}"
+        );
+        assert!(
+            Horizon::new(1e6, 1e300).is_ok(),
+            "1e306 requests still count"
+        );
+        // A countable horizon whose energy is not: 1e300 kWh per 1,000 requests × 1e13.
+        let e = LifetimeReport::new(
+            Horizon::new(1e6, 1e10).unwrap(),
+            vec![side("A", 1000.0, 1e300, 100.0)],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("A's lifetime energy") && e.contains("too large"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub enum CarbonError {
     NotFraction { what: &'static str, value: f64 },
     #[error("{file}: {message}")]
     Input { file: String, message: String },
+    #[error("{what} is too large to count (the result overflows); {fix}")]
+    TooLarge { what: String, fix: &'static str },
 }
 
 /// Check that `value` is finite and > 0.
