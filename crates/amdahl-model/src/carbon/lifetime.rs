@@ -313,12 +313,13 @@ impl LifetimeReport {
         {
             return Err(CarbonError::TooLarge {
                 what: format!(
-                    "{}'s lifetime energy ({} kWh per 1,000 requests for {} requests)",
+                    "{}'s lifetime energy or CO2e ({} kWh per 1,000 requests for {} requests)",
                     a.label,
                     shown(&a.serving.kwh_per_1000_requests),
                     shown(&(h.requests_per_day * h.days))
                 ),
-                fix: "give fewer --days or --requests-per-day, or check the energy per request",
+                fix: "give fewer --days or --requests-per-day, or check the energy per request \
+                      and the grid intensity",
             });
         }
         // Per-request figures: the per-1,000 ones ÷ 1,000.
