@@ -6,7 +6,8 @@
 //! - Rows are appended under an exclusive lock of the CSV (`flock`), which also decides who
 //!   writes the header: concurrent runs never interleave rows or write two headers.
 //! - While the command runs, the latest partial record sits in a pending file beside the CSV,
-//!   `.NAME.RUN_ID.pending`, rewritten after every sample and locked by its run. A run that
+//!   `.NAME.RUN_ID.pending`, rewritten after every sample and locked by its run from before it
+//!   bears that name (it is created as `.creating`, locked, then renamed). A run that
 //!   finishes appends its row and deletes the file. The next `amdahl run` with the same CSV
 //!   finds pending files whose lock is free (their run died: the kernel drops a dead process's
 //!   locks) and appends their last partial record as a row, so a killed run loses at most its
@@ -42,20 +43,34 @@ impl CodeCarbon {
         }
         let recovered = recover(csv)?;
         let pending_path = pending_path(csv, run_id);
+        // Created under a name recovery ignores, locked, and only then renamed into place (the
+        // lock belongs to the open file, not the name): another run's recovery never sees this
+        // pending file unlocked, which it would take for a dead run's. Created and locked under
+        // its final name, a concurrent run could lock it first, and this run then failed with
+        // "lock acquisition failed" (1 run in ~300 with 20 runs sharing a CSV).
+        let creating = pending_path.with_extension("creating");
         let pending = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
-            .open(&pending_path)
+            .open(&creating)
             .with_context(|| {
                 format!(
                     "cannot create {} beside the CodeCarbon CSV (fix the directory's permissions)",
-                    pending_path.display()
+                    creating.display()
                 )
             })?;
-        pending
+        let placed = pending
             .try_lock()
-            .with_context(|| format!("locking {}", pending_path.display()))?;
+            .with_context(|| format!("locking {}", creating.display()))
+            .and_then(|()| {
+                std::fs::rename(&creating, &pending_path)
+                    .with_context(|| format!("renaming {}", creating.display()))
+            });
+        if let Err(e) = placed {
+            let _ = std::fs::remove_file(&creating);
+            return Err(e);
+        }
         let cc = CodeCarbon {
             csv: csv.to_path_buf(),
             pending: Some((pending_path, pending)),
@@ -223,4 +238,54 @@ pub fn append(path: &Path, r: &RunRecord) -> Result<()> {
     f.write_all(text.as_bytes())
         .and_then(|_| f.flush())
         .with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// Regression (CI: 1 of 20 concurrent runs sharing a CSV exited 1, "locking
+    /// .emissions.csv.….pending: lock acquisition failed"): a run's pending file was visible
+    /// unlocked between its creation and its lock, so another run's recovery could take it for
+    /// a dead run's and hold its lock. Here one thread recovers without pause while another
+    /// opens and finishes 2,000 runs: every open succeeds and recovery never sees a live run's
+    /// file.
+    #[test]
+    fn recovery_never_takes_a_starting_run_for_a_dead_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("emissions.csv");
+        let stop = Arc::new(AtomicBool::new(false));
+        let recoverer = {
+            let (csv, stop) = (csv.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut notes = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    notes.extend(recover(&csv).unwrap());
+                }
+                notes
+            })
+        };
+        let mut failures = Vec::new();
+        for k in 0..2000 {
+            match CodeCarbon::open(&csv, &format!("run-{k}")) {
+                Ok((cc, _)) => cc.finish(None).unwrap(),
+                Err(e) => failures.push(format!("{e:#}")),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let notes = recoverer.join().unwrap();
+        assert!(
+            failures.is_empty(),
+            "{} opens failed: {:?}",
+            failures.len(),
+            failures.first()
+        );
+        assert!(
+            notes.is_empty(),
+            "recovery took live runs: {:?}",
+            notes.first()
+        );
+    }
 }
