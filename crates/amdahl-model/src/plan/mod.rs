@@ -28,6 +28,19 @@ pub mod stages;
 #[cfg(test)]
 mod moe_validation;
 #[cfg(test)]
+pub(crate) mod test_support {
+    use super::hardware::{catalog_system, Hardware, Network};
+    use super::shape::{catalog_model, ModelShape};
+
+    /// A catalogued model on a catalogued system, for tests.
+    pub fn catalog(system: &str, model: &str) -> (ModelShape, Hardware, Network) {
+        let (Ok((hw, net)), Ok(m)) = (catalog_system(system), catalog_model(model)) else {
+            panic!("catalog entries {system}, {model} missing")
+        };
+        (m, hw, net)
+    }
+}
+#[cfg(test)]
 mod properties;
 #[cfg(test)]
 mod validation;

@@ -652,16 +652,7 @@ fn link(net: &Network, span: u64) -> &Link {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::hardware::catalog_system;
-    use crate::plan::shape::catalog_model;
-
-    /// A catalogued model on a catalogued system.
-    fn catalog(system: &str, model: &str) -> (ModelShape, Hardware, Network) {
-        let (Ok((hw, net)), Ok(m)) = (catalog_system(system), catalog_model(model)) else {
-            panic!("catalog entries {system}, {model} missing")
-        };
-        (m, hw, net)
-    }
+    use crate::plan::test_support::catalog;
 
     fn setup() -> (ModelShape, Hardware, Network) {
         catalog("a100-80gb", "megatron-145b")

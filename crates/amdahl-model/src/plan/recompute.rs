@@ -208,11 +208,11 @@ pub fn recomputed_elementwise_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::hardware::catalog_system;
     use crate::plan::layout::{validate, Layout, Recompute};
     use crate::plan::memory::layer_activation_bytes;
     use crate::plan::perf::estimate;
     use crate::plan::shape::catalog_model;
+    use crate::plan::test_support::catalog;
     use crate::plan::PlanError;
     use RecomputeModule::*;
 
@@ -279,12 +279,7 @@ mod tests {
 
     #[test]
     fn recomputation_costs_the_forward_work_it_redoes() {
-        let Ok((hw, net)) = catalog_system("h800") else {
-            panic!("h800 missing from the catalog")
-        };
-        let Ok(m) = catalog_model("deepseek-v3") else {
-            panic!("deepseek-v3 missing from the catalog")
-        };
+        let (m, hw, net) = catalog("h800", "deepseek-v3");
         let l = |ms: &[RecomputeModule]| Layout {
             pp: 16,
             dp: 128,
@@ -309,12 +304,7 @@ mod tests {
 
     #[test]
     fn modules_the_model_lacks_or_without_selective_are_refused() {
-        let Ok((hw, net)) = catalog_system("h100") else {
-            panic!("h100 missing from the catalog")
-        };
-        let Ok(llama) = catalog_model("llama3-8b") else {
-            panic!("llama3-8b missing from the catalog")
-        };
+        let (llama, hw, net) = catalog("h100", "llama3-8b");
         let err = |m, l: &Layout| validate(m, &hw, &net, l, None).err().map(|e| e.to_string());
         let e = err(&llama, &selective(&[MlaUpProj])).unwrap_or_default();
         assert!(
