@@ -161,3 +161,128 @@ fn malformed_user_catalog_names_file_line_column() {
         .code(1)
         .stderr(predicate::str::contains("cannot tell which catalog"));
 }
+
+/// Runs in the committed validation set: the data rows of data/validation/train.csv.
+fn validation_rows() -> usize {
+    let csv = include_str!("../../../data/validation/train.csv");
+    csv.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .count()
+        - 1
+}
+
+#[test]
+fn validation_lists_every_published_run_with_its_error_and_the_summaries() {
+    let v = json(&["catalog", "validation"]);
+    assert_eq!(v["catalog"], "validation");
+    let items = v["items"].as_array().unwrap();
+    assert_eq!(items.len(), validation_rows());
+    // The sign convention holds in every metric: the error is the published step over the
+    // predicted one, less one (data/validation/train.csv's header).
+    for r in items {
+        let (e, p, q) = (
+            r["error"].as_f64().unwrap(),
+            r["published_step_s"].as_f64().unwrap(),
+            r["predicted_step_s"].as_f64().unwrap(),
+        );
+        assert!((e - (p / q - 1.0)).abs() < 1e-9, "{r}");
+        assert!(r["fits"].as_bool().unwrap(), "{r}");
+    }
+    // NeMo 24.07's GPT3-20B row: 5,851 tokens/s per GPU published on 64 H100 (the table's
+    // GBS 256 makes its step 256 × 2048 / (64 × 5851) = 1.400 s).
+    let gpt = items
+        .iter()
+        .find(|r| r["name"] == "nemo2407-gpt3-20b")
+        .unwrap();
+    assert_eq!(gpt["published"].as_f64(), Some(5851.0));
+    assert!((gpt["published_step_s"].as_f64().unwrap() - 1.4001).abs() < 1e-3);
+
+    let table = amdahl()
+        .args(["catalog", "validation"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let table = String::from_utf8(table).unwrap();
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("nemo2407-gpt3-20b "))
+        .unwrap();
+    let error = 100.0 * gpt["error"].as_f64().unwrap();
+    assert!(row.ends_with(&format!("{error:+.1} %")), "{row}");
+    let summary = |group: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(group))
+            .unwrap_or_else(|| panic!("no {group} line in\n{table}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // The whole set's row: its run count and mean |error| recomputed from the JSON.
+    let all = summary("all ");
+    let mean = items
+        .iter()
+        .map(|r| r["error"].as_f64().unwrap().abs())
+        .sum::<f64>()
+        / items.len() as f64;
+    assert_eq!(all[1], items.len().to_string());
+    assert_eq!(all[2], format!("{:.1}", 100.0 * mean));
+    assert!(table.contains("targets (mean |error| ≤ 5 %, no run beyond 12 %)"));
+    // The CSV carries the same runs.
+    let csv = amdahl()
+        .args(["catalog", "validation", "--csv"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let mut reader = csv::Reader::from_reader(csv.as_slice());
+    assert_eq!(reader.records().count(), items.len());
+}
+
+#[test]
+fn one_validation_run_in_full_and_unknown_runs_named() {
+    amdahl()
+        .args(["catalog", "validation", "llama3-405b-8k-16384"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("16384 × H100 SXM5 80GB")
+                .and(predicate::str::contains("tp8 pp16 dp128"))
+                .and(predicate::str::contains("pipeline bubble"))
+                .and(predicate::str::contains("source: Dubey et al. 2024")),
+        );
+    amdahl()
+        .args(["catalog", "validation", "llama3-405b"])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("unknown validation run `llama3-405b`")
+                .and(predicate::str::contains("llama3-405b-8k-8192")),
+        );
+}
+
+#[test]
+fn validation_plot_draws_every_framework_and_other_catalogs_refuse_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("validation.svg");
+    amdahl()
+        .args(["catalog", "validation", "-q", "--svg"])
+        .arg(&svg)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for label in ["megatron-lm", "nemo", "meta", "deepspeed", "±12 %", "±5 %"] {
+        assert!(text.contains(label), "{label} missing from the plot");
+    }
+    amdahl()
+        .args(["catalog", "devices", "--svg"])
+        .arg(&svg)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--svg draws the validation set only",
+        ));
+}

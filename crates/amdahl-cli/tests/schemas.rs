@@ -324,7 +324,7 @@ fn models(c: &mut Checker, tmp: &Path) {
         "amdahl.carbon/1",
         amdahl().args(["carbon", "--json", "--from"]).arg(&saved),
     );
-    for which in ["devices", "regions", "models", "pue"] {
+    for which in ["devices", "regions", "models", "pue", "validation"] {
         c.stdout(
             "amdahl.catalog/1",
             amdahl().args(["catalog", which, "--json"]),

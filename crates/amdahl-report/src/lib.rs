@@ -23,6 +23,7 @@ pub mod surface;
 pub mod svg;
 pub mod table;
 pub mod top500;
+pub mod validation;
 pub mod viridis;
 
 /// Serialise any result struct as the pretty JSON amdahl writes (trailing newline included).

@@ -115,7 +115,8 @@ fn pin_schema_field(root: &mut Value, id: &str) {
 
 // Schema-only unions of what one kind may hold (never built; the derive reads the shape).
 
-/// `amdahl catalog --json`: a listing of devices, grid regions, model shapes or PUE presets.
+/// `amdahl catalog --json`: a listing of devices, grid regions, model shapes, PUE presets or the
+/// planner's validation runs.
 #[derive(JsonSchema)]
 #[schemars(untagged)]
 #[allow(dead_code)]
@@ -124,6 +125,7 @@ enum CatalogListing {
     Regions(catalog::Listing<GridIntensity>),
     Models(catalog::Listing<ModelShape>),
     Pue(catalog::Listing<catalog::pue::PuePreset>),
+    Validation(catalog::Listing<amdahl_model::plan::ValidationRun>),
 }
 
 /// A line of an `amdahl run --log` file: the header first, then one sample per line.

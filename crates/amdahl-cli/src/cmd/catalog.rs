@@ -4,9 +4,11 @@
 use crate::cmd::resolve::load;
 use crate::output::{print, Format, FormatArgs};
 use amdahl_model::catalog::Listing;
+use amdahl_model::plan::{find_validation_run, summarise, validation_set};
 use amdahl_report::catalog as render;
 use amdahl_report::to_json;
-use anyhow::Result;
+use amdahl_report::validation;
+use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,6 +22,8 @@ pub enum Which {
     Models,
     /// PUE presets.
     Pue,
+    /// Published training runs the planner is validated against, with its error on each.
+    Validation,
 }
 
 #[derive(clap::Args, Debug)]
@@ -27,16 +31,24 @@ pub struct Args {
     /// Which catalog to list.
     #[arg(value_enum)]
     pub which: Which,
-    /// Show one entry (a device, grid code, model or preset) in full, with its sources.
+    /// Show one entry (a device, grid code, model, preset or validation run) in full, with its
+    /// sources.
     pub name: Option<String>,
     /// Override or extend a catalog with a CSV file in the format of data/*.csv (repeatable).
     #[arg(long = "catalog", value_name = "FILE")]
     pub catalogs: Vec<PathBuf>,
     #[command(flatten)]
     pub format: FormatArgs,
+    /// `validation` only: write a plot of each run's signed error against its GPU count (SVG,
+    /// or PNG/PDF by the file's extension).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if args.svg.is_some() && args.which != Which::Validation {
+        bail!("--svg draws the validation set only: `amdahl catalog validation --svg FILE`");
+    }
     let c = load(&args.catalogs)?;
     let format = args.format.format();
     let name = args.name.as_deref();
@@ -125,6 +137,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     }),
                 )?,
                 Format::Table => render::pue_table(&items),
+            }
+        }
+        Which::Validation => {
+            // The published runs' systems are fixed: the embedded catalogs, not --catalog.
+            let runs = validation_set()?;
+            let items = match name {
+                Some(n) => vec![find_validation_run(&runs, n)?.clone()],
+                None => runs,
+            };
+            if let Some(p) = &args.svg {
+                crate::output::write_plot(p, &validation::validation_svg(&items))?;
+            }
+            match (format, name) {
+                (Format::Json, _) => to_json(&Listing::new("validation", items))?,
+                (Format::Csv, _) => validation::validation_csv(&items)?,
+                (Format::Table, Some(_)) => {
+                    items.iter().map(validation::validation_detail).collect()
+                }
+                (Format::Table, None) => validation::validation_table(&items, &summarise(&items)),
             }
         }
     };

@@ -13,7 +13,7 @@ pub mod grid;
 pub mod models;
 pub mod pue;
 
-mod suggest;
+pub(crate) mod suggest;
 mod table;
 
 use thiserror::Error;
@@ -48,7 +48,7 @@ pub const SCHEMA: &str = "amdahl.catalog/1";
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct Listing<T: serde::Serialize> {
     pub schema: &'static str,
-    /// `devices`, `regions`, `models` or `pue`.
+    /// `devices`, `regions`, `models`, `pue` or `validation`.
     pub catalog: &'static str,
     pub items: Vec<T>,
 }

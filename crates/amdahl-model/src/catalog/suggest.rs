@@ -45,6 +45,7 @@ fn listing(kind: &str) -> &'static str {
         "device" => "devices",
         "model" => "models",
         "PUE preset" => "pue",
+        "validation run" => "validation",
         _ => "regions",
     }
 }

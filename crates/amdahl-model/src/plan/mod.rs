@@ -24,6 +24,7 @@ pub mod scaling;
 pub mod search;
 pub mod shape;
 pub mod stages;
+pub mod validation;
 
 #[cfg(test)]
 mod moe_validation;
@@ -42,8 +43,6 @@ pub(crate) mod test_support {
 }
 #[cfg(test)]
 mod properties;
-#[cfg(test)]
-mod validation;
 
 pub use cost::{cost, Cost, CostInputs};
 pub use error::PlanError;
@@ -63,3 +62,7 @@ pub use search::{
     search, space_size, Candidate, Objective, Rejections, SearchOutcome, SearchSpace,
 };
 pub use shape::{catalog_model, ModelShape};
+pub use validation::{
+    find as find_validation_run, summarise, validation_set, ErrorSummary, ValidationRun,
+    ValidationSetError,
+};

@@ -1,20 +1,32 @@
-//! Validation against published numbers; each test states its source and tolerance.
+//! The planner's validation set: published training runs with their exact layouts, typed in
+//! from the papers with the source of every number (data/validation/train.csv, whose header
+//! explains the columns and the error's sign), each predicted and set beside its published
+//! figure. `amdahl catalog validation` prints it; the tests at the end hold the errors reached.
 
 use super::hardware::{system, Overrides, Precision};
 use super::layout::{validate, Layout, Recompute, Zero3Prefetch};
 use super::optimizer::OptimizerDtype;
-use super::perf::estimate;
+use super::perf::{estimate, Breakdown, Estimate};
 use super::recompute::{RecomputeModule, RecomputeModules};
 use super::shape::{catalog_model, ModelShape};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-/// The validation set: published training runs with their exact layouts, typed in from the
-/// papers with the source of every number (data/validation/train.csv, its header explains the
-/// columns and the error's sign).
+/// The validation set as committed (embedded: no file is read at run time).
 const TRAIN_CSV: &str = include_str!("../../../../data/validation/train.csv");
 
+/// Issue 11's targets for the whole set: mean |error| at most 5 %, no run beyond 12 %.
+pub const TARGET_MEAN: f64 = 0.05;
+pub const TARGET_WORST: f64 = 0.12;
+
+/// Frameworks whose kernels and schedules the planner models: Megatron-LM (its GEMM curve,
+/// element-wise traffic and pipeline schedules are taken from the Megatron papers), NVIDIA NeMo
+/// (Megatron-Core with Transformer Engine) and Meta's Llama 3 stack (Megatron-style 4D
+/// parallelism, Dubey et al. 2024 §3.3.2).
+pub const MODELLED: [&str; 3] = ["megatron-lm", "meta", "nemo"];
+
+/// One row of train.csv, as typed in.
 #[derive(Debug, Deserialize)]
-struct Run {
+struct Row {
     name: String,
     layers: u32,
     hidden: u32,
@@ -57,14 +69,86 @@ struct Run {
     source: String,
 }
 
-fn runs() -> Vec<Run> {
+/// One published run and the planner's prediction of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ValidationRun {
+    /// The row's name in data/validation/train.csv.
+    pub name: String,
+    /// The training software that ran it.
+    pub framework: String,
+    /// Whether the planner models that framework's kernels and schedules ([`MODELLED`]).
+    pub modelled: bool,
+    /// Catalogued device.
+    pub device: String,
+    pub gpus: u64,
+    /// The layout predicted: the published one; a knob the paper does not publish takes the
+    /// fastest choice that fits (a tuned production run).
+    pub layout: String,
+    /// What the source reports: `hw_tflops` (executed TFLOP/s per GPU, recomputation counted),
+    /// `model_tflops`, `tokens_gpu_s` (tokens/s per GPU) or `step_s` (seconds per iteration).
+    pub metric: String,
+    pub published: f64,
+    /// The prediction in the same metric.
+    pub predicted: f64,
+    /// Predicted throughput / published − 1: positive when the planner is optimistic.
+    pub error: f64,
+    /// The published figure as seconds per iteration.
+    pub published_step_s: f64,
+    pub predicted_step_s: f64,
+    /// Where the predicted iteration goes.
+    pub breakdown: Breakdown,
+    pub memory_gib: f64,
+    /// The layout fits in the device's memory (every published run should).
+    pub fits: bool,
+    /// Where every number of the row comes from.
+    pub source: String,
+}
+
+/// A broken row of the embedded set: a bug in amdahl, reported instead of a panic.
+#[derive(Debug, thiserror::Error)]
+#[error("data/validation/train.csv, run `{run}`: {what}")]
+pub struct ValidationSetError {
+    pub run: String,
+    pub what: String,
+}
+
+fn bad(run: &str, what: impl std::fmt::Display) -> ValidationSetError {
+    ValidationSetError {
+        run: run.to_string(),
+        what: what.to_string(),
+    }
+}
+
+fn rows() -> Result<Vec<Row>, ValidationSetError> {
     let mut r = csv::ReaderBuilder::new()
         .comment(Some(b'#'))
         .from_reader(TRAIN_CSV.as_bytes());
     r.deserialize()
         .enumerate()
-        .map(|(i, row)| row.unwrap_or_else(|e| panic!("train.csv row {}: {e}", i + 1)))
+        .map(|(i, row)| row.map_err(|e| bad(&format!("row {}", i + 1), e)))
         .collect()
+}
+
+/// Every run of the set, predicted.
+pub fn validation_set() -> Result<Vec<ValidationRun>, ValidationSetError> {
+    rows()?.iter().map(predict).collect()
+}
+
+/// The run called `name` (case-insensitive), or an error naming the nearest runs.
+pub fn find<'a>(
+    runs: &'a [ValidationRun],
+    name: &str,
+) -> Result<&'a ValidationRun, crate::catalog::CatalogError> {
+    runs.iter()
+        .find(|r| r.name.eq_ignore_ascii_case(name.trim()))
+        .ok_or_else(|| crate::catalog::CatalogError::Unknown {
+            kind: "validation run",
+            name: name.into(),
+            suggestions: crate::catalog::suggest::nearest(
+                name,
+                runs.iter().map(|r| r.name.as_str()),
+            ),
+        })
 }
 
 /// A published choice, or every choice when the paper does not publish it (`auto`).
@@ -73,77 +157,83 @@ fn choices<T: Copy>(
     run: &str,
     all: &[T],
     parse: impl Fn(&str) -> Option<T>,
-) -> Vec<T> {
+) -> Result<Vec<T>, ValidationSetError> {
     if field == "auto" {
-        return all.to_vec();
+        return Ok(all.to_vec());
     }
-    vec![parse(field).unwrap_or_else(|| panic!("{run}: cannot read `{field}`"))]
+    parse(field)
+        .map(|v| vec![v])
+        .ok_or_else(|| bad(run, format!("cannot read `{field}`")))
 }
 
-/// One run's prediction. Knobs the paper does not publish (`auto`) take the fastest value that
-/// fits: a production run is tuned.
-fn predict(run: &Run) -> Prediction {
+fn model_of(run: &Row) -> Result<ModelShape, ValidationSetError> {
     // Built through serde so that shape fields other helpers add (with serde defaults) apply.
     let shape = serde_json::json!({
         "name": run.name, "layers": run.layers, "hidden": run.hidden, "heads": run.heads,
         "kv_heads": run.kv_heads, "ffn": run.ffn, "vocab": run.vocab, "seq": run.seq,
         "gated_mlp": run.gated, "tied_embeddings": run.tied, "parallel_block": run.parallel_block,
     });
-    let model: ModelShape = if run.catalog.is_empty() {
-        serde_json::from_value(shape).unwrap_or_else(|e| panic!("{}: {e}", run.name))
-    } else {
-        // MoE and latent attention from the catalog; the row's shape columns must agree.
-        let m = catalog_model(&run.catalog).unwrap_or_else(|e| panic!("{}: {e}", run.name));
-        let have = serde_json::to_value(&m).unwrap_or_default();
-        for (k, v) in shape.as_object().into_iter().flatten() {
-            if k != "name" && k != "seq" {
-                assert_eq!(
-                    &have[k], v,
-                    "{}: column {k} differs from the catalog's",
-                    run.name
-                );
-            }
+    if run.catalog.is_empty() {
+        return serde_json::from_value(shape).map_err(|e| bad(&run.name, e));
+    }
+    // MoE and latent attention from the catalog; the row's shape columns must agree.
+    let m = catalog_model(&run.catalog).map_err(|e| bad(&run.name, e))?;
+    let have = serde_json::to_value(&m).unwrap_or_default();
+    for (k, v) in shape.as_object().into_iter().flatten() {
+        if k != "name" && k != "seq" && &have[k] != v {
+            return Err(bad(
+                &run.name,
+                format!(
+                    "column {k} is {v}, the catalog's {} has {}",
+                    run.catalog, have[k]
+                ),
+            ));
         }
-        ModelShape { seq: run.seq, ..m }
-    };
-    let device = crate::catalog::devices::lookup(&run.device)
-        .unwrap_or_else(|e| panic!("{}: {e}", run.name));
-    let (hw, net) = system(device, &Overrides::default(), run.inter_gbit)
-        .unwrap_or_else(|e| panic!("{}: {e}", run.name));
+    }
+    Ok(ModelShape { seq: run.seq, ..m })
+}
+
+/// One run's prediction. Knobs the paper does not publish (`auto`) take the fastest value that
+/// fits: a production run is tuned.
+fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
+    let name = run.name.as_str();
+    let model = model_of(run)?;
+    let device = crate::catalog::devices::lookup(&run.device).map_err(|e| bad(name, e))?;
+    let (hw, net) =
+        system(device, &Overrides::default(), run.inter_gbit).map_err(|e| bad(name, e))?;
     let precision = Precision::parse(&run.precision)
-        .unwrap_or_else(|| panic!("{}: precision {}", run.name, run.precision));
-    let recomputes = choices(&run.recompute, &run.name, &Recompute::ALL, Recompute::parse);
-    let interleaves = choices(&run.interleave, &run.name, &[1, 2, 3, 4, 5, 6, 7, 8], |v| {
+        .ok_or_else(|| bad(name, format!("precision `{}`", run.precision)))?;
+    let recomputes = choices(&run.recompute, name, &Recompute::ALL, Recompute::parse)?;
+    let interleaves = choices(&run.interleave, name, &[1, 2, 3, 4, 5, 6, 7, 8], |v| {
         v.parse().ok()
-    });
-    let overlaps = choices(&run.tp_overlap, &run.name, &[false, true], |v| {
-        v.parse().ok()
-    });
+    })?;
+    let overlaps = choices(&run.tp_overlap, name, &[false, true], |v| v.parse().ok())?;
     let zero3_prefetch = match run.zero3_prefetch.as_str() {
         "" => Zero3Prefetch::default(),
-        v => {
-            Zero3Prefetch::parse(v).unwrap_or_else(|| panic!("{}: zero3_prefetch `{v}`", run.name))
-        }
+        v => Zero3Prefetch::parse(v).ok_or_else(|| bad(name, format!("zero3_prefetch `{v}`")))?,
     };
     let recompute_modules = if run.recompute_modules.is_empty() {
         RecomputeModules::default()
     } else {
-        let names = run.recompute_modules.split(';');
-        RecomputeModules::new(
-            &names
-                .map(|n| {
-                    RecomputeModule::parse(n)
-                        .unwrap_or_else(|| panic!("{}: recompute module `{n}`", run.name))
-                })
-                .collect::<Vec<_>>(),
-        )
+        let modules = run
+            .recompute_modules
+            .split(';')
+            .map(|n| {
+                RecomputeModule::parse(n)
+                    .ok_or_else(|| bad(name, format!("recompute module `{n}`")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        RecomputeModules::new(&modules)
     };
     let optimizer_dtype = match run.optimizer_dtype.as_str() {
         "fp32" => OptimizerDtype::Fp32,
         "bf16" => OptimizerDtype::Bf16,
-        v => panic!("{}: optimizer_dtype `{v}`", run.name),
+        v => return Err(bad(name, format!("optimizer_dtype `{v}`"))),
     };
-    let mut best: Option<crate::plan::perf::Estimate> = None;
+    // Published runs are judged on the published choice even when it does not fit; among
+    // unpublished choices only fitting ones compete.
+    let single = recomputes.len() * interleaves.len() * overlaps.len() == 1;
+    let mut best: Option<Estimate> = None;
     let mut last_err = None;
     for &recompute in &recomputes {
         for &interleave in &interleaves {
@@ -176,268 +266,359 @@ fn predict(run: &Run) -> Prediction {
                     continue;
                 }
                 let e = estimate(&model, &hw, &net, &layout);
-                // Published runs are judged on the published choice even when it does not fit;
-                // among unpublished choices only fitting ones compete.
-                let single = recomputes.len() * interleaves.len() * overlaps.len() == 1;
-                if !single && !e.memory.fits {
-                    continue;
-                }
-                if best.is_none_or(|b| e.step_time.get() < b.step_time.get()) {
+                if (single || e.memory.fits)
+                    && best.is_none_or(|b| e.step_time.get() < b.step_time.get())
+                {
                     best = Some(e);
                 }
             }
         }
     }
-    let Some(e) = best else {
-        panic!("{}: no valid layout fits: {last_err:?}", run.name)
-    };
-    let (predicted, err) = match run.metric.as_str() {
-        "hw_tflops" => (e.tflops_per_gpu, e.tflops_per_gpu / run.published - 1.0),
+    let e = best.ok_or_else(|| match last_err {
+        Some(err) => bad(name, err),
+        None => bad(name, "no choice of its unpublished knobs fits"),
+    })?;
+    let gpus = e.gpus as f64;
+    let step = e.step_time.get();
+    // Throughput ∝ 1/step: every metric gets the same sign (positive = optimistic).
+    let (predicted, published_step) = match run.metric.as_str() {
+        "hw_tflops" => (
+            e.tflops_per_gpu,
+            e.executed_flops.get() / (run.published * 1e12 * gpus),
+        ),
         "model_tflops" => (
             e.model_tflops_per_gpu,
-            e.model_tflops_per_gpu / run.published - 1.0,
+            e.model_flops.get() / (run.published * 1e12 * gpus),
         ),
-        "tokens_gpu_s" => {
-            let t = e.tokens_per_s / e.gpus as f64;
-            (t, t / run.published - 1.0)
-        }
-        // Throughput ∝ 1/step: the same sign convention (positive = optimistic).
-        "step_s" => (e.step_time.get(), run.published / e.step_time.get() - 1.0),
-        other => panic!("{}: unknown metric {other}", run.name),
+        "tokens_gpu_s" => (
+            e.tokens_per_s / gpus,
+            f64::from(run.batch) * f64::from(run.seq) / (run.published * gpus),
+        ),
+        "step_s" => (step, run.published),
+        other => return Err(bad(name, format!("unknown metric `{other}`"))),
     };
-    // The published figure as a step time, to set beside the breakdown.
-    let published_step = match run.metric.as_str() {
-        "hw_tflops" => e.executed_flops.get() / (run.published * 1e12 * e.gpus as f64),
-        "model_tflops" => e.model_flops.get() / (run.published * 1e12 * e.gpus as f64),
-        "tokens_gpu_s" => {
-            f64::from(run.batch) * f64::from(run.seq) / (run.published * e.gpus as f64)
-        }
-        _ => run.published,
-    };
-    let b = e.breakdown;
-    let breakdown = format!(
-        "{:<28} {:8.2} {:8.2} {:7.2} {:6.2} {:6.2} {:5.2} {:7.2} {:6.2} {:5.2}",
-        run.name,
-        published_step,
-        e.step_time.get(),
-        b.compute.get(),
-        b.memory_bound.get(),
-        b.tp_comm.get() + b.cp_comm.get() + b.ep_comm.get(),
-        b.pp_comm.get(),
-        b.dp_comm.get(),
-        b.bubble.get(),
-        (b.optimizer + b.other).get(),
-    );
-    Prediction {
-        err,
+    if run.source.trim().is_empty() {
+        return Err(bad(name, "no source"));
+    }
+    Ok(ValidationRun {
+        name: run.name.clone(),
+        framework: run.framework.clone(),
+        modelled: MODELLED.contains(&run.framework.as_str()),
+        device: device.name.clone(),
+        gpus: e.gpus,
+        layout: e.layout.label(),
+        metric: run.metric.clone(),
+        published: run.published,
         predicted,
-        gib: e.memory.total.gib(),
+        error: if run.metric == "step_s" {
+            run.published / step - 1.0
+        } else {
+            predicted / run.published - 1.0
+        },
+        published_step_s: published_step,
+        predicted_step_s: step,
+        breakdown: e.breakdown,
+        memory_gib: e.memory.total.gib(),
         fits: e.memory.fits,
-        label: e.layout.label(),
-        breakdown,
-    }
+        source: run.source.clone(),
+    })
 }
 
-/// One run's prediction beside the published figure.
-struct Prediction {
-    /// Signed error, predicted throughput / published − 1.
-    err: f64,
-    /// The prediction in the row's metric.
-    predicted: f64,
-    gib: f64,
-    fits: bool,
-    label: String,
-    /// Published step time, predicted step and its parts (seconds), one line.
-    breakdown: String,
+/// Mean and worst |error| of a group of runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ErrorSummary {
+    /// A framework, `modelled frameworks` or `all`.
+    pub group: String,
+    pub runs: usize,
+    pub mean_abs: f64,
+    pub signed_mean: f64,
+    /// The run with the largest |error| and its error.
+    pub worst: String,
+    pub worst_error: f64,
+    /// Runs beyond [`TARGET_WORST`].
+    pub beyond_target: usize,
 }
 
-/// Frameworks whose kernels and schedules the planner models: Megatron-LM (its GEMM curve,
-/// element-wise traffic and pipeline schedules are taken from the Megatron papers), NVIDIA NeMo
-/// (Megatron-Core with Transformer Engine) and Meta's Llama 3 stack (Megatron-style 4D
-/// parallelism, Dubey et al. 2024 §3.3.2).
-const MODELLED: [&str; 3] = ["megatron-lm", "meta", "nemo"];
-
-/// Mean |error| and the runs sorted by |error|, largest first.
-fn summary<'a>(errors: &[(&'a str, &'a str, f64)]) -> (f64, Vec<(&'a str, f64)>) {
-    let mean = errors.iter().map(|e| e.2.abs()).sum::<f64>() / errors.len().max(1) as f64;
-    let mut worst: Vec<_> = errors.iter().map(|e| (e.0, e.2)).collect();
-    worst.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
-    (mean, worst)
-}
-
-/// Issue 11 asks for mean |error| ≤ 5 % and none worse than 12 % over the whole set. Neither
-/// holds for the whole set, so the test holds what is reached, to catch regressions
-/// (docs/methodology.md "Validation against published runs"):
-/// - the 50 runs of the frameworks the planner models ([`MODELLED`]): mean 5.3 %, every run but
-///   one within 12 %: NeMo's GPT3-20B at −27.7 %, whose table batch (256) leaves the
-///   data-parallel reduce-scatter and all-gather of 10B parameters over 8 nodes exposed, while
-///   NVIDIA's own H100 fp8 script for that layout runs batch 2,048, at which the prediction is
-///   +0.7 %. MegaScale's Megatron-LM baseline on 8,192 and 12,288 A100 (+10.0 / +10.2 %)
-///   still shows the issue's growing optimism at fixed batch (−2.8 % on 256 GPUs): most of a
-///   second per step that the model does not have, visible once steps are short;
-/// - all 63 runs: mean 6.9 %: the Megatron-DeepSpeed (MT-NLG, BLOOM), Metaseq (OPT) and
-///   GPT-NeoX runs are 10–31 % slower than predicted and the SC21 ZeRO-3 rows within −15 … +8 %.
-const MODELLED_MEAN: f64 = 0.053;
-const MODELLED_WORST: f64 = 0.12;
-const MODELLED_BEYOND_WORST: usize = 1;
-const MODELLED_OUTLIER: f64 = 0.28;
-const ALL_MEAN: f64 = 0.07;
-const ALL_WORST: f64 = 0.31;
-/// SC21 Table 2's ZeRO-3 rows (DeepSpeed 2021) with the ZeRO-3 model of docs/methodology.md
-/// ("ZeRO-3: gathers, latency and overlap"): mean 7.5 %, worst −14.6 % (530B on 1,120 GPUs).
-const DEEPSPEED_MEAN: f64 = 0.08;
-const DEEPSPEED_WORST: f64 = 0.15;
-
-#[test]
-fn published_runs_within_targets_and_fit() {
-    let runs = runs();
-    assert!(runs.len() >= 40, "the set has {} runs", runs.len());
-    let mut report = String::from(
-        "run                          predicted  published  error   mem GiB  fits  layout\n",
-    );
-    let mut breakdowns = String::from(
-        "step time, seconds: published, predicted, and the prediction's parts (exposed)\n\
-         run                          published predicted compute memory tp+cp+ep   pp      dp bubble  opt+\n",
-    );
-    let mut errors = Vec::new();
-    let mut refused = Vec::new();
-    for run in &runs {
-        assert!(!run.source.trim().is_empty(), "{}: no source", run.name);
-        let Prediction {
-            err,
-            predicted,
-            gib,
-            fits,
-            label,
-            breakdown,
-        } = predict(run);
-        breakdowns.push_str(&breakdown);
-        breakdowns.push('\n');
-        report.push_str(&format!(
-            "{:<28} {predicted:9.2} {:10.2} {:+6.1} % {gib:7.1}  {fits}  {label}\n",
-            run.name,
-            run.published,
-            100.0 * err
-        ));
-        errors.push((run.name.as_str(), run.framework.as_str(), err));
-        if !fits {
-            refused.push(run.name.as_str());
+impl ErrorSummary {
+    pub fn of<'a>(group: &str, runs: impl IntoIterator<Item = &'a ValidationRun>) -> Self {
+        let runs: Vec<_> = runs.into_iter().collect();
+        let n = runs.len().max(1) as f64;
+        let worst = runs
+            .iter()
+            .max_by(|a, b| a.error.abs().total_cmp(&b.error.abs()));
+        ErrorSummary {
+            group: group.to_string(),
+            runs: runs.len(),
+            mean_abs: runs.iter().map(|r| r.error.abs()).sum::<f64>() / n,
+            signed_mean: runs.iter().map(|r| r.error).sum::<f64>() / n,
+            worst: worst.map_or_else(String::new, |r| r.name.clone()),
+            worst_error: worst.map_or(0.0, |r| r.error),
+            beyond_target: runs.iter().filter(|r| r.error.abs() > TARGET_WORST).count(),
         }
     }
-    let mut frameworks: Vec<&str> = errors.iter().map(|e| e.1).collect();
+
+    /// Whether the group meets issue 11's targets.
+    pub fn meets_targets(&self) -> bool {
+        self.mean_abs <= TARGET_MEAN && self.beyond_target == 0
+    }
+}
+
+/// Per framework (alphabetical), then the modelled frameworks, then all runs.
+pub fn summarise(runs: &[ValidationRun]) -> Vec<ErrorSummary> {
+    let mut frameworks: Vec<&str> = runs.iter().map(|r| r.framework.as_str()).collect();
     frameworks.sort_unstable();
     frameworks.dedup();
-    for fw in frameworks {
-        let subset: Vec<_> = errors.iter().filter(|e| e.1 == fw).copied().collect();
-        let signed = subset.iter().map(|e| e.2).sum::<f64>() / subset.len() as f64;
-        let (mean, worst) = summary(&subset);
-        report.push_str(&format!(
-            "{fw:<20} {:2} runs: mean |error| {:4.1} %, signed mean {:+5.1} %, worst {} {:+.1} %\n",
-            subset.len(),
-            100.0 * mean,
-            100.0 * signed,
-            worst.first().map_or("-", |w| w.0),
-            100.0 * worst.first().map_or(0.0, |w| w.1),
-        ));
-    }
-    let modelled: Vec<_> = errors
+    let mut out: Vec<_> = frameworks
         .iter()
-        .filter(|e| MODELLED.contains(&e.1))
-        .copied()
+        .map(|fw| ErrorSummary::of(fw, runs.iter().filter(|r| r.framework == *fw)))
         .collect();
-    let (m_mean, m_worst) = summary(&modelled);
-    let (mean, worst) = summary(&errors);
-    report.push_str(&format!(
-        "modelled frameworks, {} runs: mean |error| {:.1} %, worst {} {:+.1} %\n\
-         all {} runs: mean |error| {:.1} %, worst {} {:+.1} %\n",
-        modelled.len(),
-        100.0 * m_mean,
-        m_worst.first().map_or("-", |w| w.0),
-        100.0 * m_worst.first().map_or(0.0, |w| w.1),
-        errors.len(),
-        100.0 * mean,
-        worst.first().map_or("-", |w| w.0),
-        100.0 * worst.first().map_or(0.0, |w| w.1),
+    out.push(ErrorSummary::of(
+        "modelled frameworks",
+        runs.iter().filter(|r| r.modelled),
     ));
-    eprintln!("{report}\n{breakdowns}");
-    assert!(
-        refused.is_empty(),
-        "published runs reported as not fitting: {refused:?}\n{report}"
-    );
-    assert!(m_mean <= MODELLED_MEAN, "{report}");
-    let beyond: Vec<_> = m_worst
-        .iter()
-        .filter(|w| w.1.abs() > MODELLED_WORST)
-        .collect();
-    assert!(
-        beyond.len() <= MODELLED_BEYOND_WORST,
-        "{beyond:?}\n{report}"
-    );
-    assert!(
-        m_worst.iter().all(|w| w.1.abs() <= MODELLED_OUTLIER),
-        "{report}"
-    );
-    let deepspeed: Vec<_> = errors
-        .iter()
-        .filter(|e| e.1 == "deepspeed")
-        .copied()
-        .collect();
-    let (d_mean, d_worst) = summary(&deepspeed);
-    assert_eq!(deepspeed.len(), 6, "{report}");
-    assert!(d_mean <= DEEPSPEED_MEAN, "{report}");
-    assert!(
-        d_worst.iter().all(|w| w.1.abs() <= DEEPSPEED_WORST),
-        "{report}"
-    );
-    assert!(mean <= ALL_MEAN, "{report}");
-    assert!(worst.iter().all(|w| w.1.abs() <= ALL_WORST), "{report}");
+    out.push(ErrorSummary::of("all", runs));
+    out
 }
 
-#[test]
-fn llama3_405b_table4_within_10_percent_with_126_layers() {
-    // Dubey et al. 2024, Table 4: 430 TFLOP/s on 8,192 H100 (DP 64), 400 on 16,384 (DP 128),
-    // both TP 8 PP 16 with 126 layers on 16 stages (§3.3.2).
-    for run in runs()
-        .iter()
-        .filter(|r| r.name.starts_with("llama3-405b-8k"))
-    {
-        assert_eq!((run.layers, run.pp), (126, 16));
-        let Prediction {
-            err,
-            predicted,
-            fits,
-            ..
-        } = predict(run);
-        assert!(fits, "{}", run.name);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 11 asks for mean |error| ≤ 5 % and none worse than 12 % over the whole set. Neither
+    /// holds for the whole set, so the test holds what is reached, to catch regressions
+    /// (docs/methodology.md "Validation against published runs"):
+    /// - the 50 runs of the frameworks the planner models ([`MODELLED`]): mean 5.3 %, every run
+    ///   but one within 12 %: NeMo's GPT3-20B at −27.7 %, whose table batch (256) leaves the
+    ///   data-parallel reduce-scatter and all-gather of 10B parameters over 8 nodes exposed,
+    ///   while NVIDIA's own H100 fp8 script for that layout runs batch 2,048, at which the
+    ///   prediction is +0.7 %. MegaScale's Megatron-LM baseline on 8,192 and 12,288 A100
+    ///   (+10.0 / +10.2 %) still shows the issue's growing optimism at fixed batch (−2.8 % on
+    ///   256 GPUs): most of a second per step that the model does not have, visible once steps
+    ///   are short;
+    /// - all 63 runs: mean 6.9 %: the Megatron-DeepSpeed (MT-NLG, BLOOM), Metaseq (OPT) and
+    ///   GPT-NeoX runs are 10–31 % slower than predicted and the SC21 ZeRO-3 rows within
+    ///   −15 … +8 %.
+    const MODELLED_MEAN: f64 = 0.053;
+    const MODELLED_BEYOND_WORST: usize = 1;
+    const MODELLED_OUTLIER: f64 = 0.28;
+    const ALL_MEAN: f64 = 0.07;
+    const ALL_WORST: f64 = 0.31;
+    /// SC21 Table 2's ZeRO-3 rows (DeepSpeed 2021) with the ZeRO-3 model of docs/methodology.md
+    /// ("ZeRO-3: gathers, latency and overlap"): mean 7.5 %, worst −14.6 % (530B on 1,120 GPUs).
+    const DEEPSPEED_MEAN: f64 = 0.08;
+    const DEEPSPEED_WORST: f64 = 0.15;
+
+    fn set() -> Vec<ValidationRun> {
+        validation_set().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The set as a table, for failure messages and `--nocapture`.
+    fn report(runs: &[ValidationRun], summaries: &[ErrorSummary]) -> String {
+        let mut s = String::from(
+            "run                          predicted  published  error   mem GiB  fits  layout\n",
+        );
+        for r in runs {
+            s.push_str(&format!(
+                "{:<28} {:9.2} {:10.2} {:+6.1} % {:7.1}  {}  {}\n",
+                r.name,
+                r.predicted,
+                r.published,
+                100.0 * r.error,
+                r.memory_gib,
+                r.fits,
+                r.layout
+            ));
+        }
+        s.push_str(
+            "\nstep time, seconds: published, predicted, and the prediction's parts (exposed)\n\
+             run                          published predicted compute memory tp+cp+ep   pp      dp bubble  opt+\n",
+        );
+        for r in runs {
+            let b = r.breakdown;
+            s.push_str(&format!(
+                "{:<28} {:8.2} {:8.2} {:7.2} {:6.2} {:6.2} {:5.2} {:7.2} {:6.2} {:5.2}\n",
+                r.name,
+                r.published_step_s,
+                r.predicted_step_s,
+                b.compute.get(),
+                b.memory_bound.get(),
+                (b.tp_comm + b.cp_comm + b.ep_comm).get(),
+                b.pp_comm.get(),
+                b.dp_comm.get(),
+                b.bubble.get(),
+                (b.optimizer + b.other).get(),
+            ));
+        }
+        s.push('\n');
+        for g in summaries {
+            s.push_str(&format!(
+                "{:<20} {:2} runs: mean |error| {:4.1} %, signed mean {:+5.1} %, worst {} {:+.1} %\n",
+                g.group,
+                g.runs,
+                100.0 * g.mean_abs,
+                100.0 * g.signed_mean,
+                g.worst,
+                100.0 * g.worst_error,
+            ));
+        }
+        s
+    }
+
+    fn group<'a>(summaries: &'a [ErrorSummary], name: &str) -> &'a ErrorSummary {
+        summaries
+            .iter()
+            .find(|g| g.group == name)
+            .unwrap_or_else(|| panic!("no group {name}"))
+    }
+
+    #[test]
+    fn published_runs_within_targets_and_fit() {
+        let runs = set();
+        assert!(runs.len() >= 40, "the set has {} runs", runs.len());
+        let summaries = summarise(&runs);
+        let report = report(&runs, &summaries);
+        eprintln!("{report}");
+        let refused: Vec<_> = runs.iter().filter(|r| !r.fits).map(|r| &r.name).collect();
         assert!(
-            err.abs() < 0.10,
-            "{}: {predicted:.0} vs {}",
-            run.name,
-            run.published
+            refused.is_empty(),
+            "published runs reported as not fitting: {refused:?}\n{report}"
+        );
+        let modelled = group(&summaries, "modelled frameworks");
+        assert_eq!(modelled.runs, 50, "{report}");
+        assert!(modelled.mean_abs <= MODELLED_MEAN, "{report}");
+        assert!(modelled.beyond_target <= MODELLED_BEYOND_WORST, "{report}");
+        assert!(modelled.worst_error.abs() <= MODELLED_OUTLIER, "{report}");
+        let deepspeed = group(&summaries, "deepspeed");
+        assert_eq!(deepspeed.runs, 6, "{report}");
+        assert!(deepspeed.mean_abs <= DEEPSPEED_MEAN, "{report}");
+        assert!(deepspeed.worst_error.abs() <= DEEPSPEED_WORST, "{report}");
+        let all = group(&summaries, "all");
+        assert_eq!(all.runs, runs.len());
+        assert!(all.mean_abs <= ALL_MEAN, "{report}");
+        assert!(all.worst_error.abs() <= ALL_WORST, "{report}");
+        // The targets are not met (above); the summary must say so rather than pass them.
+        assert!(!all.meets_targets() && !modelled.meets_targets());
+    }
+
+    #[test]
+    fn errors_have_the_throughput_sign_in_every_metric() {
+        // A run predicted faster than published has a positive error whatever its metric:
+        // for throughputs predicted / published − 1, for step times published / predicted − 1.
+        for r in set() {
+            let by_step = r.published_step_s / r.predicted_step_s - 1.0;
+            assert!(
+                (r.error - by_step).abs() < 1e-9,
+                "{}: {} vs {by_step}",
+                r.name,
+                r.error
+            );
+            assert_eq!(r.modelled, MODELLED.contains(&r.framework.as_str()));
+        }
+    }
+
+    #[test]
+    fn summaries_count_means_and_the_worst_run() {
+        let run = |name: &str, framework: &str, error: f64| ValidationRun {
+            name: name.into(),
+            framework: framework.into(),
+            modelled: MODELLED.contains(&framework),
+            device: String::new(),
+            gpus: 1,
+            layout: String::new(),
+            metric: "step_s".into(),
+            published: 1.0,
+            predicted: 1.0,
+            error,
+            published_step_s: 1.0,
+            predicted_step_s: 1.0,
+            breakdown: Breakdown::default(),
+            memory_gib: 1.0,
+            fits: true,
+            source: "test".into(),
+        };
+        let runs = [
+            run("a", "nemo", 0.02),
+            run("b", "nemo", -0.04),
+            run("c", "metaseq", 0.20),
+        ];
+        let s = summarise(&runs);
+        let names: Vec<_> = s.iter().map(|g| g.group.as_str()).collect();
+        assert_eq!(names, ["metaseq", "nemo", "modelled frameworks", "all"]);
+        let nemo = &s[1];
+        assert!((nemo.mean_abs - 0.03).abs() < 1e-12 && (nemo.signed_mean + 0.01).abs() < 1e-12);
+        assert_eq!((nemo.worst.as_str(), nemo.beyond_target), ("b", 0));
+        assert!(nemo.meets_targets());
+        let all = &s[3];
+        assert_eq!(
+            (all.runs, all.worst.as_str(), all.beyond_target),
+            (3, "c", 1)
+        );
+        assert!((all.mean_abs - 0.26 / 3.0).abs() < 1e-12);
+        assert!(!all.meets_targets());
+    }
+
+    #[test]
+    fn runs_are_found_by_name_and_unknown_names_get_the_nearest() {
+        let runs = set();
+        assert_eq!(
+            find(&runs, "NEMO2407-GPT3-20B").map(|r| r.gpus).ok(),
+            Some(64)
+        );
+        let e = find(&runs, "nemo2407-gpt3-20").err().map(|e| e.to_string());
+        let e = e.unwrap_or_default();
+        assert!(
+            e.contains("unknown validation run `nemo2407-gpt3-20`")
+                && e.contains("did you mean nemo2407-gpt3-20b")
+                && e.contains("`amdahl catalog validation`"),
+            "{e}"
         );
     }
-}
 
-#[test]
-fn mt_nlg_530b_flop_formula_within_1_percent() {
-    // Smith et al. 2022 (MT-NLG), §3.3: 60.1 / 50.2 / 44.4 s per iteration on 280 / 350 / 420
-    // DGX A100 nodes (2240 / 2800 / 3360 GPUs), batch 1920, reported as 126 / 121 / 113
-    // TFLOP/s per GPU. Tolerance 1 % (the paper rounds to integers).
-    // The shape from data/models.csv; its vocabulary (50,257, the GPT-2 tokenizer) changes the
-    // V/(16·l·h) term by < 0.01 % against Megatron's padded 51,200.
-    let m = match catalog_model("mt-nlg-530b") {
-        Ok(m) => m,
-        Err(e) => panic!("{e}"),
-    };
-    for (secs, gpus, published) in [
-        (60.1, 2240.0, 126.0),
-        (50.2, 2800.0, 121.0),
-        (44.4, 3360.0, 113.0),
-    ] {
-        let tflops = m.megatron_flops(1920.0) / secs / gpus / 1e12;
-        assert!(
-            (tflops / published - 1.0).abs() < 0.01,
-            "{tflops} vs {published}"
-        );
+    #[test]
+    fn llama3_405b_table4_within_10_percent_with_126_layers() {
+        // Dubey et al. 2024, Table 4: 430 TFLOP/s on 8,192 H100 (DP 64), 400 on 16,384 (DP 128),
+        // both TP 8 PP 16 with 126 layers on 16 stages (§3.3.2).
+        let rows = rows().unwrap_or_else(|e| panic!("{e}"));
+        let llama: Vec<_> = rows
+            .iter()
+            .filter(|r| r.name.starts_with("llama3-405b-8k"))
+            .collect();
+        assert_eq!(llama.len(), 2);
+        for row in llama {
+            assert_eq!((row.layers, row.pp), (126, 16));
+            let r = predict(row).unwrap_or_else(|e| panic!("{e}"));
+            assert!(r.fits, "{}", r.name);
+            assert!(
+                r.error.abs() < 0.10,
+                "{}: {:.0} vs {}",
+                r.name,
+                r.predicted,
+                r.published
+            );
+        }
+    }
+
+    #[test]
+    fn mt_nlg_530b_flop_formula_within_1_percent() {
+        // Smith et al. 2022 (MT-NLG), §3.3: 60.1 / 50.2 / 44.4 s per iteration on 280 / 350 /
+        // 420 DGX A100 nodes (2240 / 2800 / 3360 GPUs), batch 1920, reported as 126 / 121 / 113
+        // TFLOP/s per GPU. Tolerance 1 % (the paper rounds to integers). The shape from
+        // data/models.csv; its vocabulary (50,257, the GPT-2 tokenizer) changes the
+        // V/(16·l·h) term by < 0.01 % against Megatron's padded 51,200.
+        let m = match catalog_model("mt-nlg-530b") {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        for (secs, gpus, published) in [
+            (60.1, 2240.0, 126.0),
+            (50.2, 2800.0, 121.0),
+            (44.4, 3360.0, 113.0),
+        ] {
+            let tflops = m.megatron_flops(1920.0) / secs / gpus / 1e12;
+            assert!(
+                (tflops / published - 1.0).abs() < 0.01,
+                "{tflops} vs {published}"
+            );
+        }
     }
 }
