@@ -73,7 +73,8 @@ enum Command {
     Top500(cmd::top500::Args),
     /// Draw the efficiency surface E(N, 1−α) with measured systems placed on it.
     Surface(cmd::surface::Args),
-    /// List the embedded catalogs: devices, grid regions, models, PUE presets.
+    /// List the embedded catalogs: devices, grid regions, models, PUE presets, and the published
+    /// training runs the planner is validated against.
     Catalog(cmd::catalog::Args),
     /// Estimate energy and emissions of a job, with a statement a paper can cite.
     Carbon(cmd::carbon::Args),

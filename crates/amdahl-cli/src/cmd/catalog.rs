@@ -1,5 +1,5 @@
-//! `amdahl catalog` — list the embedded catalogs (devices, grid regions, models, PUE presets) or
-//! show one entry with its sources.
+//! `amdahl catalog` — list the embedded catalogs (devices, grid regions, models, PUE presets, the
+//! planner's validation runs) or show one entry with its sources.
 
 use crate::cmd::resolve::load;
 use crate::output::{print, Format, FormatArgs};
