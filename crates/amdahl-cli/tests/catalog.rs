@@ -254,6 +254,22 @@ fn one_validation_run_in_full_and_unknown_runs_named() {
                 .and(predicate::str::contains("pipeline bubble"))
                 .and(predicate::str::contains("source: Dubey et al. 2024")),
         );
+    // A user catalog cannot change the published runs' systems: said, not silently ignored.
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("grid.csv");
+    std::fs::write(
+        &lab,
+        "alpha2,alpha3,name,g_per_kwh,year,scope,source\nFR,FRA,France,21,2025,lifecycle,RTE eco2mix\n",
+    )
+    .unwrap();
+    amdahl()
+        .args(["catalog", "validation", "sc21-1t", "--catalog"])
+        .arg(&lab)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "warning: --catalog does not apply to validation",
+        ));
     amdahl()
         .args(["catalog", "validation", "llama3-405b"])
         .assert()

@@ -141,6 +141,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         Which::Validation => {
             // The published runs' systems are fixed: the embedded catalogs, not --catalog.
+            if !args.catalogs.is_empty() {
+                eprintln!(
+                    "warning: --catalog does not apply to validation: the published runs are \
+                     predicted on the embedded catalogs' devices and models"
+                );
+            }
             let runs = validation_set()?;
             let items = match name {
                 Some(n) => vec![find_validation_run(&runs, n)?.clone()],
