@@ -118,6 +118,14 @@ pub fn validation_detail(r: &ValidationRun) -> String {
     );
     kv("system", format!("{} × {}", r.gpus, r.device));
     kv("layout", r.layout.clone());
+    if let Some(n) = r.dp_rails {
+        kv(
+            "DP network interfaces",
+            format!(
+                "{n} per node (the row's dp_rails; default: one per rank of the group on the node)"
+            ),
+        );
+    }
     kv(&format!("published ({})", r.metric), sig(r.published, 4));
     kv(&format!("predicted ({})", r.metric), sig(r.predicted, 4));
     kv("error", percent(r.error));

@@ -117,6 +117,11 @@ pub struct Options {
     pub shape: ModelArgs,
     #[command(flatten, next_help_heading = "System")]
     pub sys: SystemArgs,
+    /// Network interfaces per node a data-parallel collective spreads over [default: one per
+    /// rank of the group on the node, as NCCL's rings do]; 1 = each rank through its own
+    /// interface only.
+    #[arg(help_heading = "System", long, value_name = "N", value_parser = domain::count)]
+    pub dp_rails: Option<u32>,
     /// Devices in the job (with --search: devices available).
     #[arg(help_heading = "Layout", long)]
     pub gpus: u64,
@@ -287,7 +292,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let a = *args.opts;
     let c = load(&a.sys.catalogs)?;
     let model = a.shape.resolve(&c)?;
-    let (hw, net) = a.sys.resolve(&c)?;
+    let (hw, mut net) = a.sys.resolve(&c)?;
+    net.dp_rails = a.dp_rails;
     let (inputs, grid, pue) = cost_of(&a, &c)?;
     if a.gpus == 0 {
         bail!("--gpus must be at least 1");

@@ -97,6 +97,7 @@ mod tests {
                 latency: Seconds(10e-6),
                 efficiency: 1.0,
             },
+            dp_rails: None,
         };
         // 8 ranks in one node, 1 GB each: 7·5 µs + 7/8 GB / 100 GB/s.
         let t = all_to_all(&net, 8.0, 8.0, 1e9);

@@ -107,7 +107,7 @@ impl GemmCurve {
 /// and output layer, casts and fp8 activation storage were modelled; the other eleven fp8 rows
 /// test it (docs/methodology.md, "fp8"). Devices of other classes with fp8 (Ada, Blackwell,
 /// MI300) use it too, unvalidated.
-pub const HOPPER_FP8_EFFICIENCY: f64 = 0.555;
+pub const HOPPER_FP8_EFFICIENCY: f64 = 0.537;
 
 impl DeviceClass {
     /// The curve for this class (see docs/methodology.md for the sources of the constants).
@@ -325,6 +325,12 @@ pub struct Network {
     pub gpus_per_node: u32,
     pub intra: Link,
     pub inter: Link,
+    /// Network interfaces per node that a data-parallel collective spreads its inter-node
+    /// traffic over. `None` (the default): one per rank of the group on the node, as NCCL's
+    /// rings do (docs/methodology.md "Communication per iteration", DP); `Some(n)`: at most `n`
+    /// (1: each rank's traffic through its own interface only).
+    #[serde(default)]
+    pub dp_rails: Option<u32>,
 }
 
 impl Network {
@@ -345,6 +351,7 @@ impl Network {
                 latency: Seconds(10e-6),
                 efficiency: 0.85,
             },
+            dp_rails: None,
         }
     }
 }

@@ -18,7 +18,7 @@ use super::shape::catalog_model;
 /// DeepSeek's recomputation (§3.2.3: RMSNorm and the MLA up-projections; §3.3.3: the MoE's
 /// SwiGLU output) is Megatron-Core's `--recompute-modules layernorm,mla_up_proj,moe_act`; AdamW
 /// moments in bf16 and gradients accumulated in fp32 (§3.3.3). Our prediction with the
-/// all-to-alls overlapped (DualPipe): 195K GPU-hours per trillion tokens, +8.3 %, 56 GiB per
+/// all-to-alls overlapped (DualPipe): 194K GPU-hours per trillion tokens, +7.8 %, 56 GiB per
 /// device (fits). Tolerance 15 %: the agreement is partly errors that cancel
 /// (docs/methodology.md, "Mixture of experts: validation"): the planner sends every dispatched
 /// copy separately, in bf16, where DeepSeek sends a token once per node to at most 4 nodes and

@@ -418,7 +418,11 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let expert_dp = (dcp / f64::from(l.ep.max(1))).max(1.0);
     let groups = [(dense_params, dcp), (expert_params, expert_dp)];
     let (wb, gb, _) = optimizer::bytes_per_param(l);
-    let dp_link = link(net, l.tp_cp() * u64::from(l.dp));
+    // Ranks of the data-parallel group on one node.
+    let local = (f64::from(net.gpus_per_node) / l.tp_cp() as f64)
+        .floor()
+        .max(1.0);
+    let dp_link = &dp_tier(net, l.tp_cp() * u64::from(l.dp), local);
     let backward_one_mb = f64::from(slow_layers)
         * (2.0 * dense_fwd + attn_bwd + 2.0 * fwd_mem + layer_tp / 2.0 + layer_ep / 2.0);
     let dp_comm = if dcp <= 1.0 {
@@ -438,9 +442,6 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         // which the single-buffer volume term below charges once; over thousands of ranks that
         // is milliseconds per collective. Counted once per layer (FSDP's unit; DeepSpeed issues
         // one per matrix, which this leaves out).
-        let local = (f64::from(net.gpus_per_node) / l.tp_cp() as f64)
-            .floor()
-            .max(1.0);
         let per_layer_latency = |k: f64| f64::from(slow_layers) * ring_latency(net, k, local);
         // One gather and one reduce-scatter of the stage's weights, per microbatch.
         let (gather, reduce) =
@@ -477,16 +478,21 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         // All-reduce of the gradients (ZeRO-0), or reduce-scatter of the gradients + all-gather
         // of the updated 16-bit weights (ZeRO-1/2, Megatron's distributed optimizer): the same
         // volume when gradients are 16-bit, more with fp32 gradients.
-        let (reduce, gather): (f64, f64) = groups.iter().fold((0.0, 0.0), |(r, g), &(n, k)| {
-            if l.zero == 0 {
-                (r + all_reduce(dp_link, k, n * gb), g)
-            } else {
-                (
-                    r + all_gather(dp_link, k, n * gb),
-                    g + all_gather(dp_link, k, n * wb),
-                )
-            }
-        });
+        // A dense model has no expert group: no collective, no latency.
+        let (reduce, gather): (f64, f64) =
+            groups
+                .iter()
+                .filter(|&&(n, _)| n > 0.0)
+                .fold((0.0, 0.0), |(r, g), &(n, k)| {
+                    if l.zero == 0 {
+                        (r + all_reduce(dp_link, k, n * gb), g)
+                    } else {
+                        (
+                            r + all_gather(dp_link, k, n * gb),
+                            g + all_gather(dp_link, k, n * wb),
+                        )
+                    }
+                });
         if l.overlap_dp {
             // The gradient reduction hides behind the last microbatch's backward (bucketed
             // as layers finish); the distributed optimizer's weight all-gather behind the first
@@ -649,6 +655,29 @@ fn link(net: &Network, span: u64) -> &Link {
     }
 }
 
+/// The tier a data-parallel collective over `span` consecutive ranks crosses, `local` of its
+/// ranks on each node. Across nodes NCCL builds several rings, each through a different network
+/// interface, and splits the data among them over NVLink (NVIDIA/nccl issue #601, maintainer:
+/// "creates 4 rings, each using a different NIC"; "we can use NVLink to split the operations in
+/// N parts then balance the traffic onto the N NICs"), so a group with `local` ranks on a node
+/// moves its inter-node bytes over `local` interfaces at once: bus bandwidth `local` times one
+/// interface's (two HGX H100 nodes, 8 × 400 Gb/s: ≈ 360 GB/s all-reduce bus bandwidth, issue
+/// #1277). `dp_rails` caps the interfaces used (docs/methodology.md, "Communication per
+/// iteration").
+fn dp_tier(net: &Network, span: u64, local: f64) -> Link {
+    let tier = *link(net, span);
+    if span <= u64::from(net.gpus_per_node) {
+        return tier;
+    }
+    let rails = net
+        .dp_rails
+        .map_or(local, |r| local.min(f64::from(r.max(1))));
+    Link {
+        bandwidth: crate::units::BytesPerSecond(tier.bandwidth.get() * rails),
+        ..tier
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -754,6 +783,52 @@ mod tests {
         assert!((t - 8.0).abs() < 1e-12, "{t}");
         let t = zero3_phase(Zero3Prefetch::Module, &[3.0, 1.0, 4.0, 4.0], 1.0, 100.0);
         assert!((t - 100.0).abs() < 1e-9, "{t}");
+    }
+
+    #[test]
+    fn data_parallel_collectives_spread_over_the_nodes_interfaces() {
+        // NCCL gives each ring its own interface: a group with k ranks on a node reaches k
+        // interfaces' bandwidth across nodes (NVIDIA/nccl issue #601); `dp_rails` caps it.
+        let (_, _, net) = setup();
+        let one = net.inter.bandwidth.get();
+        assert_eq!(dp_tier(&net, 64, 4.0).bandwidth.get(), 4.0 * one);
+        assert_eq!(dp_tier(&net, 64, 4.0).latency, net.inter.latency);
+        let capped = Network {
+            dp_rails: Some(1),
+            ..net
+        };
+        assert_eq!(dp_tier(&capped, 64, 4.0).bandwidth.get(), one);
+        let two = Network {
+            dp_rails: Some(2),
+            ..net
+        };
+        assert_eq!(dp_tier(&two, 64, 4.0).bandwidth.get(), 2.0 * one);
+        // Inside one node the group uses NVLink, rails or not.
+        assert_eq!(dp_tier(&net, 8, 8.0), net.intra);
+
+        // End to end: GPT-3 175B at TP 4 × PP 8 × DP 16 on 512 A100 (2 DP ranks per node), the
+        // gradient all-reduce not overlapped: the bandwidth term halves, the latency stays.
+        let (m, hw, net) = catalog("a100-80gb", "gpt3-175b");
+        let l = Layout {
+            tp: 4,
+            pp: 8,
+            dp: 16,
+            batch: 512,
+            ..Layout::default()
+        };
+        let dp = |net: &Network| estimate(&m, &hw, net, &l).breakdown.dp_comm.get();
+        let (rails, single) = (
+            dp(&net),
+            dp(&Network {
+                dp_rails: Some(1),
+                ..net
+            }),
+        );
+        let latency = 2.0 * 15.0 * net.inter.latency.get();
+        assert!(
+            ((rails - latency) / (single - latency) - 0.5).abs() < 1e-9,
+            "{rails} vs {single}"
+        );
     }
 
     #[test]

@@ -63,6 +63,7 @@ struct Row {
     recompute_modules: String,
     optimizer_dtype: String,
     overlap_pp: bool,
+    dp_rails: Option<u32>,
     metric: String,
     published: f64,
     framework: String,
@@ -95,6 +96,10 @@ pub struct ValidationRun {
     /// The published figure as seconds per iteration.
     pub published_step_s: f64,
     pub predicted_step_s: f64,
+    /// Network interfaces per node its data-parallel collectives use, where the row sets them
+    /// (`None`: one per rank of the group on the node, as NCCL's rings do).
+    #[serde(default)]
+    pub dp_rails: Option<u32>,
     /// Where the predicted iteration goes.
     pub breakdown: Breakdown,
     pub memory_gib: f64,
@@ -199,8 +204,9 @@ fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
     let name = run.name.as_str();
     let model = model_of(run)?;
     let device = crate::catalog::devices::lookup(&run.device).map_err(|e| bad(name, e))?;
-    let (hw, net) =
+    let (hw, mut net) =
         system(device, &Overrides::default(), run.inter_gbit).map_err(|e| bad(name, e))?;
+    net.dp_rails = run.dp_rails;
     let precision = Precision::parse(&run.precision)
         .ok_or_else(|| bad(name, format!("precision `{}`", run.precision)))?;
     let recomputes = choices(&run.recompute, name, &Recompute::ALL, Recompute::parse)?;
@@ -317,6 +323,7 @@ fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
         },
         published_step_s: published_step,
         predicted_step_s: step,
+        dp_rails: run.dp_rails,
         breakdown: e.breakdown,
         memory_gib: e.memory.total.gib(),
         fits: e.memory.fits,
@@ -384,24 +391,14 @@ pub fn summarise(runs: &[ValidationRun]) -> Vec<ErrorSummary> {
 mod tests {
     use super::*;
 
-    /// Issue 11 asks for mean |error| ≤ 5 % and none worse than 12 % over the whole set. Neither
-    /// holds for the whole set, so the test holds what is reached, to catch regressions
-    /// (docs/methodology.md "Validation against published runs"):
-    /// - the 50 runs of the frameworks the planner models ([`MODELLED`]): mean 5.3 %, every run
-    ///   but one within 12 %: NeMo's GPT3-20B at −27.7 %, whose table batch (256) leaves the
-    ///   data-parallel reduce-scatter and all-gather of 10B parameters over 8 nodes exposed,
-    ///   while NVIDIA's own H100 fp8 script for that layout runs batch 2,048, at which the
-    ///   prediction is +0.7 %. MegaScale's Megatron-LM baseline on 8,192 and 12,288 A100
-    ///   (+10.0 / +10.2 %) still shows the issue's growing optimism at fixed batch (−2.8 % on
-    ///   256 GPUs): most of a second per step that the model does not have, visible once steps
-    ///   are short;
-    /// - all 63 runs: mean 6.9 %: the Megatron-DeepSpeed (MT-NLG, BLOOM), Metaseq (OPT) and
-    ///   GPT-NeoX runs are 10–31 % slower than predicted and the SC21 ZeRO-3 rows within
-    ///   −15 … +8 %.
-    const MODELLED_MEAN: f64 = 0.053;
-    const MODELLED_BEYOND_WORST: usize = 1;
-    const MODELLED_OUTLIER: f64 = 0.28;
-    const ALL_MEAN: f64 = 0.07;
+    /// Issue 11 asks for mean |error| ≤ 5 % and none worse than 12 % over the whole set. The
+    /// runs of the frameworks the planner models ([`MODELLED`]) meet both: 50 runs, mean 4.9 %,
+    /// worst Korthikanti's 530B with full recomputation at −10.4 %. The whole set does not
+    /// (docs/methodology.md "Validation against published runs"), so the test holds what is
+    /// reached there, to catch regressions: all 63 runs, mean 6.7 %; the Megatron-DeepSpeed
+    /// (MT-NLG, BLOOM), Metaseq (OPT) and GPT-NeoX runs are 12–31 % slower than predicted and
+    /// the SC21 ZeRO-3 rows within −15 … +8 %.
+    const ALL_MEAN: f64 = 0.068;
     const ALL_WORST: f64 = 0.31;
     /// SC21 Table 2's ZeRO-3 rows (DeepSpeed 2021) with the ZeRO-3 model of docs/methodology.md
     /// ("ZeRO-3: gathers, latency and overlap"): mean 7.5 %, worst −14.6 % (530B on 1,120 GPUs).
@@ -485,9 +482,7 @@ mod tests {
         );
         let modelled = group(&summaries, "modelled frameworks");
         assert_eq!(modelled.runs, 50, "{report}");
-        assert!(modelled.mean_abs <= MODELLED_MEAN, "{report}");
-        assert!(modelled.beyond_target <= MODELLED_BEYOND_WORST, "{report}");
-        assert!(modelled.worst_error.abs() <= MODELLED_OUTLIER, "{report}");
+        assert!(modelled.meets_targets(), "{report}");
         let deepspeed = group(&summaries, "deepspeed");
         assert_eq!(deepspeed.runs, 6, "{report}");
         assert!(deepspeed.mean_abs <= DEEPSPEED_MEAN, "{report}");
@@ -496,8 +491,8 @@ mod tests {
         assert_eq!(all.runs, runs.len());
         assert!(all.mean_abs <= ALL_MEAN, "{report}");
         assert!(all.worst_error.abs() <= ALL_WORST, "{report}");
-        // The targets are not met (above); the summary must say so rather than pass them.
-        assert!(!all.meets_targets() && !modelled.meets_targets());
+        // Not met over the whole set (above): the summary must say so rather than pass it.
+        assert!(!all.meets_targets());
     }
 
     #[test]
@@ -531,6 +526,7 @@ mod tests {
             error,
             published_step_s: 1.0,
             predicted_step_s: 1.0,
+            dp_rails: None,
             breakdown: Breakdown::default(),
             memory_gib: 1.0,
             fits: true,
