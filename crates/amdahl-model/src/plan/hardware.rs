@@ -102,11 +102,12 @@ impl GemmCurve {
 }
 
 /// Sustained fraction of the fp8 peak reached by the fp8 GEMMs of a Transformer Engine recipe
-/// on Hopper, **calibrated once** on the largest NeMo 24.07 row (GPT3-175B on 512 H100,
-/// data/validation/train.csv `nemo2407-gpt3-175b-512`) after the fp8 recipe's 16-bit attention
-/// and output layer, casts and fp8 activation storage were modelled; the other eleven fp8 rows
-/// test it (docs/methodology.md, "fp8"). Devices of other classes with fp8 (Ada, Blackwell,
-/// MI300) use it too, unvalidated.
+/// on Hopper, **calibrated** on one row, the largest NeMo 24.07 run (GPT3-175B on 512 H100,
+/// data/validation/train.csv `nemo2407-gpt3-175b-512`), after the fp8 recipe's 16-bit attention
+/// and output layer, casts and fp8 activation storage were modelled (0.555), and again when
+/// data-parallel collectives got one network interface per rank on the node (0.537); the other
+/// eleven fp8 rows test it (docs/methodology.md, "GEMM efficiency"). Devices of other classes
+/// with fp8 (Ada, Blackwell, MI300) use it too, unvalidated.
 pub const HOPPER_FP8_EFFICIENCY: f64 = 0.537;
 
 impl DeviceClass {
