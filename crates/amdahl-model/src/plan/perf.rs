@@ -12,7 +12,7 @@ use super::optimizer;
 use super::recompute::{self, RecomputeModule};
 use super::shape::ModelShape;
 use super::stages::stage_layers;
-use crate::units::{Flops, Seconds};
+use crate::units::{BytesPerSecond, Flops, Seconds};
 use serde::{Deserialize, Serialize};
 
 /// Where one iteration's time goes on the slowest pipeline stage; the parts sum to the step.
@@ -673,7 +673,7 @@ fn dp_tier(net: &Network, span: u64, local: f64) -> Link {
         .dp_rails
         .map_or(local, |r| local.min(f64::from(r.max(1))));
     Link {
-        bandwidth: crate::units::BytesPerSecond(tier.bandwidth.get() * rails),
+        bandwidth: BytesPerSecond(tier.bandwidth.get() * rails),
         ..tier
     }
 }
