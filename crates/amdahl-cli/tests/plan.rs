@@ -543,6 +543,24 @@ fn plan_intra_gbs_1e_320_is_refused_not_step_time_inf() {
 }
 
 #[test]
+fn up_to_beyond_a_million_nodes_is_refused_in_one_readable_line() {
+    fails_with(
+        &[
+            "plan",
+            "--model",
+            "llama2-7b",
+            "--gpus",
+            "9000000000",
+            "--batch",
+            "8",
+            "--search",
+            "--up-to",
+        ],
+        &["node counts; give at most 8000000 GPUs"],
+    );
+}
+
+#[test]
 fn plan_search_mbs_4294967295_says_what_to_change_not_nan_gib() {
     // Issue 13 item 13: "needs NaN GiB".
     Command::cargo_bin("amdahl")

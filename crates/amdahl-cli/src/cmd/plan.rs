@@ -415,7 +415,8 @@ fn run_search(
     // --up-to enumerates every node count; a million of them is already far beyond any cluster.
     if a.up_to && a.gpus / u64::from(a.sys.gpus_per_node) > 1_000_000 {
         bail!(
-            "--up-to with --gpus {} would enumerate more than a million node counts;              give at most {} GPUs",
+            "--up-to with --gpus {} would enumerate more than a million node counts; give at \
+             most {} GPUs",
             a.gpus,
             1_000_000 * u64::from(a.sys.gpus_per_node)
         );
