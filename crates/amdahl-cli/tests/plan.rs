@@ -750,3 +750,55 @@ fn overlap_pp_needs_the_interleaved_schedule() {
     assert_eq!(v["layout"]["overlap_pp"], true);
     assert_eq!(v["breakdown"]["pp_comm"].as_f64(), Some(0.0));
 }
+
+#[test]
+fn table_says_how_accurate_the_planner_is_from_the_validation_set() {
+    // The note quotes the validation set as the binary predicts it, so its figures are the ones
+    // `catalog validation --json` gives: the modelled runs' count, mean |error| and worst run.
+    let v = json(&["catalog", "validation"]);
+    let runs = v["items"].as_array().expect("items");
+    let modelled: Vec<f64> = runs
+        .iter()
+        .filter(|r| r["modelled"] == true)
+        .map(|r| num(r, "error"))
+        .collect();
+    let mean = modelled.iter().map(|e| e.abs()).sum::<f64>() / modelled.len() as f64;
+    let worst = modelled
+        .iter()
+        .copied()
+        .max_by(|a, b| a.abs().total_cmp(&b.abs()))
+        .expect("modelled runs");
+    let want = format!(
+        "on {} published runs of the software it models (megatron-lm, meta, nemo) the planner's \
+         mean |error| is {:.1} %, worst {:+.1} %; on {} runs of other software",
+        modelled.len(),
+        100.0 * mean,
+        100.0 * worst,
+        runs.len() - modelled.len()
+    );
+    let layout = [
+        "plan",
+        "--model",
+        "llama2-7b",
+        "--gpus",
+        "8",
+        "--batch",
+        "8",
+        "--zero",
+        "1",
+    ];
+    amdahl()
+        .args(layout)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(want));
+    // Results only under --quiet, and none beside JSON.
+    for extra in ["--quiet", "--json"] {
+        amdahl()
+            .args(layout)
+            .arg(extra)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains("accuracy").not());
+    }
+}

@@ -8,9 +8,10 @@ use amdahl_model::carbon::Pue;
 use amdahl_model::catalog::grid::GridIntensity;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::plan::{
-    evaluate, search, space_size, validate, validate_model, CostInputs, Hardware, Layout,
-    ModelShape, Network, Objective, OptimizerDtype, PlanError, PlanResult, Precision, Recompute,
-    RecomputeModule, RecomputeModules, SearchResult, SearchSpace, Zero3Prefetch,
+    evaluate, search, space_size, validate, validate_model, validation_set, CostInputs,
+    ErrorSummary, Hardware, Layout, ModelShape, Network, Objective, OptimizerDtype, PlanError,
+    PlanResult, Precision, Recompute, RecomputeModule, RecomputeModules, SearchResult, SearchSpace,
+    Zero3Prefetch,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ValueEnum;
@@ -376,6 +377,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Format::Table => amdahl_report::plan::plan_table(&result),
     };
     print_result(&result, &text)?;
+    if a.format.format() == Format::Table {
+        note_accuracy();
+    }
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::plan::plan_svg(&result))?;
     }
@@ -493,8 +497,52 @@ fn run_search(
         Format::Table => amdahl_report::plan::search_table(&result),
     };
     print_result(&result, &text)?;
+    if a.format.format() == Format::Table {
+        note_accuracy();
+    }
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::plan::search_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line under a table on how far its numbers can be trusted: the planner at hand predicts
+/// the published validation runs (`amdahl catalog validation`, a few milliseconds), so the
+/// figures quoted are never stale. Silenced by `--quiet`; JSON and CSV carry no note.
+fn note_accuracy() {
+    if crate::output::quiet() {
+        return;
+    }
+    let Ok(runs) = validation_set() else {
+        return; // `amdahl catalog validation` reports a broken row; a plan is no place for it.
+    };
+    let modelled = ErrorSummary::of("modelled", runs.iter().filter(|r| r.modelled));
+    let others: Vec<f64> = runs
+        .iter()
+        .filter(|r| !r.modelled)
+        .map(|r| r.error)
+        .collect();
+    let mut frameworks: Vec<&str> = amdahl_model::plan::validation::MODELLED.to_vec();
+    frameworks.sort_unstable();
+    let range = match (
+        others.iter().copied().reduce(f64::min),
+        others.iter().copied().reduce(f64::max),
+    ) {
+        (Some(lo), Some(hi)) => format!(
+            "; on {} runs of other software {:+.1} … {:+.1} %",
+            others.len(),
+            100.0 * lo,
+            100.0 * hi
+        ),
+        _ => String::new(),
+    };
+    crate::output::note(&format!(
+        "accuracy: on {} published runs of the software it models ({}) the planner's mean \
+         |error| is {:.1} %, worst {:+.1} %{range} (+: predicted faster than measured); `amdahl \
+         catalog validation` lists them",
+        modelled.runs,
+        frameworks.join(", "),
+        100.0 * modelled.mean_abs,
+        100.0 * modelled.worst_error,
+    ));
 }
