@@ -200,6 +200,11 @@ pub struct Options {
     /// Accumulate gradients in fp32 (Megatron's main_grad: 4 bytes per parameter, not 2).
     #[arg(help_heading = "Layout", long)]
     pub fp32_grads: bool,
+    /// ZeRO-1 that all-reduces the whole gradient, then all-gathers the updated weights (10 bytes
+    /// moved per parameter with fp32 gradients, not 6): DeepSpeed's BF16_Optimizer under
+    /// pipeline parallelism (BLOOM). Needs --zero 1.
+    #[arg(help_heading = "Layout", long)]
+    pub grad_all_reduce: bool,
     /// How ZeRO-3 gathers weights ahead of use, which bounds its overlap with --overlap: per
     /// layer (FSDP) or per weight matrix (DeepSpeed ZeRO-3 of 2021).
     #[arg(help_heading = "Layout", long, value_enum, default_value = "layer")]
@@ -345,6 +350,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         fp32_grads: a.fp32_grads,
         zero3_prefetch: a.zero3_prefetch.into(),
         overlap_pp: a.overlap_pp,
+        grad_all_reduce: a.grad_all_reduce,
         recompute_modules: if a.recompute_modules.is_empty() {
             RecomputeModules::default()
         } else {

@@ -187,6 +187,11 @@ pub enum PlanError {
          needs the interleaved schedule (--interleave 2 or more, as Megatron-LM requires)"
     )]
     OverlapPpWithoutInterleave,
+    #[error(
+        "--grad-all-reduce describes ZeRO-1 that all-reduces the whole gradient before each rank \
+         updates its shard (DeepSpeed's BF16_Optimizer); use it with --zero 1 (got --zero {zero})"
+    )]
+    GradAllReduceWithoutZero1 { zero: u8 },
     #[error("sequence parallelism needs tensor parallelism (--tp > 1)")]
     SequenceParallelWithoutTp,
     #[error(

@@ -138,6 +138,13 @@ pub struct Layout {
     /// (Megatron-LM `overlap_p2p_comm`, interleaved schedule only; NeMo `overlap_p2p_comm`).
     #[serde(default)]
     pub overlap_pp: bool,
+    /// ZeRO-1 that all-reduces the whole gradient before each rank updates its shard, instead
+    /// of reduce-scattering it: DeepSpeed's `BF16_Optimizer` under pipeline parallelism
+    /// (`pipe/engine.py` `_bf16_reduce_grads` → `buffered_allreduce_fallback` over the
+    /// optimizer's full fp32 gradient buffer, `bf16_optimizer.py` `get_grads_for_reduction`),
+    /// then all-gathers the updated weights (`update_lp_params`). ZeRO-1 only.
+    #[serde(default)]
+    pub grad_all_reduce: bool,
 }
 
 fn one() -> u32 {
@@ -170,6 +177,7 @@ impl Default for Layout {
             zero3_prefetch: Zero3Prefetch::Layer,
             recompute_modules: RecomputeModules::default(),
             overlap_pp: false,
+            grad_all_reduce: false,
         }
     }
 }
@@ -205,7 +213,7 @@ impl Layout {
     /// optimizer-state departures are named only when used.
     pub fn label(&self) -> String {
         format!(
-            "tp{}{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}{}{}{}{}{}{}",
+            "tp{}{} pp{} dp{}{} v{} mbs{} B{} {} zero{}{} {}{}{}{}{}{}{}{}{}{}",
             self.tp,
             if self.cp > 1 {
                 format!(" cp{}", self.cp)
@@ -236,6 +244,11 @@ impl Layout {
                 ""
             },
             if self.fp32_grads { " g32" } else { "" },
+            if self.grad_all_reduce {
+                " ar-grads"
+            } else {
+                ""
+            },
             if self.overlap_pp { " ovl-pp" } else { "" },
             if self.zero == 3 && self.zero3_prefetch == Zero3Prefetch::Module {
                 " pf-module"
@@ -430,6 +443,9 @@ pub fn validate(
     validate_recompute_modules(model, l)?;
     if l.overlap_pp && l.interleave < 2 {
         return Err(PlanError::OverlapPpWithoutInterleave);
+    }
+    if l.grad_all_reduce && l.zero != 1 {
+        return Err(PlanError::GradAllReduceWithoutZero1 { zero: l.zero });
     }
     moe::validate_layout(model, l)?;
     if l.tp_overlap && !(l.sp && l.tp > 1) {

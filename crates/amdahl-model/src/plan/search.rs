@@ -453,6 +453,8 @@ fn search_cell(
                                     zero3_prefetch: Default::default(),
                                     recompute_modules: Default::default(),
                                     overlap_pp: v > 1,
+                                    // A framework's behaviour, never a better choice.
+                                    grad_all_reduce: false,
                                 };
                                 if v > 1 && microbatches % u64::from(c.pp) != 0 {
                                     acc.rejected.interleave_microbatches += 1;
