@@ -435,7 +435,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         // reduce-scatter (Rajbhandari et al. 2021, ZeRO-Infinity §4.1: with activation
         // checkpointing the parameters are loaded three times per iteration and the gradients
         // once, arithmetic intensity seq × batch).
-        let gathers = zero3_gathers(l.recompute);
+        let gathers = zero3_gathers(l.recompute, l.zero3_prefetch);
         // The weights are gathered and the gradients reduced layer by layer as the layers run
         // (DeepSpeed's per-module hooks, FSDP's per-layer units; Zhao et al. 2023, PyTorch FSDP
         // §3.2), never as one stage-sized buffer: each collective pays its own ring latency,
@@ -607,9 +607,16 @@ fn fp8_cast_elements(model: &ModelShape, t: f64, forward: bool) -> f64 {
 }
 
 /// Weight all-gathers per microbatch under ZeRO-3: forward and backward, plus the recomputed
-/// forward under full recomputation (Rajbhandari et al. 2021, ZeRO-Infinity §4.1).
-pub(crate) fn zero3_gathers(recompute: Recompute) -> f64 {
-    if recompute == Recompute::Full {
+/// forward under full recomputation where the framework gathers for it separately — DeepSpeed
+/// (Rajbhandari et al. 2021, ZeRO-Infinity §4.1: parameters loaded three times per iteration
+/// with activation checkpointing). PyTorch FSDP's per-layer unit gathers once for the
+/// recomputation and the backward together: its pre-backward hook unshards the layer and the
+/// recomputed forward skips FSDP's forward hooks ("When composing with module-hook-based
+/// activation checkpointing, the pre-backward hook is responsible for the unshard",
+/// `torch/distributed/_composable/fsdp/_fsdp_state.py` `_pre_forward`; `_post_forward` leaves
+/// the reshard to the post-backward hook).
+pub(crate) fn zero3_gathers(recompute: Recompute, prefetch: Zero3Prefetch) -> f64 {
+    if recompute == Recompute::Full && prefetch == Zero3Prefetch::Module {
         3.0
     } else {
         2.0
@@ -892,10 +899,12 @@ mod tests {
     }
 
     #[test]
-    fn zero3_with_full_recompute_gathers_three_times() {
-        // ZeRO-Infinity §4.1: forward, recomputed forward and backward gathers plus one
-        // reduce-scatter, against two gathers and one reduce-scatter without recomputation;
-        // 16-bit weights and gradients: 4/3 of the traffic (not overlapped here).
+    fn zero3_with_full_recompute_gathers_three_times_in_deepspeed_twice_in_fsdp() {
+        // ZeRO-Infinity §4.1 (DeepSpeed): forward, recomputed forward and backward gathers plus
+        // one reduce-scatter, against two gathers and one reduce-scatter without recomputation;
+        // 16-bit weights and gradients: 4/3 of the traffic (not overlapped here). PyTorch
+        // FSDP's pre-backward unshard serves the recomputation and the backward: no extra
+        // gather (`_fsdp_state.py` `_pre_forward`), the same traffic as without recomputation.
         let (m, hw, net) = setup();
         let z3 = |recompute| Layout {
             tp: 1,
@@ -905,12 +914,22 @@ mod tests {
             batch: 384,
             zero: 3,
             recompute,
+            zero3_prefetch: Zero3Prefetch::Module,
             ..Layout::default()
         };
         let full = estimate(&m, &hw, &net, &z3(Recompute::Full));
         let sel = estimate(&m, &hw, &net, &z3(Recompute::Selective));
         let r = full.breakdown.dp_comm / sel.breakdown.dp_comm;
         assert!((r - 4.0 / 3.0).abs() < 1e-9, "{r}");
+        let fsdp = |recompute| Layout {
+            zero3_prefetch: Zero3Prefetch::Layer,
+            ..z3(recompute)
+        };
+        let fsdp_full = estimate(&m, &hw, &net, &fsdp(Recompute::Full));
+        let fsdp_sel = estimate(&m, &hw, &net, &fsdp(Recompute::Selective));
+        let r = fsdp_full.breakdown.dp_comm / fsdp_sel.breakdown.dp_comm;
+        assert!((r - 1.0).abs() < 1e-9, "{r}");
+        assert!((full.breakdown.dp_comm / fsdp_full.breakdown.dp_comm - 4.0 / 3.0).abs() < 1e-9);
         // Overlap hides some of it, and DeepSpeed-2021 module prefetch hides less than layers.
         let ovl = |p| Layout {
             overlap_dp: true,
