@@ -528,8 +528,6 @@ fn note_accuracy() {
         .filter(|r| !r.modelled)
         .map(|r| r.error)
         .collect();
-    let mut frameworks: Vec<&str> = amdahl_model::plan::validation::MODELLED.to_vec();
-    frameworks.sort_unstable();
     let range = match (
         others.iter().copied().reduce(f64::min),
         others.iter().copied().reduce(f64::max),
@@ -547,7 +545,7 @@ fn note_accuracy() {
          |error| is {:.1} %, worst {:+.1} %{range} (+: predicted faster than measured); `amdahl \
          catalog validation` lists them",
         modelled.runs,
-        frameworks.join(", "),
+        amdahl_model::plan::validation::MODELLED.join(", "),
         100.0 * modelled.mean_abs,
         100.0 * modelled.worst_error,
     ));
