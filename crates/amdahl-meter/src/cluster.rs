@@ -26,6 +26,20 @@ pub struct Cluster {
     pub role: Role,
 }
 
+/// Every environment variable [`detect`] reads. Tests clear exactly these, so the shell they
+/// run in (a CI job under Slurm, say) cannot change what is detected; a test below holds the
+/// list to what `detect` asks for.
+pub const VARIABLES: &[&str] = &[
+    "LOCAL_RANK",
+    "RANK",
+    "TORCHELASTIC_RUN_ID",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_RANK",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_JOB_ID",
+];
+
 /// Detect from environment variables (`get` is `std::env::var` in production).
 /// torchrun's variables win when both are set: torchrun started inside an `srun` step spawns one
 /// worker per GPU, and its `LOCAL_RANK` is the finer one.
@@ -73,6 +87,29 @@ pub fn detect(get: impl Fn(&str) -> Option<String>) -> Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn variables_lists_exactly_what_detect_reads() {
+        // Each launcher's branch is taken in turn (every variable set, then each winner
+        // removed), so every name detect can ask for is asked for at least once.
+        let asked = std::cell::RefCell::new(std::collections::BTreeSet::new());
+        let mut set: Vec<&str> = VARIABLES.to_vec();
+        for winner in [
+            "LOCAL_RANK",
+            "OMPI_COMM_WORLD_LOCAL_RANK",
+            "SLURM_PROCID",
+            "",
+        ] {
+            detect(|k| {
+                asked.borrow_mut().insert(k.to_string());
+                set.contains(&k).then(|| "1".to_string())
+            });
+            set.retain(|v| *v != winner);
+        }
+        let want: std::collections::BTreeSet<String> =
+            VARIABLES.iter().map(|v| v.to_string()).collect();
+        assert_eq!(asked.into_inner(), want);
+    }
 
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |k| {

@@ -1,5 +1,5 @@
 """Shared fixtures: a fake powercap tree (the real sysfs layout in a temp dir, as the Rust CLI
-tests build it in crates/amdahl-cli/tests/run.rs) whose counters the test advances by known
+tests build it in crates/amdahl-cli/tests/cli/run.rs) whose counters the test advances by known
 amounts, so measured energies are exact."""
 
 import os

@@ -2,20 +2,15 @@
 //! files, concurrent runs sharing paths, closed pipes, signals, SIGKILL, commands that never
 //! start, and the CodeCarbon columns against rows CodeCarbon itself wrote.
 
+use crate::support::ScrubEnv;
 use assert_cmd::Command;
 use predicates::str::contains;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const MAX: u64 = 262_143_328_850;
-
 fn tree(root: &Path) {
-    let z = root.join("intel-rapl:0");
-    std::fs::create_dir_all(&z).unwrap();
-    std::fs::write(z.join("name"), "package-0\n").unwrap();
-    std::fs::write(z.join("energy_uj"), "1000000\n").unwrap();
-    std::fs::write(z.join("max_energy_range_uj"), format!("{MAX}\n")).unwrap();
+    crate::support::powercap::package(root);
 }
 
 fn bin() -> PathBuf {
@@ -25,10 +20,7 @@ fn bin() -> PathBuf {
 fn amdahl(root: &Path) -> Command {
     let mut c = Command::new(bin());
     c.env("AMDAHL_POWERCAP_ROOT", root)
-        .env_remove("SLURM_PROCID")
-        .env_remove("SLURM_LOCALID")
-        .env_remove("LOCAL_RANK")
-        .env_remove("RANK")
+        .scrub_env()
         .current_dir(root.parent().unwrap());
     c
 }
@@ -36,10 +28,7 @@ fn amdahl(root: &Path) -> Command {
 fn std_amdahl(root: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(bin());
     c.env("AMDAHL_POWERCAP_ROOT", root)
-        .env_remove("SLURM_PROCID")
-        .env_remove("SLURM_LOCALID")
-        .env_remove("LOCAL_RANK")
-        .env_remove("RANK")
+        .scrub_env()
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
     c

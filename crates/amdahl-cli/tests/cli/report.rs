@@ -6,20 +6,12 @@
 //! Chromium: Debian's `chromium` (.ci/run installs it), or `$AMDAHL_CHROMIUM`. Without it the
 //! browser test is skipped with a message, except under `CI=true`, where it fails.
 
-mod support;
-
+use crate::support::ScrubEnv;
+use crate::support::{amdahl, words};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::amdahl;
-
-fn zone(dir: &Path, name: &str, uj: u64) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("name"), format!("{name}\n")).unwrap();
-    std::fs::write(dir.join("energy_uj"), format!("{uj}\n")).unwrap();
-    std::fs::write(dir.join("max_energy_range_uj"), "262143328850\n").unwrap();
-}
 
 /// Write `amdahl ARGS --json` to `dir/name`.
 fn save(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
@@ -39,7 +31,7 @@ fn save(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
 /// on the grid of `region`.
 fn run(dir: &Path, name: &str, region: &str, joules: u64) -> PathBuf {
     let root = dir.join(format!("powercap-{name}"));
-    zone(&root.join("intel-rapl:0"), "package-0", 1_000_000);
+    crate::support::powercap::package(&root);
     let out = dir.join(name);
     let bump = format!(
         "echo {} > {}/intel-rapl:0/energy_uj",
@@ -48,10 +40,7 @@ fn run(dir: &Path, name: &str, region: &str, joules: u64) -> PathBuf {
     );
     amdahl()
         .env("AMDAHL_POWERCAP_ROOT", &root)
-        .env_remove("SLURM_PROCID")
-        .env_remove("SLURM_LOCALID")
-        .env_remove("LOCAL_RANK")
-        .env_remove("RANK")
+        .scrub_env()
         .args([
             "run",
             "--no-gpu",
@@ -91,82 +80,22 @@ fn results(dir: &Path) -> Vec<PathBuf> {
         save(
             dir,
             "plan.json",
-            &[
-                "plan",
-                "--model",
-                "megatron-530b",
-                "--system",
-                "a100-80gb",
-                "--gpus",
-                "2520",
-                "--tp",
-                "8",
-                "--pp",
-                "35",
-                "--mbs",
-                "1",
-                "--batch",
-                "2520",
-                "--recompute",
-                "full",
-                "--region",
-                "US",
-            ],
+            &words("plan --model megatron-530b --system a100-80gb --gpus 2520 --tp 8 --pp 35 --mbs 1 --batch 2520 --recompute full --region US"),
         ),
         save(
             dir,
             "infer.json",
-            &[
-                "infer",
-                "--model",
-                "llama3-70b",
-                "--system",
-                "h100",
-                "--tp",
-                "4",
-                "--precision",
-                "fp8",
-                "--kv-precision",
-                "fp8",
-                "--input",
-                "1024",
-                "--output",
-                "256",
-                "--batch",
-                "64",
-                "--region",
-                "FR",
-            ],
+            &words("infer --model llama3-70b --system h100 --tp 4 --precision fp8 --kv-precision fp8 --input 1024 --output 256 --batch 64 --region FR"),
         ),
         save(
             dir,
             "lifetime.json",
-            &[
-                "lifetime",
-                "--train-kwh",
-                "4480000",
-                "--kwh-per-1000-requests",
-                "0.0464",
-                "--requests-per-day",
-                "1e8",
-                "--days",
-                "1095",
-                "--region",
-                "FR",
-            ],
+            &words("lifetime --train-kwh 4480000 --kwh-per-1000-requests 0.0464 --requests-per-day 1e8 --days 1095 --region FR"),
         ),
         save(
             dir,
             "gemm.json",
-            &[
-                "bench",
-                "gemm",
-                "--quick",
-                "--sizes",
-                "16,32",
-                "--precision",
-                "fp32",
-            ],
+            &words("bench gemm --quick --sizes 16,32 --precision fp32"),
         ),
     ]);
     files

@@ -2,23 +2,21 @@
 //! dirs): attribution sums, bad HTTP input, slow clients, vanishing processes, cgroup v1 and v2,
 //! unreadable entries, and no command lines unless asked for.
 
-mod support;
-
+use crate::support::fake_node::{set_energy, start, trees, E, PKG_MAX};
+use crate::support::real::{get, parse_metrics, request, sum, wait_for};
 use amdahl_meter::attribution::procs::fake as fproc;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
-use support::fake_node::{set_energy, start, trees, E, PKG_MAX};
-use support::real::{get, parse_metrics, request, sum, wait_for};
 
-fn metrics(addr: SocketAddr) -> Vec<support::real::Metric> {
+fn metrics(addr: SocketAddr) -> Vec<crate::support::real::Metric> {
     let (code, body) = get(addr, "/metrics");
     assert_eq!(code, 200, "{body}");
     parse_metrics(&body)
 }
 
 /// Wait until the node energy of `device` reads `want` J (to 1 µJ).
-fn wait_node(addr: SocketAddr, device: &str, want: f64) -> Vec<support::real::Metric> {
+fn wait_node(addr: SocketAddr, device: &str, want: f64) -> Vec<crate::support::real::Metric> {
     wait_for(
         Duration::from_secs(10),
         &format!("node {device} = {want} J"),
@@ -299,7 +297,7 @@ fn ended_processes_and_their_cgroups_leave_after_retain() {
         wait_node(addr, "intel-rapl:0", 10.0 * step as f64);
     }
     let m = metrics(addr);
-    let jobs = |m: &[support::real::Metric]| {
+    let jobs = |m: &[crate::support::real::Metric]| {
         m.iter()
             .filter(|x| {
                 x.name == E
@@ -384,7 +382,7 @@ fn command_lines_only_with_the_flag_and_vanishing_processes() {
 
 #[test]
 fn non_loopback_needs_allow_remote() {
-    let out = support::amdahl()
+    let out = crate::support::amdahl()
         .args(["exporter", "--listen", "0.0.0.0:0", "--no-gpu"])
         .output()
         .unwrap();
@@ -395,7 +393,7 @@ fn non_loopback_needs_allow_remote() {
 #[test]
 fn once_prints_openmetrics_with_help_and_type() {
     let t = trees();
-    let out = support::amdahl()
+    let out = crate::support::amdahl()
         .args(["exporter", "--once", "--interval", "50ms", "--no-gpu"])
         .arg("--powercap-root")
         .arg(t.powercap())

@@ -1,45 +1,32 @@
 //! `amdahl run` end to end against a fake powercap tree (the real sysfs layout in a temp dir).
 //! The measured command itself moves the fake counters, so the expected energies are exact.
 
+use crate::support::ScrubEnv;
 use assert_cmd::Command;
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
 use serde_json::Value;
 use std::path::Path;
 
-const MAX: u64 = 262_143_328_850;
-
-fn zone(dir: &Path, name: &str, uj: u64, max: u64) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("name"), format!("{name}\n")).unwrap();
-    std::fs::write(dir.join("energy_uj"), format!("{uj}\n")).unwrap();
-    std::fs::write(dir.join("max_energy_range_uj"), format!("{max}\n")).unwrap();
-}
+use crate::support::powercap::{zone, DRAM_MAX, PKG_MAX as MAX};
 
 /// package-0 (1 J) with core and dram sub-zones; dram 1 J below its wrap point.
 fn tree(root: &Path) {
-    zone(&root.join("intel-rapl:0"), "package-0", 1_000_000, MAX);
+    zone(root, "intel-rapl:0", "package-0", 1_000_000, MAX);
+    zone(root, "intel-rapl:0:0", "core", 500_000, MAX);
     zone(
-        &root.join("intel-rapl:0/intel-rapl:0:0"),
-        "core",
-        500_000,
-        MAX,
-    );
-    zone(
-        &root.join("intel-rapl:0/intel-rapl:0:2"),
+        root,
+        "intel-rapl:0:2",
         "dram",
-        65_712_999_613 - 1_000_000,
-        65_712_999_613,
+        DRAM_MAX - 1_000_000,
+        DRAM_MAX,
     );
 }
 
 fn amdahl(root: &Path) -> Command {
     let mut c = Command::cargo_bin("amdahl").unwrap();
     c.env("AMDAHL_POWERCAP_ROOT", root)
-        .env_remove("SLURM_PROCID")
-        .env_remove("SLURM_LOCALID")
-        .env_remove("LOCAL_RANK")
-        .env_remove("RANK")
+        .scrub_env()
         .current_dir(root.parent().unwrap());
     c
 }
@@ -106,7 +93,7 @@ fn a_zone_that_disappears_keeps_what_was_measured() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("powercap");
     tree(&root);
-    zone(&root.join("intel-rapl:1"), "psys", 0, MAX);
+    zone(&root, "intel-rapl:1", "psys", 0, MAX);
     let out = t.path().join("r.json");
     let script = format!(
         "echo 4000000 > {r}/intel-rapl:1/energy_uj; sleep 0.4; rm -r {r}/intel-rapl:1; sleep 0.3",

@@ -5,14 +5,12 @@
 //! and a sensor file that disappears. Skips with a message where `prometheus` is not installed
 //! (fails under CI=true, where `.ci/run` installs it).
 
-mod support;
-
+use crate::support::fake_node::{set_energy, start, trees, PKG_MAX};
+use crate::support::real::{free_port, get, require, spawn, wait_for};
 use amdahl_meter::attribution::procs::fake as fproc;
 use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
-use support::fake_node::{set_energy, start, trees, PKG_MAX};
-use support::real::{free_port, get, require, spawn, wait_for};
 
 /// `s` percent-encoded for a query string (RFC 3986 unreserved characters kept).
 fn encode(s: &str) -> String {
@@ -75,7 +73,7 @@ fn prometheus_scrapes_exact_energy_and_parts_that_sum_to_the_node() {
     let _prom = spawn(c, &t.dir.path().join("prometheus.log"));
     let prom: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     wait_for(Duration::from_secs(30), "Prometheus ready", || {
-        support::real::request(prom, b"GET /-/ready HTTP/1.0\r\n\r\n")
+        crate::support::real::request(prom, b"GET /-/ready HTTP/1.0\r\n\r\n")
             .ok()
             .filter(|(c, _)| *c == 200)
     });

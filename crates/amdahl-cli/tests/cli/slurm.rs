@@ -6,16 +6,15 @@
 //! (slurmd starts jobs as their user): skips with a message when not root; where Slurm is
 //! missing it skips too, except under CI=true (`.ci/run` installs it), where that fails.
 
-mod support;
-
+use crate::support::fake_node::E;
+use crate::support::real::{free_port, get, parse_metrics, require, spawn, sum, wait_for, Running};
+use crate::support::ScrubEnv;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::fake_node::E;
-use support::real::{free_port, get, parse_metrics, require, spawn, sum, wait_for, Running};
 
 /// One Slurm at a time: the tests share the daemons' ports and the machine's 2 cores.
 static SLURM: Mutex<()> = Mutex::new(());
@@ -30,9 +29,7 @@ impl Cluster {
     fn cmd(&self, program: &str) -> Command {
         let mut c = Command::new(program);
         c.env("SLURM_CONF", &self.conf)
-            .env_remove("SLURM_JOB_ID")
-            .env_remove("SLURM_PROCID")
-            .env_remove("SLURM_LOCALID")
+            .scrub_env()
             .current_dir(self.dir.path());
         c
     }
@@ -61,7 +58,9 @@ fn cluster(extra_conf: &str) -> Option<Cluster> {
     if !nix_is_root() {
         // Not a missing program but a missing privilege: slurmd must be root to start jobs as
         // their user. Skipped even under CI=true (`.ci/run` as root runs it).
-        support::real::skip("the Slurm tests need root (slurmd launches jobs as their user)");
+        crate::support::real::skip(
+            "the Slurm tests need root (slurmd launches jobs as their user)",
+        );
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -145,16 +144,10 @@ fn nix_is_root() -> bool {
 
 fn fake_powercap(dir: &Path) -> PathBuf {
     let root = dir.join("powercap");
-    amdahl_meter::rapl::fake::zone(
-        &root,
-        "intel-rapl:0",
-        "package-0",
-        1_000_000,
-        262_143_328_850,
-    )
-    .unwrap();
+    crate::support::powercap::package(&root);
     // A dram zone that stays still, so no RAM estimate joins the total.
-    amdahl_meter::rapl::fake::zone(&root, "intel-rapl:0:2", "dram", 0, 65_712_999_613).unwrap();
+    let dram_max = crate::support::powercap::DRAM_MAX;
+    crate::support::powercap::zone(&root, "intel-rapl:0:2", "dram", 0, dram_max);
     root
 }
 

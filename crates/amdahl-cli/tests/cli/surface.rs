@@ -4,9 +4,7 @@
 use assert_cmd::Command;
 use predicates::prelude::*;
 
-fn amdahl() -> Command {
-    Command::cargo_bin("amdahl").unwrap()
-}
+use crate::support::amdahl;
 
 #[test]
 fn builtin_history_surface_has_contours_and_labels() {

@@ -4,8 +4,9 @@
 //! writes against its schema.
 //!
 //! After changing a result type, regenerate the files with
-//! `AMDAHL_UPDATE_SCHEMAS=1 cargo test -p amdahl-cli --test schemas` and review the diff.
+//! `AMDAHL_UPDATE_SCHEMAS=1 cargo test -p amdahl-cli --test cli schemas::` and review the diff.
 
+use crate::support::ScrubEnv;
 use amdahl_report::schema::{self, KINDS};
 use assert_cmd::Command;
 use serde_json::Value;
@@ -13,7 +14,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 const UPDATE: &str = "AMDAHL_UPDATE_SCHEMAS";
-const HOW_TO_UPDATE: &str = "AMDAHL_UPDATE_SCHEMAS=1 cargo test -p amdahl-cli --test schemas";
+const HOW_TO_UPDATE: &str = "AMDAHL_UPDATE_SCHEMAS=1 cargo test -p amdahl-cli --test cli schemas::";
 
 fn schema_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema");
@@ -190,22 +191,15 @@ fn json_stdout(cmd: &mut Command) -> Result<Value, String> {
 fn amdahl() -> Command {
     let mut c = Command::cargo_bin("amdahl").unwrap();
     c.env("AMDAHL_POWERCAP_ROOT", "/nonexistent/amdahl-test-powercap")
-        .env_remove("SLURM_PROCID")
-        .env_remove("SLURM_LOCALID")
-        .env_remove("SLURM_JOB_ID")
-        .env_remove("LOCAL_RANK")
-        .env_remove("RANK");
+        .scrub_env();
     c
 }
 
 /// A fake powercap tree (the real sysfs layout) with one package zone.
 fn powercap(root: &Path) -> PathBuf {
-    let zone = root.join("powercap/intel-rapl:0");
-    std::fs::create_dir_all(&zone).unwrap();
-    std::fs::write(zone.join("name"), "package-0\n").unwrap();
-    std::fs::write(zone.join("energy_uj"), "1000000\n").unwrap();
-    std::fs::write(zone.join("max_energy_range_uj"), "262143328850\n").unwrap();
-    root.join("powercap")
+    let root = root.join("powercap");
+    crate::support::powercap::package(&root);
+    root
 }
 
 /// Model-only commands: embedded data, no measurement.

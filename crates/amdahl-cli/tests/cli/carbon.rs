@@ -1,31 +1,15 @@
 //! `amdahl carbon`: validation against published figures, the three input paths, statements and
 //! bad input (exit 1 with a clear message, never a panic).
 
+use crate::support::{amdahl, json, num, within, words};
 use predicates::prelude::*;
 use serde_json::Value;
-mod support;
-use support::{amdahl, json, num, within};
 
 #[test]
 fn patterson_2021_gpt3() {
     // Patterson et al. 2021, Table 4: 10,000 V100 × 14.8 days × 330 W, PUE 1.1, 0.429 kgCO2e/kWh
     // -> 1,287 MWh, 552 tCO2e.
-    let v = json(&[
-        "carbon",
-        "--device",
-        "v100",
-        "--count",
-        "10000",
-        "--days",
-        "14.8",
-        "--power",
-        "330",
-        "--pue",
-        "1.1",
-        "--intensity",
-        "429",
-        "--no-embodied",
-    ]);
+    let v = json(&words("carbon --device v100 --count 10000 --days 14.8 --power 330 --pue 1.1 --intensity 429 --no-embodied"));
     assert_eq!(v["schema"], "amdahl.carbon/1");
     assert_eq!(v["basis"], "estimated");
     within(num(&v, "energy_kwh"), 1_287_000.0, 0.01);
@@ -35,22 +19,7 @@ fn patterson_2021_gpt3() {
 #[test]
 fn patterson_2021_t5() {
     // Patterson et al. 2021, Table 4: 512 TPU v3 × 20 days × 310 W, PUE 1.12, 0.545 -> 85.7 MWh, 46.7 t.
-    let v = json(&[
-        "carbon",
-        "--device",
-        "tpuv3",
-        "--count",
-        "512",
-        "--days",
-        "20",
-        "--power",
-        "310",
-        "--pue",
-        "1.12",
-        "--intensity",
-        "545",
-        "--no-embodied",
-    ]);
+    let v = json(&words("carbon --device tpuv3 --count 512 --days 20 --power 310 --pue 1.12 --intensity 545 --no-embodied"));
     within(num(&v, "energy_kwh"), 85_700.0, 0.01);
     within(num(&v, "co2e_kg"), 46_700.0, 0.01);
 }
@@ -59,19 +28,9 @@ fn patterson_2021_t5() {
 fn llama_65b_table_15() {
     // Touvron et al. 2023, Table 15: 1,022,362 GPU-hours at 400 W, PUE 1.1, 0.385 -> 449 MWh, 173 t;
     // §2.4: 2,048 A100, "approximately 21 days" (1,022,362 / 2,048 h = 20.8 days).
-    let v = json(&[
-        "carbon",
-        "--device-hours",
-        "1022362",
-        "--count",
-        "2048",
-        "--power",
-        "400",
-        "--pue",
-        "1.1",
-        "--intensity",
-        "385",
-    ]);
+    let v = json(&words(
+        "carbon --device-hours 1022362 --count 2048 --power 400 --pue 1.1 --intensity 385",
+    ));
     within(num(&v, "energy_kwh"), 449_000.0, 0.01);
     within(num(&v, "co2e_kg"), 173_000.0, 0.01);
     within(num(&v, "duration_days"), 20.8, 0.01);
@@ -104,25 +63,7 @@ fn compute_path_without_count_is_refused_not_an_invented_duration() {
 fn compute_path_gpt3_on_v100() {
     // 6 · 175e9 · 300e9 FLOP on 10,000 V100 at 24.6 of 125 TFLOP/s: Patterson et al. 2021 report
     // 14.8 days. Within 10 %.
-    let v = json(&[
-        "carbon",
-        "--params",
-        "175e9",
-        "--tokens",
-        "300e9",
-        "--device",
-        "v100",
-        "--count",
-        "10000",
-        "--achieved-tflops",
-        "24.6",
-        "--power",
-        "330",
-        "--pue",
-        "1.1",
-        "--intensity",
-        "429",
-    ]);
+    let v = json(&words("carbon --params 175e9 --tokens 300e9 --device v100 --count 10000 --achieved-tflops 24.6 --power 330 --pue 1.1 --intensity 429"));
     within(num(&v, "duration_days"), 14.8, 0.10);
     // The same through the model catalog and an MFU.
     let m = json(&[
@@ -134,21 +75,7 @@ fn compute_path_gpt3_on_v100() {
 
 #[test]
 fn compare_grids_spans_an_order_of_magnitude() {
-    let v = json(&[
-        "carbon",
-        "--device",
-        "h100",
-        "--count",
-        "8",
-        "--hours",
-        "24",
-        "--utilisation",
-        "0.7",
-        "--region",
-        "aws:eu-west-3",
-        "--compare",
-        "FR,PL,US,IN,NO,AU",
-    ]);
+    let v = json(&words("carbon --device h100 --count 8 --hours 24 --utilisation 0.7 --region aws:eu-west-3 --compare FR,PL,US,IN,NO,AU"));
     let c = v["compare"].as_array().unwrap();
     assert_eq!(c.len(), 6);
     let kg: Vec<f64> = c.iter().map(|x| x["co2e_kg"].as_f64().unwrap()).collect();
@@ -296,29 +223,13 @@ fn out_of_domain_flags_are_usage_errors() {
     );
     // Issue 13 item 13: 2^32 + 1 said "must be at least 1".
     usage(
-        &[
-            "carbon",
-            "--hours",
-            "1",
-            "--power",
-            "300",
-            "--count",
-            "4294967297",
-        ],
+        &words("carbon --hours 1 --power 300 --count 4294967297"),
         "--count",
         "too large",
     );
     // Issue 13 item 10: "inf t CO2e" from a lifetime of 1e-320 years.
     usage(
-        &[
-            "carbon",
-            "--device",
-            "h100",
-            "--hours",
-            "1",
-            "--lifetime-years",
-            "1e-320",
-        ],
+        &words("carbon --device h100 --hours 1 --lifetime-years 1e-320"),
         "--lifetime-years",
         "between 0.001 and 100",
     );
@@ -342,15 +253,7 @@ fn pue_above_its_documented_bound_is_refused() {
 fn power_1e308_is_an_error_not_inf() {
     // Issue 13 item 10: finite inputs whose product overflows stop at the output sink (exit 1).
     fails(
-        &[
-            "carbon",
-            "--hours",
-            "1e300",
-            "--power",
-            "1e308",
-            "--count",
-            "4000000000",
-        ],
+        &words("carbon --hours 1e300 --power 1e308 --count 4000000000"),
         "non-finite",
     );
 }
@@ -378,27 +281,11 @@ fn bad_input_is_an_error_not_a_panic() {
         "unknown PUE preset",
     );
     fails(
-        &[
-            "carbon",
-            "--hours",
-            "1",
-            "--power",
-            "300",
-            "--intensity",
-            "2500",
-        ],
+        &words("carbon --hours 1 --power 300 --intensity 2500"),
         "outside 0-2000",
     );
     fails(
-        &[
-            "carbon",
-            "--hours",
-            "1",
-            "--power",
-            "300",
-            "--intensity",
-            "-1",
-        ],
+        &words("carbon --hours 1 --power 300 --intensity -1"),
         "outside 0-2000",
     );
     fails(
@@ -406,30 +293,11 @@ fn bad_input_is_an_error_not_a_panic() {
         "--hours and --days cannot be combined",
     );
     fails(
-        &[
-            "carbon",
-            "--hours",
-            "1",
-            "--power",
-            "3",
-            "--region",
-            "FR",
-            "--intensity",
-            "5",
-        ],
+        &words("carbon --hours 1 --power 3 --region FR --intensity 5"),
         "cannot be combined",
     );
     fails(
-        &[
-            "carbon",
-            "--hours",
-            "1",
-            "--power",
-            "3",
-            "--statement",
-            "md",
-            "--json",
-        ],
+        &words("carbon --hours 1 --power 3 --statement md --json"),
         "cannot be combined",
     );
     fails(&["carbon", "--power", "300"], "say how long");
@@ -452,29 +320,11 @@ fn bad_input_is_an_error_not_a_panic() {
         "must be a fraction in (0, 1]",
     );
     fails(
-        &[
-            "carbon",
-            "--flops",
-            "1e20",
-            "--device",
-            "t4",
-            "--precision",
-            "fp8",
-            "--mfu",
-            "0.5",
-        ],
+        &words("carbon --flops 1e20 --device t4 --precision fp8 --mfu 0.5"),
         "no published fp8 peak",
     );
     usage(
-        &[
-            "carbon",
-            "--hours",
-            "1",
-            "--device",
-            "h100",
-            "--utilisation",
-            "1.5",
-        ],
+        &words("carbon --hours 1 --device h100 --utilisation 1.5"),
         "--utilisation",
         "must be a fraction in (0, 1]",
     );
@@ -587,28 +437,7 @@ fn moving_the_job_adds_the_transfer_and_its_break_even() {
     // 10,000 GB × 0.01 kWh/GB = 100 kWh on the origin's 400 g/kWh = 40 kg.
     // FR (56 g/kWh, data/grid.csv): 9.03168 + 40 = 49.03168 kg, pays; break-even
     // 161.28 × (400 − 56) / (0.01 × 400) = 13,870.08 GB. PL (661.9) is dirtier: never pays.
-    let v = json(&[
-        "carbon",
-        "--device",
-        "h100",
-        "--count",
-        "8",
-        "--hours",
-        "24",
-        "--power",
-        "700",
-        "--pue",
-        "1.2",
-        "--intensity",
-        "400",
-        "--no-embodied",
-        "--compare",
-        "FR,PL",
-        "--data-gb",
-        "10000",
-        "--network-kwh-per-gb",
-        "0.01",
-    ]);
+    let v = json(&words("carbon --device h100 --count 8 --hours 24 --power 700 --pue 1.2 --intensity 400 --no-embodied --compare FR,PL --data-gb 10000 --network-kwh-per-gb 0.01"));
     let t = &v["transfer"];
     within(num(t, "energy_kwh"), 100.0, 1e-12);
     within(num(t, "co2e_kg"), 40.0, 1e-12);
@@ -653,21 +482,9 @@ fn moving_the_job_adds_the_transfer_and_its_break_even() {
 #[test]
 fn network_default_is_the_flagged_aslan_extrapolation() {
     // Aslan et al. 2018: 0.06 kWh/GB in 2015, halving every 2 years -> 0.06 / 2^5 in 2025.
-    let v = json(&[
-        "carbon",
-        "--device",
-        "h100",
-        "--count",
-        "8",
-        "--hours",
-        "24",
-        "--power",
-        "700",
-        "--compare",
-        "NO",
-        "--data-gb",
-        "1000",
-    ]);
+    let v = json(&words(
+        "carbon --device h100 --count 8 --hours 24 --power 700 --compare NO --data-gb 1000",
+    ));
     let n = &v["transfer"]["network"];
     within(num(n, "kwh_per_gb"), 0.001875, 1e-12);
     assert_eq!(n["estimate"], true);
@@ -691,14 +508,7 @@ fn bad_transfer_options_are_errors() {
         "data volume (GB) must be a positive number",
     );
     fails(
-        &with(&[
-            "--compare",
-            "FR",
-            "--data-gb",
-            "10",
-            "--network-kwh-per-gb",
-            "-1",
-        ]),
+        &with(&words("--compare FR --data-gb 10 --network-kwh-per-gb -1")),
         "network energy intensity",
     );
     fails(
@@ -711,19 +521,9 @@ fn bad_transfer_options_are_errors() {
 fn compare_against_a_zero_emission_grid_has_no_ratio_not_nan() {
     // With the finiteness check at the output sink, a NaN sentinel would turn this valid input
     // into an error: the ratio to a zero-emission grid does not exist, and says so (null, "-").
-    let v = json(&[
-        "carbon",
-        "--hours",
-        "1",
-        "--power",
-        "300",
-        "--count",
-        "1",
-        "--intensity",
-        "0",
-        "--compare",
-        "FR",
-    ]);
+    let v = json(&words(
+        "carbon --hours 1 --power 300 --count 1 --intensity 0 --compare FR",
+    ));
     assert!(v["compare"][0]["ratio"].is_null(), "{}", v["compare"][0]);
     assert!(v["compare"][0]["co2e_kg"].as_f64().unwrap() > 0.0);
 }

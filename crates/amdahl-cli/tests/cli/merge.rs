@@ -1,5 +1,7 @@
 //! `amdahl merge` sums per-node results without counting a node once per rank.
 
+use crate::support::powercap::{zone, PKG_MAX};
+use crate::support::ScrubEnv;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
@@ -8,10 +10,10 @@ fn run_rank(root: &Path, out: &Path, rank: &str, local: &str, script: &str) {
     Command::cargo_bin("amdahl")
         .unwrap()
         .env("AMDAHL_POWERCAP_ROOT", root)
+        .scrub_env()
         .env("SLURM_PROCID", rank)
         .env("SLURM_LOCALID", local)
         .env("SLURM_JOB_ID", "99")
-        .env_remove("LOCAL_RANK")
         .args(["run", "--no-gpu", "-o"])
         .arg(out)
         .args(["--", "sh", "-c", script])
@@ -22,12 +24,8 @@ fn run_rank(root: &Path, out: &Path, rank: &str, local: &str, script: &str) {
 #[test]
 fn ranks_of_one_node_count_once() {
     let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("powercap/intel-rapl:0");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::write(root.join("name"), "package-0\n").unwrap();
-    std::fs::write(root.join("energy_uj"), "0\n").unwrap();
-    std::fs::write(root.join("max_energy_range_uj"), "262143328850\n").unwrap();
     let pc = t.path().join("powercap");
+    let root = zone(&pc, "intel-rapl:0", "package-0", 0, PKG_MAX);
     let bump = format!("echo 7000000 > {}/energy_uj", root.display());
     let (a, b) = (t.path().join("rank0.json"), t.path().join("rank1.json"));
     run_rank(&pc, &a, "0", "0", &bump);

@@ -1,9 +1,8 @@
 //! `amdahl plan` end to end: JSON contract, search, and bad input (exit 1, actionable message).
 
+use crate::support::{amdahl, json, num, within, words};
 use assert_cmd::Command;
 use predicates::prelude::*;
-mod support;
-use support::{amdahl, json, num, within};
 
 const SC21_530B: [&str; 16] = [
     "plan",
@@ -90,19 +89,9 @@ fn table_and_svg_render() {
 
 #[test]
 fn search_ranks_and_counts() {
-    let v = json(&[
-        "plan",
-        "--model",
-        "llama2-7b",
-        "--gpus",
-        "16",
-        "--batch",
-        "64",
-        "--search",
-        "--quiet",
-        "--top",
-        "3",
-    ]);
+    let v = json(&words(
+        "plan --model llama2-7b --gpus 16 --batch 64 --search --quiet --top 3",
+    ));
     assert_eq!(v["schema"], "amdahl.plan-search/1");
     let evaluated = v["evaluated"].as_u64().unwrap_or(0);
     let fitting = v["fitting"].as_u64().unwrap_or(0);
@@ -126,19 +115,7 @@ fn fails_with(args: &[&str], needles: &[&str]) {
 fn tp_not_dividing_heads_names_nearest_values() {
     // 530B has 128 heads: --tp 6 → 4 or 8.
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "megatron-530b",
-            "--gpus",
-            "2520",
-            "--tp",
-            "6",
-            "--pp",
-            "35",
-            "--batch",
-            "2520",
-        ],
+        &words("plan --model megatron-530b --gpus 2520 --tp 6 --pp 35 --batch 2520"),
         &["does not divide the 128 attention heads", "4 or 8"],
     );
 }
@@ -146,37 +123,11 @@ fn tp_not_dividing_heads_names_nearest_values() {
 #[test]
 fn gpus_not_a_product_names_nearest_values() {
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "megatron-530b",
-            "--gpus",
-            "2500",
-            "--tp",
-            "8",
-            "--pp",
-            "35",
-            "--batch",
-            "2520",
-        ],
+        &words("plan --model megatron-530b --gpus 2500 --tp 8 --pp 35 --batch 2520"),
         &["not divisible by --tp × --cp × --pp = 280", "2240 or 2520"],
     );
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "megatron-530b",
-            "--gpus",
-            "2520",
-            "--tp",
-            "8",
-            "--pp",
-            "35",
-            "--dp",
-            "8",
-            "--batch",
-            "2520",
-        ],
+        &words("plan --model megatron-530b --gpus 2520 --tp 8 --pp 35 --dp 8 --batch 2520"),
         &["is not --tp × --pp × --dp", "--dp 9"],
     );
 }
@@ -184,21 +135,7 @@ fn gpus_not_a_product_names_nearest_values() {
 #[test]
 fn batch_not_divisible_names_nearest_values() {
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "megatron-530b",
-            "--gpus",
-            "2520",
-            "--tp",
-            "8",
-            "--pp",
-            "35",
-            "--mbs",
-            "2",
-            "--batch",
-            "2500",
-        ],
+        &words("plan --model megatron-530b --gpus 2520 --tp 8 --pp 35 --mbs 2 --batch 2500"),
         &[
             "not divisible by DP × microbatch = 9 × 2 = 18",
             "2484 or 2502",
@@ -211,37 +148,11 @@ fn empty_pipeline_stage_and_bad_interleave() {
     // Issue 11: --pp need not divide the layers any more (uneven stages), but 112 stages for 105
     // layers leave stages empty: name the limit and the nearest even splits.
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "megatron-530b",
-            "--gpus",
-            "896",
-            "--tp",
-            "8",
-            "--pp",
-            "112",
-            "--batch",
-            "896",
-        ],
+        &words("plan --model megatron-530b --gpus 896 --tp 8 --pp 112 --batch 896"),
         &["leaves a stage with no layer", "at most 105", "105"],
     );
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "megatron-530b",
-            "--gpus",
-            "2520",
-            "--tp",
-            "8",
-            "--pp",
-            "35",
-            "--interleave",
-            "2",
-            "--batch",
-            "2520",
-        ],
+        &words("plan --model megatron-530b --gpus 2520 --tp 8 --pp 35 --interleave 2 --batch 2520"),
         &["--interleave 2", "3 layers per stage", "1 or 3"],
     );
 }
@@ -249,21 +160,7 @@ fn empty_pipeline_stage_and_bad_interleave() {
 #[test]
 fn model_that_fits_nowhere_says_what_it_needs() {
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "megatron-1t",
-            "--system",
-            "v100-32gb",
-            "--precision",
-            "fp16",
-            "--gpus",
-            "8",
-            "--batch",
-            "8",
-            "--search",
-            "--quiet",
-        ],
+        &words("plan --model megatron-1t --system v100-32gb --precision fp16 --gpus 8 --batch 8 --search --quiet"),
         &["no layout of this model fits", "GiB per device"],
     );
 }
@@ -271,17 +168,7 @@ fn model_that_fits_nowhere_says_what_it_needs() {
 #[test]
 fn fp8_on_a100_is_refused() {
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "llama2-7b",
-            "--gpus",
-            "8",
-            "--batch",
-            "8",
-            "--precision",
-            "fp8",
-        ],
+        &words("plan --model llama2-7b --gpus 8 --batch 8 --precision fp8"),
         &["A100 SXM4 80GB has no fp8"],
     );
 }
@@ -322,19 +209,7 @@ fn model_file_and_csv() {
 #[test]
 fn tp_beyond_the_node_is_refused() {
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "megatron-530b",
-            "--gpus",
-            "2240",
-            "--tp",
-            "16",
-            "--pp",
-            "35",
-            "--batch",
-            "2240",
-        ],
+        &words("plan --model megatron-530b --gpus 2240 --tp 16 --pp 35 --batch 2240"),
         &["within a node", "--tp 16 > 8", "nearest valid --tp: 8"],
     );
 }
@@ -419,15 +294,7 @@ fn unknown_system_model_and_region_suggest_nearest_names() {
     );
     fails_with(
         // PaLM (head width 256) is plannable since issue 11; an encoder is not.
-        &[
-            "plan",
-            "--model",
-            "bert-large",
-            "--gpus",
-            "8",
-            "--batch",
-            "8",
-        ],
+        &words("plan --model bert-large --gpus 8 --batch 8"),
         &["BERT-large cannot be planned", "encoder"],
     );
     fails_with(
@@ -545,17 +412,7 @@ fn plan_intra_gbs_1e_320_is_refused_not_step_time_inf() {
 #[test]
 fn up_to_beyond_a_million_nodes_is_refused_in_one_readable_line() {
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "llama2-7b",
-            "--gpus",
-            "9000000000",
-            "--batch",
-            "8",
-            "--search",
-            "--up-to",
-        ],
+        &words("plan --model llama2-7b --gpus 9000000000 --batch 8 --search --up-to"),
         &["node counts; give at most 8000000 GPUs"],
     );
 }
@@ -585,39 +442,13 @@ fn plan_search_mbs_4294967295_says_what_to_change_not_nan_gib() {
 #[test]
 fn uneven_stages_context_parallelism_and_their_errors() {
     // 105 layers on 32 stages: ⌈105/32⌉ = 4, 23 stages give one back (plan/stages.rs); it runs.
-    let v = json(&[
-        "plan",
-        "--model",
-        "megatron-530b",
-        "--gpus",
-        "2560",
-        "--tp",
-        "8",
-        "--pp",
-        "32",
-        "--batch",
-        "2560",
-        "--recompute",
-        "full",
-    ]);
+    let v = json(&words(
+        "plan --model megatron-530b --gpus 2560 --tp 8 --pp 32 --batch 2560 --recompute full",
+    ));
     assert!(v["step_time_s"].as_f64().unwrap_or(0.0) > 0.0, "{v}");
     // --cp 3 does not divide a 2,048-token sequence: nearest 2 or 4.
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "megatron-530b",
-            "--gpus",
-            "840",
-            "--tp",
-            "8",
-            "--cp",
-            "3",
-            "--pp",
-            "35",
-            "--batch",
-            "35",
-        ],
+        &words("plan --model megatron-530b --gpus 840 --tp 8 --cp 3 --pp 35 --batch 35"),
         &[
             "--cp 3 does not divide the sequence of 2048 tokens",
             "2 or 4",
@@ -625,20 +456,7 @@ fn uneven_stages_context_parallelism_and_their_errors() {
     );
     // TP overlap without sequence parallelism.
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "megatron-530b",
-            "--gpus",
-            "280",
-            "--tp",
-            "8",
-            "--pp",
-            "35",
-            "--batch",
-            "280",
-            "--tp-overlap",
-        ],
+        &words("plan --model megatron-530b --gpus 280 --tp 8 --pp 35 --batch 280 --tp-overlap"),
         &["--tp-overlap", "--sp"],
     );
     // An optimizer dtype that does not exist: a usage error naming the valid ones.
@@ -844,16 +662,7 @@ fn grad_all_reduce_is_zero1_with_the_whole_gradient_all_reduced() {
         num(&plain["breakdown"], "compute")
     );
     fails_with(
-        &[
-            "plan",
-            "--model",
-            "llama2-7b",
-            "--gpus",
-            "8",
-            "--batch",
-            "8",
-            "--grad-all-reduce",
-        ],
+        &words("plan --model llama2-7b --gpus 8 --batch 8 --grad-all-reduce"),
         &["--grad-all-reduce", "use it with --zero 1 (got --zero 0)"],
     );
 }

@@ -1,13 +1,10 @@
 //! `amdahl fit` end to end: outputs on the built-in series and on files, and every kind of bad
 //! input failing with exit code 1 and a message naming file, row and column.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::PathBuf;
 
-fn amdahl() -> Command {
-    Command::cargo_bin("amdahl").unwrap()
-}
+use crate::support::amdahl;
 
 fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
     let p = dir.path().join(name);

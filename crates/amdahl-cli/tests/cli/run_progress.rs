@@ -2,8 +2,7 @@
 //! passes through amdahl byte for byte, feed the same projection as `--progress-file`. Over a
 //! fake powercap tree that the command itself advances, so the energies are exact.
 
-mod support;
-
+use crate::support::ScrubEnv;
 use amdahl_meter::rapl::fake as fcap;
 use predicates::str::contains;
 use serde_json::Value;
@@ -22,12 +21,9 @@ fn node() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn amdahl(root: &Path) -> assert_cmd::Command {
-    let mut c = support::amdahl();
+    let mut c = crate::support::amdahl();
     c.env("AMDAHL_POWERCAP_ROOT", root)
-        .env_remove("SLURM_PROCID")
-        .env_remove("SLURM_LOCALID")
-        .env_remove("LOCAL_RANK")
-        .env_remove("RANK")
+        .scrub_env()
         .args(["run", "--no-gpu", "-q"]);
     c
 }

@@ -1,9 +1,8 @@
 //! `amdahl infer` end to end: the `amdahl.infer/1` JSON contract, `--rate`, `--search` and bad
 //! input (exit 1 with an actionable message; exit 2 for usage errors).
 
+use crate::support::{amdahl, json, words};
 use predicates::prelude::*;
-mod support;
-use support::{amdahl, json};
 
 const L70: [&str; 13] = [
     "infer",
@@ -108,18 +107,9 @@ fn rate_picks_the_smallest_batch_that_sustains_it() {
 
 #[test]
 fn search_emits_its_own_schema_with_a_pareto_front() {
-    let v = json(&[
-        "infer",
-        "--model",
-        "llama3-8b",
-        "--system",
-        "h100",
-        "--search",
-        "--max-tpot-ms",
-        "30",
-        "--search-max-batch",
-        "64",
-    ]);
+    let v = json(&words(
+        "infer --model llama3-8b --system h100 --search --max-tpot-ms 30 --search-max-batch 64",
+    ));
     assert_eq!(v["schema"], "amdahl.infer-search/1");
     assert!(v["evaluated"].as_u64().unwrap_or(0) > 100);
     let front = v["pareto"].as_array().cloned().unwrap_or_default();
@@ -232,17 +222,9 @@ fn bad_input_is_refused_with_the_fix() {
                 .and(predicate::str::contains("--precision fp8 or int4")),
         );
     // fp8 on a device without fp8 is weight-only, and says so.
-    let v = json(&[
-        "infer",
-        "--model",
-        "llama3-8b",
-        "--system",
-        "a100-80gb",
-        "--precision",
-        "fp8",
-        "--batch",
-        "4",
-    ]);
+    let v = json(&words(
+        "infer --model llama3-8b --system a100-80gb --precision fp8 --batch 4",
+    ));
     assert_eq!(v["arithmetic"], "bf16 (fp8 weight-only)");
     // TP that neither divides nor is a multiple of the KV heads (llama2-70b: 64 heads, 8 KV).
     amdahl()

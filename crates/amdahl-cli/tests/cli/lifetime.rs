@@ -2,10 +2,9 @@
 //! results (the hand-written `amdahl.infer/1` contract fixture, plan and run results); bad input
 //! (exit 1 with a clear message, never a panic).
 
+use crate::support::{amdahl, json, num, within};
 use predicates::prelude::*;
 use std::path::Path;
-mod support;
-use support::{amdahl, json, num, within};
 
 fn infer() -> String {
     format!("{}/tests/fixtures/infer.json", env!("CARGO_MANIFEST_DIR"))

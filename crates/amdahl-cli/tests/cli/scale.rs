@@ -9,19 +9,14 @@ use predicates::str::contains;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-fn zone(dir: &Path, name: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("name"), format!("{name}\n")).unwrap();
-    std::fs::write(dir.join("energy_uj"), "1000000\n").unwrap();
-    std::fs::write(dir.join("max_energy_range_uj"), "262143328850\n").unwrap();
-}
+use crate::support::powercap::{zone, PKG_MAX};
 
 /// A package and a dram zone (dram never moves: 0 J), so no estimate enters the total.
 fn tree() -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("powercap");
-    zone(&root.join("intel-rapl:0"), "package-0");
-    zone(&root.join("intel-rapl:0/intel-rapl:0:0"), "dram");
+    zone(&root, "intel-rapl:0", "package-0", 1_000_000, PKG_MAX);
+    zone(&root, "intel-rapl:0:0", "dram", 1_000_000, PKG_MAX);
     (t, root)
 }
 

@@ -1,11 +1,8 @@
 //! `amdahl bench gpu` where there is no GPU (CI): clear errors, exit 1, never a panic.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
-fn amdahl() -> Command {
-    Command::cargo_bin("amdahl").unwrap()
-}
+use crate::support::amdahl;
 
 #[test]
 fn without_the_feature_it_says_how_to_rebuild() {

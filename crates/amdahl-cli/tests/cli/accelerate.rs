@@ -1,12 +1,9 @@
 //! `amdahl accelerate`: Végh's what-if from one measured point.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use predicates::str::contains;
 
-fn amdahl() -> Command {
-    Command::cargo_bin("amdahl").unwrap()
-}
+use crate::support::amdahl;
 
 #[test]
 fn summit_hpl_with_four_times_faster_accelerators() {

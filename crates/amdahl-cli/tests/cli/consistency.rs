@@ -3,6 +3,8 @@
 //! usage errors and `--quiet`, and the smaller things a reader trips on. Each test is named after
 //! the defect it guards against.
 
+use crate::support::words;
+use crate::support::ScrubEnv;
 use assert_cmd::Command;
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;
@@ -11,11 +13,7 @@ use std::path::Path;
 
 fn amdahl() -> Command {
     let mut c = Command::cargo_bin("amdahl").unwrap();
-    c.env_remove("COLUMNS")
-        .env_remove("SLURM_PROCID")
-        .env_remove("SLURM_LOCALID")
-        .env_remove("LOCAL_RANK")
-        .env_remove("RANK");
+    c.scrub_env();
     c
 }
 
@@ -46,16 +44,7 @@ fn defaults_differed_between_commands() {
     let carbon = stdout_json(&[
         "carbon", "--device", "h100", "--count", "8", "--hours", "10", "--power", "500", "--json",
     ]);
-    let plan = stdout_json(&[
-        "plan",
-        "--model",
-        "llama2-7b",
-        "--gpus",
-        "8",
-        "--batch",
-        "64",
-        "--json",
-    ]);
+    let plan = stdout_json(&words("plan --model llama2-7b --gpus 8 --batch 64 --json"));
     assert_eq!(carbon["pue"]["value"], 1.0, "{}", carbon["pue"]);
     assert_eq!(plan["training"]["pue"], 1.0);
     assert_eq!(carbon["intensity"]["g_per_kwh"], 436.0);
@@ -88,21 +77,9 @@ fn defaults_differed_between_commands() {
 /// said 2026). No year given: none claimed.
 #[test]
 fn intensity_without_year_was_stamped_with_this_year() {
-    let v = stdout_json(&[
-        "carbon",
-        "--device",
-        "v100",
-        "--count",
-        "8",
-        "--hours",
-        "1",
-        "--power",
-        "300",
-        "--intensity",
-        "429",
-        "--statement",
-        "json",
-    ]);
+    let v = stdout_json(&words(
+        "carbon --device v100 --count 8 --hours 1 --power 300 --intensity 429 --statement json",
+    ));
     assert_eq!(v["intensity_year"], Value::Null);
     amdahl()
         .args([
@@ -307,19 +284,9 @@ fn tables_wrapped_in_a_narrow_terminal() {
 /// top 5 were near-duplicates of one layout.
 #[test]
 fn search_changed_the_batch_and_listed_near_duplicates() {
-    let v = stdout_json(&[
-        "plan",
-        "--model",
-        "gpt3-175b",
-        "--gpus",
-        "1024",
-        "--batch",
-        "2520",
-        "--search",
-        "--top",
-        "5",
-        "--json",
-    ]);
+    let v = stdout_json(&words(
+        "plan --model gpt3-175b --gpus 1024 --batch 2520 --search --top 5 --json",
+    ));
     let top = v["top"].as_array().unwrap();
     assert!(!top.is_empty());
     let mut shapes = std::collections::HashSet::new();

@@ -7,15 +7,8 @@ use serde_json::Value;
 #[test]
 fn lists_zones_ignores_core_and_explains_a_missing_tree() {
     let t = tempfile::tempdir().unwrap();
-    for (dir, name) in [
-        ("intel-rapl:0", "package-0"),
-        ("intel-rapl:0/intel-rapl:0:0", "core"),
-    ] {
-        let d = t.path().join(dir);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("name"), format!("{name}\n")).unwrap();
-        std::fs::write(d.join("energy_uj"), "123\n").unwrap();
-        std::fs::write(d.join("max_energy_range_uj"), "1000\n").unwrap();
+    for (id, name) in [("intel-rapl:0", "package-0"), ("intel-rapl:0:0", "core")] {
+        crate::support::powercap::zone(t.path(), id, name, 123, 1000);
     }
     let out = Command::cargo_bin("amdahl")
         .unwrap()

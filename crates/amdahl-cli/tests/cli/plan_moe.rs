@@ -2,9 +2,8 @@
 //! `--top-k`, `--head-dim`, `--parallel-block`, `--tied-embeddings`): published parameter
 //! counts, expert parallelism's effect, and bad input (exit 1 or 2, naming the constraint).
 
+use crate::support::{amdahl, json, num, within, words};
 use predicates::prelude::*;
-mod support;
-use support::{amdahl, json, num, within};
 
 fn mixtral(extra: &[&str]) -> serde_json::Value {
     let mut args = vec![
@@ -94,26 +93,7 @@ fn llama3_8b_is_untied_and_the_flag_overrides_it() {
 
 #[test]
 fn experts_flag_turns_a_dense_model_into_a_mixture() {
-    let v = json(&[
-        "plan",
-        "--model",
-        "llama3-8b",
-        "--experts",
-        "16",
-        "--top-k",
-        "2",
-        "--gpus",
-        "64",
-        "--ep",
-        "16",
-        "--batch",
-        "128",
-        "--recompute",
-        "full",
-        "--zero",
-        "1",
-        "--flash",
-    ]);
+    let v = json(&words("plan --model llama3-8b --experts 16 --top-k 2 --gpus 64 --ep 16 --batch 128 --recompute full --zero 1 --flash"));
     // 32 layers × 16 experts × 3 × 4096 × 14336 + the rest of Llama-3-8B.
     let experts = 32.0 * 16.0 * 3.0 * 4096.0 * 14336.0;
     let dense_mlp = 32.0 * 3.0 * 4096.0 * 14336.0;
@@ -128,20 +108,9 @@ fn experts_flag_turns_a_dense_model_into_a_mixture() {
 
 #[test]
 fn head_dim_and_parallel_block_flags_reach_the_model() {
-    let v = json(&[
-        "plan",
-        "--model",
-        "gpt3-13b",
-        "--gpus",
-        "8",
-        "--tp",
-        "4",
-        "--batch",
-        "32",
-        "--head-dim",
-        "64",
-        "--parallel-block",
-    ]);
+    let v = json(&words(
+        "plan --model gpt3-13b --gpus 8 --tp 4 --batch 32 --head-dim 64 --parallel-block",
+    ));
     assert_eq!(v["model"]["head_dim"], 64);
     assert_eq!(v["model"]["parallel_block"], true);
 }
@@ -272,23 +241,7 @@ fn bad_expert_input_names_the_constraint_and_nearest_values() {
 
 #[test]
 fn search_covers_expert_parallelism() {
-    let v = json(&[
-        "plan",
-        "--model",
-        "mixtral-8x7b",
-        "--seq",
-        "4096",
-        "--system",
-        "h100",
-        "--gpus",
-        "64",
-        "--batch",
-        "256",
-        "--search",
-        "--quiet",
-        "--top",
-        "20",
-    ]);
+    let v = json(&words("plan --model mixtral-8x7b --seq 4096 --system h100 --gpus 64 --batch 256 --search --quiet --top 20"));
     let eps: Vec<u64> = v["top"]
         .as_array()
         .map(|a| {

@@ -4,12 +4,11 @@
 //! Energy comes from a fake powercap tree that rank 0 advances by exactly 1 J per run. Skips
 //! with a message where Open MPI is missing (fails under CI=true, where `.ci/run` installs it).
 
-mod support;
-
+use crate::support::real::require;
+use crate::support::ScrubEnv;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use support::real::require;
 
 /// Build the MPI program into `dir`.
 fn build(dir: &Path) -> Option<PathBuf> {
@@ -40,11 +39,7 @@ fn amdahl(root: &Path) -> Command {
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env_remove("SLURM_PROCID")
-        .env_remove("SLURM_LOCALID")
-        .env_remove("SLURM_JOB_ID")
-        .env_remove("LOCAL_RANK")
-        .env_remove("RANK");
+        .scrub_env();
     c
 }
 
@@ -183,9 +178,7 @@ fn mpirun_np_2_amdahl_run_measures_the_node_once() {
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env_remove("SLURM_PROCID")
-        .env_remove("SLURM_LOCALID")
-        .env_remove("SLURM_JOB_ID")
+        .scrub_env()
         .args(["-np", "2", "sh", "-c", &script])
         .output()
         .unwrap();
@@ -195,7 +188,7 @@ fn mpirun_np_2_amdahl_run_measures_the_node_once() {
     assert_eq!(r0["cluster"]["launcher"], "openmpi");
     assert_eq!(r0["cluster"]["role"], "measured");
     assert_eq!(r1["cluster"]["role"], "reference");
-    let merged = support::json(&[
+    let merged = crate::support::json(&[
         "merge",
         t.path().join("rank0.json").to_str().unwrap(),
         t.path().join("rank1.json").to_str().unwrap(),

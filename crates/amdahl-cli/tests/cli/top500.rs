@@ -3,16 +3,12 @@
 //! them under `CI=true`: tests/support/shared_data.rs), the built-in history, and bad input (exit 1, a message naming file,
 //! sheet, row and column, never a panic).
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::PathBuf;
 
-fn amdahl() -> Command {
-    Command::cargo_bin("amdahl").unwrap()
-}
+use crate::support::amdahl;
 
-#[path = "../../../tests/support/shared_data.rs"]
-mod shared_data;
+use crate::support::shared_data;
 
 /// A shared TOP500 list, or `None` when the shared data is absent (the test is skipped).
 fn shared(name: &str) -> Option<PathBuf> {

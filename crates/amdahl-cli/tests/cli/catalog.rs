@@ -1,12 +1,9 @@
 //! `amdahl catalog`: listings, one entry with sources, JSON schema, user overrides, unknown names.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-fn amdahl() -> Command {
-    Command::cargo_bin("amdahl").unwrap()
-}
+use crate::support::amdahl;
 
 fn json(args: &[&str]) -> Value {
     let out = amdahl()
@@ -164,7 +161,7 @@ fn malformed_user_catalog_names_file_line_column() {
 
 /// Runs in the committed validation set: the data rows of data/validation/train.csv.
 fn validation_rows() -> usize {
-    let csv = include_str!("../../../data/validation/train.csv");
+    let csv = include_str!("../../../../data/validation/train.csv");
     csv.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .count()

@@ -1,0 +1,33 @@
+//! Every end-to-end test of the `amdahl` binary, in one test binary: one link of the whole
+//! program instead of one per file (each file was its own binary, a large share of CI's
+//! build time). Each module is one command or one concern; `support` holds what they share.
+
+mod support;
+
+mod accelerate;
+mod bench;
+mod bench_gpu;
+mod carbon;
+mod catalog;
+mod consistency;
+mod demo;
+mod detect;
+mod exporter;
+mod faults;
+mod fit;
+mod infer;
+mod lifetime;
+mod merge;
+mod mpi;
+mod numbers;
+mod plan;
+mod plan_moe;
+mod prometheus;
+mod report;
+mod run;
+mod run_progress;
+mod scale;
+mod schemas;
+mod slurm;
+mod surface;
+mod top500;
