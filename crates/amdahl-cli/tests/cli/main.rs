@@ -12,6 +12,7 @@ mod catalog;
 mod consistency;
 mod demo;
 mod detect;
+mod docs;
 mod exporter;
 mod faults;
 mod fit;
