@@ -4,7 +4,7 @@ use super::colorbar::{colorbar_ticks, draw_colorbar};
 use super::place::{place_label, Obstacles, Rect};
 use super::text::{c, esc, fit_text};
 use super::ticks::{ticks, Tick};
-use super::{Plot, SizeSpec, Style};
+use super::{Plot, Series, SizeSpec, Style};
 use crate::font;
 use std::fmt::Write as _;
 
@@ -26,6 +26,46 @@ pub struct Drawn {
     pub y_ticks: Vec<Tick>,
 }
 
+/// How far tick marks reach out of the frame, in points.
+const TICK_LEN: f64 = 3.0;
+
+/// Where a panel's parts go, fixed before anything is drawn: the data ranges (transformed), the
+/// margins around the plot area, the plot area and the ticks of both axes.
+struct Layout {
+    /// The panel's rectangle on the page: left, top and height.
+    x0: f64,
+    y0: f64,
+    h: f64,
+    /// The data ranges, in transformed coordinates (log10 of the values on log axes).
+    xl: f64,
+    xh: f64,
+    yl: f64,
+    yh: f64,
+    /// Spacing between parts: half a tick label's font size.
+    pad: f64,
+    /// Left and top margins, and the plot area's width and height.
+    ml: f64,
+    mt: f64,
+    pw: f64,
+    ph: f64,
+    /// The plot area on the page.
+    frame: Rect,
+    x_ticks: Vec<Tick>,
+    y_ticks: Vec<Tick>,
+}
+
+impl Layout {
+    /// The page x of a transformed x value.
+    fn px(&self, v: f64) -> f64 {
+        self.x0 + self.ml + (v - self.xl) / (self.xh - self.xl) * self.pw
+    }
+
+    /// The page y of a transformed y value (up is smaller y on the page).
+    fn py(&self, v: f64) -> f64 {
+        self.y0 + self.mt + self.ph - (v - self.yl) / (self.yh - self.yl) * self.ph
+    }
+}
+
 impl Plot {
     /// Render this panel into the rectangle (x0, y0, w, h) of the page at size `z`; returns what
     /// was drawn where.
@@ -38,7 +78,59 @@ impl Plot {
         h: f64,
         z: &SizeSpec,
     ) -> Drawn {
-        let mut drawn = Drawn::default();
+        let l = self.layout(x0, y0, w, h, z);
+        let mut drawn = Drawn {
+            frame: l.frame,
+            ..Drawn::default()
+        };
+        let clip = format!("clip{}_{}", x0 as i64, y0 as i64);
+        let _ = writeln!(
+            out,
+            r#"<g><clipPath id="{clip}"><rect x="{}" y="{}" width="{}" height="{}"/></clipPath>"#,
+            c(l.frame.0),
+            c(l.frame.1),
+            c(l.pw),
+            c(l.ph)
+        );
+        self.draw_title(out, &l, z, &mut drawn);
+        // Grid lines under everything.
+        draw_grid(out, &l);
+        let _ = writeln!(out, r#"<g clip-path="url(#{clip})">"#);
+        self.draw_raster(out, &l);
+        self.draw_cells(out, &l);
+        let lines = self.draw_series(out, &l, z, &mut drawn);
+        // Legend first (its box is an obstacle for point labels), in the inside corner that
+        // hides the fewest markers and crosses the fewest line segments.
+        let legend = self.legend_box(l.frame, z, &drawn.markers, &lines);
+        let legend_boxes: Vec<Rect> = legend.iter().map(|l| l.0).collect();
+        self.draw_point_labels(out, &l, z, &lines, &legend_boxes, &mut drawn);
+        out.push_str("</g>\n");
+        let _ = writeln!(
+            out,
+            r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333" stroke-width="0.6"/>"##,
+            c(l.frame.0),
+            c(l.frame.1),
+            c(l.pw),
+            c(l.ph)
+        );
+        draw_x_ticks(out, &l, z, &mut drawn);
+        draw_y_ticks(out, &l, z, &mut drawn);
+        self.draw_axis_titles(out, &l, z, &mut drawn);
+        if let Some((b, entries)) = legend {
+            self.draw_legend(out, b, &entries, z, &mut drawn);
+        }
+        if let Some(bar) = &self.colorbar {
+            draw_colorbar(out, bar, l.frame, l.pad, z, &mut drawn);
+        }
+        out.push_str("</g>\n");
+        drawn.x_ticks = l.x_ticks;
+        drawn.y_ticks = l.y_ticks;
+        drawn
+    }
+
+    /// The layout in the rectangle (x0, y0, w, h): margins for the title, the axis titles, the
+    /// measured tick labels and the colour bar, then the ticks that fit the plot area left.
+    fn layout(&self, x0: f64, y0: f64, w: f64, h: f64, z: &SizeSpec) -> Layout {
         let (xl, xh) = self.extent(&self.x, |x, _| x, |c| [c.x0, c.x1]);
         let (yl, yh) = self.extent(&self.y, |_, y| y, |c| [c.y0, c.y1]);
         let pad = z.tick_font * 0.5;
@@ -47,8 +139,7 @@ impl Plot {
         } else {
             z.title_font * 2.2
         };
-        let tick_len = 3.0;
-        let mb = tick_len + z.tick_font * 1.8 + pad + z.axis_font * 1.3;
+        let mb = TICK_LEN + z.tick_font * 1.8 + pad + z.axis_font * 1.3;
         let bar_w = if self.colorbar.is_some() {
             z.tick_font * 1.2 + pad * 2.0
         } else {
@@ -84,87 +175,84 @@ impl Plot {
             pw = (w - ml - mr).max(20.0);
             x_ticks = ticks(&self.x, xl, xh, pw, z.tick_font, true);
         }
-        let px = |v: f64| x0 + ml + (v - xl) / (xh - xl) * pw;
-        let py = |v: f64| y0 + mt + ph - (v - yl) / (yh - yl) * ph;
         let frame = (x0 + ml, y0 + mt, x0 + ml + pw, y0 + mt + ph);
-        drawn.frame = frame;
-        let clip = format!("clip{}_{}", x0 as i64, y0 as i64);
+        Layout {
+            x0,
+            y0,
+            h,
+            xl,
+            xh,
+            yl,
+            yh,
+            pad,
+            ml,
+            mt,
+            pw,
+            ph,
+            frame,
+            x_ticks,
+            y_ticks,
+        }
+    }
+
+    /// The title, bold and centred above the plot area.
+    fn draw_title(&self, out: &mut String, l: &Layout, z: &SizeSpec, drawn: &mut Drawn) {
+        if self.title.is_empty() {
+            return;
+        }
+        let tx = l.x0 + l.ml + l.pw / 2.0;
+        let ty = l.y0 + z.title_font * 1.25;
+        let tw = font::width(&self.title, z.title_font);
         let _ = writeln!(
             out,
-            r#"<g><clipPath id="{clip}"><rect x="{}" y="{}" width="{}" height="{}"/></clipPath>"#,
-            c(frame.0),
-            c(frame.1),
-            c(pw),
-            c(ph)
+            r#"<text x="{}" y="{}" text-anchor="middle" font-size="{}" font-weight="bold">{}</text>"#,
+            c(tx),
+            c(ty),
+            c(z.title_font),
+            esc(&self.title)
         );
-        if !self.title.is_empty() {
-            let tx = x0 + ml + pw / 2.0;
-            let ty = y0 + z.title_font * 1.25;
-            let tw = font::width(&self.title, z.title_font);
+        // Bold runs ~8 % wider than the regular metrics measured here.
+        let tw = tw * 1.08;
+        drawn.texts.push((
+            self.title.clone(),
+            (
+                tx - tw / 2.0,
+                ty - z.title_font * 0.8,
+                tx + tw / 2.0,
+                ty + z.title_font * 0.2,
+            ),
+        ));
+    }
+
+    /// The raster, stretched over the data rectangle it spans (the viewer interpolates it).
+    fn draw_raster(&self, out: &mut String, l: &Layout) {
+        let Some(r) = &self.raster else {
+            return;
+        };
+        if let (Some(a), Some(b), Some(p), Some(q), Some(png)) = (
+            self.x.tr(r.x0),
+            self.x.tr(r.x1),
+            self.y.tr(r.y0),
+            self.y.tr(r.y1),
+            r.png(),
+        ) {
+            use base64::Engine as _;
+            let (xa, xb) = (l.px(a).min(l.px(b)), l.px(a).max(l.px(b)));
+            let (ya, yb) = (l.py(p).min(l.py(q)), l.py(p).max(l.py(q)));
             let _ = writeln!(
                 out,
-                r#"<text x="{}" y="{}" text-anchor="middle" font-size="{}" font-weight="bold">{}</text>"#,
-                c(tx),
-                c(ty),
-                c(z.title_font),
-                esc(&self.title)
-            );
-            // Bold runs ~8 % wider than the regular metrics measured here.
-            let tw = tw * 1.08;
-            drawn.texts.push((
-                self.title.clone(),
-                (
-                    tx - tw / 2.0,
-                    ty - z.title_font * 0.8,
-                    tx + tw / 2.0,
-                    ty + z.title_font * 0.2,
-                ),
-            ));
-        }
-        // Grid lines under everything.
-        for t in &x_ticks {
-            let x = px(t.at);
-            let _ = writeln!(
-                out,
-                r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#e0e0e0" stroke-width="0.4"/>"##,
-                c(x),
-                c(frame.1),
-                c(frame.3)
+                r#"<image x="{}" y="{}" width="{}" height="{}" preserveAspectRatio="none" href="data:image/png;base64,{}"/>"#,
+                c(xa),
+                c(ya),
+                c(xb - xa),
+                c(yb - ya),
+                base64::engine::general_purpose::STANDARD.encode(png)
             );
         }
-        for t in &y_ticks {
-            let y = py(t.at);
-            let _ = writeln!(
-                out,
-                r##"<line x1="{1}" y1="{0}" x2="{2}" y2="{0}" stroke="#e0e0e0" stroke-width="0.4"/>"##,
-                c(y),
-                c(frame.0),
-                c(frame.2)
-            );
-        }
-        let _ = writeln!(out, r#"<g clip-path="url(#{clip})">"#);
-        if let Some(r) = &self.raster {
-            if let (Some(a), Some(b), Some(p), Some(q), Some(png)) = (
-                self.x.tr(r.x0),
-                self.x.tr(r.x1),
-                self.y.tr(r.y0),
-                self.y.tr(r.y1),
-                r.png(),
-            ) {
-                use base64::Engine as _;
-                let (xa, xb) = (px(a).min(px(b)), px(a).max(px(b)));
-                let (ya, yb) = (py(p).min(py(q)), py(p).max(py(q)));
-                let _ = writeln!(
-                    out,
-                    r#"<image x="{}" y="{}" width="{}" height="{}" preserveAspectRatio="none" href="data:image/png;base64,{}"/>"#,
-                    c(xa),
-                    c(ya),
-                    c(xb - xa),
-                    c(yb - ya),
-                    base64::engine::general_purpose::STANDARD.encode(png)
-                );
-            }
-        }
+    }
+
+    /// The filled cells (colour maps).
+    fn draw_cells(&self, out: &mut String, l: &Layout) {
         for cell in &self.cells {
             if let (Some(a), Some(b), Some(p), Some(q)) = (
                 self.x.tr(cell.x0),
@@ -172,8 +260,8 @@ impl Plot {
                 self.y.tr(cell.y0),
                 self.y.tr(cell.y1),
             ) {
-                let (xa, xb) = (px(a).min(px(b)), px(a).max(px(b)));
-                let (ya, yb) = (py(p).min(py(q)), py(p).max(py(q)));
+                let (xa, xb) = (l.px(a).min(l.px(b)), l.px(a).max(l.px(b)));
+                let (ya, yb) = (l.py(p).min(l.py(q)), l.py(p).max(l.py(q)));
                 // +0.3 pt overlap hides hairline seams between neighbouring cells.
                 let _ = writeln!(
                     out,
@@ -186,36 +274,28 @@ impl Plot {
                 );
             }
         }
+    }
+
+    /// The series' lines and markers; returns the lines drawn, on the page (obstacles for the
+    /// legend and the point labels). Markers go into `drawn`.
+    fn draw_series(
+        &self,
+        out: &mut String,
+        l: &Layout,
+        z: &SizeSpec,
+        drawn: &mut Drawn,
+    ) -> Vec<Vec<(f64, f64)>> {
         let mut lines: Vec<Vec<(f64, f64)>> = Vec::new();
         for s in &self.series {
             let pts: Vec<(f64, f64)> = s
                 .points
                 .iter()
-                .filter_map(|&(x, y)| Some((px(self.x.tr(x)?), py(self.y.tr(y)?))))
+                .filter_map(|&(x, y)| Some((l.px(self.x.tr(x)?), l.py(self.y.tr(y)?))))
                 .collect();
             if matches!(s.style, Style::Line | Style::DashedLine | Style::LinePoints)
                 && pts.len() > 1
             {
-                let path: Vec<String> = pts
-                    .iter()
-                    .map(|(x, y)| format!("{},{}", c(*x), c(*y)))
-                    .collect();
-                let dash = if s.style == Style::DashedLine {
-                    format!(
-                        r#" stroke-dasharray="{} {}""#,
-                        c(z.line_w * 3.5),
-                        c(z.line_w * 2.5)
-                    )
-                } else {
-                    String::new()
-                };
-                let _ = writeln!(
-                    out,
-                    r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{dash}/>"#,
-                    path.join(" "),
-                    s.color,
-                    c(z.line_w)
-                );
+                draw_polyline(out, s, &pts, z);
                 lines.push(pts.clone());
             }
             if matches!(s.style, Style::Points | Style::LinePoints) {
@@ -232,119 +312,70 @@ impl Plot {
                 }
             }
         }
-        // Legend first (its box is an obstacle for point labels), in the inside corner that
-        // hides the fewest markers and crosses the fewest line segments.
-        let legend = self.legend_box(frame, z, &drawn.markers, &lines);
-        // Point labels, avoiding markers, lines, the legend and each other.
-        let (lw, lh) = (0.0, z.label_font * 1.15);
+        lines
+    }
+
+    /// Point labels, each at the first free spot near its point (avoiding markers, lines, the
+    /// legend and each other); those without one are listed in `drawn.dropped`.
+    fn draw_point_labels(
+        &self,
+        out: &mut String,
+        l: &Layout,
+        z: &SizeSpec,
+        lines: &[Vec<(f64, f64)>],
+        legend_boxes: &[Rect],
+        drawn: &mut Drawn,
+    ) {
+        let lh = z.label_font * 1.15;
         let mut placed: Vec<Rect> = Vec::new();
-        let mut label_svg = String::new();
-        let legend_boxes: Vec<Rect> = legend.iter().map(|l| l.0).collect();
-        for l in &self.labels {
-            let (Some(x), Some(y)) = (self.x.tr(l.x), self.y.tr(l.y)) else {
+        for label in &self.labels {
+            let (Some(x), Some(y)) = (self.x.tr(label.x), self.y.tr(label.y)) else {
                 continue;
             };
-            let (x, y) = (px(x), py(y));
-            let w = font::width(&l.text, z.label_font) + lw;
+            let (x, y) = (l.px(x), l.py(y));
+            let w = font::width(&label.text, z.label_font);
             // A label's own marker is an obstacle like any other.
             let obstacles = Obstacles {
                 markers: &drawn.markers,
-                lines: &lines,
-                boxes: &legend_boxes,
+                lines,
+                boxes: legend_boxes,
             };
             match place_label(
                 (x, y),
                 (w, lh),
                 z.marker_r + 1.5,
-                &frame,
+                &l.frame,
                 &obstacles,
                 &placed,
             ) {
                 Some(b) => {
                     let _ = writeln!(
-                        label_svg,
+                        out,
                         r#"<text x="{}" y="{}" font-size="{}">{}</text>"#,
                         c(b.0),
                         c(b.3 - lh * 0.25),
                         c(z.label_font),
-                        esc(&l.text)
+                        esc(&label.text)
                     );
                     placed.push(b);
-                    drawn.labels.push((l.text.clone(), b));
-                    drawn.texts.push((l.text.clone(), b));
+                    drawn.labels.push((label.text.clone(), b));
+                    drawn.texts.push((label.text.clone(), b));
                 }
-                None => drawn.dropped.push(l.text.clone()),
+                None => drawn.dropped.push(label.text.clone()),
             }
         }
-        out.push_str(&label_svg);
-        out.push_str("</g>\n");
-        let _ = writeln!(
-            out,
-            r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333" stroke-width="0.6"/>"##,
-            c(frame.0),
-            c(frame.1),
-            c(pw),
-            c(ph)
-        );
-        // Tick marks and labels.
-        for t in &x_ticks {
-            let x = px(t.at);
-            let base = frame.3 + tick_len + z.tick_font * 1.55;
-            let tw = t.label.width(z.tick_font);
-            let _ = writeln!(
-                out,
-                r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#333" stroke-width="0.6"/><text x="{0}" y="{3}" text-anchor="middle" font-size="{4}">{5}</text>"##,
-                c(x),
-                c(frame.3),
-                c(frame.3 + tick_len),
-                c(base),
-                c(z.tick_font),
-                t.label.svg(z.tick_font)
-            );
-            drawn.texts.push((
-                t.label.text(),
-                (
-                    x - tw / 2.0,
-                    base - z.tick_font * 0.95,
-                    x + tw / 2.0,
-                    base + z.tick_font * 0.2,
-                ),
-            ));
-        }
-        for t in &y_ticks {
-            let y = py(t.at);
-            let right = frame.0 - tick_len - pad * 0.5;
-            let tw = t.label.width(z.tick_font);
-            let base = y + z.tick_font * 0.36;
-            let _ = writeln!(
-                out,
-                r##"<line x1="{1}" y1="{0}" x2="{2}" y2="{0}" stroke="#333" stroke-width="0.6"/><text x="{3}" y="{4}" text-anchor="end" font-size="{5}">{6}</text>"##,
-                c(y),
-                c(frame.0 - tick_len),
-                c(frame.0),
-                c(right),
-                c(base),
-                c(z.tick_font),
-                t.label.svg(z.tick_font)
-            );
-            drawn.texts.push((
-                t.label.text(),
-                (
-                    right - tw,
-                    base - z.tick_font * 0.95,
-                    right,
-                    base + z.tick_font * 0.2,
-                ),
-            ));
-        }
-        // Axis titles, shortened with an ellipsis where they would not fit their side.
-        let xt = fit_text(&self.x.label, pw, z.axis_font);
+    }
+
+    /// The axis titles, shortened with an ellipsis where they would not fit their side.
+    fn draw_axis_titles(&self, out: &mut String, l: &Layout, z: &SizeSpec, drawn: &mut Drawn) {
+        let frame = l.frame;
+        let xt = fit_text(&self.x.label, l.pw, z.axis_font);
         let xtw = font::width(&xt, z.axis_font);
-        let xb = y0 + h - z.axis_font * 0.45;
+        let xb = l.y0 + l.h - z.axis_font * 0.45;
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}" text-anchor="middle" font-size="{}">{}</text>"#,
-            c(frame.0 + pw / 2.0),
+            c(frame.0 + l.pw / 2.0),
             c(xb),
             c(z.axis_font),
             esc(&xt)
@@ -352,15 +383,15 @@ impl Plot {
         drawn.texts.push((
             xt.clone(),
             (
-                frame.0 + pw / 2.0 - xtw / 2.0,
+                frame.0 + l.pw / 2.0 - xtw / 2.0,
                 xb - z.axis_font * 0.95,
-                frame.0 + pw / 2.0 + xtw / 2.0,
+                frame.0 + l.pw / 2.0 + xtw / 2.0,
                 xb + z.axis_font * 0.2,
             ),
         ));
-        let yt = fit_text(&self.y.label, ph, z.axis_font);
+        let yt = fit_text(&self.y.label, l.ph, z.axis_font);
         let ytw = font::width(&yt, z.axis_font);
-        let (lx, ly) = (x0 + pad + z.axis_font * 0.95, frame.1 + ph / 2.0);
+        let (lx, ly) = (l.x0 + l.pad + z.axis_font * 0.95, frame.1 + l.ph / 2.0);
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{}" text-anchor="middle" font-size="{}" transform="rotate(-90 {} {})">{}</text>"#,
@@ -380,15 +411,114 @@ impl Plot {
                 ly + ytw / 2.0,
             ),
         ));
-        if let Some((b, entries)) = legend {
-            self.draw_legend(out, b, &entries, z, &mut drawn);
-        }
-        if let Some(bar) = &self.colorbar {
-            draw_colorbar(out, bar, frame, pad, z, &mut drawn);
-        }
-        out.push_str("</g>\n");
-        drawn.x_ticks = x_ticks;
-        drawn.y_ticks = y_ticks;
-        drawn
+    }
+}
+
+/// Light grid lines at every tick, across the plot area.
+fn draw_grid(out: &mut String, l: &Layout) {
+    let frame = l.frame;
+    for t in &l.x_ticks {
+        let x = l.px(t.at);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#e0e0e0" stroke-width="0.4"/>"##,
+            c(x),
+            c(frame.1),
+            c(frame.3)
+        );
+    }
+    for t in &l.y_ticks {
+        let y = l.py(t.at);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{1}" y1="{0}" x2="{2}" y2="{0}" stroke="#e0e0e0" stroke-width="0.4"/>"##,
+            c(y),
+            c(frame.0),
+            c(frame.2)
+        );
+    }
+}
+
+/// One series' line through its points (on the page), dashed for [`Style::DashedLine`].
+fn draw_polyline(out: &mut String, s: &Series, pts: &[(f64, f64)], z: &SizeSpec) {
+    let path: Vec<String> = pts
+        .iter()
+        .map(|(x, y)| format!("{},{}", c(*x), c(*y)))
+        .collect();
+    let dash = if s.style == Style::DashedLine {
+        format!(
+            r#" stroke-dasharray="{} {}""#,
+            c(z.line_w * 3.5),
+            c(z.line_w * 2.5)
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="{}"{dash}/>"#,
+        path.join(" "),
+        s.color,
+        c(z.line_w)
+    );
+}
+
+/// The x tick marks below the frame, with their labels centred under them.
+fn draw_x_ticks(out: &mut String, l: &Layout, z: &SizeSpec, drawn: &mut Drawn) {
+    let frame = l.frame;
+    for t in &l.x_ticks {
+        let x = l.px(t.at);
+        let base = frame.3 + TICK_LEN + z.tick_font * 1.55;
+        let tw = t.label.width(z.tick_font);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#333" stroke-width="0.6"/><text x="{0}" y="{3}" text-anchor="middle" font-size="{4}">{5}</text>"##,
+            c(x),
+            c(frame.3),
+            c(frame.3 + TICK_LEN),
+            c(base),
+            c(z.tick_font),
+            t.label.svg(z.tick_font)
+        );
+        drawn.texts.push((
+            t.label.text(),
+            (
+                x - tw / 2.0,
+                base - z.tick_font * 0.95,
+                x + tw / 2.0,
+                base + z.tick_font * 0.2,
+            ),
+        ));
+    }
+}
+
+/// The y tick marks left of the frame, with their labels right-aligned against them.
+fn draw_y_ticks(out: &mut String, l: &Layout, z: &SizeSpec, drawn: &mut Drawn) {
+    let frame = l.frame;
+    for t in &l.y_ticks {
+        let y = l.py(t.at);
+        let right = frame.0 - TICK_LEN - l.pad * 0.5;
+        let tw = t.label.width(z.tick_font);
+        let base = y + z.tick_font * 0.36;
+        let _ = writeln!(
+            out,
+            r##"<line x1="{1}" y1="{0}" x2="{2}" y2="{0}" stroke="#333" stroke-width="0.6"/><text x="{3}" y="{4}" text-anchor="end" font-size="{5}">{6}</text>"##,
+            c(y),
+            c(frame.0 - TICK_LEN),
+            c(frame.0),
+            c(right),
+            c(base),
+            c(z.tick_font),
+            t.label.svg(z.tick_font)
+        );
+        drawn.texts.push((
+            t.label.text(),
+            (
+                right - tw,
+                base - z.tick_font * 0.95,
+                right,
+                base + z.tick_font * 0.2,
+            ),
+        ));
     }
 }
