@@ -5,6 +5,7 @@ use crate::sig;
 use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
 use amdahl_model::scaling::analysis::{FitResult, SeriesResult};
+use amdahl_model::scaling::decompose::Decomposition;
 use amdahl_model::scaling::models::ModelFit;
 use std::fmt::Write as _;
 
@@ -51,155 +52,195 @@ pub fn table(r: &FitResult) -> String {
         if i > 0 || r.source.is_some() {
             out.push('\n');
         }
-        let counts = s.n_counts.as_deref().unwrap_or("processors (unspecified)");
-        let _ = writeln!(
-            out,
-            "== {} — measure: {}, N counts: {}, baseline N0 = {}",
-            label(s),
-            s.measure.as_str(),
-            counts,
-            fmt_n(s.baseline_n)
-        );
-        let mut t = Table::new(["n", "speedup", "efficiency", "alpha_eff", "karp_flatt"])
-            .align(0, Align::Right);
-        for p in &s.points {
-            t.row([
-                fmt_n(p.n),
-                sig(p.speedup, 4),
-                sig(p.efficiency, 4),
-                opt(p.alpha_eff, 6),
-                opt(p.karp_flatt, 3),
-            ]);
-        }
-        out.push_str(&t.render());
-        out.push('\n');
-        let mut m = Table::new([
-            "model",
-            "parameters (± 1 s.e.)",
-            "AICc",
-            "1−α",
-            "S_max",
-            "N(E=50%)",
-            "N_opt",
-        ])
-        .align(1, Align::Left);
-        for f in &s.models {
-            let mut name = f.model.name().to_string();
-            if f.model == s.chosen_model {
-                name.push_str(" *");
-            }
-            if !f.physical {
-                name.push_str(" (non-physical)");
-            }
-            m.row([
-                name,
-                params(f),
-                opt(f.aicc, 5),
-                sig(f.serial_fraction, 3),
-                opt(f.s_max, 4),
-                opt(f.n_half, 4),
-                opt(f.n_opt, 4),
-            ]);
-        }
-        out.push_str(&m.render());
-        for k in &s.skipped {
-            let _ = writeln!(out, "skipped {}: {}", k.model.name(), k.reason);
-        }
-        let _ = writeln!(
-            out,
-            "chosen: {} — {}",
-            s.chosen_model.name(),
-            s.choice_reason
-        );
-        let _ = writeln!(
-            out,
-            "serial fraction 1−α = {} (N counts {}); S_max = {}; E = 50 % at N = {}; {}",
-            sig(s.serial_fraction, 4),
-            counts,
-            opt(s.s_max, 4),
-            opt(s.n_half, 4),
-            // Issue 13 item 21: "throughput peak at N = -" read as a missing number; a model
-            // without a peak (Amdahl's law rises forever) says so.
-            s.n_opt.map_or_else(
-                || "no throughput peak (throughput rises with N in this model)".to_string(),
-                |n| format!("throughput peak at N = {}", sig(n, 4))
-            )
-        );
-        let meaning = match s.trend {
-            amdahl_model::scaling::analysis::Trend::Constant => {
-                "a true serial part; Amdahl's law holds"
-            }
-            amdahl_model::scaling::analysis::Trend::Rising => {
-                "overhead grows with N (communication, synchronisation)"
-            }
-            amdahl_model::scaling::analysis::Trend::Falling => {
-                "serial share shrinks with N (superlinear effects or a costly baseline)"
-            }
-            amdahl_model::scaling::analysis::Trend::Untested => "",
-        };
-        // Without a slope the trend was not tested: say so, and claim nothing about its meaning.
-        let _ = match (s.trend_slope, s.trend_slope_stderr) {
-            (Some(b), Some(se)) => writeln!(
-                out,
-                "Karp-Flatt trend: {} (slope of e vs N: {} ± {}) — {meaning}",
-                trend_name(s),
-                sig(b, 3),
-                sig(se, 2)
-            ),
-            _ => writeln!(
-                out,
-                "Karp-Flatt trend: not tested (fewer than 3 points beyond the baseline)"
-            ),
-        };
-        if !s.predictions.is_empty() {
-            out.push('\n');
-            let mut p = Table::new(["predict n", "speedup", "efficiency", "alpha_eff"])
-                .align(0, Align::Right);
-            for q in &s.predictions {
-                p.row([
-                    fmt_n(q.n),
-                    sig(q.speedup, 4),
-                    sig(q.efficiency, 4),
-                    opt(q.alpha_eff, 6),
-                ]);
-            }
-            out.push_str(&p.render());
-        }
-        if let Some(w) = &s.what_if {
-            let r = &w.result;
-            let _ = writeln!(
-                out,
-                "\nwhat-if (Végh): parallel part {}x faster at N = {}, communication share {} of 1−α scaled by {}:\n  1−α {} -> {}, efficiency {} -> {}, payload gain {}x",
-                sig(w.spec.k, 3),
-                fmt_n(w.n),
-                sig(w.spec.comm_share, 3),
-                sig(w.spec.bytes_ratio, 3),
-                sig(r.serial_before, 4),
-                sig(r.serial_after, 4),
-                sig(r.efficiency_before, 4),
-                sig(r.efficiency_after, 4),
-                sig(r.payload_gain, 4)
-            );
-        }
-        if let Some(d) = &s.decomposition {
-            out.push('\n');
-            let _ = writeln!(out, "contributions to 1−α_eff (Karp-Flatt e) by phase:");
-            let mut head = vec!["n".to_string(), "e".to_string()];
-            head.extend(d.phases.iter().cloned());
-            head.push("dominant".into());
-            let mut t = Table::new(head).align(0, Align::Right);
-            let last = d.phases.len() + 2;
-            t = t.align(last, Align::Left);
-            for row in &d.rows {
-                let mut cells = vec![fmt_n(row.n), sig(row.karp_flatt, 3)];
-                cells.extend(row.contributions.iter().map(|c| sig(*c, 3)));
-                cells.push(row.dominant.clone());
-                t.row(cells);
-            }
-            out.push_str(&t.render());
-        }
+        series_report(&mut out, s);
     }
     out
+}
+
+/// One series' part of [`table`].
+fn series_report(out: &mut String, s: &SeriesResult) {
+    let counts = s.n_counts.as_deref().unwrap_or("processors (unspecified)");
+    let _ = writeln!(
+        out,
+        "== {} — measure: {}, N counts: {}, baseline N0 = {}",
+        label(s),
+        s.measure.as_str(),
+        counts,
+        fmt_n(s.baseline_n)
+    );
+    out.push_str(&points_table(s));
+    out.push('\n');
+    out.push_str(&models_table(s));
+    choice_lines(out, s, counts);
+    trend_line(out, s);
+    if !s.predictions.is_empty() {
+        out.push('\n');
+        out.push_str(&predictions_table(s));
+    }
+    what_if_line(out, s);
+    if let Some(d) = &s.decomposition {
+        out.push('\n');
+        let _ = writeln!(out, "contributions to 1−α_eff (Karp-Flatt e) by phase:");
+        out.push_str(&decomposition_table(d));
+    }
+}
+
+/// The measured points: speedup, efficiency, α_eff and Karp–Flatt e per N.
+fn points_table(s: &SeriesResult) -> String {
+    let mut t = Table::new(["n", "speedup", "efficiency", "alpha_eff", "karp_flatt"])
+        .align(0, Align::Right);
+    for p in &s.points {
+        t.row([
+            fmt_n(p.n),
+            sig(p.speedup, 4),
+            sig(p.efficiency, 4),
+            opt(p.alpha_eff, 6),
+            opt(p.karp_flatt, 3),
+        ]);
+    }
+    t.render()
+}
+
+/// Every model fitted, the chosen one starred.
+fn models_table(s: &SeriesResult) -> String {
+    let mut m = Table::new([
+        "model",
+        "parameters (± 1 s.e.)",
+        "AICc",
+        "1−α",
+        "S_max",
+        "N(E=50%)",
+        "N_opt",
+    ])
+    .align(1, Align::Left);
+    for f in &s.models {
+        let mut name = f.model.name().to_string();
+        if f.model == s.chosen_model {
+            name.push_str(" *");
+        }
+        if !f.physical {
+            name.push_str(" (non-physical)");
+        }
+        m.row([
+            name,
+            params(f),
+            opt(f.aicc, 5),
+            sig(f.serial_fraction, 3),
+            opt(f.s_max, 4),
+            opt(f.n_half, 4),
+            opt(f.n_opt, 4),
+        ]);
+    }
+    m.render()
+}
+
+/// The models skipped and why, the one chosen and why, and what it says.
+fn choice_lines(out: &mut String, s: &SeriesResult, counts: &str) {
+    for k in &s.skipped {
+        let _ = writeln!(out, "skipped {}: {}", k.model.name(), k.reason);
+    }
+    let _ = writeln!(
+        out,
+        "chosen: {} — {}",
+        s.chosen_model.name(),
+        s.choice_reason
+    );
+    let _ = writeln!(
+        out,
+        "serial fraction 1−α = {} (N counts {}); S_max = {}; E = 50 % at N = {}; {}",
+        sig(s.serial_fraction, 4),
+        counts,
+        opt(s.s_max, 4),
+        opt(s.n_half, 4),
+        // Issue 13 item 21: "throughput peak at N = -" read as a missing number; a model
+        // without a peak (Amdahl's law rises forever) says so.
+        s.n_opt.map_or_else(
+            || "no throughput peak (throughput rises with N in this model)".to_string(),
+            |n| format!("throughput peak at N = {}", sig(n, 4))
+        )
+    );
+}
+
+/// The Karp–Flatt trend and what it means, or that it was not tested.
+fn trend_line(out: &mut String, s: &SeriesResult) {
+    let meaning = match s.trend {
+        amdahl_model::scaling::analysis::Trend::Constant => {
+            "a true serial part; Amdahl's law holds"
+        }
+        amdahl_model::scaling::analysis::Trend::Rising => {
+            "overhead grows with N (communication, synchronisation)"
+        }
+        amdahl_model::scaling::analysis::Trend::Falling => {
+            "serial share shrinks with N (superlinear effects or a costly baseline)"
+        }
+        amdahl_model::scaling::analysis::Trend::Untested => "",
+    };
+    // Without a slope the trend was not tested: say so, and claim nothing about its meaning.
+    let _ = match (s.trend_slope, s.trend_slope_stderr) {
+        (Some(b), Some(se)) => writeln!(
+            out,
+            "Karp-Flatt trend: {} (slope of e vs N: {} ± {}) — {meaning}",
+            trend_name(s),
+            sig(b, 3),
+            sig(se, 2)
+        ),
+        _ => writeln!(
+            out,
+            "Karp-Flatt trend: not tested (fewer than 3 points beyond the baseline)"
+        ),
+    };
+}
+
+/// The model's predictions at the N asked for.
+fn predictions_table(s: &SeriesResult) -> String {
+    let mut p =
+        Table::new(["predict n", "speedup", "efficiency", "alpha_eff"]).align(0, Align::Right);
+    for q in &s.predictions {
+        p.row([
+            fmt_n(q.n),
+            sig(q.speedup, 4),
+            sig(q.efficiency, 4),
+            opt(q.alpha_eff, 6),
+        ]);
+    }
+    p.render()
+}
+
+/// Végh's what-if (a faster parallel part, cheaper communication), when asked for.
+fn what_if_line(out: &mut String, s: &SeriesResult) {
+    if let Some(w) = &s.what_if {
+        let r = &w.result;
+        let _ = writeln!(
+            out,
+            "\nwhat-if (Végh): parallel part {}x faster at N = {}, communication share {} of 1−α scaled by {}:\n  1−α {} -> {}, efficiency {} -> {}, payload gain {}x",
+            sig(w.spec.k, 3),
+            fmt_n(w.n),
+            sig(w.spec.comm_share, 3),
+            sig(w.spec.bytes_ratio, 3),
+            sig(r.serial_before, 4),
+            sig(r.serial_after, 4),
+            sig(r.efficiency_before, 4),
+            sig(r.efficiency_after, 4),
+            sig(r.payload_gain, 4)
+        );
+    }
+}
+
+/// Each phase's contribution to 1−α_eff per N, and the dominant one.
+fn decomposition_table(d: &Decomposition) -> String {
+    let mut head = vec!["n".to_string(), "e".to_string()];
+    head.extend(d.phases.iter().cloned());
+    head.push("dominant".into());
+    let mut t = Table::new(head).align(0, Align::Right);
+    let last = d.phases.len() + 2;
+    t = t.align(last, Align::Left);
+    for row in &d.rows {
+        let mut cells = vec![fmt_n(row.n), sig(row.karp_flatt, 3)];
+        cells.extend(row.contributions.iter().map(|c| sig(*c, 3)));
+        cells.push(row.dominant.clone());
+        t.row(cells);
+    }
+    t.render()
 }
 
 fn trend_name(s: &SeriesResult) -> &'static str {

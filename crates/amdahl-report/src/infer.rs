@@ -13,9 +13,30 @@ fn ms(s: f64) -> String {
     sig(s * 1e3, 3)
 }
 
-/// The human table of one configuration.
+/// The human table of one configuration: what runs where, the headline figures, where a decode
+/// step goes, TP scaling (Végh's view) and the precision what-if.
 pub fn infer_table(r: &InferResult) -> String {
     let mut out = String::new();
+    headline(&mut out, r);
+    out.push_str(&figures_table(r));
+    decode_line(&mut out, r);
+    let _ = writeln!(
+        out,
+        "\nVégh view: batch {} as TP grows (all-reduces are the part that does not shrink)",
+        r.batch
+    );
+    out.push_str(&tp_scaling_table(r));
+    let _ = writeln!(out, "\nprecision what-if at batch {}", r.batch);
+    out.push_str(&precision_table(r));
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// The configuration (model, devices, parallelism, precisions) and the requests, with why the
+/// batch is what it is.
+fn headline(out: &mut String, r: &InferResult) {
     let _ = writeln!(
         out,
         "{} ({:.1}B parameters) on {} × {}: tp {} × pp {} × {} replica(s); weights {}, arithmetic {}, KV {}",
@@ -42,6 +63,10 @@ pub fn infer_table(r: &InferResult) -> String {
         "requests: {} prompt + {} output tokens; batch {} ({why}; at most {} fit)\n",
         r.input_tokens, r.output_tokens, r.batch, r.max_batch
     );
+}
+
+/// The headline figures: latency, throughput, utilisation, memory, power, energy and carbon.
+fn figures_table(r: &InferResult) -> String {
     let mut t = Table::new(["quantity", "value"])
         .align(0, Align::Left)
         .align(1, Align::Left);
@@ -105,7 +130,11 @@ pub fn infer_table(r: &InferResult) -> String {
     for (k, v) in rows {
         t.row([k.to_string(), v]);
     }
-    out.push_str(&t.render());
+    t.render()
+}
+
+/// Where one decode step's time goes.
+fn decode_line(out: &mut String, r: &InferResult) {
     let d = &r.decode;
     let _ = writeln!(
         out,
@@ -118,11 +147,10 @@ pub fn infer_table(r: &InferResult) -> String {
         ms(d.pp_comm_s),
         ms(d.overhead_s)
     );
-    let _ = writeln!(
-        out,
-        "\nVégh view: batch {} as TP grows (all-reduces are the part that does not shrink)",
-        r.batch
-    );
+}
+
+/// Time per output token, speedup and α_eff as tensor parallelism grows at this batch.
+fn tp_scaling_table(r: &InferResult) -> String {
     let mut v = Table::new([
         "tp",
         "TPOT ms",
@@ -145,8 +173,11 @@ pub fn infer_table(r: &InferResult) -> String {
             if p.fits { "yes" } else { "no" }.into(),
         ]);
     }
-    out.push_str(&v.render());
-    let _ = writeln!(out, "\nprecision what-if at batch {}", r.batch);
+    v.render()
+}
+
+/// The same batch at each weight precision.
+fn precision_table(r: &InferResult) -> String {
     let mut w = Table::new([
         "weights",
         "arithmetic",
@@ -170,11 +201,7 @@ pub fn infer_table(r: &InferResult) -> String {
             if p.fits { "yes" } else { "no" }.into(),
         ]);
     }
-    out.push_str(&w.render());
-    for n in &r.notes {
-        let _ = writeln!(out, "note: {n}");
-    }
-    out
+    w.render()
 }
 
 /// One CSV row of the headline figures.

@@ -62,6 +62,37 @@ pub fn plan_table(r: &PlanResult) -> String {
         r.device.name,
         l.label()
     );
+    out.push_str(&figures_table(r));
+    out.push_str("\nwhere the step goes\n");
+    out.push_str(&breakdown_table(r));
+    out.push_str(&format!(
+        "\ntraining on {} tokens\n",
+        sig(r.training.tokens, 3)
+    ));
+    out.push_str(&training_table(r));
+    out.push_str("\nVégh view: strong scaling at fixed global batch (N counts GPUs)\n");
+    out.push_str(&scaling_table(&r.scaling.strong));
+    out.push_str("\nweak scaling at fixed batch per replica\n");
+    out.push_str(&scaling_table(&r.scaling.weak));
+    if let Some(w) = &r.scaling.precision_whatif {
+        out.push_str(&format!(
+            "\nprecision what-if {} → {} (peak {} TFLOP/s{}; communication bytes unchanged)\n",
+            w.from.name(),
+            w.to.name(),
+            sig(w.peak_tflops, 4),
+            if w.hypothetical_peak {
+                ", hypothetical 2 × bf16: the device has no fp8"
+            } else {
+                ""
+            }
+        ));
+        out.push_str(&precision_table(w));
+    }
+    out
+}
+
+/// The headline figures of a step: time, throughput, utilisation and memory per GPU.
+fn figures_table(r: &PlanResult) -> String {
     let mut t = Table::new(["quantity", "value"]);
     let rows: Vec<(&str, String)> = vec![
         ("step time", format!("{} s", sig(r.step_time_s, 4))),
@@ -89,9 +120,12 @@ pub fn plan_table(r: &PlanResult) -> String {
     for (k, v) in rows {
         t.row([k.to_string(), v]);
     }
-    out.push_str(&t.render());
+    t.render()
+}
 
-    out.push_str("\nwhere the step goes\n");
+/// Where the step's time goes, part by part, with each part's share.
+fn breakdown_table(r: &PlanResult) -> String {
+    let l = &r.layout;
     let b = &r.breakdown;
     let mut t = Table::new(["part", "seconds", "share"]);
     let mut parts = vec![
@@ -115,10 +149,12 @@ pub fn plan_table(r: &PlanResult) -> String {
     for (k, v) in parts {
         t.row([k.to_string(), sig(v, 3), pct(v / r.step_time_s)]);
     }
-    out.push_str(&t.render());
+    t.render()
+}
 
+/// The whole training run: steps, time, device-hours, power, energy, emissions and price.
+fn training_table(r: &PlanResult) -> String {
     let c = &r.training;
-    out.push_str(&format!("\ntraining on {} tokens\n", sig(c.tokens, 3)));
     let mut t = Table::new(["quantity", "value"]);
     t.row(["steps".to_string(), sig(c.steps, 4)]);
     t.row([
@@ -154,27 +190,7 @@ pub fn plan_table(r: &PlanResult) -> String {
     if let Some(p) = c.price {
         t.row(["price".to_string(), sig(p, 4)]);
     }
-    out.push_str(&t.render());
-
-    out.push_str("\nVégh view: strong scaling at fixed global batch (N counts GPUs)\n");
-    out.push_str(&scaling_table(&r.scaling.strong));
-    out.push_str("\nweak scaling at fixed batch per replica\n");
-    out.push_str(&scaling_table(&r.scaling.weak));
-    if let Some(w) = &r.scaling.precision_whatif {
-        out.push_str(&format!(
-            "\nprecision what-if {} → {} (peak {} TFLOP/s{}; communication bytes unchanged)\n",
-            w.from.name(),
-            w.to.name(),
-            sig(w.peak_tflops, 4),
-            if w.hypothetical_peak {
-                ", hypothetical 2 × bf16: the device has no fp8"
-            } else {
-                ""
-            }
-        ));
-        out.push_str(&precision_table(w));
-    }
-    out
+    t.render()
 }
 
 fn opt(x: Option<f64>) -> String {

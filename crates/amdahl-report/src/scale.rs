@@ -5,7 +5,7 @@
 use crate::sig;
 use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::Table;
-use amdahl_meter::scale::{ScalePoint, ScaleResult};
+use amdahl_meter::scale::{Failure, ScalePoint, ScaleResult};
 use std::fmt::Write as _;
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -41,10 +41,42 @@ fn outliers(p: &ScalePoint, energy: bool) -> usize {
         .count()
 }
 
-/// The human report.
+/// The human report: what ran and how it was measured, the points, a failure if one stopped the
+/// sweep, and the scaling-law fit of the median times.
 pub fn table(r: &ScaleResult) -> String {
     let mut out = String::new();
     let counts = r.n_counts.as_deref().unwrap_or("processors (unspecified)");
+    setup_lines(&mut out, r, counts);
+    out.push_str(&points_table(r));
+    if r.points
+        .iter()
+        .any(|p| p.net_energy_j.is_some_and(|s| s.median < 0.0))
+    {
+        // Same explanation as `amdahl run --baseline` (issue 13 item 21).
+        out.push_str(&crate::meter::negative_net_note(
+            -1.0,
+            "lengthen --idle or give the command more work",
+        ));
+    }
+    if let Some(f) = &r.failure {
+        failure_lines(&mut out, f);
+    }
+    match (&r.fit, &r.no_fit_reason) {
+        (Some(fit), _) => {
+            let _ = writeln!(out, "\nscaling-law fit of the median times:");
+            out.push_str(&crate::fit::table(fit));
+        }
+        (None, Some(why)) => {
+            let _ = writeln!(out, "\nno fit: {why}");
+        }
+        (None, None) => {}
+    }
+    out
+}
+
+/// The command, its environment, what N counts, how runs are summarised, the energy sources and
+/// the idle power subtracted.
+fn setup_lines(out: &mut String, r: &ScaleResult, counts: &str) {
     let _ = writeln!(out, "command: {}", shell_words(&r.command));
     if !r.env.is_empty() {
         let _ = writeln!(out, "env: {}", r.env.join(" "));
@@ -76,6 +108,10 @@ pub fn table(r: &ScaleResult) -> String {
             sig(i.duration_s.get(), 3)
         );
     }
+}
+
+/// One row per N: time (median, range, outliers), the scaling figures, energy and carbon.
+fn points_table(r: &ScaleResult) -> String {
     let mut head = vec![
         "N",
         "time s",
@@ -117,47 +153,28 @@ pub fn table(r: &ScaleResult) -> String {
             .chain(net),
         );
     }
-    out.push_str(&t.render());
-    if r.points
-        .iter()
-        .any(|p| p.net_energy_j.is_some_and(|s| s.median < 0.0))
-    {
-        // Same explanation as `amdahl run --baseline` (issue 13 item 21).
-        out.push_str(&crate::meter::negative_net_note(
-            -1.0,
-            "lengthen --idle or give the command more work",
-        ));
-    }
-    if let Some(f) = &r.failure {
-        let _ = writeln!(
-            out,
-            "\nstopped: N = {} failed on run {}{} with exit status {}{}; the N above are kept",
-            f.n,
-            f.run,
-            if f.warmup { " (warm-up)" } else { "" },
-            f.exit_code,
-            f.signal
-                .as_deref()
-                .map_or_else(String::new, |s| format!(" ({s})"))
-        );
-        if !f.stderr_tail.is_empty() {
-            let _ = writeln!(out, "stderr (tail):");
-            for l in f.stderr_tail.lines() {
-                let _ = writeln!(out, "  | {l}");
-            }
+    t.render()
+}
+
+/// The run that stopped the sweep: which, how, and the tail of its stderr.
+fn failure_lines(out: &mut String, f: &Failure) {
+    let _ = writeln!(
+        out,
+        "\nstopped: N = {} failed on run {}{} with exit status {}{}; the N above are kept",
+        f.n,
+        f.run,
+        if f.warmup { " (warm-up)" } else { "" },
+        f.exit_code,
+        f.signal
+            .as_deref()
+            .map_or_else(String::new, |s| format!(" ({s})"))
+    );
+    if !f.stderr_tail.is_empty() {
+        let _ = writeln!(out, "stderr (tail):");
+        for l in f.stderr_tail.lines() {
+            let _ = writeln!(out, "  | {l}");
         }
     }
-    match (&r.fit, &r.no_fit_reason) {
-        (Some(fit), _) => {
-            let _ = writeln!(out, "\nscaling-law fit of the median times:");
-            out.push_str(&crate::fit::table(fit));
-        }
-        (None, Some(why)) => {
-            let _ = writeln!(out, "\nno fit: {why}");
-        }
-        (None, None) => {}
-    }
-    out
 }
 
 fn num(v: Option<f64>) -> String {
