@@ -389,30 +389,12 @@ pub fn statement_markdown(s: &Statement) -> String {
     )
 }
 
-/// Escape LaTeX's special characters in running text.
-fn tex_escape(t: &str) -> String {
-    let mut o = String::with_capacity(t.len());
-    for c in t.chars() {
-        match c {
-            '\\' => o.push_str("\\textbackslash{}"),
-            '&' | '%' | '$' | '#' | '_' | '{' | '}' => {
-                o.push('\\');
-                o.push(c);
-            }
-            '~' => o.push_str("\\textasciitilde{}"),
-            '^' => o.push_str("\\textasciicircum{}"),
-            _ => o.push(c),
-        }
-    }
-    o
-}
-
 /// The statement as a LaTeX paragraph (needs no packages).
 pub fn statement_latex(s: &Statement) -> String {
     statement(
         s,
         &Markup {
-            escape: tex_escape,
+            escape: crate::escape::latex,
             co2: "CO$_2$e",
             times: "$\\times$",
         },

@@ -15,21 +15,8 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 
 type Labels = Vec<(String, String)>;
 
-/// A label value as the exposition format needs it: `\`, `"` and newlines escaped
-/// (OpenMetrics 1.0, "Escaping"). `prometheus-client` 0.23 writes label values verbatim, and a
-/// process name may contain any of these.
-pub fn escape_label(v: &str) -> String {
-    let mut s = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '\\' => s.push_str("\\\\"),
-            '"' => s.push_str("\\\""),
-            '\n' => s.push_str("\\n"),
-            c => s.push(c),
-        }
-    }
-    s
-}
+/// A label value as the exposition format needs it: [`crate::escape::prometheus_label`].
+pub use crate::escape::prometheus_label as escape_label;
 
 fn labels(
     scope: Scope,

@@ -363,14 +363,8 @@ pub fn num(x: f64) -> String {
     }
 }
 
-/// HTML-escape text (element content and attribute values).
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
+/// HTML-escape text (element content and attribute values): [`crate::escape::html`].
+pub use crate::escape::html as esc;
 
 /// The scalar figures of a result: every number, string and boolean at the top level and inside
 /// objects (paths joined with dots, e.g. `training.train_time`), arrays left to the detail table.

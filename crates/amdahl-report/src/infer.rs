@@ -1,6 +1,7 @@
 //! Rendering of `amdahl infer` results: tables, CSV and SVG from [`InferResult`] and
 //! [`InferSearchResult`]. Pure functions.
 
+use crate::escape::csv_unquoted;
 use crate::sig;
 use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
@@ -215,8 +216,8 @@ pub fn infer_csv(r: &InferResult) -> String {
     let _ = writeln!(
         out,
         "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-        r.model.name.replace(',', " "),
-        r.system.replace(',', " "),
+        csv_unquoted(&r.model.name),
+        csv_unquoted(&r.system),
         r.precision.name(),
         r.kv_precision.name(),
         r.tp,

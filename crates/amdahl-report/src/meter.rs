@@ -369,11 +369,7 @@ pub fn detect_csv(d: &DetectResult) -> Result<String, csv::Error> {
 /// series say how their energy was obtained (`method`: counter, integrated-power, estimate).
 pub fn prometheus_textfile(r: &RunRecord) -> String {
     // Label values escape backslash, double quote and newline (exposition format spec).
-    fn esc(v: &str) -> String {
-        v.replace('\\', "\\\\")
-            .replace('"', "\\\"")
-            .replace('\n', "\\n")
-    }
+    let esc = crate::escape::prometheus_label;
     let run = format!(
         "run_id=\"{}\",host=\"{}\"",
         esc(&r.run_id),

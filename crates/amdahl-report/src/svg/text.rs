@@ -1,13 +1,9 @@
-//! Text on the page: escaping, coordinates, wrapping and shortening to a width.
+//! Text on the page: escaping (XML, [`crate::escape::xml`]), coordinates, wrapping and shortening
+//! to a width.
 
 use crate::font;
 
-pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+pub(super) use crate::escape::xml as esc;
 
 /// Trim a float for SVG coordinates (two decimals are far below a printer's dot).
 pub(super) fn c(v: f64) -> String {
