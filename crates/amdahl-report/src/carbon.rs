@@ -506,9 +506,9 @@ mod tests {
         )
     }
 
-    /// Issue 13 item 17: the statement said "The computation ran … for 997.9 hours" about a
-    /// prediction, was written for a failed run without a word, printed "9.820e-5 hours", internal
-    /// ids like `estimate:cpu` and nested parentheses.
+    /// The statement of a prediction says what the computation would use (never "The computation
+    /// ran … for 997.9 hours"), that of a failed run says it failed, and neither prints
+    /// "9.820e-5 hours", internal ids like `estimate:cpu` or nested parentheses.
     #[test]
     fn statement_of_a_prediction_says_would_and_of_a_failed_run_says_so() {
         let mut plan = gpt3();

@@ -162,7 +162,7 @@ pub fn models_table(models: &[&ModelShape]) -> String {
     for m in models {
         t.row([
             m.name.clone(),
-            // The short names users type (`--model gpt3`): issue 13 item 21.
+            // The short names users type (`--model gpt3`), so the catalog shows what to type.
             m.aliases.join(", "),
             m.arch.clone(),
             sig(m.params, 3),

@@ -1,7 +1,8 @@
-//! PNG and PDF from the same SVG a plot writes (issue 14), in pure Rust: `usvg` parses the SVG,
-//! `resvg` rasterises it, `svg2pdf` writes vector PDF. Text is set in the embedded DejaVu Sans
-//! ([`crate::font`]), loaded into usvg's font database by hand, so no system font or library is
-//! needed and every machine renders the same glyphs the layout measured.
+//! PNG and PDF from the same SVG a plot writes (for slides and journals that take no SVG), in
+//! pure Rust: `usvg` parses the SVG, `resvg` rasterises it, `svg2pdf` writes vector PDF. Text is
+//! set in the embedded DejaVu Sans ([`crate::font`]), loaded into usvg's font database by hand, so
+//! no system font or library is needed and every machine renders the same glyphs the layout
+//! measured.
 
 use crate::font;
 use resvg::{tiny_skia, usvg};

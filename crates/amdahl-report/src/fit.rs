@@ -152,8 +152,8 @@ fn choice_lines(out: &mut String, s: &SeriesResult, counts: &str) {
         counts,
         opt(s.s_max, 4),
         opt(s.n_half, 4),
-        // Issue 13 item 21: "throughput peak at N = -" read as a missing number; a model
-        // without a peak (Amdahl's law rises forever) says so.
+        // "throughput peak at N = -" would read as a missing number; a model without a peak
+        // (Amdahl's law rises forever) says so in words.
         s.n_opt.map_or_else(
             || "no throughput peak (throughput rises with N in this model)".to_string(),
             |n| format!("throughput peak at N = {}", sig(n, 4))
@@ -262,7 +262,8 @@ fn num(v: Option<f64>) -> String {
 pub fn csv(r: &FitResult) -> Result<String, csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());
     // One long table: `measured` and `predicted` rows per N, then one `model` row per fitted
-    // model (issue 13 item 21: the CSV left the fits out), each with the columns that apply.
+    // model (so the fits travel with the data they were fitted to), each with the columns that
+    // apply.
     w.write_record([
         "label",
         "kind",

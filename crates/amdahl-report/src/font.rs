@@ -1,7 +1,7 @@
 //! Text measured with the real metrics of the font the plots name: DejaVu Sans, embedded in the
 //! binary (`data/fonts/DejaVuSans.ttf`, Bitstream Vera licence beside it). Plot layout (margins,
 //! tick spacing, label boxes, legend width) uses these widths instead of a guessed width per
-//! character, so labels do not run into borders or each other (issue 14).
+//! character, so labels do not run into borders or each other.
 //!
 //! Widths are the sum of the glyphs' horizontal advances (`hmtx`), without kerning: DejaVu's
 //! kerning moves pairs by at most a few % of an em, which the layout's padding absorbs.

@@ -1,4 +1,5 @@
-//! `amdahl report`: one self-contained HTML page from saved results (issue 14).
+//! `amdahl report`: one self-contained HTML page from saved results, to share or archive with
+//! a paper.
 //!
 //! Each file is read through the same schema types the commands serialise (`RunRecord`,
 //! `FitResult`, …), so a file that does not match its declared schema is refused with the field

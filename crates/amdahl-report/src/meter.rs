@@ -459,8 +459,8 @@ pub fn prometheus_textfile(r: &RunRecord) -> String {
     out
 }
 
-/// Why an energy above idle can be negative (issue 13 item 21: printed without a word): the
-/// command drew less power than the idle baseline measured before it. Not clamped, because
+/// Why an energy above idle can be negative, so that the number is not printed without a word:
+/// the command drew less power than the idle baseline measured before it. Not clamped, because
 /// clamping would bias averages; explained instead.
 /// `fix` says how to measure longer (`--baseline` for `run`, `--idle` for `scale`).
 pub fn negative_net_note(net_j: f64, fix: &str) -> String {

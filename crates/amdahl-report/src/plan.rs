@@ -197,8 +197,8 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| sig(v, 4)).unwrap_or_else(|| "-".into())
 }
 
-/// The what-if as two rows that say which precision each is (issue 13 item 21: the table had no
-/// precision column, so the two rows read as the same job).
+/// The what-if as two rows that say which precision each is (without a precision column the
+/// two rows would read as the same job).
 fn precision_table(w: &amdahl_model::plan::scaling::PrecisionWhatIf) -> String {
     let rows = scaling_rows(&[w.base, w.whatif]);
     let mut t = Table::new(

@@ -52,7 +52,8 @@ pub fn table(r: &ScaleResult) -> String {
         .iter()
         .any(|p| p.net_energy_j.is_some_and(|s| s.median < 0.0))
     {
-        // Same explanation as `amdahl run --baseline` (issue 13 item 21).
+        // A negative energy above idle is explained, not printed without a word: the same note
+        // as `amdahl run --baseline`.
         out.push_str(&crate::meter::negative_net_note(
             -1.0,
             "lengthen --idle or give the command more work",

@@ -497,7 +497,8 @@ mod tests {
             {"list": "2018-11", "name": "Piz Daint", "n": 5704, "serial_fraction_hpl": 4.89e-5, "extra": 1},
             {"list": "2018-11", "name": "TaihuLight", "n": null, "serial_fraction_hpl": null}]});
         let o = points_from_json("t.json", &t).unwrap();
-        // TaihuLight has no N: counted, not silently dropped (issue 13 item 13).
+        // TaihuLight has no N: counted as skipped, so the user is warned that a system is not
+        // drawn rather than losing it without a word.
         assert_eq!(o.skipped, 1);
         let p = o.points;
         assert_eq!(p.len(), 1);
@@ -525,7 +526,8 @@ mod tests {
 
     #[test]
     fn surface_from_unknown_schema_version_is_refused_like_merge() {
-        // Issue 13 item 13: amdahl.top500/2 was read as if it were /1.
+        // A version this build does not know is refused, never read as if it were /1: its
+        // fields may mean something else.
         for schema in [
             "amdahl.top500/2",
             "amdahl.fit/9",

@@ -147,8 +147,8 @@ mod tests {
         );
     }
 
-    /// Issue 13 item 21: tables 150–260 columns wide wrapped in an 80–120 column terminal (every
-    /// line broke in two). Fitted to a width, every line stays within it and no cell is lost.
+    /// Tables 150–260 columns wide would wrap in an 80–120 column terminal (every line broken in
+    /// two). Fitted to a width, every line stays within it and no cell is lost.
     #[test]
     fn wide_table_fits_the_terminal_width() {
         let mut t = Table::new(["system", "source", "value"]).align(1, Align::Left);

@@ -167,8 +167,8 @@ mod tests {
         t.iter().map(|t| t.label.text()).collect()
     }
 
-    /// The structural checks issue 14 asks of every plot: no two text boxes overlap, every
-    /// marker is inside the frame and under no label, at least three ticks per axis.
+    /// The structural checks every plot passes, so that it reads in print: no two text boxes
+    /// overlap, every marker is inside the frame and under no label, at least three ticks per axis.
     pub(crate) fn check_layout(f: &Figure) {
         for (p, d) in f.panels.iter().enumerate() {
             assert!(

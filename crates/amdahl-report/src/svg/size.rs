@@ -31,7 +31,8 @@ pub struct SizeSpec {
 impl Size {
     pub fn spec(self) -> SizeSpec {
         match self {
-            // Every text at least 7 pt when printed at 85 mm (issue 14).
+            // Every text at least 7 pt when printed at 85 mm, so that a figure printed one column
+            // wide stays readable.
             Size::Column => SizeSpec {
                 width: 241.0,
                 per_row: 1,
