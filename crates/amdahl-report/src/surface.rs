@@ -333,7 +333,7 @@ fn log_space(lo: f64, hi: f64, i: usize, n: usize) -> f64 {
     10f64.powf(lo.log10() + (hi.log10() - lo.log10()) * i as f64 / n as f64)
 }
 
-/// The surface as an SVG document.
+/// The surface as an SVG document: E(N, 1−α) as a colour map, its contours, and the points.
 pub fn svg(spec: &SurfaceSpec, points: &[SurfacePoint]) -> String {
     let (n_lo, n_hi) = spec.n_range;
     let (s_lo, s_hi) = spec.serial_range;
@@ -342,8 +342,28 @@ pub fn svg(spec: &SurfaceSpec, points: &[SurfacePoint]) -> String {
         Axis::new(Scale::Log10, "N (processors, as each source counts them)").range(n_lo, n_hi),
         Axis::new(Scale::Log10, "1−α (non-parallel fraction)").range(s_lo, s_hi),
     );
-    // Colour map: E sampled at every pixel centre (in log space) of a raster the viewer
-    // interpolates, with a colour bar for its scale.
+    plot.raster = Some(efficiency_raster(spec));
+    plot.colorbar = Some(ColorBar {
+        label: "efficiency E = S/N".into(),
+        lo: 0.0,
+        hi: 1.0,
+        color: colormap,
+    });
+    add_contours(&mut plot, spec);
+    add_points(&mut plot, points);
+    plot.labels.extend(
+        point_labels(points)
+            .into_iter()
+            .map(|(x, y, text)| Label { x, y, text }),
+    );
+    figure(&[plot], 900.0, 640.0)
+}
+
+/// The colour map: E sampled at every pixel centre (in log space) of a raster the viewer
+/// interpolates.
+fn efficiency_raster(spec: &SurfaceSpec) -> Raster {
+    let (n_lo, n_hi) = spec.n_range;
+    let (s_lo, s_hi) = spec.serial_range;
     let mut rgb = Vec::with_capacity(RASTER_W * RASTER_H * 3);
     for j in 0..RASTER_H {
         // Top row first: the largest 1−α.
@@ -355,7 +375,7 @@ pub fn svg(spec: &SurfaceSpec, points: &[SurfacePoint]) -> String {
             rgb.extend([r, g, b]);
         }
     }
-    plot.raster = Some(Raster {
+    Raster {
         x0: n_lo,
         x1: n_hi,
         y0: s_lo,
@@ -363,13 +383,11 @@ pub fn svg(spec: &SurfaceSpec, points: &[SurfacePoint]) -> String {
         width: RASTER_W as u32,
         height: RASTER_H as u32,
         rgb,
-    });
-    plot.colorbar = Some(ColorBar {
-        label: "efficiency E = S/N".into(),
-        lo: 0.0,
-        hi: 1.0,
-        color: colormap,
-    });
+    }
+}
+
+/// The iso-efficiency contours asked for, dashed, each labelled at the middle of its visible part.
+fn add_contours(plot: &mut Plot, spec: &SurfaceSpec) {
     // Okabe–Ito colours readable on the dark-to-yellow map and on the white legend.
     let contour_colors = ["#D55E00", "#000000", "#CC79A7"];
     for (i, &e) in spec.contours.iter().enumerate() {
@@ -390,6 +408,10 @@ pub fn svg(spec: &SurfaceSpec, points: &[SurfacePoint]) -> String {
             Series::new(format!("E = {:.0} %", e * 100.0), color, Style::DashedLine).points(pts),
         );
     }
+}
+
+/// The points, one series (colour) per group, in the order the groups first appear.
+fn add_points(plot: &mut Plot, points: &[SurfacePoint]) {
     let mut groups: Vec<&str> = Vec::new();
     for p in points {
         if !groups.contains(&p.group.as_str()) {
@@ -405,6 +427,10 @@ pub fn svg(spec: &SurfaceSpec, points: &[SurfacePoint]) -> String {
         plot.series
             .push(Series::new(*g, color, Style::Points).points(pts));
     }
+}
+
+/// The points' labels, one per position.
+fn point_labels(points: &[SurfacePoint]) -> Vec<(f64, f64, String)> {
     // One label per position: the same machine on several lists sits on the same point
     // ("Titan 2013-06" and "Titan 2018-11" become "Titan 2013-06, 2018-11").
     let mut labels: Vec<(f64, f64, String)> = Vec::new();
@@ -430,9 +456,7 @@ pub fn svg(spec: &SurfaceSpec, points: &[SurfacePoint]) -> String {
             None => labels.push((p.n, p.serial, t.clone())),
         }
     }
-    plot.labels
-        .extend(labels.into_iter().map(|(x, y, text)| Label { x, y, text }));
-    figure(&[plot], 900.0, 640.0)
+    labels
 }
 
 #[cfg(test)]
