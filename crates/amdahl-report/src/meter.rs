@@ -119,28 +119,7 @@ fn method_list(r: &RunRecord) -> String {
 
 /// The human summary of one run.
 pub fn run_summary(r: &RunRecord) -> String {
-    let mut out = String::new();
-    let status = match (r.exit_code, &r.child_signal) {
-        (Some(c), Some(s)) => format!("killed by {s} (exit {c})"),
-        (Some(c), None) => format!("exited {c}"),
-        (None, _) => "still running".into(),
-    };
-    out.push_str(&format!(
-        "amdahl run: `{}` {status} after {} s{}\n",
-        r.command.join(" "),
-        sig(r.duration_s.get(), 4),
-        if r.partial {
-            format!(
-                " — PARTIAL (interrupted{})",
-                r.interrupted_by
-                    .as_deref()
-                    .map(|s| format!(" by {s}"))
-                    .unwrap_or_default()
-            )
-        } else {
-            String::new()
-        }
-    ));
+    let mut out = run_headline(r);
     if r.devices.is_empty() {
         out.push_str(&format!(
             "rank {} on {}: energy is measured by local rank 0 on this node (not counted here)\n",
@@ -152,24 +131,7 @@ pub fn run_summary(r: &RunRecord) -> String {
         ));
         return out;
     }
-    let mut t = Table::new(["device", "name", "method", "energy J", "avg W", "in total"])
-        .align(1, Align::Left)
-        .align(2, Align::Left);
-    for d in &r.devices {
-        t.row([
-            d.id.clone(),
-            d.name.clone(),
-            d.method.as_str().to_string(),
-            sig(d.energy_j.get(), 4),
-            sig(d.avg_power_w.get(), 4),
-            if d.in_total {
-                "yes".into()
-            } else {
-                "no (in psys)".to_string()
-            },
-        ]);
-    }
-    out.push_str(&t.render());
+    out.push_str(&devices_table(r));
     out.push_str(&format!(
         "total {} J, average {} W ({}; {} scope{})\n",
         sig(r.total_energy_j.get(), 4),
@@ -216,6 +178,53 @@ pub fn run_summary(r: &RunRecord) -> String {
         out.push_str(&format!("note: {}: {}\n", d.0.id, d.1));
     }
     out
+}
+
+/// The command, how it ended and after how long (and whether the record is partial).
+fn run_headline(r: &RunRecord) -> String {
+    let status = match (r.exit_code, &r.child_signal) {
+        (Some(c), Some(s)) => format!("killed by {s} (exit {c})"),
+        (Some(c), None) => format!("exited {c}"),
+        (None, _) => "still running".into(),
+    };
+    format!(
+        "amdahl run: `{}` {status} after {} s{}\n",
+        r.command.join(" "),
+        sig(r.duration_s.get(), 4),
+        if r.partial {
+            format!(
+                " — PARTIAL (interrupted{})",
+                r.interrupted_by
+                    .as_deref()
+                    .map(|s| format!(" by {s}"))
+                    .unwrap_or_default()
+            )
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// One row per device: how its energy was measured, how much, and whether it is in the total.
+fn devices_table(r: &RunRecord) -> String {
+    let mut t = Table::new(["device", "name", "method", "energy J", "avg W", "in total"])
+        .align(1, Align::Left)
+        .align(2, Align::Left);
+    for d in &r.devices {
+        t.row([
+            d.id.clone(),
+            d.name.clone(),
+            d.method.as_str().to_string(),
+            sig(d.energy_j.get(), 4),
+            sig(d.avg_power_w.get(), 4),
+            if d.in_total {
+                "yes".into()
+            } else {
+                "no (in psys)".to_string()
+            },
+        ]);
+    }
+    t.render()
 }
 
 /// The human summary of a merged job.
