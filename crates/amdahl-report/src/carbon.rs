@@ -119,34 +119,39 @@ pub fn table(r: &CarbonReport) -> String {
     ));
     if !r.compare.is_empty() {
         out.push('\n');
-        let mut c = Table::new([
-            "grid",
-            "name",
-            "gCO2e/kWh",
-            "year",
-            "scope",
-            "operational CO2e",
-            "× chosen",
-        ])
-        .align(1, Align::Left)
-        .align(4, Align::Left);
-        for x in &r.compare {
-            c.row([
-                x.intensity.code.clone(),
-                x.intensity.name.clone(),
-                num(x.intensity.g_per_kwh.get(), 4),
-                year_label(x.intensity.year),
-                x.intensity.scope.name().to_string(),
-                kg(x.co2e_kg),
-                x.ratio.map_or_else(|| "-".into(), |v| num(v, 3)),
-            ]);
-        }
-        out.push_str(&c.render());
+        out.push_str(&compare_table(r));
     }
     if let Some(t) = &r.transfer {
         out.push_str(&moving(r, t));
     }
     out
+}
+
+/// The same energy on each grid compared, and its ratio to the chosen one.
+fn compare_table(r: &CarbonReport) -> String {
+    let mut c = Table::new([
+        "grid",
+        "name",
+        "gCO2e/kWh",
+        "year",
+        "scope",
+        "operational CO2e",
+        "× chosen",
+    ])
+    .align(1, Align::Left)
+    .align(4, Align::Left);
+    for x in &r.compare {
+        c.row([
+            x.intensity.code.clone(),
+            x.intensity.name.clone(),
+            num(x.intensity.g_per_kwh.get(), 4),
+            year_label(x.intensity.year),
+            x.intensity.scope.name().to_string(),
+            kg(x.co2e_kg),
+            x.ratio.map_or_else(|| "-".into(), |v| num(v, 3)),
+        ]);
+    }
+    c.render()
 }
 
 /// A data volume in GB, TB or PB (decimal, as network figures are quoted per GB = 10⁹ bytes).
