@@ -1,8 +1,9 @@
 //! Escaping, one function per target format: every renderer that writes text into markup or an
 //! exposition format goes through these, so a format's rules live in one place.
 //!
-//! CSV files are written with the `csv` crate (which quotes as RFC 4180 says) except the one-row
-//! summaries written by hand, whose free-text fields go through [`csv_unquoted`]. Markdown output
+//! CSV files are written with the `csv` crate (which quotes as RFC 4180 says), except a few
+//! written by hand whose fields are numbers and names amdahl generates; the model and system
+//! names among them (from catalogs a user may extend) go through [`csv_unquoted`]. Markdown output
 //! (the energy statement) is prose amdahl writes itself and is not escaped.
 
 /// XML character data and double-quoted attribute values (SVG): `&`, `<`, `>` and `"`.
