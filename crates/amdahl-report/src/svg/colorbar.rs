@@ -36,6 +36,34 @@ pub(super) fn draw_colorbar(
     let bw = z.tick_font * 1.2;
     let (bx, by, bh) = (frame.2 + pad * 2.0, frame.1, frame.3 - frame.1);
     let id = format!("cbar{}_{}", frame.0 as i64, frame.1 as i64);
+    draw_gradient(out, b, &id, (bx, by, bw, bh));
+    let widest = draw_bar_ticks(out, b, (bx, by, bw, bh), pad, z, drawn);
+    let lx = bx + bw + 2.0 + pad * 0.5 + widest + pad + z.axis_font * 0.8;
+    let ly = by + bh / 2.0;
+    let title = fit_text(&b.label, bh, z.axis_font);
+    let tw = font::width(&title, z.axis_font);
+    let _ = writeln!(
+        out,
+        r#"<text x="{0}" y="{1}" text-anchor="middle" font-size="{2}" transform="rotate(-90 {0} {1})">{3}</text>"#,
+        c(lx),
+        c(ly),
+        c(z.axis_font),
+        esc(&title)
+    );
+    drawn.texts.push((
+        title,
+        (
+            lx - z.axis_font * 0.95,
+            ly - tw / 2.0,
+            lx + z.axis_font * 0.2,
+            ly + tw / 2.0,
+        ),
+    ));
+}
+
+/// The bar itself at (x, y, width, height): a gradient `id` of 64 stops of the map, bottom to
+/// top, filling an outlined rectangle.
+fn draw_gradient(out: &mut String, b: &ColorBar, id: &str, (bx, by, bw, bh): (f64, f64, f64, f64)) {
     let _ = write!(
         out,
         r#"<defs><linearGradient id="{id}" x1="0" y1="1" x2="0" y2="0">"#
@@ -58,6 +86,17 @@ pub(super) fn draw_colorbar(
         c(bw),
         c(bh)
     );
+}
+
+/// The bar's tick marks and labels, right of it; returns the widest label's width.
+fn draw_bar_ticks(
+    out: &mut String,
+    b: &ColorBar,
+    (bx, by, bw, bh): (f64, f64, f64, f64),
+    pad: f64,
+    z: &SizeSpec,
+    drawn: &mut Drawn,
+) -> f64 {
     let span = (b.hi - b.lo).max(f64::MIN_POSITIVE);
     let mut widest: f64 = 0.0;
     for t in colorbar_ticks(b) {
@@ -87,25 +126,5 @@ pub(super) fn draw_colorbar(
             ),
         ));
     }
-    let lx = bx + bw + 2.0 + pad * 0.5 + widest + pad + z.axis_font * 0.8;
-    let ly = by + bh / 2.0;
-    let title = fit_text(&b.label, bh, z.axis_font);
-    let tw = font::width(&title, z.axis_font);
-    let _ = writeln!(
-        out,
-        r#"<text x="{0}" y="{1}" text-anchor="middle" font-size="{2}" transform="rotate(-90 {0} {1})">{3}</text>"#,
-        c(lx),
-        c(ly),
-        c(z.axis_font),
-        esc(&title)
-    );
-    drawn.texts.push((
-        title,
-        (
-            lx - z.axis_font * 0.95,
-            ly - tw / 2.0,
-            lx + z.axis_font * 0.2,
-            ly + tw / 2.0,
-        ),
-    ));
+    widest
 }
