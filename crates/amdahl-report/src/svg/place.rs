@@ -3,10 +3,12 @@
 /// A box on the page: (left, top, right, bottom).
 pub type Rect = (f64, f64, f64, f64);
 
+/// Do the boxes share any area (boxes that only touch do not)?
 pub(super) fn overlap(a: &Rect, b: &Rect) -> bool {
     a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
 }
 
+/// Is `a` wholly within `frame`?
 pub(super) fn inside(a: &Rect, frame: &Rect) -> bool {
     a.0 >= frame.0 && a.2 <= frame.2 && a.1 >= frame.1 && a.3 <= frame.3
 }
