@@ -1,4 +1,4 @@
-//! Cost of `amdahl exporter` on a busy node (issue 15): 500 processes in 50 cgroups — a fake
+//! Cost of `amdahl exporter` on a busy node: 500 processes in 50 cgroups — a fake
 //! /proc tree in a temp dir with the real layout, whose CPU ticks advance every second — and a
 //! fake powercap tree, sampled at 1 s. Prints the exporter's CPU % of one core and RSS not
 //! scraped, scraped once a second (every sample rendered) and under load, and scrape latency p50/p99/max under 20 concurrent scrapers for 30 s (loopback, one

@@ -1,4 +1,4 @@
-//! Where one sample of `amdahl exporter` spends its time (issue 15): on a fake /proc tree of 500
+//! Where one sample of `amdahl exporter` spends its time: on a fake /proc tree of 500
 //! processes in 50 cgroups (the real layout in a temp dir, ticks advancing every step), times
 //! reading /proc alone, the attribution step (reading included), the snapshot and the
 //! OpenMetrics rendering, averaged over ITERATIONS samples. Complements bench_exporter (whole

@@ -7,7 +7,7 @@ use crate::support::amdahl;
 
 #[test]
 fn summit_hpl_with_four_times_faster_accelerators() {
-    // Végh's example (issue 2): Summit HPL, E = 74.0 %, N = 2,414,592, parallel part 4× faster
+    // Végh's example: Summit HPL, E = 74.0 %, N = 2,414,592, parallel part 4× faster
     // → E ≈ 0.416 and payload gain ≈ 2.25×. Tolerances: ±0.0005 in E, ±0.005 in the gain.
     let out = amdahl()
         .args([
@@ -93,7 +93,7 @@ fn bad_input_is_an_error_not_a_panic() {
 
 #[test]
 fn accelerate_by_half_is_refused_not_explained_wrongly() {
-    // Issue 13 item 10: K = 0.5 was accepted and explained as if the job had sped up.
+    // Regression: K = 0.5 was accepted and explained as if the job had sped up.
     amdahl()
         .args([
             "accelerate",
@@ -111,7 +111,7 @@ fn accelerate_by_half_is_refused_not_explained_wrongly() {
 
 #[test]
 fn accelerate_efficiency_1_is_accepted_as_the_docs_say() {
-    // Issue 13 item 10: the help says E in (0, 1], but E = 1 (1-α = 0) was rejected.
+    // Regression: the help says E in (0, 1], but E = 1 (1-α = 0) was rejected.
     let out = amdahl()
         .args([
             "accelerate",

@@ -354,7 +354,7 @@ fn without_a_counter_energy_is_not_measured() {
 
 #[test]
 fn bench_repeats_above_the_cap_is_refused_before_running() {
-    // Issue 13 item 8: `bench gemm --repeats 100000000` kept every sample (~18 bytes each).
+    // Regression: `bench gemm --repeats 100000000` kept every sample (~18 bytes each).
     Command::cargo_bin("amdahl")
         .unwrap()
         .args(["bench", "gemm", "--quick", "--repeats", "100000000"])

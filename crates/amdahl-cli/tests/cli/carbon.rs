@@ -38,7 +38,7 @@ fn llama_65b_table_15() {
 
 #[test]
 fn device_hours_without_count_is_refused_not_1285000_days() {
-    // Issue 13 item 12: one device was assumed and "1,285,000 days" printed. The count decides the
+    // Regression: one device was assumed and "1,285,000 days" printed. The count decides the
     // wall-clock time, so it is required (usage error, exit 2).
     amdahl()
         .args(["carbon", "--device-hours", "1022362", "--power", "400"])
@@ -84,7 +84,7 @@ fn compare_grids_spans_an_order_of_magnitude() {
         .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
     assert!(hi / lo > 10.0, "{kg:?}");
     // TDP 700 W × 0.7 × 8 × 24 h = 94.08 kWh IT; the default PUE of every command, local = 1.0
-    // (issue 13 item 14; it was industry 1.56 here only).
+    // (a regression: it was industry 1.56 here only).
     within(num(&v, "it_energy_kwh"), 94.08, 1e-9);
     within(num(&v, "energy_kwh"), 94.08, 1e-9);
     assert!(num(&v, "embodied_co2e_kg") > 0.0);
@@ -221,13 +221,13 @@ fn out_of_domain_flags_are_usage_errors() {
         "--count",
         "from 1",
     );
-    // Issue 13 item 13: 2^32 + 1 said "must be at least 1".
+    // Regression: 2^32 + 1 said "must be at least 1".
     usage(
         &words("carbon --hours 1 --power 300 --count 4294967297"),
         "--count",
         "too large",
     );
-    // Issue 13 item 10: "inf t CO2e" from a lifetime of 1e-320 years.
+    // Regression: "inf t CO2e" from a lifetime of 1e-320 years.
     usage(
         &words("carbon --device h100 --hours 1 --lifetime-years 1e-320"),
         "--lifetime-years",
@@ -242,7 +242,7 @@ fn out_of_domain_flags_are_usage_errors() {
 
 #[test]
 fn pue_above_its_documented_bound_is_refused() {
-    // Issue 13 item 10: `--pue 1e308` was accepted (PUE had no upper bound anywhere).
+    // Regression: `--pue 1e308` was accepted (PUE had no upper bound anywhere).
     fails(
         &["carbon", "--hours", "1", "--power", "300", "--pue", "1e308"],
         "above 3",
@@ -251,7 +251,7 @@ fn pue_above_its_documented_bound_is_refused() {
 
 #[test]
 fn power_1e308_is_an_error_not_inf() {
-    // Issue 13 item 10: finite inputs whose product overflows stop at the output sink (exit 1).
+    // Regression: finite inputs whose product overflows stop at the output sink (exit 1).
     fails(
         &words("carbon --hours 1e300 --power 1e308 --count 4000000000"),
         "non-finite",

@@ -1,4 +1,4 @@
-//! Issue 13, "consistency a reader relies on" (items 14, 17–21): one default per quantity in every
+//! Consistency a reader relies on: one default per quantity in every
 //! command, the citable statement, `scale` without speedup, `plan --search` batch and precision,
 //! usage errors and `--quiet`, and the smaller things a reader trips on. Each test is named after
 //! the defect it guards against.

@@ -1,4 +1,4 @@
-//! Data safety under faults (issue 13, items 1-7 and 16): outputs through links and to special
+//! Data safety under faults: outputs through links and to special
 //! files, concurrent runs sharing paths, closed pipes, signals, SIGKILL, commands that never
 //! start, and the CodeCarbon columns against rows CodeCarbon itself wrote.
 

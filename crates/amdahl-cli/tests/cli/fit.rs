@@ -76,7 +76,7 @@ fn table_csv_and_svg_from_a_csv_file() {
         ));
 }
 
-/// Issue 13 item 21: `fit --csv` omitted the fitted models; they are `model` rows, the chosen
+/// Regression: `fit --csv` omitted the fitted models; they are `model` rows, the chosen
 /// one marked.
 #[test]
 fn fit_csv_omitted_the_fitted_models() {
@@ -279,7 +279,7 @@ fn fit_json(csv: &str) -> serde_json::Value {
 
 #[test]
 fn fit_json_trend_is_untested_with_two_points_past_the_baseline() {
-    // Issue 13 item 11: the table said "not tested" while the JSON said "constant".
+    // Regression: the table said "not tested" while the JSON said "constant".
     let v = fit_json("n,time\n1,10\n2,5.5\n4,3.2\n");
     assert_eq!(v["series"][0]["trend"], "untested");
     assert!(v["series"][0]["trend_slope"].is_null());
@@ -287,7 +287,7 @@ fn fit_json_trend_is_untested_with_two_points_past_the_baseline() {
 
 #[test]
 fn fit_usl_converges_on_flops_throughputs() {
-    // Issue 13 item 11: USL was skipped ("did not converge") for throughputs ≥ ~1e10 FLOP/s.
+    // Regression: USL was skipped ("did not converge") for throughputs ≥ ~1e10 FLOP/s.
     // The same series in FLOP/s and in TFLOP/s must give the same σ, κ and 1-α.
     let rows = [
         (1, 1.0),
@@ -331,7 +331,7 @@ fn fit_usl_converges_on_flops_throughputs() {
 
 #[test]
 fn fit_dev_zero_stops_at_the_input_cap() {
-    // Issue 13 item 8: `fit /dev/zero` grew without bound. It now stops at the cap, named with
+    // Regression: `fit /dev/zero` grew without bound. It now stops at the cap, named with
     // how to raise it.
     amdahl()
         .args(["fit", "--input-format", "csv", "/dev/zero"])

@@ -1,4 +1,4 @@
-//! Issue 13's property (covering issue 10's `infer`, `lifetime` and `carbon --data-gb` too): no command prints `inf`, `NaN` or a negative energy, time or cost with
+//! The property a reader relies on (for `infer`, `lifetime` and `carbon --data-gb` too): no command prints `inf`, `NaN` or a negative energy, time or cost with
 //! exit 0, over random valid and boundary inputs. Every run either succeeds with finite,
 //! non-negative physical quantities, or fails with exit 1 (error) or 2 (usage) and a message,
 //! never a panic.

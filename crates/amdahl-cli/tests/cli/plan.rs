@@ -145,7 +145,7 @@ fn batch_not_divisible_names_nearest_values() {
 
 #[test]
 fn empty_pipeline_stage_and_bad_interleave() {
-    // Issue 11: --pp need not divide the layers any more (uneven stages), but 112 stages for 105
+    // --pp need not divide the layers any more (uneven stages), but 112 stages for 105
     // layers leave stages empty: name the limit and the nearest even splits.
     fails_with(
         &words("plan --model megatron-530b --gpus 896 --tp 8 --pp 112 --batch 896"),
@@ -293,7 +293,7 @@ fn unknown_system_model_and_region_suggest_nearest_names() {
         &["--model", "unknown model", "llama2-7b"],
     );
     fails_with(
-        // PaLM (head width 256) is plannable since issue 11; an encoder is not.
+        // PaLM (head width 256) is plannable (`--head-dim`); an encoder is not.
         &words("plan --model bert-large --gpus 8 --batch 8"),
         &["BERT-large cannot be planned", "encoder"],
     );
@@ -352,7 +352,7 @@ fn carbon_reads_a_saved_plan() {
 
 #[test]
 fn plan_price_negative_or_nan_is_a_usage_error_not_a_negative_cost() {
-    // Issue 13 item 10: `--price -1` printed a negative cost, `--price NaN` a NaN one.
+    // Regression: `--price -1` printed a negative cost, `--price NaN` a NaN one.
     for price in ["-1", "NaN", "inf"] {
         Command::cargo_bin("amdahl")
             .unwrap()
@@ -374,7 +374,7 @@ fn plan_price_negative_or_nan_is_a_usage_error_not_a_negative_cost() {
 
 #[test]
 fn plan_intra_gbs_1e_320_is_refused_not_step_time_inf() {
-    // Issue 13 item 10: "step time inf s". Subnormal bandwidths are outside the domain; a tiny
+    // Regression: "step time inf s". Subnormal bandwidths are outside the domain; a tiny
     // but normal one that still overflows stops at the output sink (exit 1), never prints inf.
     Command::cargo_bin("amdahl")
         .unwrap()
@@ -419,7 +419,7 @@ fn up_to_beyond_a_million_nodes_is_refused_in_one_readable_line() {
 
 #[test]
 fn plan_search_mbs_4294967295_says_what_to_change_not_nan_gib() {
-    // Issue 13 item 13: "needs NaN GiB".
+    // Regression: "needs NaN GiB".
     Command::cargo_bin("amdahl")
         .unwrap()
         .args([

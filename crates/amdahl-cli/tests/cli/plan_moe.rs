@@ -1,4 +1,4 @@
-//! `amdahl plan` for mixtures of experts and the shape flags of issue 11 (`--ep`, `--experts`,
+//! `amdahl plan` for mixtures of experts and its shape flags (`--ep`, `--experts`,
 //! `--top-k`, `--head-dim`, `--parallel-block`, `--tied-embeddings`): published parameter
 //! counts, expert parallelism's effect, and bad input (exit 1 or 2, naming the constraint).
 
@@ -62,7 +62,7 @@ fn expert_parallelism_shards_expert_weights_and_adds_all_to_all() {
 
 #[test]
 fn llama3_8b_is_untied_and_the_flag_overrides_it() {
-    // Issue 11: the planner counted 7.50B, the catalog (Llama Team 2024, Table 3) says 8.03B.
+    // Regression: the planner counted 7.50B, the catalog (Llama Team 2024, Table 3) says 8.03B.
     let base = [
         "plan",
         "--model",

@@ -471,7 +471,7 @@ fn prometheus_textfile_carries_the_exact_energies() {
     );
 }
 
-/// Regression (issue 13 item 15): without `--cpu-tdp` an unknown CPU was charged 85 W, "CodeCarbon's
+/// Regression: without `--cpu-tdp` an unknown CPU was charged 85 W, "CodeCarbon's
 /// default for unknown CPUs". Now the record says which catalog row the estimate used, or that
 /// the 4 W-per-logical-CPU fallback was, whatever CPU this test runs on.
 #[test]

@@ -112,7 +112,7 @@ fn three_n_feed_amdahl_fit_and_surface() {
         ])
         .arg(&out)
         // Fixed work split N ways (0.08 s, 0.04 s, 0.02 s): a real speedup, so a law is fitted
-        // (a command that does not speed up gets none: issue 13 item 18).
+        // (a command that does not speed up gets none: a regression).
         .args(["--", "sh", "-c", "sleep 0.0$((8/{n}))"])
         .assert()
         .success()

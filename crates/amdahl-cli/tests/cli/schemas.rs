@@ -282,7 +282,7 @@ fn models(c: &mut Checker, tmp: &Path) {
             .args(plan)
             .args(["--search", "--quiet", "--top", "3", "--json"]),
     );
-    // A mixture of experts with expert parallelism (issue 11): `moe`, `ep`, `ep_comm`.
+    // A mixture of experts with expert parallelism: `moe`, `ep`, `ep_comm`.
     c.stdout(
         "amdahl.plan/1",
         amdahl().args([

@@ -129,7 +129,7 @@ fn bad_inputs_fail_cleanly() {
 
 #[test]
 fn surface_from_refuses_unknown_versions_and_counts_skipped_points() {
-    // Issue 13 item 13: `surface --from` read amdahl.top500/2 (which merge and carbon --from
+    // Regression: `surface --from` read amdahl.top500/2 (which merge and carbon --from
     // refuse) and dropped unusable points without saying so.
     let d = tempfile::tempdir().unwrap();
     let v2 = d.path().join("v2.json");

@@ -66,7 +66,7 @@ fn json_contract_2018_11_piz_daint_and_summit() {
         assert!(systems[0].get(key).is_some(), "missing {key}");
     }
     let daint = systems.iter().find(|s| s["name"] == "Piz Daint").unwrap();
-    // Issue 2 validation numbers: E 78.18 %, 1−α 7.19e-7 (N = 387,872 cores), HPCG 1.83 % of peak.
+    // Végh's validation numbers for Piz Daint (TOP500 2018-11): E 78.18 %, 1−α 7.19e-7 (N = 387,872 cores), HPCG 1.83 % of peak.
     assert!((daint["efficiency_hpl"].as_f64().unwrap() - 0.7818).abs() < 5e-5);
     assert!((daint["serial_fraction_hpl"].as_f64().unwrap() - 7.19e-7).abs() < 5e-10);
     assert!((daint["efficiency_hpcg"].as_f64().unwrap() - 0.0183).abs() < 5e-5);
@@ -251,7 +251,7 @@ fn with_lost_rows(dir: &tempfile::TempDir) -> Option<PathBuf> {
 
 #[test]
 fn top500_list_with_lost_rows_fails_instead_of_338_systems() {
-    // Issue 13 item 9: two changed bytes made ranks 134-295 vanish with exit 0 and empty stderr.
+    // Regression: two changed bytes made ranks 134-295 vanish with exit 0 and empty stderr.
     let dir = tempfile::tempdir().unwrap();
     let Some(p) = with_lost_rows(&dir) else {
         return;
