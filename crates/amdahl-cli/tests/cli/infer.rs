@@ -1,7 +1,7 @@
 //! `amdahl infer` end to end: the `amdahl.infer/1` JSON contract, `--rate`, `--search` and bad
 //! input (exit 1 with an actionable message; exit 2 for usage errors).
 
-use crate::support::{amdahl, json, words};
+use crate::support::{amdahl, json, refused, words};
 use predicates::prelude::*;
 
 const L70: [&str; 13] = [
@@ -249,14 +249,6 @@ fn bad_input_is_refused_with_the_fix() {
         .code(1)
         .stderr(predicate::str::contains("replicated"));
     // Usage errors exit 2.
-    amdahl()
-        .args(L70)
-        .args(["--precision", "fp4"])
-        .assert()
-        .code(2);
-    amdahl()
-        .args(L70)
-        .args(["--batch", "4", "--rate", "2"])
-        .assert()
-        .code(2);
+    refused(&[&L70[..], &["--precision", "fp4"]].concat());
+    refused(&[&L70[..], &["--batch", "4", "--rate", "2"]].concat());
 }

@@ -105,3 +105,23 @@ pub mod shared_data;
 pub fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
+
+/// Parse `amdahl ARGS` in this process and require a usage error (exit 2): a flag refusal needs
+/// no child process. Returns clap's message, as the binary prints it on stderr. Arguments that
+/// parse would run the command here, so a test that expects them refused fails instead.
+pub fn refused(args: &[&str]) -> String {
+    let argv = std::iter::once("amdahl").chain(args.iter().copied());
+    match amdahl_cli::execute(argv) {
+        amdahl_cli::Outcome::Usage(e) => {
+            assert_eq!(e.exit_code(), 2, "amdahl {}: {e}", args.join(" "));
+            e.to_string()
+        }
+        amdahl_cli::Outcome::Exit(_) => panic!("amdahl {} was not refused", args.join(" ")),
+        amdahl_cli::Outcome::Error(m) => {
+            panic!(
+                "amdahl {}: an error (exit 1), not a usage error: {m}",
+                args.join(" ")
+            )
+        }
+    }
+}
