@@ -346,3 +346,46 @@ doc_tests! {
     usage_scale => "docs/usage/scale.md",
     usage_top500 => "docs/usage/top500.md",
 }
+
+/// docs/architecture.md's crate graph is the manifests' `[dependencies]`, so it cannot drift.
+#[test]
+fn architecture_draws_the_crates_as_their_manifests_make_them() {
+    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).unwrap();
+    let mut drawn = std::collections::BTreeMap::new();
+    for line in doc.lines() {
+        if let Some((krate, deps)) = line.split_once(" → ") {
+            let krate = krate.trim();
+            if krate.starts_with("amdahl-") && !krate.contains(' ') {
+                let deps: std::collections::BTreeSet<String> = deps
+                    .split(", ")
+                    .filter(|d| d.starts_with("amdahl-"))
+                    .map(str::to_string)
+                    .collect();
+                drawn.insert(krate.to_string(), deps);
+            }
+        }
+    }
+    let mut manifests = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(root().join("crates")).unwrap() {
+        let dir = entry.unwrap().path();
+        let toml = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let section = toml
+            .split("\n[dependencies]\n")
+            .nth(1)
+            .map_or("", |rest| rest.split("\n[").next().unwrap_or(""));
+        let deps = section
+            .lines()
+            .filter_map(|l| l.split_once(".workspace").map(|(name, _)| name.trim()))
+            .filter(|name| name.starts_with("amdahl-"))
+            .map(str::to_string)
+            .collect();
+        manifests.insert(
+            dir.file_name().unwrap().to_string_lossy().into_owned(),
+            deps,
+        );
+    }
+    assert_eq!(
+        drawn, manifests,
+        "docs/architecture.md's crate graph vs crates/*/Cargo.toml"
+    );
+}
