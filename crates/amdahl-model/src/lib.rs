@@ -8,6 +8,7 @@
 
 pub mod carbon;
 pub mod catalog;
+pub mod flops;
 pub mod infer;
 pub mod plan;
 pub mod projection;

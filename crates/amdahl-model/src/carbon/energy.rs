@@ -92,11 +92,8 @@ impl ItEnergy {
     }
 }
 
-/// Training compute ≈ 6·P·D FLOPs (Kaplan et al. 2020, Section 2.1): 2 per parameter per token in the
-/// forward pass, 4 in the backward pass.
-pub fn training_flops(params: f64, tokens: f64) -> Flops {
-    Flops(6.0 * params * tokens)
-}
+/// Training compute ≈ 6·P·D FLOPs, shared with the catalogs (see [`crate::flops`]).
+pub use crate::flops::training_flops;
 
 /// Wall-clock time of `flops` on `count` devices each sustaining `mfu` × `peak`:
 /// t = F / (N · MFU · peak).

@@ -69,7 +69,7 @@ impl ModelShape {
     /// Training FLOPs for `tokens` tokens: 6·P·D (Kaplan et al. 2020, Section 2.1: 2 FLOPs per
     /// parameter per token forward, 4 backward).
     pub fn training_flops(&self, tokens: f64) -> Flops {
-        crate::carbon::training_flops(self.params, tokens)
+        crate::flops::training_flops(self.params, tokens)
     }
 }
 

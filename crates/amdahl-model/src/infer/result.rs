@@ -2,6 +2,7 @@
 //! --search` (schema `amdahl.infer-search/1`), documented in docs/usage/infer.md. The field
 //! names of `amdahl.infer/1` are a contract (`amdahl lifetime` reads them).
 
+pub use super::charging::Charging;
 use super::error::InferError;
 use super::model::{estimate, setup_unchecked, Evaluation, InferMemory, Serving, Setup};
 use super::precision::{KvFormat, WeightFormat};
@@ -10,30 +11,10 @@ use crate::catalog::grid::GridIntensity;
 use crate::plan::error::divisors;
 use crate::plan::{Hardware, ModelShape, Network};
 use crate::scaling::laws::alpha_eff_from_speedup;
-use crate::units::{GramsPerKwh, Joules};
 use serde::{Deserialize, Serialize};
 
 pub const INFER_SCHEMA: &str = "amdahl.infer/1";
 pub const INFER_SEARCH_SCHEMA: &str = "amdahl.infer-search/1";
-
-/// Facility and grid the energy is charged to: the PUE and intensity `amdahl carbon` resolves.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Charging {
-    pub pue: f64,
-    pub pue_source: String,
-    pub grid: GridIntensity,
-}
-
-impl Charging {
-    /// gCO2e of `it_energy` joules at the devices: kWh × PUE × gCO2e/kWh.
-    pub fn co2e_g(&self, it_energy: f64) -> f64 {
-        (Joules(it_energy * self.pue) * self.grid.g_per_kwh).get()
-    }
-
-    pub fn intensity(&self) -> GramsPerKwh {
-        self.grid.g_per_kwh
-    }
-}
 
 /// Why this batch: given, or the smallest that sustains a requested rate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

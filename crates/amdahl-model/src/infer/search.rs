@@ -2,10 +2,10 @@
 //! format and batch; ranked by energy per output token under latency limits, with the Pareto
 //! front of TPOT vs energy per token.
 
+use super::charging::Charging;
 use super::error::InferError;
 use super::model::{estimate, setup, Requests, Serving};
 use super::precision::{KvFormat, WeightFormat};
-use super::result::Charging;
 use crate::plan::error::divisors;
 use crate::plan::{Hardware, ModelShape, Network};
 use serde::{Deserialize, Serialize};
