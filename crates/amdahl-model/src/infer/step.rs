@@ -132,7 +132,7 @@ impl Shard {
             kv_bytes: kv.bytes(),
             embeddings: m.embedding_matrices(),
             moe: m.moe.map(|e| MoeShard {
-                frac: crate::plan::moe::moe_fraction(m),
+                frac: crate::plan::counts::moe_fraction(m),
                 experts: f64::from(e.experts),
                 top_k: f64::from(e.top_k),
                 shared: f64::from(e.shared_experts),

@@ -12,8 +12,8 @@
 
 use super::collective::p2p;
 use super::hardware::Link;
-use super::layout::Layout;
-use super::shape::ModelShape;
+use super::spec::Layout;
+use super::spec::ModelShape;
 
 /// The shape each context-parallel rank computes on: the sequence divided by `cp`.
 pub fn local_shape(model: &ModelShape, cp: u32) -> ModelShape {

@@ -7,12 +7,12 @@
 //! layer, eqs. 1–5) and §4.2.3 (pipeline: the first stage holds p microbatches, ×(1 + (p−1)/(pv))
 //! when interleaved).
 
+use super::counts;
 use super::hardware::Precision;
-use super::layout::{Layout, Recompute};
-use super::moe;
 use super::optimizer;
 use super::recompute::{self, RecomputeModule, RecomputeModules};
-use super::shape::ModelShape;
+use super::spec::ModelShape;
+use super::spec::{Layout, Recompute};
 use super::stages::stage_layers;
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
@@ -48,7 +48,7 @@ pub fn bytes_per_param(p: Precision) -> (f64, f64, f64) {
 /// sequence parallelism. With a head width other than h/a, Q, K, V and the context scale with
 /// their widths; an MoE layer keeps its MLP tensors for every dispatched copy of a token
 /// (top_k × capacity factor, plus shared experts) and 2 bytes for each copy's input
-/// ([`moe::mean_mlp_width`], [`moe::mean_dispatched_copies`]). With context parallelism every
+/// ([`counts::mean_mlp_width`], [`counts::mean_dispatched_copies`]). With context parallelism every
 /// tensor holds `s/cp` tokens while each query's score row still spans all `s` keys.
 pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Recompute) -> f64 {
     let cp = f64::from(l.cp.max(1));
@@ -60,10 +60,10 @@ pub fn layer_activation_bytes(model: &ModelShape, l: &Layout, b: f64, mode: Reco
     let t = f64::from(l.tp);
     let scale = l.precision.activation_bytes() / 2.0;
     let sbh = s * b * h;
-    let f = moe::mean_mlp_width(model);
+    let f = counts::mean_mlp_width(model);
     let split = (4.0 * model.q_width() + 4.0 * model.kv_width()) / h
         + if model.gated_mlp { 6.0 } else { 4.0 } * f / h
-        + 2.0 * moe::mean_dispatched_copies(model);
+        + 2.0 * counts::mean_dispatched_copies(model);
     let unsplit_div = if l.sp { t } else { 1.0 };
     let unsplit = 10.0 / unsplit_div;
     // FlashAttention keeps no score-sized tensor (only per-row softmax statistics).
@@ -120,14 +120,14 @@ fn fp8_linear_input_saving(
     } else {
         2.0 / unsplit_div
     };
-    let mut mlp_input = moe::mean_mlp_width(model);
+    let mut mlp_input = counts::mean_mlp_width(model);
     if modules.contains(RecomputeModule::MoeAct) {
-        mlp_input -= moe::mean_routed_width(model);
+        mlp_input -= counts::mean_routed_width(model);
     }
     if modules.contains(RecomputeModule::Mlp) {
-        mlp_input -= (1.0 - moe::moe_fraction(model)) * f64::from(model.ffn);
+        mlp_input -= (1.0 - counts::moe_fraction(model)) * f64::from(model.ffn);
     }
-    norms + ((model.q_width() + mlp_input.max(0.0)) / h + moe::mean_dispatched_copies(model)) / t
+    norms + ((model.q_width() + mlp_input.max(0.0)) / h + counts::mean_dispatched_copies(model)) / t
 }
 
 /// Weights of pipeline stage `first`..`last` holding `layers` transformer layers, on one device,
@@ -149,7 +149,7 @@ pub fn stage_params(
     } else {
         f64::from(u8::from(first) + u8::from(last)) * model.embedding_params()
     };
-    let routed = moe::mean_routed_params(model);
+    let routed = counts::mean_routed_params(model);
     let n = f64::from(layers);
     let dense = (n * (model.layer_params() - routed) + embeddings) / t;
     let experts = n * routed / f64::from(l.ep.max(1)) / t;
@@ -216,7 +216,7 @@ fn stage_memory(
         // ZeRO-3 gathers each layer's full (TP- and EP-split) weights before use: the layer
         // being computed and the one being prefetched, at most DeepSpeed's
         // `stage3_max_live_parameters` (default 1e9 parameters, DeepSpeed configuration docs).
-        let routed = moe::mean_routed_params(model);
+        let routed = counts::mean_routed_params(model);
         let layer = model.layer_params() - routed + routed / f64::from(l.ep.max(1));
         weights += (2.0 * layer / t).min(ZERO3_MAX_LIVE_PARAMS) * wb;
     }

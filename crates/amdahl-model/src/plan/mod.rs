@@ -7,13 +7,24 @@
 //! and carbon to train D tokens; [`scaling`] gives Végh's view (α_eff vs N); [`search`] ranks
 //! every valid layout. Devices and models come from the catalogs ([`crate::catalog`]) through
 //! [`system`] and [`ModelShape::from_catalog`]. Every formula's source: docs/methodology.md.
+//!
+//! The modules form a chain; each imports only modules before it (no cycle):
+//!
+//! 1. `error`, `hardware` (devices, networks, [`Precision`]), `stages`, `collective`;
+//! 2. `spec`: every input — model shape, mixture of experts, layout and its options (a leaf:
+//!    plain data);
+//! 3. `counts`: parameters, FLOPs and bytes of a shape; `shape`: the catalog's models;
+//! 4. `validate`: the constraints on a shape and a layout;
+//! 5. `optimizer`, `recompute`, `memory`, `moe` (expert-parallel time), `context`;
+//! 6. `perf`: the iteration, phase by phase;
+//! 7. `scaling`, `cost`, `search`, `result`, `validation`.
 
 pub mod collective;
 pub mod context;
 pub mod cost;
+pub mod counts;
 pub mod error;
 pub mod hardware;
-pub mod layout;
 pub mod memory;
 pub mod moe;
 pub mod optimizer;
@@ -23,7 +34,9 @@ pub mod result;
 pub mod scaling;
 pub mod search;
 pub mod shape;
+pub mod spec;
 pub mod stages;
+pub mod validate;
 pub mod validation;
 
 #[cfg(test)]
@@ -50,7 +63,6 @@ pub use hardware::{
     catalog_system, system, DeviceClass, GemmCurve, Hardware, Link, Network, Overrides, Precision,
     IDLE_FRACTION_OF_TDP,
 };
-pub use layout::{validate, validate_model, Layout, Recompute, Zero3Prefetch};
 pub use memory::Memory;
 pub use moe::Moe;
 pub use optimizer::OptimizerDtype;
@@ -62,6 +74,8 @@ pub use search::{
     search, space_size, Candidate, Objective, Rejections, SearchOutcome, SearchSpace,
 };
 pub use shape::{catalog_model, ModelShape};
+pub use spec::{Layout, Recompute, Zero3Prefetch};
+pub use validate::{validate, validate_model};
 pub use validation::{
     find as find_validation_run, summarise, validation_set, ErrorSummary, ValidationRun,
     ValidationSetError,

@@ -2,11 +2,12 @@
 //! source and tolerance, and docs/methodology.md ("Mixture of experts") says why it is off.
 
 use super::hardware::{catalog_system, Precision};
-use super::layout::{validate, Layout, Recompute};
 use super::optimizer::OptimizerDtype;
 use super::perf::estimate;
 use super::recompute::{RecomputeModule, RecomputeModules};
 use super::shape::catalog_model;
+use super::spec::{Layout, Recompute};
+use super::validate::validate;
 
 /// DeepSeek-AI 2024, DeepSeek-V3 Technical Report: §1 "each trillion tokens requires only 180K
 /// H800 GPU hours, i.e. 3.7 days on our cluster with 2,048 H800 GPUs" (pre-training: 2,664K GPU

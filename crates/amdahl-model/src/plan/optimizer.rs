@@ -10,48 +10,8 @@
 //! second moments") halve the 8 bytes of m and v; the fp32 master copy stays.
 
 use super::hardware::Precision;
-use super::layout::Layout;
-use serde::{Deserialize, Serialize};
-
-/// Storage precision of Adam's first and second moments.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum OptimizerDtype {
-    /// fp32 moments (PyTorch, Megatron and DeepSpeed default).
-    #[default]
-    Fp32,
-    /// bf16 moments (DeepSeek-V3); the master weights stay fp32.
-    Bf16,
-}
-
-impl OptimizerDtype {
-    pub const ALL: [OptimizerDtype; 2] = [OptimizerDtype::Fp32, OptimizerDtype::Bf16];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            OptimizerDtype::Fp32 => "fp32",
-            OptimizerDtype::Bf16 => "bf16",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "fp32" | "f32" => Some(OptimizerDtype::Fp32),
-            "bf16" => Some(OptimizerDtype::Bf16),
-            _ => None,
-        }
-    }
-
-    /// Bytes of m plus v per parameter.
-    fn moment_bytes(self) -> f64 {
-        match self {
-            OptimizerDtype::Fp32 => 8.0,
-            OptimizerDtype::Bf16 => 4.0,
-        }
-    }
-}
+use super::spec::Layout;
+pub use super::spec::OptimizerDtype;
 
 /// Bytes per parameter of (weights, gradients, optimizer state) before ZeRO sharding.
 ///

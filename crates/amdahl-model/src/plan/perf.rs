@@ -3,15 +3,17 @@
 
 use super::collective::{all_gather, all_reduce, all_to_all, p2p};
 use super::context::{exposed_ring_time, kv_chunk_bytes, local_shape};
+use super::counts;
 use super::error::PlanError;
 use super::hardware::{Hardware, Link, Network, Precision};
-use super::layout::{validate, Layout, Recompute, Zero3Prefetch};
 use super::memory::{memory, stage_params, Memory};
 use super::moe;
 use super::optimizer;
 use super::recompute::{self, RecomputeModule};
-use super::shape::ModelShape;
+use super::spec::ModelShape;
+use super::spec::{Layout, Recompute, Zero3Prefetch};
 use super::stages::stage_layers;
+use super::validate::validate;
 use crate::units::{BytesPerSecond, Flops, Seconds};
 use serde::{Deserialize, Serialize};
 
@@ -203,8 +205,9 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     let scale = act / 2.0;
     let sbh = s * b * h;
     let unsplit = if l.sp { sbh / t } else { sbh };
-    let mlp_el = sbh * moe::mean_mlp_width(model) / h / t * if model.gated_mlp { 6.0 } else { 4.0 }
-        + 8.0 * sbh * moe::mean_dispatched_copies(model);
+    let mlp_el = sbh * counts::mean_mlp_width(model) / h / t
+        * if model.gated_mlp { 6.0 } else { 4.0 }
+        + 8.0 * sbh * counts::mean_dispatched_copies(model);
     let score_el = if l.flash_attention {
         0.0
     } else {
@@ -269,7 +272,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         let inputs = if model.parallel_block {
             1.0
         } else {
-            2.0 - moe::moe_fraction(model)
+            2.0 - counts::moe_fraction(model)
         };
         let bytes = if fp8 { 1.0 } else { act };
         inputs * all_gather(&net.intra, t, sbh * bytes)
@@ -311,7 +314,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
     // scatter around the experts take the place of the dense MLP's, already in `layer_tp`.
     let layer_ep = if l.ep > 1 {
         let local = (f64::from(net.gpus_per_node) / t).floor().max(1.0);
-        let bytes = sbh / t * moe::mean_dispatched_copies(model) * act;
+        let bytes = sbh / t * counts::mean_dispatched_copies(model) * act;
         moe::all_to_alls(l.recompute == Recompute::Full)
             * all_to_all(net, f64::from(l.ep), local, bytes)
     } else {
@@ -564,7 +567,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         });
     // The capacity factor's padded expert slots are computed too (forward, backward, and once
     // more when the forward is re-run).
-    let padding = moe::padding_flops(model, batch * s)
+    let padding = counts::padding_flops(model, batch * s)
         * if l.recompute == Recompute::Full {
             4.0
         } else {
@@ -597,7 +600,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
 /// dispatched copy). With TP the `h`-wide tensors are whole on every rank.
 fn fp8_cast_elements(model: &ModelShape, t: f64, forward: bool) -> f64 {
     let h = f64::from(model.hidden);
-    let f = moe::mean_mlp_width(model);
+    let f = counts::mean_mlp_width(model);
     if forward {
         2.0 * h + (model.q_width() + f) / t
     } else {

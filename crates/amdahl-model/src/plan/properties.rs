@@ -2,10 +2,11 @@
 
 use super::cost::CostInputs;
 use super::hardware::{catalog_system, Network, Precision};
-use super::layout::{validate, Layout, Recompute};
 use super::perf::estimate;
 use super::search::{search, Objective, SearchSpace};
-use super::shape::ModelShape;
+use super::spec::ModelShape;
+use super::spec::{Layout, Recompute};
+use super::validate::validate;
 use proptest::prelude::*;
 use std::sync::atomic::AtomicU64;
 

@@ -8,118 +8,9 @@
 //! Each module trades stored activation bytes (Korthikanti et al. 2022's per-layer accounting,
 //! [`super::memory::layer_activation_bytes`]) for forward work re-done in the backward pass.
 
-use super::moe;
-use super::shape::ModelShape;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-/// One recomputable part of a transformer layer (the names are Megatron-Core's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RecomputeModule {
-    /// Core attention (QKᵀ, softmax, dropout, ·V): its s² score tensors are not stored.
-    CoreAttn,
-    /// The two LayerNorms / RMSNorms: their outputs (the QKV and MLP inputs) are not stored.
-    Layernorm,
-    /// Multi-head latent attention's up-projections and RoPE: only the compressed latents are
-    /// stored, not the full queries, keys and values.
-    MlaUpProj,
-    /// The routed experts' activation function (SwiGLU / GeLU): its output is not stored.
-    MoeAct,
-    /// The dense MLP of the layers that are not MoE layers: only its input is stored.
-    Mlp,
-}
-
-impl RecomputeModule {
-    pub const ALL: [RecomputeModule; 5] = [
-        RecomputeModule::CoreAttn,
-        RecomputeModule::Layernorm,
-        RecomputeModule::MlaUpProj,
-        RecomputeModule::MoeAct,
-        RecomputeModule::Mlp,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RecomputeModule::CoreAttn => "core_attn",
-            RecomputeModule::Layernorm => "layernorm",
-            RecomputeModule::MlaUpProj => "mla_up_proj",
-            RecomputeModule::MoeAct => "moe_act",
-            RecomputeModule::Mlp => "mlp",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.name() == s)
-    }
-
-    fn bit(self) -> u8 {
-        1 << (self as u8)
-    }
-}
-
-/// A set of [`RecomputeModule`]s; serialised as the list of their names. The default is
-/// Megatron's: core attention only (what `selective` meant before modules could be named).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RecomputeModules(u8);
-
-impl Default for RecomputeModules {
-    fn default() -> Self {
-        Self(RecomputeModule::CoreAttn.bit())
-    }
-}
-
-impl RecomputeModules {
-    pub fn new(modules: &[RecomputeModule]) -> Self {
-        Self(modules.iter().fold(0, |bits, m| bits | m.bit()))
-    }
-
-    pub fn contains(self, m: RecomputeModule) -> bool {
-        self.0 & m.bit() != 0
-    }
-
-    pub fn is_default(&self) -> bool {
-        *self == Self::default()
-    }
-
-    pub fn modules(self) -> Vec<RecomputeModule> {
-        RecomputeModule::ALL
-            .into_iter()
-            .filter(|&m| self.contains(m))
-            .collect()
-    }
-
-    /// `layernorm,mla_up_proj,moe_act`.
-    pub fn names(self) -> String {
-        self.modules()
-            .iter()
-            .map(|m| m.name())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-}
-
-impl Serialize for RecomputeModules {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.modules().serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for RecomputeModules {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Self::new(&Vec::<RecomputeModule>::deserialize(d)?))
-    }
-}
-
-impl JsonSchema for RecomputeModules {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "RecomputeModules".into()
-    }
-
-    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        Vec::<RecomputeModule>::json_schema(g)
-    }
-}
+use super::counts::{mean_routed_width, moe_fraction};
+use super::spec::ModelShape;
+pub use super::spec::{RecomputeModule, RecomputeModules};
 
 /// Bytes per token-hidden element (of one microbatch, per TP rank, before the activation
 /// precision's scale) that the modules other than `core_attn` keep out of a layer's stored
@@ -148,11 +39,11 @@ pub fn dropped_bytes(
             ((2.0 * model.q_width() + 4.0 * model.kv_width() - 2.0 * latents) / h).max(0.0) / t;
     }
     if modules.contains(RecomputeModule::MoeAct) {
-        dropped += 2.0 * moe::mean_routed_width(model) / h / t;
+        dropped += 2.0 * mean_routed_width(model) / h / t;
     }
     if modules.contains(RecomputeModule::Mlp) {
         let inner = if model.gated_mlp { 6.0 } else { 4.0 } * f64::from(model.ffn) / h / t;
-        dropped += (1.0 - moe::moe_fraction(model)) * (inner + 1.0 / unsplit_div);
+        dropped += (1.0 - moe_fraction(model)) * (inner + 1.0 / unsplit_div);
     }
     dropped
 }
@@ -171,11 +62,8 @@ pub fn recomputed_gemm_flops_per_token(model: &ModelShape, modules: RecomputeMod
                 + f64::from(model.kv_lora_rank.unwrap_or(0)) * 2.0 * model.kv_width());
     }
     if modules.contains(RecomputeModule::Mlp) {
-        flops += (1.0 - moe::moe_fraction(model))
-            * 2.0
-            * model.mlp_matrices()
-            * h
-            * f64::from(model.ffn);
+        flops +=
+            (1.0 - moe_fraction(model)) * 2.0 * model.mlp_matrices() * h * f64::from(model.ffn);
     }
     flops
 }
@@ -197,10 +85,10 @@ pub fn recomputed_elementwise_bytes(
         bytes += 8.0 / unsplit_div;
     }
     if modules.contains(RecomputeModule::MoeAct) {
-        bytes += act * moe::mean_routed_width(model) / h / t;
+        bytes += act * mean_routed_width(model) / h / t;
     }
     if modules.contains(RecomputeModule::Mlp) {
-        bytes += (1.0 - moe::moe_fraction(model)) * act * f64::from(model.ffn) / h / t;
+        bytes += (1.0 - moe_fraction(model)) * act * f64::from(model.ffn) / h / t;
     }
     bytes
 }
@@ -208,11 +96,12 @@ pub fn recomputed_elementwise_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::layout::{validate, Layout, Recompute};
     use crate::plan::memory::layer_activation_bytes;
     use crate::plan::perf::estimate;
     use crate::plan::shape::catalog_model;
+    use crate::plan::spec::{Layout, Recompute};
     use crate::plan::test_support::catalog;
+    use crate::plan::validate::validate;
     use crate::plan::PlanError;
     use RecomputeModule::*;
 

@@ -3,12 +3,12 @@
 
 use super::cost::{cost, Cost, CostInputs};
 use super::hardware::{Hardware, Network};
-use super::layout::Layout;
 use super::memory::Memory;
 use super::perf::{Breakdown, Estimate};
 use super::scaling::{scaling, Scaling};
 use super::search::{Candidate, Objective, Rejections, SearchOutcome, SearchSpace};
-use super::shape::ModelShape;
+use super::spec::Layout;
+use super::spec::ModelShape;
 use crate::catalog::grid::GridIntensity;
 use serde::{Deserialize, Serialize};
 

@@ -9,9 +9,10 @@
 
 use super::error::divisors;
 use super::hardware::{Hardware, Network, Precision};
-use super::layout::{validate, Layout};
 use super::perf::{estimate, Estimate};
-use super::shape::ModelShape;
+use super::spec::Layout;
+use super::spec::ModelShape;
+use super::validate::validate;
 use crate::units::FlopsPerSecond;
 use serde::{Deserialize, Serialize};
 
@@ -182,8 +183,8 @@ pub fn scaling(model: &ModelShape, hw: &Hardware, net: &Network, base: &Layout) 
 mod tests {
     use super::*;
     use crate::plan::hardware::catalog_system;
-    use crate::plan::layout::Recompute;
     use crate::plan::shape::catalog_model;
+    use crate::plan::spec::Recompute;
     use crate::scaling::laws::serial_from_efficiency;
 
     #[test]

@@ -7,11 +7,11 @@
 use super::cost::{cost, Cost, CostInputs};
 use super::error::divisors;
 use super::hardware::{Hardware, Network, Precision};
-use super::layout::{Layout, Recompute};
 use super::memory::memory;
 use super::moe::expert_parallel_degrees;
 use super::perf::{estimate, Estimate};
-use super::shape::ModelShape;
+use super::spec::ModelShape;
+use super::spec::{Layout, Recompute};
 use super::stages::stage_layers;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -243,7 +243,7 @@ fn interleaves(model: &ModelShape, pp: u32, max: u32) -> Vec<u32> {
     }
     let max = u64::from(max.max(1));
     if !model.layers.is_multiple_of(pp) {
-        // Uneven stages: any v up to the smallest stage (layout::validate).
+        // Uneven stages: any v up to the smallest stage (validate::validate).
         let min = stage_layers(model.layers, pp)
             .and_then(|s| s.into_iter().min())
             .unwrap_or(1);

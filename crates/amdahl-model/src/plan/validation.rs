@@ -4,11 +4,12 @@
 //! figure. `amdahl catalog validation` prints it; the tests at the end hold the errors reached.
 
 use super::hardware::{system, Overrides, Precision};
-use super::layout::{validate, Layout, Recompute, Zero3Prefetch};
 use super::optimizer::OptimizerDtype;
 use super::perf::{estimate, Breakdown, Estimate};
 use super::recompute::{RecomputeModule, RecomputeModules};
 use super::shape::{catalog_model, ModelShape};
+use super::spec::{Layout, Recompute, Zero3Prefetch};
+use super::validate::validate;
 use serde::{Deserialize, Serialize};
 
 /// The validation set as committed (embedded: no file is read at run time).

@@ -1,13 +1,111 @@
-//! A parallel layout of one training job and the constraints it must satisfy.
+//! What the planner is asked about: the model's shape ([`ModelShape`], [`Moe`]), the parallel
+//! layout ([`Layout`]) and its options ([`Recompute`], [`RecomputeModules`], [`Zero3Prefetch`],
+//! [`OptimizerDtype`]). Plain data: no counts (plan/counts.rs), no checks (plan/validate.rs),
+//! no performance model. A leaf of the planner's chain (plan/mod.rs): it imports only the
+//! device precision.
 
-use super::error::{nearest_divisors, nearest_multiples, PlanError};
-use super::hardware::{Hardware, Network, Precision};
-use super::moe;
-use super::optimizer::OptimizerDtype;
-use super::recompute::{RecomputeModule, RecomputeModules};
-use super::shape::ModelShape;
-use super::stages::stage_layers;
+use super::hardware::Precision;
 use serde::{Deserialize, Serialize};
+
+/// A decoder-only transformer. `kv_heads < heads` is grouped-query attention; `gated_mlp` is a
+/// SwiGLU MLP (three `h × ffn` matrices instead of two); `moe` makes some or all MLPs
+/// mixtures of experts ([`Moe`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ModelShape {
+    pub name: String,
+    pub layers: u32,
+    pub hidden: u32,
+    pub heads: u32,
+    pub kv_heads: u32,
+    pub ffn: u32,
+    pub vocab: u32,
+    pub seq: u32,
+    pub gated_mlp: bool,
+    /// Per-head width where it is not hidden / heads (PaLM: 256 with hidden 18,432 and 48 heads).
+    #[serde(default)]
+    pub head_dim: Option<u32>,
+    /// Rank of the low-rank query projection (DeepSeek's multi-head latent attention, MLA):
+    /// Q = (x·W_down)·W_up with W_down h × rank. None = a full h × (heads·head_dim) projection.
+    #[serde(default)]
+    pub q_lora_rank: Option<u32>,
+    /// Rank of MLA's joint key–value compression: K, V = (x·W_down)·W_up with W_down h × rank.
+    #[serde(default)]
+    pub kv_lora_rank: Option<u32>,
+    /// Attention and MLP computed in parallel from one LayerNorm and summed (GPT-J, GPT-NeoX,
+    /// PaLM): same FLOPs, one tensor-parallel all-reduce per layer instead of two.
+    #[serde(default)]
+    pub parallel_block: bool,
+    /// The output layer shares the input embedding's weights (GPT-2/3, Megatron, PaLM); false
+    /// for separate matrices (Llama, GPT-NeoX, Mixtral, DeepSeek-V3).
+    #[serde(default = "yes")]
+    pub tied_embeddings: bool,
+    /// Mixture-of-experts layers; None = dense.
+    #[serde(default)]
+    pub moe: Option<Moe>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A dense GPT-style shape with every dimension 0 (invalid until filled in): the base that a
+/// shape names its fields against (`ModelShape { layers: 24, ..ModelShape::default() }`).
+impl Default for ModelShape {
+    fn default() -> Self {
+        ModelShape {
+            name: String::new(),
+            layers: 0,
+            hidden: 0,
+            heads: 0,
+            kv_heads: 0,
+            ffn: 0,
+            vocab: 0,
+            seq: 0,
+            gated_mlp: false,
+            head_dim: None,
+            q_lora_rank: None,
+            kv_lora_rank: None,
+            parallel_block: false,
+            tied_embeddings: true,
+            moe: None,
+        }
+    }
+}
+
+/// The mixture-of-experts part of a model shape.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Moe {
+    /// Routed experts per MoE layer.
+    pub experts: u32,
+    /// Routed experts each token uses (top-k routing).
+    pub top_k: u32,
+    /// Experts every token uses besides the routed ones (DeepSeekMoE); 0 = none.
+    #[serde(default)]
+    pub shared_experts: u32,
+    /// Inner width of one expert's MLP (the routed and the shared experts alike).
+    pub expert_ffn: u32,
+    /// How many of the layers are MoE layers; the others have the dense MLP of width `ffn`.
+    /// The planner spreads them evenly over the pipeline stages (GLaM: every other layer;
+    /// DeepSeek-V3: all but the first three; docs/methodology.md).
+    pub moe_layers: u32,
+    /// Expert capacity over the mean load, ≥ 1 (Fedus et al. 2022 §2.2): every expert computes
+    /// `capacity_factor × tokens × top_k / experts` slots. For dropless routing (Mixtral,
+    /// DeepSeek-V3) it is the load imbalance, the busiest expert's load over the mean; 1 = even.
+    #[serde(default = "one_f64")]
+    pub capacity_factor: f64,
+}
+
+fn one_f64() -> f64 {
+    1.0
+}
+
+impl Moe {
+    /// Whether tokens are routed at all: a single expert takes every token, so there is no
+    /// router, no permutation and no all-to-all, and the layer is the dense MLP.
+    pub fn routes(&self) -> bool {
+        self.experts > 1
+    }
+}
 
 /// Activation recomputation (Korthikanti et al. 2022, "Reducing Activation Recomputation in
 /// Large Transformer Models").
@@ -106,7 +204,7 @@ pub struct Layout {
     /// Expert parallelism: each MoE layer's routed experts spread over `ep` ranks of the
     /// data-parallel group (a divisor of `dp` and of the expert count); 1 = every rank holds
     /// every expert. Part of `dp`, so the device count stays tp × pp × dp.
-    #[serde(default = "one")]
+    #[serde(default = "one_u32")]
     pub ep: u32,
     /// Hide the expert-parallel all-to-alls behind the computation of another microbatch
     /// (DeepSeek-V3's DualPipe, DeepSeek-AI 2024 §3.2.1; Megatron-Core's
@@ -115,7 +213,7 @@ pub struct Layout {
     pub overlap_ep: bool,
     /// Context parallelism: each sequence split over `cp` ranks, attention by a ring exchange of
     /// K and V (Liu et al. 2023, Ring Attention; Dubey et al. 2024 §3.3.2). 1 = none.
-    #[serde(default = "one")]
+    #[serde(default = "one_u32")]
     pub cp: u32,
     /// Overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs they feed (NeMo
     /// `tp_comm_overlap`, Transformer Engine userbuffers; MegaScale §3.2). Needs `sp`.
@@ -147,7 +245,7 @@ pub struct Layout {
     pub grad_all_reduce: bool,
 }
 
-fn one() -> u32 {
+fn one_u32() -> u32 {
     1
 }
 
@@ -259,236 +357,150 @@ impl Layout {
     }
 }
 
-/// Check the model's own shape: every dimension at least 1, KV heads dividing the heads.
-pub fn validate_model(model: &ModelShape) -> Result<(), PlanError> {
-    for (what, v) in [
-        ("--layers", model.layers),
-        ("--hidden", model.hidden),
-        ("--heads", model.heads),
-        ("--kv-heads", model.kv_heads),
-        ("--ffn", model.ffn),
-        ("--vocab", model.vocab),
-        ("--seq", model.seq),
-    ] {
-        if v == 0 {
-            return Err(PlanError::Zero {
-                what,
-                value: v.into(),
-            });
-        }
-    }
-    if !model.heads.is_multiple_of(model.kv_heads) {
-        return Err(PlanError::KvHeads {
-            kv_heads: model.kv_heads,
-            heads: model.heads,
-            nearest: nearest_divisors(model.heads.into(), model.kv_heads.into(), None),
-        });
-    }
-    for (what, v) in [
-        ("--head-dim", model.head_dim),
-        ("q_lora_rank", model.q_lora_rank),
-        ("kv_lora_rank", model.kv_lora_rank),
-    ] {
-        if v == Some(0) {
-            return Err(PlanError::Zero { what, value: 0 });
-        }
-    }
-    moe::validate_shape(model)
+/// Storage precision of Adam's first and second moments.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerDtype {
+    /// fp32 moments (PyTorch, Megatron and DeepSpeed default).
+    #[default]
+    Fp32,
+    /// bf16 moments (DeepSeek-V3); the master weights stay fp32.
+    Bf16,
 }
 
-/// Check a layout against the model, device and node; `gpus` is the user's --gpus where given.
-/// Every error names the violated constraint and the nearest valid values.
-pub fn validate(
-    model: &ModelShape,
-    hw: &Hardware,
-    net: &Network,
-    l: &Layout,
-    gpus: Option<u64>,
-) -> Result<(), PlanError> {
-    validate_model(model)?;
-    for (what, v) in [
-        ("--gpus-per-node", u64::from(net.gpus_per_node)),
-        ("--tp", u64::from(l.tp)),
-        ("--cp", u64::from(l.cp)),
-        ("--pp", u64::from(l.pp)),
-        ("--dp", u64::from(l.dp)),
-        ("--interleave", u64::from(l.interleave)),
-        ("--mbs", u64::from(l.mbs)),
-        ("--batch", u64::from(l.batch)),
-    ] {
-        if v == 0 {
-            return Err(PlanError::Zero { what, value: v });
+impl OptimizerDtype {
+    pub const ALL: [OptimizerDtype; 2] = [OptimizerDtype::Fp32, OptimizerDtype::Bf16];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OptimizerDtype::Fp32 => "fp32",
+            OptimizerDtype::Bf16 => "bf16",
         }
     }
-    if l.tp > net.gpus_per_node {
-        return Err(PlanError::TpNode {
-            tp: l.tp,
-            gpus_per_node: net.gpus_per_node,
-            nearest: nearest_divisors(
-                model.heads.into(),
-                l.tp.into(),
-                Some(net.gpus_per_node.into()),
-            ),
-        });
-    }
-    if !model.heads.is_multiple_of(l.tp) {
-        return Err(PlanError::TpHeads {
-            tp: l.tp,
-            heads: model.heads,
-            nearest: nearest_divisors(
-                model.heads.into(),
-                l.tp.into(),
-                Some(net.gpus_per_node.into()),
-            ),
-        });
-    }
-    if !model.kv_heads.is_multiple_of(l.tp) {
-        return Err(PlanError::TpKvHeads {
-            tp: l.tp,
-            kv_heads: model.kv_heads,
-            nearest: nearest_divisors(model.kv_heads.into(), l.tp.into(), None),
-        });
-    }
-    // Uneven stages are allowed (plan/stages.rs); only an empty stage is not.
-    let Some(stages) = stage_layers(model.layers, l.pp) else {
-        return Err(PlanError::PpLayers {
-            pp: l.pp,
-            layers: model.layers,
-            nearest: nearest_divisors(model.layers.into(), l.pp.into(), None),
-        });
-    };
-    if !model.seq.is_multiple_of(l.cp) {
-        return Err(PlanError::CpSeq {
-            cp: l.cp,
-            seq: model.seq,
-            nearest: nearest_divisors(model.seq.into(), l.cp.into(), None),
-        });
-    }
-    let tp_pp = u64::from(l.tp) * u64::from(l.cp) * u64::from(l.pp);
-    if let Some(n) = gpus {
-        if n != l.gpus() {
-            let hint = if n % tp_pp == 0 {
-                format!("use --dp {} (or omit --dp)", n / tp_pp)
-            } else {
-                format!(
-                    "--gpus must be a multiple of --tp × --cp × --pp = {tp_pp}: nearest valid \
-                     --gpus: {}",
-                    nearest_multiples(n, tp_pp)
-                )
-            };
-            return Err(PlanError::GpuProduct {
-                gpus: n,
-                tp: l.tp,
-                pp: l.pp,
-                dp: l.dp.into(),
-                product: l.gpus(),
-                hint,
-            });
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "fp32" | "f32" => Some(OptimizerDtype::Fp32),
+            "bf16" => Some(OptimizerDtype::Bf16),
+            _ => None,
         }
     }
-    let unit = u64::from(l.dp) * u64::from(l.mbs);
-    if u64::from(l.batch) % unit != 0 {
-        return Err(PlanError::Batch {
-            batch: l.batch.into(),
-            dp: l.dp.into(),
-            mbs: l.mbs,
-            unit,
-            nearest: nearest_multiples(l.batch.into(), unit),
-        });
+
+    /// Bytes of m plus v per parameter.
+    pub(crate) fn moment_bytes(self) -> f64 {
+        match self {
+            OptimizerDtype::Fp32 => 8.0,
+            OptimizerDtype::Bf16 => 4.0,
+        }
     }
-    // Even stages: each chunk holds the same number of layers (Megatron). Uneven stages: every
-    // chunk at least one layer (chunks of one stage differ by at most one layer).
-    let even = model.layers.is_multiple_of(l.pp);
-    let per_stage = if even {
-        model.layers / l.pp
-    } else {
-        stages.iter().copied().min().unwrap_or(1)
-    };
-    let chunks_ok = if even {
-        per_stage.is_multiple_of(l.interleave)
-    } else {
-        l.interleave <= per_stage
-    };
-    if l.interleave > 1 && (l.pp == 1 || !chunks_ok) {
-        return Err(PlanError::Interleave {
-            v: l.interleave,
-            per_stage,
-            nearest: if l.pp == 1 {
-                "1".into()
-            } else {
-                nearest_divisors(per_stage.into(), l.interleave.into(), None)
-            },
-        });
-    }
-    let m = l.microbatches();
-    if l.interleave > 1 && !m.is_multiple_of(u64::from(l.pp)) {
-        return Err(PlanError::InterleaveMicrobatches {
-            microbatches: m,
-            pp: l.pp,
-            nearest: nearest_multiples(l.batch.into(), unit * u64::from(l.pp)),
-        });
-    }
-    if l.zero > 3 {
-        return Err(PlanError::ZeroStage { zero: l.zero });
-    }
-    if l.zero >= 3 && l.pp > 1 {
-        return Err(PlanError::ZeroWithPipeline {
-            zero: l.zero,
-            pp: l.pp,
-        });
-    }
-    if l.sp && l.tp == 1 {
-        return Err(PlanError::SequenceParallelWithoutTp);
-    }
-    validate_recompute_modules(model, l)?;
-    if l.overlap_pp && l.interleave < 2 {
-        return Err(PlanError::OverlapPpWithoutInterleave);
-    }
-    if l.grad_all_reduce && l.zero != 1 {
-        return Err(PlanError::GradAllReduceWithoutZero1 { zero: l.zero });
-    }
-    moe::validate_layout(model, l)?;
-    if l.tp_overlap && !(l.sp && l.tp > 1) {
-        return Err(PlanError::TpOverlapWithoutSp { tp: l.tp });
-    }
-    if hw.peak(l.precision).is_none() {
-        return Err(PlanError::Precision {
-            device: hw.name.clone(),
-            precision: l.precision.name(),
-        });
-    }
-    Ok(())
 }
 
-/// `--recompute-modules` names parts of a selective recomputation, and only parts the model has.
-fn validate_recompute_modules(model: &ModelShape, l: &Layout) -> Result<(), PlanError> {
-    if l.recompute_modules.is_default() {
-        return Ok(());
-    }
-    if l.recompute != Recompute::Selective {
-        return Err(PlanError::RecomputeModulesNeedSelective {
-            recompute: l.recompute.name(),
-        });
-    }
-    let lacks = |m: RecomputeModule| match m {
-        RecomputeModule::CoreAttn | RecomputeModule::Layernorm => None,
-        RecomputeModule::MlaUpProj => (model.q_lora_rank.is_none() && model.kv_lora_rank.is_none())
-            .then_some(
-                "multi-head latent attention (q_lora_rank / kv_lora_rank, e.g. deepseek-v3)",
-            ),
-        RecomputeModule::MoeAct => (moe::mean_routed_width(model) == 0.0)
-            .then_some("routed experts (--experts with --top-k, e.g. mixtral-8x7b)"),
-        RecomputeModule::Mlp => (moe::moe_fraction(model) >= 1.0).then_some(
-            "a dense MLP layer (every layer of this model is an MoE layer; use moe_act)",
-        ),
-    };
-    for m in l.recompute_modules.modules() {
-        if let Some(needs) = lacks(m) {
-            return Err(PlanError::RecomputeModuleNotInModel {
-                module: m.name(),
-                needs,
-            });
+/// One recomputable part of a transformer layer (the names are Megatron-Core's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecomputeModule {
+    /// Core attention (QKᵀ, softmax, dropout, ·V): its s² score tensors are not stored.
+    CoreAttn,
+    /// The two LayerNorms / RMSNorms: their outputs (the QKV and MLP inputs) are not stored.
+    Layernorm,
+    /// Multi-head latent attention's up-projections and RoPE: only the compressed latents are
+    /// stored, not the full queries, keys and values.
+    MlaUpProj,
+    /// The routed experts' activation function (SwiGLU / GeLU): its output is not stored.
+    MoeAct,
+    /// The dense MLP of the layers that are not MoE layers: only its input is stored.
+    Mlp,
+}
+
+impl RecomputeModule {
+    pub const ALL: [RecomputeModule; 5] = [
+        RecomputeModule::CoreAttn,
+        RecomputeModule::Layernorm,
+        RecomputeModule::MlaUpProj,
+        RecomputeModule::MoeAct,
+        RecomputeModule::Mlp,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RecomputeModule::CoreAttn => "core_attn",
+            RecomputeModule::Layernorm => "layernorm",
+            RecomputeModule::MlaUpProj => "mla_up_proj",
+            RecomputeModule::MoeAct => "moe_act",
+            RecomputeModule::Mlp => "mlp",
         }
     }
-    Ok(())
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// A set of [`RecomputeModule`]s; serialised as the list of their names. The default is
+/// Megatron's: core attention only (what `selective` meant before modules could be named).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RecomputeModules(u8);
+
+impl Default for RecomputeModules {
+    fn default() -> Self {
+        Self(RecomputeModule::CoreAttn.bit())
+    }
+}
+
+impl RecomputeModules {
+    pub fn new(modules: &[RecomputeModule]) -> Self {
+        Self(modules.iter().fold(0, |bits, m| bits | m.bit()))
+    }
+
+    pub fn contains(self, m: RecomputeModule) -> bool {
+        self.0 & m.bit() != 0
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    pub fn modules(self) -> Vec<RecomputeModule> {
+        RecomputeModule::ALL
+            .into_iter()
+            .filter(|&m| self.contains(m))
+            .collect()
+    }
+
+    /// `layernorm,mla_up_proj,moe_act`.
+    pub fn names(self) -> String {
+        self.modules()
+            .iter()
+            .map(|m| m.name())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+impl Serialize for RecomputeModules {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.modules().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RecomputeModules {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Self::new(&Vec::<RecomputeModule>::deserialize(d)?))
+    }
+}
+
+impl schemars::JsonSchema for RecomputeModules {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RecomputeModules".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Vec::<RecomputeModule>::json_schema(g)
+    }
 }
