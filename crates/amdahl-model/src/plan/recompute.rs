@@ -70,7 +70,7 @@ pub fn recomputed_gemm_flops_per_token(model: &ModelShape, modules: RecomputeMod
 
 /// Element-wise bytes moved per token-hidden element (per TP rank, before the precision's scale)
 /// by re-running the modules' memory-bound parts, in the terms of the planner's element-wise
-/// traffic (`perf.rs`: LayerNorms 2×4 per element, the activation function 6 gated / 4 per MLP
+/// traffic (`perf/layer.rs`: LayerNorms 2×4 per element, the activation function 6 gated / 4 per MLP
 /// element): `layernorm` 8 (on `unsplit_div`), `moe_act` and `mlp` their activation functions.
 pub fn recomputed_elementwise_bytes(
     model: &ModelShape,
