@@ -1,6 +1,6 @@
-//! Benchmark of `amdahl infer --search` (issue 10): Llama 3.1 405B on one node of 8 H100, TP ∈
-//! divisors of 8, batch 1…1,024, four weight formats; configurations evaluated per second and
-//! wall time, best of 5 repetitions on one thread.
+//! Benchmark of `amdahl infer --search` (the serving model's reference search): Llama 3.1 405B on
+//! one node of 8 H100, TP ∈ divisors of 8, batch 1…1,024, four weight formats; configurations
+//! evaluated per second and wall time, best of 5 repetitions on one thread.
 //!
 //! Run: `cargo run --release -p amdahl-model --example bench_infer_search`
 

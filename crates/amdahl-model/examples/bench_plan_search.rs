@@ -1,9 +1,9 @@
 //! Benchmark of `amdahl plan --search`: layouts evaluated per second on one thread and on all
-//! cores, and the wall time of the issue's reference search — a 530B model (hidden 20480,
-//! 105 layers, 128 heads, seq 2048) on 5,128 A100 80 GB with global batch ≤ 2,520 — both over
-//! exactly 5,128 devices and over every whole number of nodes up to 5,128 (`--up-to`) — and a
-//! search with the dimensions of issue 11: Llama 3 405B at 131,072 tokens on 16,384 H100 over
-//! TP × CP (up to 16) × PP (uneven splits included) × DP, TP overlap and the rest.
+//! cores, and the wall time of the planner's reference search — a 530B model (hidden 20480, 105
+//! layers, 128 heads, seq 2048) on 5,128 A100 80 GB with global batch ≤ 2,520 — both over exactly
+//! 5,128 devices and over every whole number of nodes up to 5,128 (`--up-to`) — and a search of the
+//! size of Llama 3's pre-training (Dubey et al. 2024): Llama 3 405B at 131,072 tokens on 16,384
+//! H100 over TP × CP (up to 16) × PP (uneven splits included) × DP, TP overlap and the rest.
 //!
 //! Run: `cargo run --release -p amdahl-model --example bench_plan_search`
 

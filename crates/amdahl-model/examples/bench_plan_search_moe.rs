@@ -1,4 +1,4 @@
-//! Benchmark of `amdahl plan --search` for a mixture of experts (issue 11): DeepSeek-V3 (671B,
+//! Benchmark of `amdahl plan --search` for a mixture of experts: DeepSeek-V3 (671B,
 //! 256 routed experts + 1 shared, top-8) on 2,048 H800 with a global batch of 15,360 sequences
 //! of 4,096 tokens (DeepSeek-AI 2024, §3.2 and §4.2) over TP × PP × EP × DP × microbatch ×
 //! recomputation (× interleaving, ZeRO, SP, DP overlap), fp8. Layouts evaluated per second on

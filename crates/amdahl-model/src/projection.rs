@@ -240,7 +240,8 @@ mod tests {
 
     #[test]
     fn equal_units_project_exactly() {
-        // Issue 12: 10 units of equal cost, 100 in the run; after 3 within 2 % (here exact).
+        // The projection's acceptance case: 10 units of equal cost, 100 in the run; after 3 within
+        // 2 % (here exact).
         let mut p = Projector::new();
         for m in marks(&[50.0; 3], 20.0) {
             p.observe(m);
@@ -334,8 +335,9 @@ mod tests {
 
     #[test]
     fn interval_covers_the_truth_in_at_least_90_percent_of_noisy_trials() {
-        // Issue 12: 200 seeded trials of 100 units, cost 100 J ± 15 J (normal), projected after
-        // 10 units; the stated 95 % interval must cover the true total in ≥ 90 % of them.
+        // The projection's acceptance case: 200 seeded trials of 100 units, cost 100 J ± 15 J
+        // (normal), projected after 10 units; the stated 95 % interval must cover the true total in
+        // ≥ 90 % of them.
         let mut rng = Rng(12);
         let mut covered = 0;
         for _ in 0..200 {

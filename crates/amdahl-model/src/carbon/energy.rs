@@ -117,7 +117,8 @@ mod tests {
     #[test]
     fn gpt3_compute_path_matches_patterson() {
         // Patterson et al. 2021 Table 4: GPT-3 on 10,000 V100 for 14.8 days at 24.6 TFLOP/s
-        // achieved of 125 peak. 6·175e9·300e9 = 3.15e23 FLOP. Within 10 % (the bound).
+        // achieved of 125 peak. 6·175e9·300e9 = 3.15e23 FLOP. Within 10 % (the bound the carbon
+        // accounting was specified with).
         let f = training_flops(175e9, 300e9);
         let t =
             compute_duration(f, 10_000, FlopsPerSecond::from_tflops(125.0), 24.6 / 125.0).unwrap();

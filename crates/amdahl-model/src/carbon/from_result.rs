@@ -302,7 +302,7 @@ mod tests {
         );
     }
 
-    /// Issue 13 item 17: a statement was written for a run that failed (exit 2) without a word.
+    /// Regression: a statement was written for a run that failed (exit 2) without a word.
     #[test]
     fn failed_run_carries_a_caveat() {
         let saved = read(

@@ -396,7 +396,7 @@ pub fn lookup(code: &str) -> Result<GridIntensity, CatalogError> {
 mod tests {
     use super::*;
 
-    /// Issue 13 item 14: the world default was a direct-emissions figure (IEA 475) while every
+    /// Regression: the world default was a direct-emissions figure (IEA 475) while every
     /// country row is life-cycle; it is now Ember's life-cycle world average for 2022 (436 g/kWh,
     /// Global Electricity Review 2023), the same data set and year as the country rows.
     #[test]

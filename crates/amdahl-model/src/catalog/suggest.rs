@@ -75,7 +75,7 @@ mod tests {
         assert_eq!(distance("h100", "h100"), 0);
     }
 
-    /// Issue 13 item 21: an unknown model said "run `amdahl catalog`", which fails without the
+    /// Regression: an unknown model said "run `amdahl catalog`", which fails without the
     /// catalog's name.
     #[test]
     fn unknown_name_hint_names_the_catalog_to_list() {

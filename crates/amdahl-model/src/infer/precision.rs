@@ -144,7 +144,7 @@ mod tests {
     use super::*;
     use crate::plan::catalog_system;
 
-    /// Regression (issue 13 item 19, seen in `infer`): V100 has no bf16, yet its 16-bit weights
+    /// Regression (seen in `infer`): V100 has no bf16, yet its 16-bit weights
     /// were said to run "bf16 (native)" and fp8 to be "dequantised to bf16".
     #[test]
     fn v100_arithmetic_is_fp16_not_bf16() {

@@ -1,4 +1,5 @@
-//! Properties the serving model must satisfy for every device and batch (issue 10, validation).
+//! Properties the serving model must satisfy for every device and batch (the serving model's
+//! specification, validation).
 
 use super::model::{estimate, setup, setup_unchecked, Requests, Serving};
 use super::precision::{KvFormat, WeightFormat};
@@ -127,7 +128,7 @@ fn throughput_grows_and_tpot_never_shrinks_with_batch() {
 
 #[test]
 fn untied_output_layer_costs_memory_not_time() {
-    // Issue 11: the catalog's Llama family has a separate output layer. Serving holds it (one
+    // The catalog's Llama family has a separate (untied) output layer. Serving holds it (one
     // more 128,256 × 4,096 matrix for Llama-3-8B, split over TP) but reads it once per pass as
     // before (the logit GEMM), so TTFT and TPOT do not move; only weights memory and, through
     // it, the largest batch that fits.

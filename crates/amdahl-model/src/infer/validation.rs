@@ -1,6 +1,7 @@
 //! Validation against published serving measurements (data/validation/infer.csv, sources in its
 //! header and in docs/methodology.md, "Inference: validation"). Prints the signed error of every
-//! case; asserts each row's stated tolerance, the three headline rows at 25 % and the
+//! case; asserts each row's stated tolerance, the serving model's three headline rows
+//! (its specification's acceptance cases) at 25 % and the
 //! ratio of the two TensorRT-LLM v1.0 rows at 20 %.
 
 use super::model::{estimate, setup, Requests, Serving};
@@ -102,7 +103,7 @@ fn published_serving_measurements() {
         );
     }
     let get = |id: &str| cases.iter().find(|c| c.id == id).unwrap();
-    // The three rows are held at 25 % here, not only by the data file's `tol` column,
+    // The three headline rows are held at 25 % here, not only by the data file's `tol` column,
     // so loosening a row in the CSV cannot loosen them.
     for id in [
         "mlperf41-70b-offline",

@@ -96,7 +96,7 @@ impl ModelShape {
     }
 
     /// V × h matrices the model has: 1 when the output layer is tied to the embedding, 2 when
-    /// untied (Llama: the planner counted one too few before, issue 11).
+    /// untied (Llama; the planner once counted one for every model, one too few for Llama).
     pub fn embedding_matrices(&self) -> f64 {
         if self.tied_embeddings {
             1.0

@@ -52,7 +52,7 @@ pub struct SearchSpace {
     /// must divide it); without, each layout uses the largest multiple of DP × mbs not above it.
     pub max_batch: u32,
     /// Keep the user's batch (`--batch`); false only when a smaller one is allowed
-    /// (`--batch-max`). Issue 13: the search silently trained on 2,516 when asked for 2,520.
+    /// (`--batch-max`). Regression: the search silently trained on 2,516 when asked for 2,520.
     #[serde(default)]
     pub exact_batch: bool,
     pub microbatches: Vec<u32>,

@@ -119,8 +119,9 @@ mod tests {
 
     #[test]
     fn llama2_70b_has_69b_parameters() {
-        // Meta's released checkpoint has 68.98B parameters, its output layer untied. Since
-        // issue 11 the planner counts it: 0.1 % (norm weights it counts as LayerNorm γ and β).
+        // Meta's released checkpoint has 68.98B parameters, its output layer untied, which the
+        // planner counts as a second V × h matrix: 0.1 % (norm weights it counts as LayerNorm γ
+        // and β).
         let m = catalog_model("llama2-70b").unwrap();
         assert!(m.gated_mlp && m.kv_heads == 8 && !m.tied_embeddings);
         let p = m.params();
@@ -129,7 +130,7 @@ mod tests {
 
     #[test]
     fn llama3_8b_matches_the_catalog_within_half_a_percent() {
-        // Issue 11: with one embedding matrix the planner had 7.50B against the catalog's 8.03B
+        // Regression: with one embedding matrix the planner had 7.50B against the catalog's 8.03B
         // (Llama Team 2024, Table 3), 6.5 % low. Untied (input embedding + output layer, each
         // 128,256 × 4,096 = 0.525B): 8.03B. Tolerance 0.5 %.
         let m = catalog_model("llama3-8b").unwrap();

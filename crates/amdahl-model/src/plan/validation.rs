@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 /// The validation set as committed (embedded: no file is read at run time).
 const TRAIN_CSV: &str = include_str!("../../../../data/validation/train.csv");
 
-/// Issue 11's targets for the whole set: mean |error| at most 5 %, no run beyond 12 %.
+/// The planner's accuracy targets for the whole set: mean |error| at most 5 %, no run beyond 12 %.
 pub const TARGET_MEAN: f64 = 0.05;
 pub const TARGET_WORST: f64 = 0.12;
 
@@ -367,7 +367,7 @@ impl ErrorSummary {
         }
     }
 
-    /// Whether the group meets issue 11's targets.
+    /// Whether the group meets the accuracy targets ([`TARGET_MEAN`], [`TARGET_WORST`]).
     pub fn meets_targets(&self) -> bool {
         self.mean_abs <= TARGET_MEAN && self.beyond_target == 0
     }
@@ -394,13 +394,13 @@ pub fn summarise(runs: &[ValidationRun]) -> Vec<ErrorSummary> {
 mod tests {
     use super::*;
 
-    /// Issue 11 asks for mean |error| ≤ 5 % and none worse than 12 % over the whole set. The
-    /// runs of the frameworks the planner models ([`MODELLED`]) meet both: 50 runs, mean 4.9 %,
+    /// The accuracy targets ask for mean |error| ≤ 5 % and none worse than 12 % over the whole set.
+    /// The runs of the frameworks the planner models ([`MODELLED`]) meet both: 50 runs, mean 4.9 %,
     /// worst Korthikanti's 530B with full recomputation at −10.4 %. The whole set does not
-    /// (docs/methodology.md "Validation against published runs"), so the test holds what is
-    /// reached there, to catch regressions: all 63 runs, mean 6.6 %; MT-NLG (Megatron-DeepSpeed),
-    /// OPT (Metaseq) and GPT-NeoX are predicted 13–31 % faster than they ran, BLOOM 11 %, and
-    /// the SC21 ZeRO-3 rows are within −15 … +8 %.
+    /// (docs/methodology.md "Validation against published runs"), so the test holds what is reached
+    /// there, to catch regressions: all 63 runs, mean 6.6 %; MT-NLG (Megatron-DeepSpeed), OPT
+    /// (Metaseq) and GPT-NeoX are predicted 13–31 % faster than they ran, BLOOM 11 %, and the SC21
+    /// ZeRO-3 rows are within −15 … +8 %.
     const ALL_MEAN: f64 = 0.067;
     const ALL_WORST: f64 = 0.31;
     /// SC21 Table 2's ZeRO-3 rows (DeepSpeed 2021) with the ZeRO-3 model of docs/methodology.md

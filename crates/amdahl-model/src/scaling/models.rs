@@ -268,9 +268,9 @@ type Fitted = (Vec<f64>, Vec<Vec<f64>>);
 
 /// Fit on times divided by their largest value, then scale the parameters back. The fitters'
 /// convergence and singularity tests use absolute thresholds tuned for values near 1; FLOP/s
-/// throughputs (t ~ 1e-15) or tiny times left USL "not converged" and the linear models
-/// "singular" (issue 13 item 11). Every model is linear in the time scale: a, b, c scale with
-/// t; USL's λ (a rate) scales with 1/t; σ and κ are dimensionless.
+/// throughputs (t ~ 1e-15) or tiny times left USL "not converged" and the linear models "singular"
+/// (a regression, tested below). Every model is linear in the time scale: a, b, c scale with t;
+/// USL's λ (a rate) scales with 1/t; σ and κ are dimensionless.
 fn fit_scaled(kind: ModelKind, n: &[f64], t: &[f64]) -> Result<Fitted, String> {
     let t_ref = t.iter().copied().fold(0.0, f64::max);
     if !(t_ref.is_finite() && t_ref > 0.0) || t.iter().any(|&x| !(x.is_finite() && x > 0.0)) {
@@ -514,7 +514,7 @@ mod tests {
 
     #[test]
     fn usl_fits_flops_throughputs_after_scaling() {
-        // Issue 13 item 11: throughputs ≥ ~1e10 (FLOP/s) left USL "did not converge", and at
+        // Regression: throughputs ≥ ~1e10 (FLOP/s) left USL "did not converge", and at
         // extreme scales every model failed as "too few distinct N". The fit must not depend on
         // the unit: σ, κ and 1−α are the same at every scale; λ scales with the data.
         let n = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0];

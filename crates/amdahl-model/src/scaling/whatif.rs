@@ -119,8 +119,9 @@ mod tests {
 
     #[test]
     fn summit_hpl_with_four_times_faster_gpus() {
-        // Summit, TOP500 2018-11: E = 74.0 % at N = 2,414,592 (issue 2; Végh arXiv:2005.00872).
-        // Expected E' ≈ 0.416 and payload gain ≈ 2.25 (stated to 3 digits there).
+        // Summit, TOP500 2018-11: E = 74.0 % at N = 2,414,592 (the `top500` specification; Végh
+        // arXiv:2005.00872). Expected E' ≈ 0.416 and payload gain ≈ 2.25 (stated to 3 digits
+        // there).
         let r = WhatIf::from_efficiency(2_414_592.0, 0.740, 4.0)
             .evaluate()
             .unwrap();

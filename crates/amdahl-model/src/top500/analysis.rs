@@ -252,7 +252,7 @@ pub fn analyse(lists: &[ListFile], q: &Query) -> Top500Result {
     }
 }
 
-/// "128 cores", "80 SMs", "1 core" (issue 13 item 21: "128 core per").
+/// "128 cores", "80 SMs", "1 core" (a regression: "128 core per" was printed).
 fn plural(unit: &str, count: u64) -> String {
     if count == 1 {
         unit.to_string()

@@ -218,7 +218,7 @@ mod tests {
 
     #[test]
     fn xlsx_zip_bomb_of_whitespace_is_refused_before_calamine() {
-        // Issue 13 item 8: a 3.2 MB archive of whitespace made `top500` use 3 GB.
+        // Regression: a 3.2 MB archive of whitespace made `top500` use 3 GB.
         use std::io::Write;
         let mut buf = Cursor::new(Vec::new());
         {

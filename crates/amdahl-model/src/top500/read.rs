@@ -654,7 +654,8 @@ fn parse_system(
         rmax: FlopsPerSecond(rmax),
         rpeak: FlopsPerSecond(rpeak),
         hpcg: match ctx.positive(cols.hpcg)? {
-            // HPCG, like HPL, cannot beat the theoretical peak (issue 13: E_HPCG 200 % was shown).
+            // HPCG, like HPL, cannot beat the theoretical peak (a regression: E_HPCG 200 % was
+            // shown).
             Some(h) if h > rpeak * (1.0 + 1e-9) => {
                 let f = cols.hpcg.map_or(cols.rmax.0, |c| c.0);
                 return Err(ctx.err(
@@ -684,7 +685,7 @@ mod tests {
 
     #[test]
     fn top500_rmax_1e308_and_hpcg_above_rpeak_are_errors_not_nan() {
-        // Issue 13 item 10: "NaN %", "inf" and E_HPCG 200 % were printed with exit 0.
+        // Regression: "NaN %", "inf" and E_HPCG 200 % were printed with exit 0.
         let head = "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s],HPCG [TFlop/s]\n";
         let huge = format!("{head}1,A,10,1e308,1e308,\n");
         let e = read_list("TOP500_201811.csv", huge.as_bytes()).unwrap_err();
@@ -699,7 +700,7 @@ mod tests {
 
     #[test]
     fn top500_ranks_with_a_gap_are_noted_in_a_csv() {
-        // Issue 13 item 9: lost rows must not vanish silently.
+        // Regression: lost rows must not vanish silently.
         let csv = "Rank,Name,Total Cores,Rmax [TFlop/s],Rpeak [TFlop/s]\n\
             1,A,10,5,10\n2,B,10,5,10\n2,C,10,5,10\n4,D,10,5,10\n7,E,10,5,10\n";
         let l = read_list("TOP500_201811.csv", csv.as_bytes()).unwrap();

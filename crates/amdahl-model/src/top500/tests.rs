@@ -1,8 +1,8 @@
 //! Validation against the official lists in the shared data directory (`$AMDAHL_SHARED_DATA`,
 //! default `../shared/data` beside the checkout, as CI lays it out; see
-//! `tests/support/shared_data.rs`: absent lists skip these tests, or fail them under `CI=true`)
-//! and the built-in history. Expected values are the numbers issue 2 quotes,
-//! recomputed by hand from the spreadsheet cells named in each test.
+//! `tests/support/shared_data.rs`: absent lists skip these tests, or fail them under `CI=true`) and
+//! the built-in history. Expected values are the numbers the `top500` command's specification
+//! quotes, recomputed by hand from the spreadsheet cells named in each test.
 
 use super::*;
 
