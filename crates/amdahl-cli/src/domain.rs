@@ -150,6 +150,28 @@ pub fn lifetime_years(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A flag whose values are a model enum's names (`amdahl_model`'s `NAMES` constants), in their
+/// order, each with the help text `help` gives it (the ones it lists), parsed by the enum's
+/// `FromStr`: clap validates and lists the names, so the binary keeps no copy of the enum.
+pub fn model_enum<T>(
+    names: &'static [&'static str],
+    help: &'static [(&'static str, &'static str)],
+) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = names.iter().map(|&n| {
+        let v = PossibleValue::new(n);
+        match help.iter().find(|(name, _)| *name == n) {
+            Some(&(_, h)) => v.help(h),
+            None => v,
+        }
+    });
+    PossibleValuesParser::new(values).try_map(|s| s.parse::<T>())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ pub mod carbon;
 pub mod catalog;
 pub mod flops;
 pub mod infer;
+pub mod names;
 pub mod plan;
 pub mod projection;
 pub mod scaling;

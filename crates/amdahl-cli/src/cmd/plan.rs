@@ -8,101 +8,57 @@ use amdahl_model::carbon::Pue;
 use amdahl_model::catalog::grid::GridIntensity;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::plan::{
-    evaluate, search, space_size, validate, validate_model, validation_set, CostInputs,
-    ErrorSummary, Hardware, Layout, ModelShape, Network, Objective, OptimizerDtype, PlanError,
-    PlanResult, Precision, Recompute, RecomputeModule, RecomputeModules, SearchResult, SearchSpace,
-    Zero3Prefetch,
+    data_parallel_degree, evaluate, search, space_size, usable, validate, validate_model,
+    validation_set, CostInputs, ErrorSummary, Hardware, Layout, ModelShape, Network, Objective,
+    OptimizerDtype, PlanError, PlanResult, Precision, Recompute, RecomputeModule, RecomputeModules,
+    SearchResult, SearchSpace, Zero3Prefetch, USABLE_FRACTION,
 };
 use anyhow::{anyhow, bail, Context, Result};
-use clap::ValueEnum;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum RecomputeArg {
-    None,
-    Selective,
-    Full,
-}
+/// Help beside the values of `--recompute-modules` (Megatron-Core's names, plan/recompute.rs).
+const RECOMPUTE_MODULE_HELP: &[(&str, &str)] = &[
+    (
+        "core_attn",
+        "Core attention: no s × s scores stored (the default)",
+    ),
+    (
+        "layernorm",
+        "Both LayerNorms / RMSNorms: their outputs are recomputed",
+    ),
+    (
+        "mla_up_proj",
+        "Multi-head latent attention's up-projections: only the latents are stored",
+    ),
+    (
+        "moe_act",
+        "The routed experts' activation function: its output is recomputed",
+    ),
+    (
+        "mlp",
+        "The dense MLP of non-MoE layers: only its input is stored",
+    ),
+];
 
-/// Megatron-Core's `--recompute-modules` names (plan/recompute.rs).
-#[derive(Clone, Copy, Debug, ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub enum RecomputeModuleArg {
-    /// Core attention: no s × s scores stored (the default).
-    CoreAttn,
-    /// Both LayerNorms / RMSNorms: their outputs are recomputed.
-    Layernorm,
-    /// Multi-head latent attention's up-projections: only the latents are stored.
-    MlaUpProj,
-    /// The routed experts' activation function: its output is recomputed.
-    MoeAct,
-    /// The dense MLP of non-MoE layers: only its input is stored.
-    Mlp,
-}
+const PRECISION_HELP: &[(&str, &str)] = &[(
+    "fp16",
+    "16-bit IEEE half with loss scaling: the 16-bit format of Volta and Turing (no bf16)",
+)];
 
-impl From<RecomputeModuleArg> for RecomputeModule {
-    fn from(a: RecomputeModuleArg) -> Self {
-        match a {
-            RecomputeModuleArg::CoreAttn => RecomputeModule::CoreAttn,
-            RecomputeModuleArg::Layernorm => RecomputeModule::Layernorm,
-            RecomputeModuleArg::MlaUpProj => RecomputeModule::MlaUpProj,
-            RecomputeModuleArg::MoeAct => RecomputeModule::MoeAct,
-            RecomputeModuleArg::Mlp => RecomputeModule::Mlp,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum PrecisionArg {
-    Fp32,
-    Bf16,
-    /// 16-bit IEEE half with loss scaling: the 16-bit format of Volta and Turing (no bf16).
-    Fp16,
-    Fp8,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum OptimizerDtypeArg {
-    Fp32,
-    Bf16,
-}
-
-impl From<OptimizerDtypeArg> for OptimizerDtype {
-    fn from(a: OptimizerDtypeArg) -> Self {
-        match a {
-            OptimizerDtypeArg::Fp32 => OptimizerDtype::Fp32,
-            OptimizerDtypeArg::Bf16 => OptimizerDtype::Bf16,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Zero3PrefetchArg {
-    /// One unit per layer, the next gathered while this one computes (PyTorch FSDP).
-    Layer,
-    /// One weight matrix at a time, a blocking fetch and one prefetch in flight (DeepSpeed
-    /// ZeRO-3 as released in 2021).
-    Module,
-}
-
-impl From<Zero3PrefetchArg> for Zero3Prefetch {
-    fn from(a: Zero3PrefetchArg) -> Self {
-        match a {
-            Zero3PrefetchArg::Layer => Zero3Prefetch::Layer,
-            Zero3PrefetchArg::Module => Zero3Prefetch::Module,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum ObjectiveArg {
-    Time,
-    Energy,
-    Cost,
-}
+const ZERO3_PREFETCH_HELP: &[(&str, &str)] = &[
+    (
+        "layer",
+        "One unit per layer, the next gathered while this one computes (PyTorch FSDP)",
+    ),
+    (
+        "module",
+        "One weight matrix at a time, a blocking fetch and one prefetch in flight (DeepSpeed \
+         ZeRO-3 as released in 2021)",
+    ),
+];
 
 /// Predict step time, memory and cost of distributed training; search for the best layout.
 /// The options live behind a `Box` so the subcommand enum stays small.
@@ -158,19 +114,24 @@ pub struct Options {
     #[arg(help_heading = "Layout", long, required_unless_present = "batch_max", value_parser = domain::count)]
     pub batch: Option<u32>,
     /// Activation recomputation: none, selective (attention only) or full.
-    #[arg(help_heading = "Layout", long, value_enum, default_value = "selective")]
-    pub recompute: RecomputeArg,
+    #[arg(
+        help_heading = "Layout",
+        long,
+        value_parser = domain::model_enum::<Recompute>(&Recompute::NAMES, &[]),
+        default_value = "selective"
+    )]
+    pub recompute: Recompute,
     /// With --recompute selective: the parts of each layer to recompute, comma-separated
     /// (Megatron-Core's --recompute-modules; DeepSeek-V3: layernorm,mla_up_proj,moe_act)
     /// [default: core_attn].
     #[arg(
         help_heading = "Layout",
         long,
-        value_enum,
+        value_parser = domain::model_enum::<RecomputeModule>(&RecomputeModule::NAMES, RECOMPUTE_MODULE_HELP),
         value_delimiter = ',',
         conflicts_with = "search"
     )]
-    pub recompute_modules: Vec<RecomputeModuleArg>,
+    pub recompute_modules: Vec<RecomputeModule>,
     /// ZeRO stage 0–3 (3 = FSDP).
     #[arg(help_heading = "Layout", long, default_value_t = 0)]
     pub zero: u8,
@@ -181,8 +142,13 @@ pub struct Options {
     #[arg(help_heading = "Layout", long)]
     pub overlap: bool,
     /// Training precision (mixed precision for bf16, fp16 and fp8; fp16 on devices without bf16).
-    #[arg(help_heading = "Layout", long, value_enum, default_value = "bf16")]
-    pub precision: PrecisionArg,
+    #[arg(
+        help_heading = "Layout",
+        long,
+        value_parser = domain::model_enum::<Precision>(&Precision::NAMES, PRECISION_HELP),
+        default_value = "bf16"
+    )]
+    pub precision: Precision,
     /// Overlap the pipeline's sends and receives with the next model chunk's computation
     /// (Megatron-LM overlap_p2p_comm; needs --interleave 2 or more; --search sets it wherever it
     /// interleaves).
@@ -195,8 +161,13 @@ pub struct Options {
     #[arg(help_heading = "Layout", long)]
     pub tp_overlap: bool,
     /// Precision of Adam's moments: fp32 or bf16 (the master weights stay fp32).
-    #[arg(help_heading = "Layout", long, value_enum, default_value = "fp32")]
-    pub optimizer_dtype: OptimizerDtypeArg,
+    #[arg(
+        help_heading = "Layout",
+        long,
+        value_parser = domain::model_enum::<OptimizerDtype>(&OptimizerDtype::NAMES, &[]),
+        default_value = "fp32"
+    )]
+    pub optimizer_dtype: OptimizerDtype,
     /// Accumulate gradients in fp32 (Megatron's main_grad: 4 bytes per parameter, not 2).
     #[arg(help_heading = "Layout", long)]
     pub fp32_grads: bool,
@@ -207,8 +178,13 @@ pub struct Options {
     pub grad_all_reduce: bool,
     /// How ZeRO-3 gathers weights ahead of use, which bounds its overlap with --overlap: per
     /// layer (FSDP) or per weight matrix (DeepSpeed ZeRO-3 of 2021).
-    #[arg(help_heading = "Layout", long, value_enum, default_value = "layer")]
-    pub zero3_prefetch: Zero3PrefetchArg,
+    #[arg(
+        help_heading = "Layout",
+        long,
+        value_parser = domain::model_enum::<Zero3Prefetch>(&Zero3Prefetch::NAMES, ZERO3_PREFETCH_HELP),
+        default_value = "layer"
+    )]
+    pub zero3_prefetch: Zero3Prefetch,
 
     /// Tokens to train on (time, device-hours, energy, carbon).
     #[arg(help_heading = "Cost", long, default_value_t = 300e9, value_parser = domain::positive)]
@@ -226,8 +202,13 @@ pub struct Options {
     #[arg(help_heading = "Search", long)]
     pub search: bool,
     /// What the search ranks by: training time, facility energy or cost (--price).
-    #[arg(help_heading = "Search", long, value_enum, default_value = "time")]
-    pub objective: ObjectiveArg,
+    #[arg(
+        help_heading = "Search",
+        long,
+        value_parser = domain::model_enum::<Objective>(&Objective::NAMES, &[]),
+        default_value = "time"
+    )]
+    pub objective: Objective,
     /// Layouts to list.
     #[arg(help_heading = "Search", long, default_value_t = 10)]
     pub top: usize,
@@ -285,15 +266,6 @@ fn cost_of(a: &Options, c: &Catalogs) -> Result<(CostInputs, GridIntensity, Pue)
     Ok((inputs, grid, pue))
 }
 
-fn precision(p: PrecisionArg) -> Precision {
-    match p {
-        PrecisionArg::Fp32 => Precision::Fp32,
-        PrecisionArg::Bf16 => Precision::Bf16,
-        PrecisionArg::Fp16 => Precision::Fp16,
-        PrecisionArg::Fp8 => Precision::Fp8,
-    }
-}
-
 pub fn run(args: Args) -> Result<ExitCode> {
     let a = *args.opts;
     let c = load(&a.sys.catalogs)?;
@@ -307,21 +279,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if a.search {
         return run_search(&a, &model, &hw, &net, inputs, (grid, pue));
     }
-    let tp_pp = u64::from(a.tp) * u64::from(a.cp) * u64::from(a.pp);
     let dp = match a.dp {
         Some(d) => d,
-        None if tp_pp > 0 && a.gpus.is_multiple_of(tp_pp) => {
-            u32::try_from(a.gpus / tp_pp).map_err(|_| anyhow!("--gpus {} is too large", a.gpus))?
-        }
-        None if tp_pp > 0 => {
-            return Err(PlanError::GpusNotDivisible {
-                gpus: a.gpus,
-                tp_pp,
-                nearest: amdahl_model::plan::error::nearest_multiples(a.gpus, tp_pp),
-            }
-            .into())
-        }
-        None => 0,
+        None => data_parallel_degree(a.gpus, a.tp, a.cp, a.pp)?,
     };
     let layout = Layout {
         tp: a.tp,
@@ -332,34 +292,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
         batch: a
             .batch
             .context("--batch-max is a --search option; give --batch B for one layout")?,
-        recompute: match a.recompute {
-            RecomputeArg::None => Recompute::None,
-            RecomputeArg::Selective => Recompute::Selective,
-            RecomputeArg::Full => Recompute::Full,
-        },
+        recompute: a.recompute,
         zero: a.zero,
         sp: a.sp,
-        precision: precision(a.precision),
+        precision: a.precision,
         overlap_dp: a.overlap,
         flash_attention: a.flash,
         ep: a.ep,
         overlap_ep: a.overlap_ep,
         cp: a.cp,
         tp_overlap: a.tp_overlap,
-        optimizer_dtype: a.optimizer_dtype.into(),
+        optimizer_dtype: a.optimizer_dtype,
         fp32_grads: a.fp32_grads,
-        zero3_prefetch: a.zero3_prefetch.into(),
+        zero3_prefetch: a.zero3_prefetch,
         overlap_pp: a.overlap_pp,
         grad_all_reduce: a.grad_all_reduce,
         recompute_modules: if a.recompute_modules.is_empty() {
             RecomputeModules::default()
         } else {
-            RecomputeModules::new(
-                &a.recompute_modules
-                    .iter()
-                    .map(|&m| m.into())
-                    .collect::<Vec<RecomputeModule>>(),
-            )
+            RecomputeModules::new(&a.recompute_modules)
         },
     };
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
@@ -370,10 +321,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if !result.fits {
         eprintln!(
             "warning: this layout needs {:.1} GiB per device, more than the {:.1} GiB usable \
-             (95 % of {:.1} GiB); try --recompute full, --zero 1, --sp, a larger --tp/--pp, or \
-             --search",
+             ({:.0} % of {:.1} GiB); try --recompute full, --zero 1, --sp, a larger --tp/--pp, \
+             or --search",
             e.memory.total.gib(),
-            e.memory.capacity.gib() * 0.95,
+            usable(e.memory.capacity).gib(),
+            USABLE_FRACTION * 100.0,
             e.memory.capacity.gib()
         );
     }
@@ -400,7 +352,7 @@ fn run_search(
     inputs: CostInputs,
     (grid, pue): (GridIntensity, Pue),
 ) -> Result<ExitCode> {
-    let precision = precision(a.precision);
+    let precision = a.precision;
     if hw.peak(precision).is_none() {
         return Err(PlanError::Precision {
             device: hw.name.clone(),
@@ -441,11 +393,7 @@ fn run_search(
         precisions: vec![precision],
         flash_attention: a.flash,
         max_cp: a.max_cp,
-        objective: match a.objective {
-            ObjectiveArg::Time => Objective::Time,
-            ObjectiveArg::Energy => Objective::Energy,
-            ObjectiveArg::Cost => Objective::Cost,
-        },
+        objective: a.objective,
         top_k: a.top,
         cost: inputs,
     };
@@ -489,7 +437,7 @@ fn run_search(
             gpus: a.gpus,
             device: hw.name.clone(),
             need_gib: need / (1024.0 * 1024.0 * 1024.0),
-            have_gib: hw.memory.gib() * 0.95,
+            have_gib: usable(hw.memory).gib(),
             layout,
         }
         .into());

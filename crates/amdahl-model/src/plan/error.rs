@@ -88,6 +88,8 @@ pub enum PlanError {
         tp_pp: u64,
         nearest: String,
     },
+    #[error("--gpus {gpus} is too large")]
+    GpusTooLarge { gpus: u64 },
     #[error(
         "global batch --batch {batch} is not divisible by DP × microbatch = {dp} × {mbs} = {unit}; \
          nearest valid --batch: {nearest}"

@@ -31,6 +31,8 @@ impl Precision {
         Precision::Fp16,
         Precision::Fp8,
     ];
+    /// The names of [`Self::ALL`], in order (`parse` also takes `f32`, `f16`, `f8`).
+    pub const NAMES: [&'static str; 4] = ["fp32", "bf16", "fp16", "fp8"];
 
     /// Bytes per activation element stored and communicated. fp8 runs (Transformer Engine) keep
     /// activations and communication in bf16; only GEMM inputs are cast to fp8.
@@ -382,6 +384,8 @@ pub fn system(
     let net = Network::node_of(&hw, gbit);
     Ok((hw, net))
 }
+
+crate::names::from_str_by_parse!(Precision, "precision");
 
 #[cfg(test)]
 mod tests {

@@ -270,10 +270,14 @@ fn stage_memory(
 /// Parameters ZeRO-3 keeps gathered at once: DeepSpeed's `stage3_max_live_parameters` default.
 pub const ZERO3_MAX_LIVE_PARAMS: f64 = 1e9;
 
-/// Memory a job may use: the capacity less 5 % for the CUDA context, NCCL buffers and allocator
-/// fragmentation (an estimate; PyTorch reports 1–3 GiB of such overhead on 80 GB devices).
+/// Fraction of a device's memory a training job may use: the capacity less 5 % for the CUDA
+/// context, NCCL buffers and allocator fragmentation (an estimate; PyTorch reports 1–3 GiB of
+/// such overhead on 80 GB devices).
+pub const USABLE_FRACTION: f64 = 0.95;
+
+/// Memory a job may use: [`USABLE_FRACTION`] of the capacity.
 pub fn usable(capacity: Bytes) -> Bytes {
-    capacity * 0.95
+    capacity * USABLE_FRACTION
 }
 
 #[cfg(test)]

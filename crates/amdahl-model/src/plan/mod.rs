@@ -63,7 +63,7 @@ pub use hardware::{
     catalog_system, system, DeviceClass, GemmCurve, Hardware, Link, Network, Overrides, Precision,
     IDLE_FRACTION_OF_TDP,
 };
-pub use memory::Memory;
+pub use memory::{usable, Memory, USABLE_FRACTION};
 pub use moe::Moe;
 pub use optimizer::OptimizerDtype;
 pub use perf::{estimate, evaluate, Breakdown, Estimate};
@@ -75,7 +75,7 @@ pub use search::{
 };
 pub use shape::{catalog_model, ModelShape};
 pub use spec::{Layout, Recompute, Zero3Prefetch};
-pub use validate::{validate, validate_model};
+pub use validate::{data_parallel_degree, validate, validate_model};
 pub use validation::{
     find as find_validation_run, summarise, validation_set, ErrorSummary, ValidationRun,
     ValidationSetError,

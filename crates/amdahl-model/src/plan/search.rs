@@ -31,6 +31,18 @@ pub enum Objective {
 }
 
 impl Objective {
+    pub const ALL: [Objective; 3] = [Objective::Time, Objective::Energy, Objective::Cost];
+    /// The names of [`Self::ALL`], in order.
+    pub const NAMES: [&'static str; 3] = ["time", "energy", "cost"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Objective::Time => "time",
+            Objective::Energy => "energy",
+            Objective::Cost => "cost",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
         match s.to_ascii_lowercase().as_str() {
             "time" => Some(Objective::Time),
@@ -40,6 +52,8 @@ impl Objective {
         }
     }
 }
+
+crate::names::from_str_by_parse!(Objective, "objective");
 
 /// The space to search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

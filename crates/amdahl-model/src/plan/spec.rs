@@ -5,6 +5,7 @@
 //! device precision.
 
 use super::hardware::Precision;
+use crate::names::from_str_by_parse;
 use serde::{Deserialize, Serialize};
 
 /// A decoder-only transformer. `kv_heads < heads` is grouped-query attention; `gated_mlp` is a
@@ -123,6 +124,8 @@ pub enum Recompute {
 
 impl Recompute {
     pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+    /// The names of [`Self::ALL`], in order.
+    pub const NAMES: [&'static str; 3] = ["none", "selective", "full"];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -162,6 +165,10 @@ pub enum Zero3Prefetch {
 }
 
 impl Zero3Prefetch {
+    pub const ALL: [Zero3Prefetch; 2] = [Zero3Prefetch::Layer, Zero3Prefetch::Module];
+    /// The names of [`Self::ALL`], in order.
+    pub const NAMES: [&'static str; 2] = ["layer", "module"];
+
     pub fn name(self) -> &'static str {
         match self {
             Zero3Prefetch::Layer => "layer",
@@ -372,6 +379,8 @@ pub enum OptimizerDtype {
 
 impl OptimizerDtype {
     pub const ALL: [OptimizerDtype; 2] = [OptimizerDtype::Fp32, OptimizerDtype::Bf16];
+    /// The names of [`Self::ALL`], in order (`parse` also takes `f32`).
+    pub const NAMES: [&'static str; 2] = ["fp32", "bf16"];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -422,6 +431,9 @@ impl RecomputeModule {
         RecomputeModule::MoeAct,
         RecomputeModule::Mlp,
     ];
+    /// The names of [`Self::ALL`], in order (Megatron-Core's `--recompute-modules` names).
+    pub const NAMES: [&'static str; 5] =
+        ["core_attn", "layernorm", "mla_up_proj", "moe_act", "mlp"];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -504,3 +516,8 @@ impl schemars::JsonSchema for RecomputeModules {
         Vec::<RecomputeModule>::json_schema(g)
     }
 }
+
+from_str_by_parse!(Recompute, "recomputation");
+from_str_by_parse!(Zero3Prefetch, "ZeRO-3 prefetch");
+from_str_by_parse!(OptimizerDtype, "optimizer dtype");
+from_str_by_parse!(RecomputeModule, "recompute module");

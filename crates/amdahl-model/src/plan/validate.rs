@@ -7,6 +7,24 @@ use super::hardware::{Hardware, Network};
 use super::spec::{Layout, ModelShape, Recompute, RecomputeModule};
 use super::stages::stage_layers;
 
+/// The data-parallel degree of `gpus` devices for tensor × context × pipeline degrees `tp`,
+/// `cp`, `pp`: `gpus / (tp·cp·pp)`, an error naming the nearest valid counts when that does not
+/// divide, and 0 when a degree is 0 (which [`validate`] then reports by name).
+pub fn data_parallel_degree(gpus: u64, tp: u32, cp: u32, pp: u32) -> Result<u32, PlanError> {
+    let tp_pp = u64::from(tp) * u64::from(cp) * u64::from(pp);
+    if tp_pp == 0 {
+        return Ok(0);
+    }
+    if !gpus.is_multiple_of(tp_pp) {
+        return Err(PlanError::GpusNotDivisible {
+            gpus,
+            tp_pp,
+            nearest: nearest_multiples(gpus, tp_pp),
+        });
+    }
+    u32::try_from(gpus / tp_pp).map_err(|_| PlanError::GpusTooLarge { gpus })
+}
+
 /// Check the model's own shape: every dimension at least 1, KV heads dividing the heads.
 pub fn validate_model(model: &ModelShape) -> Result<(), PlanError> {
     for (what, v) in [
@@ -326,4 +344,28 @@ fn nearest_common_divisors(a: u32, b: u32, x: u32) -> String {
     let below = ds.iter().rev().find(|&&d| d <= u64::from(x)).copied();
     let above = ds.iter().find(|&&d| d > u64::from(x)).copied();
     nearest(below, above)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_parallel_degree_is_what_the_other_degrees_leave() {
+        assert_eq!(data_parallel_degree(5120, 8, 1, 35).ok(), None);
+        assert_eq!(data_parallel_degree(2520, 8, 1, 35).ok(), Some(9));
+        assert_eq!(data_parallel_degree(64, 8, 2, 1).ok(), Some(4));
+        assert_eq!(data_parallel_degree(64, 0, 1, 1).ok(), Some(0));
+        let Err(e) = data_parallel_degree(100, 8, 1, 1) else {
+            panic!("100 is not a multiple of 8")
+        };
+        assert!(
+            e.to_string().contains("nearest valid --gpus: 96 or 104"),
+            "{e}"
+        );
+        let Err(e) = data_parallel_degree(1 << 40, 1, 1, 1) else {
+            panic!("2^40 is not a u32")
+        };
+        assert_eq!(e.to_string(), "--gpus 1099511627776 is too large");
+    }
 }
