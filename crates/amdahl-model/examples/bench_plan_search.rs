@@ -8,7 +8,7 @@
 //! Run: `cargo run --release -p amdahl-model --example bench_plan_search`
 
 use amdahl_model::plan::{
-    catalog_model, catalog_system, search, CostInputs, Objective, Precision, SearchSpace,
+    catalog_model, catalog_system, search, ComputePrecision, CostInputs, Objective, SearchSpace,
 };
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
@@ -35,7 +35,7 @@ fn main() {
         exact_batch: false,
         microbatches: vec![1, 2, 4, 8],
         max_interleave: 4,
-        precisions: vec![Precision::Bf16],
+        precisions: vec![ComputePrecision::Bf16],
         flash_attention: false,
         max_cp: 1,
         objective: Objective::Time,
@@ -123,7 +123,7 @@ fn long_context(cores: usize, intensity: amdahl_model::units::GramsPerKwh) {
         exact_batch: true,
         microbatches: vec![1],
         max_interleave: 8,
-        precisions: vec![Precision::Bf16],
+        precisions: vec![ComputePrecision::Bf16],
         flash_attention: true,
         max_cp: 16,
         objective: Objective::Time,

@@ -11,8 +11,8 @@
 //! Run: `cargo run --release -p amdahl-model --example bench_plan_search_moe`
 
 use amdahl_model::plan::{
-    catalog_model, catalog_system, search, space_size, CostInputs, ModelShape, Objective,
-    Precision, SearchSpace,
+    catalog_model, catalog_system, search, space_size, ComputePrecision, CostInputs, ModelShape,
+    Objective, SearchSpace,
 };
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
@@ -40,7 +40,7 @@ fn main() {
         exact_batch: true,
         microbatches: vec![1, 2, 4, 8],
         max_interleave: 4,
-        precisions: vec![Precision::Fp8],
+        precisions: vec![ComputePrecision::Fp8],
         flash_attention: true,
         objective: Objective::Time,
         top_k: 10,

@@ -35,7 +35,7 @@ pub(crate) use from_str_by_parse;
 #[cfg(test)]
 mod tests {
     use crate::plan::{
-        Objective, OptimizerDtype, Precision, Recompute, RecomputeModule, Zero3Prefetch,
+        ComputePrecision, Objective, OptimizerDtype, Recompute, RecomputeModule, Zero3Prefetch,
     };
 
     /// Every enum's `NAMES` are its variants' `name()`s in order and parse back to them.
@@ -56,18 +56,21 @@ mod tests {
             Zero3Prefetch,
             OptimizerDtype,
             RecomputeModule,
-            Precision,
+            ComputePrecision,
             Objective
         );
     }
 
     #[test]
     fn an_unknown_name_lists_the_known_ones() {
-        let e = "fp4".parse::<Precision>().unwrap_err();
+        let e = "fp4".parse::<ComputePrecision>().unwrap_err();
         assert_eq!(
             e.to_string(),
             "unknown precision `fp4`: expected one of fp32, bf16, fp16, fp8"
         );
-        assert_eq!("F16".parse::<Precision>(), Ok(Precision::Fp16));
+        assert_eq!(
+            "F16".parse::<ComputePrecision>(),
+            Ok(ComputePrecision::Fp16)
+        );
     }
 }

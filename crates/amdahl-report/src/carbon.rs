@@ -410,7 +410,7 @@ pub fn statement_latex(s: &Statement) -> String {
 mod tests {
     use super::*;
     use amdahl_model::carbon::{estimate, ItEnergy, Pue};
-    use amdahl_model::catalog::grid::{self, GridIntensity, Scope};
+    use amdahl_model::catalog::grid::{self, GridIntensity, GridScope};
     use amdahl_model::units::{Seconds, Watts};
 
     fn gpt3() -> CarbonReport {
@@ -425,7 +425,7 @@ mod tests {
             &it,
             Some("V100 SXM2 16GB"),
             Pue::new(1.1, "given").unwrap(),
-            GridIntensity::custom(429.0, Scope::Direct, Some(2021)).unwrap(),
+            GridIntensity::custom(429.0, GridScope::Direct, Some(2021)).unwrap(),
             None,
             vec![grid::lookup("FR").unwrap()],
         )

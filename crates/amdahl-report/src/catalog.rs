@@ -2,7 +2,7 @@
 
 use crate::carbon::num as sig;
 use crate::table::{Align, Table};
-use amdahl_model::catalog::devices::{Device, Precision};
+use amdahl_model::catalog::devices::{Device, PeakPrecision};
 use amdahl_model::catalog::grid::GridIntensity;
 use amdahl_model::catalog::models::ModelShape;
 use amdahl_model::catalog::pue::PuePreset;
@@ -39,7 +39,7 @@ pub fn devices_table(devices: &[&Device]) -> String {
     .align(1, Align::Left);
     for d in devices {
         let mut row = vec![d.name.clone(), format!("{:?}", d.kind).to_lowercase()];
-        row.extend(Precision::ALL.iter().map(|p| tflops(d.peak(*p))));
+        row.extend(PeakPrecision::ALL.iter().map(|p| tflops(d.peak(*p))));
         row.push(opt(d.memory_gb(), |g| sig(g, 4)));
         row.push(gbs(d.memory_bandwidth));
         row.push(gbs(d.link_bandwidth));
@@ -59,8 +59,8 @@ pub fn device_detail(d: &Device) -> String {
     kv("aliases", d.aliases.join(", "));
     kv("kind", format!("{:?}", d.kind).to_lowercase());
     kv("vendor", d.vendor.clone());
-    for p in Precision::ALL {
-        let unit = if p == Precision::Int8 {
+    for p in PeakPrecision::ALL {
+        let unit = if p == PeakPrecision::Int8 {
             "TOP/s"
         } else {
             "TFLOP/s"
@@ -235,7 +235,7 @@ pub fn devices_csv(devices: &[&Device]) -> Result<String, csv::Error> {
         devices.iter().map(|d| {
             let mut r = vec![d.name.clone(), format!("{:?}", d.kind).to_lowercase()];
             r.extend(
-                Precision::ALL
+                PeakPrecision::ALL
                     .iter()
                     .map(|p| f(d.peak(*p).map(|x| x.tflops()))),
             );

@@ -5,7 +5,7 @@ use crate::escape::csv_unquoted;
 use crate::sig;
 use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
-use amdahl_model::infer::{Candidate, InferResult, InferSearchResult};
+use amdahl_model::infer::{InferResult, InferSearchResult, ServingCandidate};
 use std::fmt::Write;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -279,7 +279,7 @@ pub fn infer_svg(r: &InferResult) -> String {
     figure(&[lat, energy], 520.0, 380.0)
 }
 
-fn candidates_table(rows: &[Candidate]) -> String {
+fn candidates_table(rows: &[ServingCandidate]) -> String {
     let mut t = Table::new([
         "#",
         "tp",
@@ -338,7 +338,7 @@ pub fn search_table(r: &InferSearchResult) -> String {
     // The front has a point per batch; show at most 20, evenly spaced, ends included.
     let n = r.pareto.len();
     let step = n.div_ceil(20).max(1);
-    let shown: Vec<Candidate> = r
+    let shown: Vec<ServingCandidate> = r
         .pareto
         .iter()
         .enumerate()

@@ -246,11 +246,11 @@ mod tests {
     use super::*;
     use amdahl_model::carbon::lifetime::{Horizon, Serving, Side, Training};
     use amdahl_model::carbon::{Basis, Pue};
-    use amdahl_model::catalog::grid::{GridIntensity, Scope};
+    use amdahl_model::catalog::grid::{GridIntensity, GridScope};
     use amdahl_model::units::Joules;
 
     fn side(label: &str, train_kwh: f64, kwh_per_1000: f64) -> Side {
-        let g = GridIntensity::custom(100.0, Scope::Lifecycle, Some(2023)).unwrap();
+        let g = GridIntensity::custom(100.0, GridScope::Lifecycle, Some(2023)).unwrap();
         let p = Pue::new(1.0, "given").unwrap();
         (
             label.into(),

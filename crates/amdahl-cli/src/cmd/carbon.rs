@@ -10,7 +10,7 @@ use crate::domain;
 use crate::output::{print_result, Format, FormatArgs};
 use amdahl_model::carbon::network::NetworkIntensity;
 use amdahl_model::carbon::{self, embodied, from_result, ItEnergy, Statement};
-use amdahl_model::catalog::devices::{Device, Precision};
+use amdahl_model::catalog::devices::{Device, PeakPrecision};
 use amdahl_model::catalog::{embodied as factors, Catalogs};
 use amdahl_model::units::{Flops, Seconds, Watts};
 use amdahl_report::{carbon as render, to_json};
@@ -237,9 +237,9 @@ fn it_energy(
             ),
         };
         let d = device.context("the compute path needs --device NAME for its peak FLOP/s")?;
-        let precision: Precision = args.precision.parse().map_err(anyhow::Error::msg)?;
+        let precision: PeakPrecision = args.precision.parse().map_err(anyhow::Error::msg)?;
         let peak = d.peak(precision).with_context(|| {
-            let have: Vec<&str> = Precision::ALL
+            let have: Vec<&str> = PeakPrecision::ALL
                 .iter()
                 .filter(|p| d.peak(**p).is_some())
                 .map(|p| p.name())

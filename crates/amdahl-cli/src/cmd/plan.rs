@@ -9,9 +9,9 @@ use amdahl_model::catalog::grid::GridIntensity;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::plan::{
     data_parallel_degree, evaluate, search, space_size, usable, validate, validate_model,
-    validation_set, CostInputs, ErrorSummary, Hardware, Layout, ModelShape, Network, Objective,
-    OptimizerDtype, PlanError, PlanResult, Precision, Recompute, RecomputeModule, RecomputeModules,
-    SearchResult, SearchSpace, Zero3Prefetch, USABLE_FRACTION,
+    validation_set, ComputePrecision, CostInputs, ErrorSummary, Hardware, Layout, ModelShape,
+    Network, Objective, OptimizerDtype, PlanError, PlanResult, Recompute, RecomputeModule,
+    RecomputeModules, SearchResult, SearchSpace, Zero3Prefetch, USABLE_FRACTION,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::PathBuf;
@@ -145,10 +145,10 @@ pub struct Options {
     #[arg(
         help_heading = "Layout",
         long,
-        value_parser = domain::model_enum::<Precision>(&Precision::NAMES, PRECISION_HELP),
+        value_parser = domain::model_enum::<ComputePrecision>(&ComputePrecision::NAMES, PRECISION_HELP),
         default_value = "bf16"
     )]
-    pub precision: Precision,
+    pub precision: ComputePrecision,
     /// Overlap the pipeline's sends and receives with the next model chunk's computation
     /// (Megatron-LM overlap_p2p_comm; needs --interleave 2 or more; --search sets it wherever it
     /// interleaves).

@@ -4,7 +4,7 @@
 
 use amdahl_model::carbon::from_result::{Saved, SavedGrid};
 use amdahl_model::carbon::{defaults, Pue};
-use amdahl_model::catalog::grid::{GridIntensity, Scope};
+use amdahl_model::catalog::grid::{GridIntensity, GridScope};
 use amdahl_model::catalog::Catalogs;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -65,8 +65,8 @@ impl GridArgs {
             Some(g) => {
                 let scope = match self.intensity_scope.as_deref() {
                     None => defaults::INTENSITY_SCOPE,
-                    Some("lifecycle") => Scope::Lifecycle,
-                    Some("direct") => Scope::Direct,
+                    Some("lifecycle") => GridScope::Lifecycle,
+                    Some("direct") => GridScope::Direct,
                     Some(s) => bail!("--intensity-scope `{s}` is not lifecycle or direct"),
                 };
                 let mut i = GridIntensity::custom(g, scope, self.intensity_year)
@@ -139,9 +139,9 @@ fn saved_grid(g: &SavedGrid, c: &Catalogs) -> Result<GridIntensity> {
         _ => {
             // `amdahl run` records the scope at the end of the source: "… (direct)".
             let scope = if g.source.ends_with("(direct)") {
-                Scope::Direct
+                GridScope::Direct
             } else {
-                Scope::Lifecycle
+                GridScope::Lifecycle
             };
             let mut custom =
                 GridIntensity::custom(g.g_per_kwh, scope, g.year).map_err(anyhow::Error::msg)?;

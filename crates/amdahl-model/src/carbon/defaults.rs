@@ -3,7 +3,7 @@
 //! numbers whichever command computes them. Each output names the value it used and where it
 //! comes from. Why these values: docs/methodology.md, "Defaults".
 
-use crate::catalog::grid::Scope;
+use crate::catalog::grid::GridScope;
 
 /// The PUE preset when `--pue` is not given: `local` = 1.0, no facility overhead. amdahl cannot
 /// know the facility a job runs in; adding a data-centre average to a laptop's measured energy
@@ -17,7 +17,7 @@ pub const GRID_REGION: &str = "world";
 
 /// The scope of a user's `--intensity` when `--intensity-scope` is not given: life-cycle, the
 /// scope of every catalogued grid, so a user figure compares with them.
-pub const INTENSITY_SCOPE: Scope = Scope::Lifecycle;
+pub const INTENSITY_SCOPE: GridScope = GridScope::Lifecycle;
 
 /// How an output names a default it used, e.g. "local preset (default)".
 pub const DEFAULT_MARK: &str = "default";

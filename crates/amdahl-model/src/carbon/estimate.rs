@@ -171,11 +171,11 @@ impl CarbonReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::grid::Scope;
+    use crate::catalog::grid::GridScope;
     use crate::units::{Seconds, Watts};
 
     fn grid(g: f64) -> GridIntensity {
-        GridIntensity::custom(g, Scope::Direct, Some(2021)).unwrap()
+        GridIntensity::custom(g, GridScope::Direct, Some(2021)).unwrap()
     }
 
     fn within(x: f64, want: f64, tol: f64) {

@@ -429,10 +429,10 @@ impl LifetimeReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::grid::Scope;
+    use crate::catalog::grid::GridScope;
 
     fn grid(g: f64) -> GridIntensity {
-        GridIntensity::custom(g, Scope::Lifecycle, Some(2023)).unwrap()
+        GridIntensity::custom(g, GridScope::Lifecycle, Some(2023)).unwrap()
     }
     fn pue(p: f64) -> Pue {
         Pue::new(p, "given").unwrap()

@@ -14,7 +14,8 @@ const TEXT: &str = include_str!("../../../../data/devices.csv");
 /// Arithmetic precisions with a vendor peak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Precision {
+#[schemars(rename = "Precision")]
+pub enum PeakPrecision {
     Fp64,
     Fp32,
     Tf32,
@@ -24,43 +25,46 @@ pub enum Precision {
     Int8,
 }
 
-impl Precision {
-    pub const ALL: [Precision; 6] = [
-        Precision::Fp64,
-        Precision::Fp32,
-        Precision::Tf32,
-        Precision::Fp16,
-        Precision::Fp8,
-        Precision::Int8,
+/// The former name of [`PeakPrecision`], kept for code written against it.
+pub use PeakPrecision as Precision;
+
+impl PeakPrecision {
+    pub const ALL: [PeakPrecision; 6] = [
+        PeakPrecision::Fp64,
+        PeakPrecision::Fp32,
+        PeakPrecision::Tf32,
+        PeakPrecision::Fp16,
+        PeakPrecision::Fp8,
+        PeakPrecision::Int8,
     ];
     pub fn name(self) -> &'static str {
         match self {
-            Precision::Fp64 => "fp64",
-            Precision::Fp32 => "fp32",
-            Precision::Tf32 => "tf32",
-            Precision::Fp16 => "fp16",
-            Precision::Fp8 => "fp8",
-            Precision::Int8 => "int8",
+            PeakPrecision::Fp64 => "fp64",
+            PeakPrecision::Fp32 => "fp32",
+            PeakPrecision::Tf32 => "tf32",
+            PeakPrecision::Fp16 => "fp16",
+            PeakPrecision::Fp8 => "fp8",
+            PeakPrecision::Int8 => "int8",
         }
     }
 }
 
-impl fmt::Display for Precision {
+impl fmt::Display for PeakPrecision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl FromStr for Precision {
+impl FromStr for PeakPrecision {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s.to_ascii_lowercase().as_str() {
-            "fp64" | "f64" | "double" => Ok(Precision::Fp64),
-            "fp32" | "f32" | "float" => Ok(Precision::Fp32),
-            "tf32" => Ok(Precision::Tf32),
-            "fp16" | "bf16" | "f16" | "half" => Ok(Precision::Fp16),
-            "fp8" | "f8" => Ok(Precision::Fp8),
-            "int8" | "i8" => Ok(Precision::Int8),
+            "fp64" | "f64" | "double" => Ok(PeakPrecision::Fp64),
+            "fp32" | "f32" | "float" => Ok(PeakPrecision::Fp32),
+            "tf32" => Ok(PeakPrecision::Tf32),
+            "fp16" | "bf16" | "f16" | "half" => Ok(PeakPrecision::Fp16),
+            "fp8" | "f8" => Ok(PeakPrecision::Fp8),
+            "int8" | "i8" => Ok(PeakPrecision::Int8),
             _ => Err(format!(
                 "unknown precision `{s}`; use one of fp64, fp32, tf32, bf16/fp16, fp8, int8"
             )),
@@ -91,14 +95,14 @@ pub struct Peaks {
 }
 
 impl Peaks {
-    pub fn get(&self, p: Precision) -> Option<FlopsPerSecond> {
+    pub fn get(&self, p: PeakPrecision) -> Option<FlopsPerSecond> {
         match p {
-            Precision::Fp64 => self.fp64,
-            Precision::Fp32 => self.fp32,
-            Precision::Tf32 => self.tf32,
-            Precision::Fp16 => self.fp16,
-            Precision::Fp8 => self.fp8,
-            Precision::Int8 => self.int8,
+            PeakPrecision::Fp64 => self.fp64,
+            PeakPrecision::Fp32 => self.fp32,
+            PeakPrecision::Tf32 => self.tf32,
+            PeakPrecision::Fp16 => self.fp16,
+            PeakPrecision::Fp8 => self.fp8,
+            PeakPrecision::Int8 => self.int8,
         }
     }
 }
@@ -142,11 +146,11 @@ pub struct Device {
 
 impl Device {
     /// Dense peak for a precision.
-    pub fn peak(&self, p: Precision) -> Option<FlopsPerSecond> {
+    pub fn peak(&self, p: PeakPrecision) -> Option<FlopsPerSecond> {
         self.peak.get(p)
     }
     /// 2:4-sparse peak for a precision, where published.
-    pub fn sparse_peak(&self, p: Precision) -> Option<FlopsPerSecond> {
+    pub fn sparse_peak(&self, p: PeakPrecision) -> Option<FlopsPerSecond> {
         self.sparse_peak.get(p)
     }
     /// Memory capacity in vendor GB (what embodied-carbon factors are quoted per).
@@ -325,9 +329,9 @@ mod tests {
     fn datasheet_values() {
         // NVIDIA V100 datasheet: 125 TFLOP/s fp16 tensor; H100 SXM: 989.4 dense bf16, 1978.9 sparse.
         let v = lookup("v100").unwrap();
-        assert_eq!(v.peak(Precision::Fp16).unwrap().tflops(), 125.0);
+        assert_eq!(v.peak(PeakPrecision::Fp16).unwrap().tflops(), 125.0);
         let h = lookup("h100").unwrap();
-        assert_eq!(h.sparse_peak(Precision::Fp16).unwrap().tflops(), 1978.9);
+        assert_eq!(h.sparse_peak(PeakPrecision::Fp16).unwrap().tflops(), 1978.9);
         assert_eq!(h.tdp, Some(Watts(700.0)));
         assert_eq!(h.memory_gb(), Some(80.0));
     }
@@ -335,7 +339,7 @@ mod tests {
     #[test]
     fn sparse_peak_is_twice_dense_where_given() {
         for d in embedded().unwrap().iter() {
-            for p in Precision::ALL {
+            for p in PeakPrecision::ALL {
                 if let (Some(s), Some(x)) = (d.sparse_peak(p), d.peak(p)) {
                     let r = s / x;
                     // 3 %: the L40S datasheet lists 362.05 dense and 733 sparse.
@@ -411,7 +415,7 @@ mod tests {
 
     #[test]
     fn precision_parses_bf16_as_fp16() {
-        assert_eq!("bf16".parse::<Precision>(), Ok(Precision::Fp16));
-        assert!("fp4".parse::<Precision>().is_err());
+        assert_eq!("bf16".parse::<PeakPrecision>(), Ok(PeakPrecision::Fp16));
+        assert!("fp4".parse::<PeakPrecision>().is_err());
     }
 }

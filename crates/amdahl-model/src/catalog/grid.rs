@@ -19,34 +19,38 @@ pub const MAX_G_PER_KWH: f64 = 2000.0;
 /// Whether an intensity counts only combustion at the plant or the whole life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Scope {
+#[schemars(rename = "Scope")]
+pub enum GridScope {
     /// Life-cycle emissions of generation (construction, fuel supply, operation).
     Lifecycle,
     /// Direct (stack) emissions of generation only.
     Direct,
 }
 
-impl std::fmt::Display for Scope {
+/// The former name of [`GridScope`], kept for code written against it.
+pub use GridScope as Scope;
+
+impl std::fmt::Display for GridScope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Scope::Lifecycle => "lifecycle",
-            Scope::Direct => "direct",
+            GridScope::Lifecycle => "lifecycle",
+            GridScope::Direct => "direct",
         })
     }
 }
 
-impl Scope {
-    fn parse(s: &str) -> Option<Scope> {
+impl GridScope {
+    fn parse(s: &str) -> Option<GridScope> {
         match s.to_ascii_lowercase().as_str() {
-            "lifecycle" => Some(Scope::Lifecycle),
-            "direct" => Some(Scope::Direct),
+            "lifecycle" => Some(GridScope::Lifecycle),
+            "direct" => Some(GridScope::Direct),
             _ => None,
         }
     }
     pub fn name(self) -> &'static str {
         match self {
-            Scope::Lifecycle => "lifecycle",
-            Scope::Direct => "direct",
+            GridScope::Lifecycle => "lifecycle",
+            GridScope::Direct => "direct",
         }
     }
 }
@@ -59,7 +63,7 @@ pub struct Country {
     pub name: String,
     pub g_per_kwh: GramsPerKwh,
     pub year: u16,
-    pub scope: Scope,
+    pub scope: GridScope,
     pub source: String,
     pub licence: String,
 }
@@ -74,7 +78,7 @@ pub struct CloudRegion {
     pub grid: String,
     /// The provider's published intensity; `None` means "use the country grid".
     pub g_per_kwh: Option<GramsPerKwh>,
-    pub scope: Option<Scope>,
+    pub scope: Option<GridScope>,
     pub year: u16,
     pub source: String,
 }
@@ -90,7 +94,7 @@ pub struct GridIntensity {
     /// The data year; `None` for a user-supplied intensity given without one (never guessed:
     /// stamping today's year on a 2019 figure misdates it in a citable statement).
     pub year: Option<u16>,
-    pub scope: Scope,
+    pub scope: GridScope,
     pub source: String,
 }
 
@@ -101,7 +105,7 @@ pub fn year_label(year: Option<u16>) -> String {
 
 impl GridIntensity {
     /// A user-given intensity (`--intensity`), checked to lie in 0-2,000 g/kWh.
-    pub fn custom(g_per_kwh: f64, scope: Scope, year: Option<u16>) -> Result<Self, String> {
+    pub fn custom(g_per_kwh: f64, scope: GridScope, year: Option<u16>) -> Result<Self, String> {
         check(g_per_kwh)?;
         Ok(Self {
             code: "custom".into(),
@@ -143,10 +147,10 @@ fn intensity(r: &table::Row, column: &str) -> Result<Option<GramsPerKwh>, Catalo
     Ok(Some(GramsPerKwh(g)))
 }
 
-fn scope(r: &table::Row) -> Result<Option<Scope>, CatalogError> {
+fn scope(r: &table::Row) -> Result<Option<GridScope>, CatalogError> {
     match r.cell("scope") {
         "" => Ok(None),
-        s => Scope::parse(s)
+        s => GridScope::parse(s)
             .map(Some)
             .ok_or_else(|| r.err("scope", format!("`{s}` is not `lifecycle` or `direct`"))),
     }
@@ -404,9 +408,12 @@ mod tests {
         let w = lookup(crate::carbon::defaults::GRID_REGION).unwrap();
         assert_eq!(w.g_per_kwh, GramsPerKwh(436.0));
         assert_eq!(w.year, Some(2022));
-        assert_eq!(w.scope, Scope::Lifecycle);
+        assert_eq!(w.scope, GridScope::Lifecycle);
         let g = embedded().unwrap();
-        assert!(g.countries().iter().all(|c| c.scope == Scope::Lifecycle));
+        assert!(g
+            .countries()
+            .iter()
+            .all(|c| c.scope == GridScope::Lifecycle));
     }
 
     #[test]
@@ -414,7 +421,7 @@ mod tests {
         // OWID/Ember 2023 value for France as shipped in codecarbon 3.3.2: 56.039 g/kWh.
         let a = lookup("FR").unwrap();
         assert_eq!(a.g_per_kwh, GramsPerKwh(56.0));
-        assert_eq!(a.scope, Scope::Lifecycle);
+        assert_eq!(a.scope, GridScope::Lifecycle);
         assert_eq!(lookup("fra").unwrap(), a);
         assert_eq!(lookup("France").unwrap(), a);
     }
@@ -458,9 +465,9 @@ mod tests {
 
     #[test]
     fn custom_intensity_range() {
-        assert!(GridIntensity::custom(300.0, Scope::Lifecycle, Some(2024)).is_ok());
-        assert!(GridIntensity::custom(-1.0, Scope::Lifecycle, Some(2024)).is_err());
-        assert!(GridIntensity::custom(2500.0, Scope::Lifecycle, Some(2024)).is_err());
+        assert!(GridIntensity::custom(300.0, GridScope::Lifecycle, Some(2024)).is_ok());
+        assert!(GridIntensity::custom(-1.0, GridScope::Lifecycle, Some(2024)).is_err());
+        assert!(GridIntensity::custom(2500.0, GridScope::Lifecycle, Some(2024)).is_err());
     }
 
     #[test]

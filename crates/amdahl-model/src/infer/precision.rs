@@ -2,7 +2,7 @@
 //! arithmetic each implies on a given device. The arithmetic precisions are the planner's
 //! [`Precision`]; this module only adds the storage formats serving uses.
 
-use crate::plan::{Hardware, Precision};
+use crate::plan::{ComputePrecision, Hardware};
 use serde::{Deserialize, Serialize};
 
 /// Storage format of the weights.
@@ -64,17 +64,17 @@ impl WeightFormat {
     pub fn arithmetic(self, hw: &Hardware) -> Arithmetic {
         // The device's 16-bit tensor format: bf16, or fp16 where it has no bf16 (Volta, Turing).
         let sixteen = if hw.has_bf16 {
-            Precision::Bf16
+            ComputePrecision::Bf16
         } else {
-            Precision::Fp16
+            ComputePrecision::Fp16
         };
         match self {
             WeightFormat::Bf16 => Arithmetic {
                 precision: sixteen,
                 native: true,
             },
-            WeightFormat::Fp8 if hw.peak(Precision::Fp8).is_some() => Arithmetic {
-                precision: Precision::Fp8,
+            WeightFormat::Fp8 if hw.peak(ComputePrecision::Fp8).is_some() => Arithmetic {
+                precision: ComputePrecision::Fp8,
                 native: true,
             },
             WeightFormat::Fp8 | WeightFormat::Int8 | WeightFormat::Int4 => Arithmetic {
@@ -89,7 +89,7 @@ impl WeightFormat {
 /// (`native`) or stored narrower and dequantised to it (weight-only, "emulated").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Arithmetic {
-    pub precision: Precision,
+    pub precision: ComputePrecision,
     pub native: bool,
 }
 
@@ -151,9 +151,9 @@ mod tests {
         let (hw, _) = catalog_system("v100-32gb").unwrap();
         assert!(!hw.has_bf16);
         let a = WeightFormat::Bf16.arithmetic(&hw);
-        assert_eq!((a.precision, a.native), (Precision::Fp16, true));
+        assert_eq!((a.precision, a.native), (ComputePrecision::Fp16, true));
         let a = WeightFormat::Fp8.arithmetic(&hw);
-        assert_eq!((a.precision, a.native), (Precision::Fp16, false));
+        assert_eq!((a.precision, a.native), (ComputePrecision::Fp16, false));
         assert_eq!(a.describe(WeightFormat::Fp8), "fp16 (fp8 weight-only)");
     }
 
@@ -164,12 +164,12 @@ mod tests {
         assert_eq!(
             WeightFormat::Fp8.arithmetic(&h100),
             Arithmetic {
-                precision: Precision::Fp8,
+                precision: ComputePrecision::Fp8,
                 native: true
             }
         );
         let a = WeightFormat::Fp8.arithmetic(&a100);
-        assert!(!a.native && a.precision == Precision::Bf16);
+        assert!(!a.native && a.precision == ComputePrecision::Bf16);
         assert_eq!(a.describe(WeightFormat::Fp8), "bf16 (fp8 weight-only)");
         // int4 never changes the arithmetic, only the bytes: 0.53125 B per weight.
         assert!(!WeightFormat::Int4.arithmetic(&h100).native);

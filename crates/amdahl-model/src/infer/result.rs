@@ -6,7 +6,7 @@ pub use super::charging::Charging;
 use super::error::InferError;
 use super::model::{estimate, setup_unchecked, Evaluation, InferMemory, Serving, Setup};
 use super::precision::{KvFormat, WeightFormat};
-use super::search::Candidate;
+use super::search::ServingCandidate;
 use crate::catalog::grid::GridIntensity;
 use crate::plan::error::divisors;
 use crate::plan::{Hardware, ModelShape, Network};
@@ -338,10 +338,10 @@ pub struct InferSearchResult {
     pub wall_s: f64,
     pub configs_per_s: f64,
     /// Best first by energy per output token; the best batch of each (TP, precision).
-    pub ranked: Vec<Candidate>,
+    pub ranked: Vec<ServingCandidate>,
     /// Lowest energy per token for each TPOT: no other feasible configuration is both faster
     /// and cheaper. Ordered by TPOT.
-    pub pareto: Vec<Candidate>,
+    pub pareto: Vec<ServingCandidate>,
     /// Configurations skipped and why (TP the heads do not allow, nothing fits).
     pub skipped: Vec<String>,
 }

@@ -25,7 +25,8 @@ pub struct Space {
 
 /// One configuration the search evaluated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Candidate {
+#[schemars(rename = "Candidate")]
+pub struct ServingCandidate {
     pub tp: u32,
     pub pp: u32,
     pub replicas: u32,
@@ -42,13 +43,16 @@ pub struct Candidate {
     pub memory_per_gpu_bytes: f64,
 }
 
+/// The former name of [`ServingCandidate`], kept for code written against it.
+pub use ServingCandidate as Candidate;
+
 /// What the search found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub evaluated: u64,
     pub feasible: u64,
-    pub ranked: Vec<Candidate>,
-    pub pareto: Vec<Candidate>,
+    pub ranked: Vec<ServingCandidate>,
+    pub pareto: Vec<ServingCandidate>,
     pub skipped: Vec<String>,
 }
 
@@ -62,7 +66,7 @@ pub fn search(
     space: &Space,
     charging: &Charging,
 ) -> Result<Outcome, InferError> {
-    let mut all: Vec<Candidate> = Vec::new();
+    let mut all: Vec<ServingCandidate> = Vec::new();
     let mut skipped = Vec::new();
     let mut evaluated = 0u64;
     let (mut best_ttft, mut best_tpot) = (f64::INFINITY, f64::INFINITY);
@@ -101,7 +105,7 @@ pub fn search(
                 {
                     continue;
                 }
-                all.push(Candidate {
+                all.push(ServingCandidate {
                     tp,
                     pp: space.pp,
                     replicas,
@@ -168,7 +172,7 @@ pub fn search(
 
 /// The front of TPOT vs energy per token: sorted by TPOT, keep each configuration cheaper than
 /// every faster one.
-fn pareto(all: &[Candidate]) -> Vec<Candidate> {
+fn pareto(all: &[ServingCandidate]) -> Vec<ServingCandidate> {
     let mut idx: Vec<usize> = (0..all.len()).collect();
     idx.sort_by(|&a, &b| {
         all[a].tpot_s.total_cmp(&all[b].tpot_s).then(

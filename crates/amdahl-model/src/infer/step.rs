@@ -6,7 +6,7 @@
 
 use super::precision::{Arithmetic, KvFormat, WeightFormat};
 use crate::plan::collective::all_reduce;
-use crate::plan::{Hardware, ModelShape, Network, Precision};
+use crate::plan::{ComputePrecision, Hardware, ModelShape, Network};
 
 /// Fixed cost of one forward pass outside the kernels: the serving engine's per-iteration
 /// scheduling, input preparation and sampling. 1 ms, an order-of-magnitude **estimate** (not
@@ -61,7 +61,8 @@ impl Device {
         let peak = hw.peak(arith.precision).unwrap_or(hw.peak_bf16).get();
         Device {
             gemm_rate: curve.efficiency(arith.precision) * peak,
-            attn_rate: curve.max_efficiency * hw.peak(Precision::Bf16).map_or(peak, |p| p.get()),
+            attn_rate: curve.max_efficiency
+                * hw.peak(ComputePrecision::Bf16).map_or(peak, |p| p.get()),
             latency: curve.latency.get(),
             bandwidth: hw.memory_bandwidth.get() * curve.memory_efficiency,
         }

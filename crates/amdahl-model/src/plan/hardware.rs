@@ -8,14 +8,15 @@
 //! vendor figures.
 
 use super::error::PlanError;
-use crate::catalog::devices::{Device, Precision as CatalogPrecision};
+use crate::catalog::devices::{Device, PeakPrecision};
 use crate::units::{Bytes, BytesPerSecond, FlopsPerSecond, Seconds, Watts};
 use serde::{Deserialize, Serialize};
 
 /// Arithmetic precision of the training run (mixed precision keeps fp32 master weights).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Precision {
+#[schemars(rename = "Precision")]
+pub enum ComputePrecision {
     Fp32,
     Bf16,
     /// IEEE half precision with loss scaling: the 16-bit format of devices without bf16 (Volta,
@@ -24,12 +25,15 @@ pub enum Precision {
     Fp8,
 }
 
-impl Precision {
-    pub const ALL: [Precision; 4] = [
-        Precision::Fp32,
-        Precision::Bf16,
-        Precision::Fp16,
-        Precision::Fp8,
+/// The former name of [`ComputePrecision`], kept for code written against it.
+pub use ComputePrecision as Precision;
+
+impl ComputePrecision {
+    pub const ALL: [ComputePrecision; 4] = [
+        ComputePrecision::Fp32,
+        ComputePrecision::Bf16,
+        ComputePrecision::Fp16,
+        ComputePrecision::Fp8,
     ];
     /// The names of [`Self::ALL`], in order (`parse` also takes `f32`, `f16`, `f8`).
     pub const NAMES: [&'static str; 4] = ["fp32", "bf16", "fp16", "fp8"];
@@ -38,26 +42,26 @@ impl Precision {
     /// activations and communication in bf16; only GEMM inputs are cast to fp8.
     pub fn activation_bytes(self) -> f64 {
         match self {
-            Precision::Fp32 => 4.0,
-            Precision::Bf16 | Precision::Fp16 | Precision::Fp8 => 2.0,
+            ComputePrecision::Fp32 => 4.0,
+            ComputePrecision::Bf16 | ComputePrecision::Fp16 | ComputePrecision::Fp8 => 2.0,
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            Precision::Fp32 => "fp32",
-            Precision::Bf16 => "bf16",
-            Precision::Fp16 => "fp16",
-            Precision::Fp8 => "fp8",
+            ComputePrecision::Fp32 => "fp32",
+            ComputePrecision::Bf16 => "bf16",
+            ComputePrecision::Fp16 => "fp16",
+            ComputePrecision::Fp8 => "fp8",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
         match s.to_ascii_lowercase().as_str() {
-            "fp32" | "f32" => Some(Precision::Fp32),
-            "bf16" => Some(Precision::Bf16),
-            "fp16" | "f16" => Some(Precision::Fp16),
-            "fp8" | "f8" => Some(Precision::Fp8),
+            "fp32" | "f32" => Some(ComputePrecision::Fp32),
+            "bf16" => Some(ComputePrecision::Bf16),
+            "fp16" | "f16" => Some(ComputePrecision::Fp16),
+            "fp8" | "f8" => Some(ComputePrecision::Fp8),
             _ => None,
         }
     }
@@ -94,8 +98,8 @@ pub struct GemmCurve {
 
 impl GemmCurve {
     /// The sustained large-GEMM fraction of the peak at precision `p`.
-    pub fn efficiency(&self, p: Precision) -> f64 {
-        if p == Precision::Fp8 {
+    pub fn efficiency(&self, p: ComputePrecision) -> f64 {
+        if p == ComputePrecision::Fp8 {
             self.fp8_efficiency
         } else {
             self.max_efficiency
@@ -235,7 +239,7 @@ impl Hardware {
             fix,
         };
         let peak_bf16 = d
-            .peak(CatalogPrecision::Fp16)
+            .peak(PeakPrecision::Fp16)
             .ok_or_else(|| missing("16-bit (bf16/fp16) peak", "add fp16_tflops with --catalog"))?;
         let memory = d
             .memory_gb()
@@ -259,13 +263,13 @@ impl Hardware {
         Ok(Hardware {
             name: d.name.clone(),
             class: DeviceClass::from_arch(&d.arch),
-            peak_fp32: d.peak(CatalogPrecision::Fp32),
+            peak_fp32: d.peak(PeakPrecision::Fp32),
             peak_bf16,
             has_bf16: !matches!(
                 d.arch.trim().to_ascii_lowercase().as_str(),
                 "volta" | "turing"
             ),
-            peak_fp8: d.peak(CatalogPrecision::Fp8),
+            peak_fp8: d.peak(PeakPrecision::Fp8),
             memory,
             memory_bandwidth,
             intra_node_bandwidth,
@@ -290,12 +294,12 @@ impl Hardware {
     }
 
     /// Dense peak at `p`, `None` where the device lacks that precision.
-    pub fn peak(&self, p: Precision) -> Option<FlopsPerSecond> {
+    pub fn peak(&self, p: ComputePrecision) -> Option<FlopsPerSecond> {
         match p {
-            Precision::Fp32 => self.peak_fp32,
-            Precision::Bf16 => self.has_bf16.then_some(self.peak_bf16),
-            Precision::Fp16 => Some(self.peak_bf16),
-            Precision::Fp8 => self.peak_fp8,
+            ComputePrecision::Fp32 => self.peak_fp32,
+            ComputePrecision::Bf16 => self.has_bf16.then_some(self.peak_bf16),
+            ComputePrecision::Fp16 => Some(self.peak_bf16),
+            ComputePrecision::Fp8 => self.peak_fp8,
         }
     }
 }
@@ -385,7 +389,7 @@ pub fn system(
     Ok((hw, net))
 }
 
-crate::names::from_str_by_parse!(Precision, "precision");
+crate::names::from_str_by_parse!(ComputePrecision, "precision");
 
 #[cfg(test)]
 mod tests {
@@ -397,9 +401,9 @@ mod tests {
         // 600 GB/s total = 300 per direction, 400 W; DGX A100: 8 × HDR 200 Gb/s.
         let (hw, net) = catalog_system("a100-80gb").unwrap();
         assert_eq!(hw.class, DeviceClass::Ampere);
-        assert_eq!(hw.peak(Precision::Fp32).unwrap().tflops(), 19.5);
-        assert_eq!(hw.peak(Precision::Bf16).unwrap().tflops(), 312.0);
-        assert!(hw.peak(Precision::Fp8).is_none());
+        assert_eq!(hw.peak(ComputePrecision::Fp32).unwrap().tflops(), 19.5);
+        assert_eq!(hw.peak(ComputePrecision::Bf16).unwrap().tflops(), 312.0);
+        assert!(hw.peak(ComputePrecision::Fp8).is_none());
         assert_eq!(hw.memory, Bytes::from_gib(80.0));
         assert_eq!(hw.memory_bandwidth.get(), 2039e9);
         assert_eq!(hw.intra_node_bandwidth.get(), 300e9);

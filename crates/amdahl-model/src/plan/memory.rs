@@ -8,7 +8,7 @@
 //! when interleaved).
 
 use super::counts;
-use super::hardware::Precision;
+use super::hardware::ComputePrecision;
 use super::optimizer;
 use super::recompute::{self, RecomputeModule, RecomputeModules};
 use super::spec::ModelShape;
@@ -32,7 +32,7 @@ pub struct Memory {
 /// Bytes per parameter of (weights, gradients, optimizer state) before ZeRO sharding, for a
 /// layout with fp32 Adam moments and 16-bit gradients (ZeRO §3.1: K = 12); the full rule, with
 /// `--optimizer-dtype` and `--fp32-grads`, is [`super::optimizer::bytes_per_param`].
-pub fn bytes_per_param(p: Precision) -> (f64, f64, f64) {
+pub fn bytes_per_param(p: ComputePrecision) -> (f64, f64, f64) {
     optimizer::bytes_per_param(&Layout {
         precision: p,
         ..Layout::default()
@@ -111,7 +111,7 @@ fn fp8_linear_input_saving(
     t: f64,
     unsplit_div: f64,
 ) -> f64 {
-    if l.precision != Precision::Fp8 {
+    if l.precision != ComputePrecision::Fp8 {
         return 0.0;
     }
     let h = f64::from(model.hidden);
@@ -369,7 +369,7 @@ mod tests {
         };
         let l = layout(8, true, Recompute::Selective);
         let fp8 = Layout {
-            precision: Precision::Fp8,
+            precision: ComputePrecision::Fp8,
             ..l
         };
         let sbh = 2048.0 * 12288.0;
@@ -385,7 +385,7 @@ mod tests {
             };
             layer_activation_bytes(&m, &l, 1.0, Recompute::Full)
         };
-        assert_eq!(full(Precision::Fp8), full(Precision::Bf16));
+        assert_eq!(full(ComputePrecision::Fp8), full(ComputePrecision::Bf16));
     }
 
     #[test]
@@ -393,7 +393,7 @@ mod tests {
         // ZeRO §5, Figure 1: Ψ = 7.5B, N_d = 64: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB for stages 0–3.
         let psi = 7.5e9;
         let d = 64.0;
-        let (w, g, o) = bytes_per_param(Precision::Bf16);
+        let (w, g, o) = bytes_per_param(ComputePrecision::Bf16);
         let stage = [
             (w + g + o) * psi,
             (w + g) * psi + o * psi / d,

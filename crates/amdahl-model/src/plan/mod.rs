@@ -10,7 +10,7 @@
 //!
 //! The modules form a chain; each imports only modules before it (no cycle):
 //!
-//! 1. `error`, `hardware` (devices, networks, [`Precision`]), `stages`, `collective`;
+//! 1. `error`, `hardware` (devices, networks, [`ComputePrecision`]), `stages`, `collective`;
 //! 2. `spec`: every input — model shape, mixture of experts, layout and its options (a leaf:
 //!    plain data);
 //! 3. `counts`: parameters, FLOPs and bytes of a shape; `shape`: the catalog's models;
@@ -60,8 +60,8 @@ mod properties;
 pub use cost::{cost, Cost, CostInputs};
 pub use error::PlanError;
 pub use hardware::{
-    catalog_system, system, DeviceClass, GemmCurve, Hardware, Link, Network, Overrides, Precision,
-    IDLE_FRACTION_OF_TDP,
+    catalog_system, system, ComputePrecision, DeviceClass, GemmCurve, Hardware, Link, Network,
+    Overrides, Precision, IDLE_FRACTION_OF_TDP,
 };
 pub use memory::{usable, Memory, USABLE_FRACTION};
 pub use moe::Moe;
@@ -71,7 +71,7 @@ pub use recompute::{RecomputeModule, RecomputeModules};
 pub use result::{PlanResult, RankedLayout, SearchResult, PLAN_SCHEMA, SEARCH_SCHEMA};
 pub use scaling::{scaling, Scaling, ScalingPoint};
 pub use search::{
-    search, space_size, Candidate, Objective, Rejections, SearchOutcome, SearchSpace,
+    search, space_size, Candidate, Objective, PlanCandidate, Rejections, SearchOutcome, SearchSpace,
 };
 pub use shape::{catalog_model, ModelShape};
 pub use spec::{Layout, Recompute, Zero3Prefetch};

@@ -1,7 +1,7 @@
 //! Validation of the mixture-of-experts model against published runs; each test states its
 //! source and tolerance, and docs/methodology.md ("Mixture of experts") says why it is off.
 
-use super::hardware::{catalog_system, Precision};
+use super::hardware::{catalog_system, ComputePrecision};
 use super::optimizer::OptimizerDtype;
 use super::perf::estimate;
 use super::recompute::{RecomputeModule, RecomputeModules};
@@ -41,7 +41,7 @@ fn deepseek_v3_h800_gpu_hours_per_trillion_tokens() {
         batch: 15360,
         recompute,
         zero: 1,
-        precision: Precision::Fp8,
+        precision: ComputePrecision::Fp8,
         overlap_dp: true,
         flash_attention: true,
         overlap_ep: true,

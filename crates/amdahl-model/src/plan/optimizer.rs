@@ -9,7 +9,7 @@
 //! 6 + 12/d. Adam moments in bf16 (as in DeepSeek-V3 §3.3.2, "we adopt BF16 for the first and
 //! second moments") halve the 8 bytes of m and v; the fp32 master copy stays.
 
-use super::hardware::Precision;
+use super::hardware::ComputePrecision;
 use super::spec::Layout;
 pub use super::spec::OptimizerDtype;
 
@@ -22,8 +22,8 @@ pub use super::spec::OptimizerDtype;
 pub fn bytes_per_param(l: &Layout) -> (f64, f64, f64) {
     let moments = l.optimizer_dtype.moment_bytes();
     match l.precision {
-        Precision::Fp32 => (4.0, 4.0, moments),
-        Precision::Bf16 | Precision::Fp16 | Precision::Fp8 => {
+        ComputePrecision::Fp32 => (4.0, 4.0, moments),
+        ComputePrecision::Bf16 | ComputePrecision::Fp16 | ComputePrecision::Fp8 => {
             (2.0, if l.fp32_grads { 4.0 } else { 2.0 }, 4.0 + moments)
         }
     }
@@ -35,7 +35,7 @@ pub fn bytes_per_param(l: &Layout) -> (f64, f64, f64) {
 /// model's parameters).
 pub fn step_bytes_per_param(l: &Layout) -> f64 {
     let (w, g, o) = bytes_per_param(l);
-    let low_precision_copy = if l.precision == Precision::Fp32 {
+    let low_precision_copy = if l.precision == ComputePrecision::Fp32 {
         0.0
     } else {
         w

@@ -1,7 +1,7 @@
 //! Property tests of the model's laws.
 
 use super::cost::CostInputs;
-use super::hardware::{catalog_system, Network, Precision};
+use super::hardware::{catalog_system, ComputePrecision, Network};
 use super::perf::estimate;
 use super::search::{search, Objective, SearchSpace};
 use super::spec::ModelShape;
@@ -60,7 +60,7 @@ proptest! {
         let batch = 2 * 64 * 4; // divisible by every dp × mbs below, doubled included
         let base = Layout {
             tp, pp, dp, interleave: 1, mbs, batch, recompute: recompute(rc), zero: 0, sp: false,
-            precision: Precision::Bf16, overlap_dp: false, flash_attention: flash,
+            precision: ComputePrecision::Bf16, overlap_dp: false, flash_attention: flash,
             ..Layout::default()
         };
         let more = match which {
@@ -90,7 +90,7 @@ proptest! {
         exact_batch: false,
             microbatches: vec![1, 2, 4],
             max_interleave: 3,
-            precisions: vec![Precision::Bf16],
+            precisions: vec![ComputePrecision::Bf16],
             flash_attention: flash,
             max_cp: 1,
             objective: [Objective::Time, Objective::Energy, Objective::Cost][usize::from(obj)],
@@ -249,7 +249,7 @@ proptest! {
             recompute: Recompute::Selective,
             sp: sp && tp > 1,
             flash_attention: flash,
-            precision: if fp8 { Precision::Fp8 } else { Precision::Bf16 },
+            precision: if fp8 { ComputePrecision::Fp8 } else { ComputePrecision::Bf16 },
             recompute_modules: RecomputeModules::new(&have),
             ..Layout::default()
         };

@@ -6,7 +6,7 @@ use super::hardware::{Hardware, Network};
 use super::memory::Memory;
 use super::perf::{Breakdown, Estimate};
 use super::scaling::{scaling, Scaling};
-use super::search::{Candidate, Objective, Rejections, SearchOutcome, SearchSpace};
+use super::search::{Objective, PlanCandidate, Rejections, SearchOutcome, SearchSpace};
 use super::spec::Layout;
 use super::spec::ModelShape;
 use crate::catalog::grid::GridIntensity;
@@ -107,7 +107,7 @@ pub struct RankedLayout {
 }
 
 impl RankedLayout {
-    fn new(rank: usize, c: &Candidate) -> Self {
+    fn new(rank: usize, c: &PlanCandidate) -> Self {
         RankedLayout {
             rank,
             label: c.estimate.layout.label(),
@@ -159,7 +159,7 @@ impl SearchResult {
         out: &SearchOutcome,
         wall_time_s: f64,
     ) -> Self {
-        let rank = |v: &[Candidate]| {
+        let rank = |v: &[PlanCandidate]| {
             v.iter()
                 .enumerate()
                 .map(|(i, c)| RankedLayout::new(i + 1, c))

@@ -8,7 +8,7 @@
 //! Strong scaling keeps the global batch and grows DP; weak scaling keeps the per-replica batch.
 
 use super::error::divisors;
-use super::hardware::{Hardware, Network, Precision};
+use super::hardware::{ComputePrecision, Hardware, Network};
 use super::perf::{estimate, Estimate};
 use super::spec::Layout;
 use super::spec::ModelShape;
@@ -42,8 +42,8 @@ pub struct ScalingPoint {
 /// The precision what-if: the same layout at fp8, communication bytes unchanged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrecisionWhatIf {
-    pub from: Precision,
-    pub to: Precision,
+    pub from: ComputePrecision,
+    pub to: ComputePrecision,
     /// True where the device has no fp8 and 2 × its bf16 peak was assumed.
     pub hypothetical_peak: bool,
     pub peak_tflops: f64,
@@ -151,7 +151,7 @@ pub fn scaling(model: &ModelShape, hw: &Hardware, net: &Network, base: &Layout) 
     let weak = series(model, hw, net, base, &weak_dps, &|d| {
         per_replica.checked_mul(d)
     });
-    let precision_whatif = (base.precision != Precision::Fp8).then(|| {
+    let precision_whatif = (base.precision != ComputePrecision::Fp8).then(|| {
         let hypothetical = hw.peak_fp8.is_none();
         let mut hw8 = hw.clone();
         let peak = hw
@@ -159,12 +159,12 @@ pub fn scaling(model: &ModelShape, hw: &Hardware, net: &Network, base: &Layout) 
             .unwrap_or(FlopsPerSecond(2.0 * hw.peak_bf16.get()));
         hw8.peak_fp8 = Some(peak);
         let l8 = Layout {
-            precision: Precision::Fp8,
+            precision: ComputePrecision::Fp8,
             ..*base
         };
         PrecisionWhatIf {
             from: base.precision,
-            to: Precision::Fp8,
+            to: ComputePrecision::Fp8,
             hypothetical_peak: hypothetical,
             peak_tflops: peak.tflops(),
             base: point(&estimate(model, hw, net, base)),

@@ -6,7 +6,7 @@
 
 use super::cost::{cost, Cost, CostInputs};
 use super::error::divisors;
-use super::hardware::{Hardware, Network, Precision};
+use super::hardware::{ComputePrecision, Hardware, Network};
 use super::memory::memory;
 use super::moe::expert_parallel_degrees;
 use super::perf::{estimate, Estimate};
@@ -72,7 +72,7 @@ pub struct SearchSpace {
     pub microbatches: Vec<u32>,
     /// Largest interleaving factor tried (each divisor of the layers per stage up to it).
     pub max_interleave: u32,
-    pub precisions: Vec<Precision>,
+    pub precisions: Vec<ComputePrecision>,
     /// Attention kernel of every layout (an implementation given, not a layout choice).
     pub flash_attention: bool,
     /// Largest context-parallel size tried (powers of two dividing the sequence); 1 = none.
@@ -89,12 +89,16 @@ fn one() -> u32 {
 
 /// One ranked layout.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Candidate {
+#[schemars(rename = "Candidate")]
+pub struct PlanCandidate {
     pub estimate: Estimate,
     pub cost: Cost,
     /// The objective's value (seconds, joules or device-hours/price).
     pub score: f64,
 }
+
+/// The former name of [`PlanCandidate`], kept for code written against it.
+pub use PlanCandidate as Candidate;
 
 /// Why layouts were rejected.
 #[derive(
@@ -143,9 +147,9 @@ pub struct SearchOutcome {
     pub evaluated: u64,
     pub fitting: u64,
     pub rejected: Rejections,
-    pub top: Vec<Candidate>,
+    pub top: Vec<PlanCandidate>,
     /// Layouts no other beats on both training time and energy, fastest first.
-    pub pareto: Vec<Candidate>,
+    pub pareto: Vec<PlanCandidate>,
     pub leanest: Option<Leanest>,
 }
 
@@ -291,7 +295,7 @@ pub fn space_size(model: &ModelShape, net: &Network, space: &SearchSpace) -> u64
 }
 
 /// Deterministic order: score, then time, then the layout's fields.
-fn rank(a: &Candidate, b: &Candidate) -> Ordering {
+fn rank(a: &PlanCandidate, b: &PlanCandidate) -> Ordering {
     a.score
         .total_cmp(&b.score)
         .then(a.cost.train_time.get().total_cmp(&b.cost.train_time.get()))
@@ -300,7 +304,7 @@ fn rank(a: &Candidate, b: &Candidate) -> Ordering {
 
 /// What makes two layouts different jobs rather than near-duplicates: the parallel degrees, the
 /// microbatch, the batch and the precision.
-fn shape(l: &Layout) -> (u32, u32, u32, u32, u32, u32, u32, Precision) {
+fn shape(l: &Layout) -> (u32, u32, u32, u32, u32, u32, u32, ComputePrecision) {
     (l.tp, l.cp, l.pp, l.dp, l.ep, l.mbs, l.batch, l.precision)
 }
 
@@ -329,8 +333,8 @@ struct Acc {
     evaluated: u64,
     fitting: u64,
     rejected: Rejections,
-    top: Vec<Candidate>,
-    front: Vec<Candidate>,
+    top: Vec<PlanCandidate>,
+    front: Vec<PlanCandidate>,
     leanest: Option<Leanest>,
 }
 
@@ -338,7 +342,7 @@ impl Acc {
     /// Keep the best `k` layouts, one per parallel shape: variants of one shape (ZeRO stage,
     /// recomputation, SP, overlap, interleaving) differ by fractions of a per cent and would fill
     /// the list with near-duplicates, so only the best of them is listed.
-    fn push_top(&mut self, c: Candidate, k: usize) {
+    fn push_top(&mut self, c: PlanCandidate, k: usize) {
         let s = shape(&c.estimate.layout);
         if let Some(t) = self.top.iter_mut().find(|t| shape(&t.estimate.layout) == s) {
             if rank(&c, t) == Ordering::Less {
@@ -353,7 +357,7 @@ impl Acc {
         }
     }
 
-    fn push_front(&mut self, c: Candidate) {
+    fn push_front(&mut self, c: PlanCandidate) {
         let (t, e) = (c.cost.train_time.get(), c.cost.facility_energy.get());
         let dominated = self.front.iter().any(|f| {
             let (ft, fe) = (f.cost.train_time.get(), f.cost.facility_energy.get());
@@ -487,7 +491,7 @@ fn search_cell(
                                 acc.fitting += 1;
                                 let e = estimate(model, hw, net, &l);
                                 let k = cost(&e, hw, &space.cost);
-                                let cand = Candidate {
+                                let cand = PlanCandidate {
                                     estimate: e,
                                     cost: k,
                                     score: score(space.objective, &k),

@@ -4,7 +4,7 @@
 //! no performance model. A leaf of the planner's chain (plan/mod.rs): it imports only the
 //! device precision.
 
-use super::hardware::Precision;
+use super::hardware::ComputePrecision;
 use crate::names::from_str_by_parse;
 use serde::{Deserialize, Serialize};
 
@@ -202,7 +202,7 @@ pub struct Layout {
     pub zero: u8,
     /// Sequence parallelism (Korthikanti et al. 2022 §4.2.2).
     pub sp: bool,
-    pub precision: Precision,
+    pub precision: ComputePrecision,
     /// Overlap data-parallel gradient communication with the backward pass.
     pub overlap_dp: bool,
     /// Fused attention that never materialises the s × s scores (FlashAttention, Dao et al.
@@ -270,7 +270,7 @@ impl Default for Layout {
             recompute: Recompute::None,
             zero: 0,
             sp: false,
-            precision: Precision::Bf16,
+            precision: ComputePrecision::Bf16,
             overlap_dp: false,
             flash_attention: false,
             ep: 1,

@@ -3,7 +3,7 @@
 //! explains the columns and the error's sign), each predicted and set beside its published
 //! figure. `amdahl catalog validation` prints it; the tests at the end hold the errors reached.
 
-use super::hardware::{system, Overrides, Precision};
+use super::hardware::{system, ComputePrecision, Overrides};
 use super::optimizer::OptimizerDtype;
 use super::perf::{estimate, Breakdown, Estimate};
 use super::recompute::{RecomputeModule, RecomputeModules};
@@ -209,7 +209,7 @@ fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
     let (hw, mut net) =
         system(device, &Overrides::default(), run.inter_gbit).map_err(|e| bad(name, e))?;
     net.dp_rails = run.dp_rails;
-    let precision = Precision::parse(&run.precision)
+    let precision = ComputePrecision::parse(&run.precision)
         .ok_or_else(|| bad(name, format!("precision `{}`", run.precision)))?;
     let recomputes = choices(&run.recompute, name, &Recompute::ALL, Recompute::parse)?;
     let interleaves = choices(&run.interleave, name, &[1, 2, 3, 4, 5, 6, 7, 8], |v| {

@@ -19,7 +19,7 @@ pub mod tensor_parallel;
 
 use super::context::local_shape;
 use super::error::PlanError;
-use super::hardware::{Hardware, Link, Network, Precision};
+use super::hardware::{ComputePrecision, Hardware, Link, Network};
 use super::memory::{memory, Memory};
 use super::recompute;
 use super::spec::ModelShape;
@@ -148,7 +148,7 @@ impl Kernels {
         // fp8 recipes (Transformer Engine) run only the Linear layers' GEMMs in fp8: core
         // attention (TE `DotProductAttention`, fp8 only with `fp8_dpa`, off by default) and
         // Megatron's output layer (a plain `ColumnParallelLinear`) stay in 16-bit (docs: "fp8").
-        let fp8 = l.precision == Precision::Fp8;
+        let fp8 = l.precision == ComputePrecision::Fp8;
         let rate16 = if fp8 {
             curve.max_efficiency * hw.peak_bf16.get()
         } else {
@@ -621,11 +621,11 @@ mod tests {
             recompute: Recompute::Selective,
             sp: true,
             flash_attention: true,
-            precision: Precision::Fp8,
+            precision: ComputePrecision::Fp8,
             ..Layout::default()
         };
         let bf16 = Layout {
-            precision: Precision::Bf16,
+            precision: ComputePrecision::Bf16,
             ..l
         };
         (m, hw, net, l, bf16)
@@ -733,7 +733,7 @@ mod tests {
                     batch: 4,
                     sp,
                     recompute,
-                    precision: Precision::Bf16,
+                    precision: ComputePrecision::Bf16,
                     ..Layout::default()
                 };
                 let b = estimate(&m, &hw, &net, &l).breakdown;
