@@ -72,6 +72,14 @@ pub fn validate(
     gpus: Option<u64>,
 ) -> Result<(), PlanError> {
     validate_model(model)?;
+    validate_degrees(model, net, l)?;
+    validate_sizes(model, l, gpus)?;
+    validate_options(model, hw, l)
+}
+
+/// Every degree and size at least 1; tensor parallelism within the node and dividing the query
+/// and key–value heads.
+fn validate_degrees(model: &ModelShape, net: &Network, l: &Layout) -> Result<(), PlanError> {
     for (what, v) in [
         ("--gpus-per-node", u64::from(net.gpus_per_node)),
         ("--tp", u64::from(l.tp)),
@@ -115,6 +123,12 @@ pub fn validate(
             nearest: nearest_divisors(model.kv_heads.into(), l.tp.into(), None),
         });
     }
+    Ok(())
+}
+
+/// The pipeline stages, the context-parallel split, the device count, the batch and the
+/// interleaving fit together.
+fn validate_sizes(model: &ModelShape, l: &Layout, gpus: Option<u64>) -> Result<(), PlanError> {
     // Uneven stages are allowed (plan/stages.rs); only an empty stage is not.
     let Some(stages) = stage_layers(model.layers, l.pp) else {
         return Err(PlanError::PpLayers {
@@ -194,6 +208,11 @@ pub fn validate(
             nearest: nearest_multiples(l.batch.into(), unit * u64::from(l.pp)),
         });
     }
+    Ok(())
+}
+
+/// The options the layout combines are ones the model, the device and each other allow.
+fn validate_options(model: &ModelShape, hw: &Hardware, l: &Layout) -> Result<(), PlanError> {
     if l.zero > 3 {
         return Err(PlanError::ZeroStage { zero: l.zero });
     }

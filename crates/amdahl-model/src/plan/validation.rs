@@ -3,7 +3,7 @@
 //! explains the columns and the error's sign), each predicted and set beside its published
 //! figure. `amdahl catalog validation` prints it; the tests at the end hold the errors reached.
 
-use super::hardware::{system, ComputePrecision, Overrides};
+use super::hardware::{system, ComputePrecision, Hardware, Network, Overrides};
 use super::optimizer::OptimizerDtype;
 use super::perf::{estimate, Breakdown, Estimate};
 use super::recompute::{RecomputeModule, RecomputeModules};
@@ -200,22 +200,27 @@ fn model_of(run: &Row) -> Result<ModelShape, ValidationSetError> {
     Ok(ModelShape { seq: run.seq, ..m })
 }
 
-/// One run's prediction. Knobs the paper does not publish (`auto`) take the fastest value that
-/// fits: a production run is tuned.
-fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
+/// The layout choices of one row: the published ones, and every candidate for those the paper
+/// does not publish (`auto`).
+struct Knobs {
+    precision: ComputePrecision,
+    recomputes: Vec<Recompute>,
+    interleaves: Vec<u32>,
+    tp_overlaps: Vec<bool>,
+    zero3_prefetch: Zero3Prefetch,
+    recompute_modules: RecomputeModules,
+    optimizer_dtype: OptimizerDtype,
+}
+
+fn knobs(run: &Row) -> Result<Knobs, ValidationSetError> {
     let name = run.name.as_str();
-    let model = model_of(run)?;
-    let device = crate::catalog::devices::lookup(&run.device).map_err(|e| bad(name, e))?;
-    let (hw, mut net) =
-        system(device, &Overrides::default(), run.inter_gbit).map_err(|e| bad(name, e))?;
-    net.dp_rails = run.dp_rails;
     let precision = ComputePrecision::parse(&run.precision)
         .ok_or_else(|| bad(name, format!("precision `{}`", run.precision)))?;
     let recomputes = choices(&run.recompute, name, &Recompute::ALL, Recompute::parse)?;
     let interleaves = choices(&run.interleave, name, &[1, 2, 3, 4, 5, 6, 7, 8], |v| {
         v.parse().ok()
     })?;
-    let overlaps = choices(&run.tp_overlap, name, &[false, true], |v| v.parse().ok())?;
+    let tp_overlaps = choices(&run.tp_overlap, name, &[false, true], |v| v.parse().ok())?;
     let zero3_prefetch = match run.zero3_prefetch.as_str() {
         "" => Zero3Prefetch::default(),
         v => Zero3Prefetch::parse(v).ok_or_else(|| bad(name, format!("zero3_prefetch `{v}`")))?,
@@ -238,14 +243,32 @@ fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
         "bf16" => OptimizerDtype::Bf16,
         v => return Err(bad(name, format!("optimizer_dtype `{v}`"))),
     };
-    // Published runs are judged on the published choice even when it does not fit; among
-    // unpublished choices only fitting ones compete.
-    let single = recomputes.len() * interleaves.len() * overlaps.len() == 1;
+    Ok(Knobs {
+        precision,
+        recomputes,
+        interleaves,
+        tp_overlaps,
+        zero3_prefetch,
+        recompute_modules,
+        optimizer_dtype,
+    })
+}
+
+/// The fastest valid layout among the row's choices. Published runs are judged on the
+/// published choice even when it does not fit; among unpublished choices only fitting ones
+/// compete.
+fn best_estimate(
+    run: &Row,
+    model: &ModelShape,
+    (hw, net): (&Hardware, &Network),
+    k: &Knobs,
+) -> Result<Estimate, ValidationSetError> {
+    let single = k.recomputes.len() * k.interleaves.len() * k.tp_overlaps.len() == 1;
     let mut best: Option<Estimate> = None;
     let mut last_err = None;
-    for &recompute in &recomputes {
-        for &interleave in &interleaves {
-            for &tp_overlap in &overlaps {
+    for &recompute in &k.recomputes {
+        for &interleave in &k.interleaves {
+            for &tp_overlap in &k.tp_overlaps {
                 let layout = Layout {
                     tp: run.tp,
                     cp: run.cp,
@@ -257,24 +280,24 @@ fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
                     recompute,
                     sp: run.sp,
                     zero: run.zero,
-                    precision,
+                    precision: k.precision,
                     flash_attention: run.flash,
                     overlap_dp: run.overlap_dp,
                     tp_overlap,
                     fp32_grads: run.fp32_grads,
-                    zero3_prefetch,
+                    zero3_prefetch: k.zero3_prefetch,
                     ep: run.ep,
                     overlap_ep: run.overlap_ep,
-                    recompute_modules,
-                    optimizer_dtype,
+                    recompute_modules: k.recompute_modules,
+                    optimizer_dtype: k.optimizer_dtype,
                     overlap_pp: run.overlap_pp,
                     grad_all_reduce: run.grad_all_reduce,
                 };
-                if let Err(e) = validate(&model, &hw, &net, &layout, Some(run.gpus)) {
+                if let Err(e) = validate(model, hw, net, &layout, Some(run.gpus)) {
                     last_err = Some(e);
                     continue;
                 }
-                let e = estimate(&model, &hw, &net, &layout);
+                let e = estimate(model, hw, net, &layout);
                 if (single || e.memory.fits)
                     && best.is_none_or(|b| e.step_time.get() < b.step_time.get())
                 {
@@ -283,14 +306,17 @@ fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
             }
         }
     }
-    let e = best.ok_or_else(|| match last_err {
-        Some(err) => bad(name, err),
-        None => bad(name, "no choice of its unpublished knobs fits"),
-    })?;
+    best.ok_or_else(|| match last_err {
+        Some(err) => bad(&run.name, err),
+        None => bad(&run.name, "no choice of its unpublished knobs fits"),
+    })
+}
+
+/// The row's metric as predicted, and the published figure as a step time. Throughput ∝
+/// 1/step: every metric gets the same sign (positive = optimistic).
+fn predicted_metric(run: &Row, e: &Estimate) -> Result<(f64, f64), ValidationSetError> {
     let gpus = e.gpus as f64;
-    let step = e.step_time.get();
-    // Throughput ∝ 1/step: every metric gets the same sign (positive = optimistic).
-    let (predicted, published_step) = match run.metric.as_str() {
+    Ok(match run.metric.as_str() {
         "hw_tflops" => (
             e.tflops_per_gpu,
             e.executed_flops.get() / (run.published * 1e12 * gpus),
@@ -303,9 +329,24 @@ fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
             e.tokens_per_s / gpus,
             f64::from(run.batch) * f64::from(run.seq) / (run.published * gpus),
         ),
-        "step_s" => (step, run.published),
-        other => return Err(bad(name, format!("unknown metric `{other}`"))),
-    };
+        "step_s" => (e.step_time.get(), run.published),
+        other => return Err(bad(&run.name, format!("unknown metric `{other}`"))),
+    })
+}
+
+/// One run's prediction. Knobs the paper does not publish (`auto`) take the fastest value that
+/// fits: a production run is tuned.
+fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
+    let name = run.name.as_str();
+    let model = model_of(run)?;
+    let device = crate::catalog::devices::lookup(&run.device).map_err(|e| bad(name, e))?;
+    let (hw, mut net) =
+        system(device, &Overrides::default(), run.inter_gbit).map_err(|e| bad(name, e))?;
+    net.dp_rails = run.dp_rails;
+    let k = knobs(run)?;
+    let e = best_estimate(run, &model, (&hw, &net), &k)?;
+    let step = e.step_time.get();
+    let (predicted, published_step) = predicted_metric(run, &e)?;
     if run.source.trim().is_empty() {
         return Err(bad(name, "no source"));
     }
