@@ -62,6 +62,25 @@ mod tests {
     }
 
     #[test]
+    fn serving_formats_parse_every_name_and_name_every_format() {
+        // Their NAMES add fp16, bf16's storage under its other name.
+        use crate::infer::{KvFormat, WeightFormat};
+        for n in WeightFormat::NAMES {
+            assert!(n.parse::<WeightFormat>().is_ok(), "{n}");
+        }
+        for f in WeightFormat::ALL {
+            assert!(WeightFormat::NAMES.contains(&f.name()));
+        }
+        for n in KvFormat::NAMES {
+            assert!(n.parse::<KvFormat>().is_ok(), "{n}");
+        }
+        for f in KvFormat::ALL {
+            assert!(KvFormat::NAMES.contains(&f.name()));
+        }
+        assert_eq!("fp16".parse::<WeightFormat>(), Ok(WeightFormat::Bf16));
+    }
+
+    #[test]
     fn an_unknown_name_lists_the_known_ones() {
         let e = "fp4".parse::<ComputePrecision>().unwrap_err();
         assert_eq!(

@@ -4,6 +4,7 @@
 
 use crate::cmd::resolve::{load, pue, GridArgs};
 use crate::cmd::shape::{ModelArgs, SystemArgs};
+use crate::domain;
 use crate::output::{print, Format, FormatArgs};
 use amdahl_model::infer::{
     batch_for_rate, evaluate_at, replicas, search, setup, BatchChoice, Charging, Context,
@@ -11,27 +12,9 @@ use amdahl_model::infer::{
     INFER_SEARCH_SCHEMA,
 };
 use anyhow::{bail, Result};
-use clap::ValueEnum;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum WeightArg {
-    Bf16,
-    Fp16,
-    Fp8,
-    Int8,
-    Int4,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum KvArg {
-    Bf16,
-    Fp16,
-    Fp8,
-    Int8,
-}
 
 /// Predict serving latency, throughput, energy per token and carbon; search TP, batch and
 /// precision. The options live behind a `Box` so the subcommand enum stays small.
@@ -59,11 +42,21 @@ pub struct Options {
     pub pp: u32,
     /// Weight format: bf16/fp16, fp8 (native on Hopper/Ada/Blackwell/MI300, else weight-only),
     /// int8 or int4 weight-only (16-bit arithmetic).
-    #[arg(help_heading = "Serving", long, value_enum, default_value = "bf16")]
-    pub precision: WeightArg,
+    #[arg(
+        help_heading = "Serving",
+        long,
+        value_parser = domain::model_enum::<WeightFormat>(&WeightFormat::NAMES, &[]),
+        default_value = "bf16"
+    )]
+    pub precision: WeightFormat,
     /// KV-cache format.
-    #[arg(help_heading = "Serving", long, value_enum, default_value = "bf16")]
-    pub kv_precision: KvArg,
+    #[arg(
+        help_heading = "Serving",
+        long,
+        value_parser = domain::model_enum::<KvFormat>(&KvFormat::NAMES, &[]),
+        default_value = "bf16"
+    )]
+    pub kv_precision: KvFormat,
     /// Concurrent sequences (default: the largest batch that fits, maximum load).
     #[arg(
         help_heading = "Serving",
@@ -121,23 +114,6 @@ pub struct Options {
     pub svg: Option<PathBuf>,
 }
 
-fn weights(p: WeightArg) -> WeightFormat {
-    match p {
-        WeightArg::Bf16 | WeightArg::Fp16 => WeightFormat::Bf16,
-        WeightArg::Fp8 => WeightFormat::Fp8,
-        WeightArg::Int8 => WeightFormat::Int8,
-        WeightArg::Int4 => WeightFormat::Int4,
-    }
-}
-
-fn kv(p: KvArg) -> KvFormat {
-    match p {
-        KvArg::Bf16 | KvArg::Fp16 => KvFormat::Bf16,
-        KvArg::Fp8 => KvFormat::Fp8,
-        KvArg::Int8 => KvFormat::Int8,
-    }
-}
-
 /// A count flag as u32: at least 1, else a clear error naming it.
 fn count(what: &str, v: i64) -> Result<u32> {
     match u32::try_from(v) {
@@ -190,8 +166,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         tp,
         pp,
         replicas: replicas(gpus, tp, pp)?,
-        weights: weights(a.precision),
-        kv: kv(a.kv_precision),
+        weights: a.precision,
+        kv: a.kv_precision,
     };
     let s = setup(&model, &hw, &net, serving, req)?;
     let (e, choice) = match (a.batch, a.rate) {
@@ -258,7 +234,7 @@ fn run_search(
     let space = Space {
         gpus,
         pp,
-        kv: kv(a.kv_precision),
+        kv: a.kv_precision,
         precisions: WeightFormat::ALL.to_vec(),
         max_batch: a.search_max_batch,
         max_ttft_s: positive_ms("--max-ttft-ms", a.max_ttft_ms)?,

@@ -1,6 +1,6 @@
 //! Number formats of a served model: the weights' storage format and the KV cache's, and the
 //! arithmetic each implies on a given device. The arithmetic precisions are the planner's
-//! [`Precision`]; this module only adds the storage formats serving uses.
+//! [`ComputePrecision`]; this module only adds the storage formats serving uses.
 
 use crate::plan::{ComputePrecision, Hardware};
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,9 @@ impl WeightFormat {
         WeightFormat::Int8,
         WeightFormat::Int4,
     ];
+    /// The names a user types, in the order `amdahl infer --precision` lists them: `fp16` is
+    /// `bf16`'s storage (2 bytes, 16-bit arithmetic) under its other name.
+    pub const NAMES: [&'static str; 5] = ["bf16", "fp16", "fp8", "int8", "int4"];
 
     /// Bytes per weight, scales included. int4 with group size 128 carries an fp16 scale and an
     /// fp16 zero point per 128 weights: 0.5 + 4/128 bytes (Lin et al. 2024, AWQ §4; Frantar et al.
@@ -114,6 +117,11 @@ pub enum KvFormat {
 }
 
 impl KvFormat {
+    pub const ALL: [KvFormat; 3] = [KvFormat::Bf16, KvFormat::Fp8, KvFormat::Int8];
+    /// The names a user types, in the order `amdahl infer --kv-precision` lists them: `fp16` is
+    /// `bf16`'s storage under its other name.
+    pub const NAMES: [&'static str; 4] = ["bf16", "fp16", "fp8", "int8"];
+
     pub fn bytes(self) -> f64 {
         match self {
             KvFormat::Bf16 => 2.0,
@@ -138,6 +146,9 @@ impl KvFormat {
         }
     }
 }
+
+crate::names::from_str_by_parse!(WeightFormat, "weight format");
+crate::names::from_str_by_parse!(KvFormat, "KV-cache format");
 
 #[cfg(test)]
 mod tests {
