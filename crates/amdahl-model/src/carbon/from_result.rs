@@ -58,167 +58,11 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
     let schema = v.get("schema").and_then(Value::as_str).ok_or_else(|| {
         err("no `schema` field; is this the --json output of an amdahl command?".into())
     })?;
-    // A field by its path (`training.train_time`), which must be a number.
-    let number = |path: &str| -> Result<f64, CarbonError> {
-        path.split('.')
-            .try_fold(&v, |node, key| node.get(key))
-            .and_then(Value::as_f64)
-            .ok_or_else(|| err(format!("field `{path}` is missing or not a number")))
-    };
-    let text_at = |path: &str| -> Option<String> {
-        path.split('.')
-            .try_fold(&v, |node, key| node.get(key))
-            .and_then(Value::as_str)
-            .map(String::from)
-    };
+    let d = Doc { v: &v, file };
     match schema {
-        "amdahl.run/1" => {
-            let j = number("total_energy_j")?;
-            let s = number("duration_s")?;
-            // Devices counted in the total whose energy was only estimated (CPU time × TDP).
-            let estimated: Vec<String> = v
-                .get("devices")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter(|d| d.get("in_total").and_then(Value::as_bool).unwrap_or(true))
-                .filter(|d| d.get("method").and_then(Value::as_str) == Some("estimate"))
-                .map(|d| {
-                    d.get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                        .to_string()
-                })
-                .collect();
-            let mut energy = ItEnergy::measured(
-                Joules(j),
-                Seconds(s),
-                format!("measured by amdahl run, file {file}"),
-            )
-            .map_err(|e| err(e.to_string()))?;
-            if !estimated.is_empty() {
-                energy.basis = crate::carbon::Basis::Estimated;
-                let parts: Vec<&str> = estimated.iter().map(|id| device_words(id)).collect();
-                energy.method = format!(
-                    "amdahl run, file {file}; {} had no readable energy counter and \
-                     was estimated from CPU time × TDP share and RAM size",
-                    parts.join(" and ")
-                );
-            }
-            energy.caveats = run_caveats(&v);
-            let grid = v.get("intensity").and_then(|i| {
-                Some(SavedGrid {
-                    region: i.get("region")?.as_str()?.to_string(),
-                    g_per_kwh: i.get("g_per_kwh")?.as_f64()?,
-                    source: i.get("source")?.as_str()?.to_string(),
-                    year: i
-                        .get("year")
-                        .and_then(Value::as_u64)
-                        .and_then(|y| u16::try_from(y).ok()),
-                })
-            });
-            Ok(Saved {
-                schema: "amdahl.run/1",
-                energy,
-                requests: None,
-                device: None,
-                pue: v.get("pue").and_then(Value::as_f64),
-                pue_source: Some("as recorded by `amdahl run`".into()),
-                grid,
-            })
-        }
-        "amdahl.plan/1" => {
-            let gpus = number("gpus")?;
-            let count = u32::try_from(gpus as u64)
-                .ok()
-                .filter(|n| f64::from(*n) == gpus && *n > 0)
-                .ok_or_else(|| err(format!("field `gpus` = {gpus} is not a device count")))?;
-            let time = Seconds(number("training.train_time")?);
-            let power = Watts(number("training.power_per_device")?);
-            let device = text_at("device.name");
-            let idle_estimated = v
-                .pointer("/device/idle_power_estimated")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let method = format!(
-                "amdahl plan prediction, file {file}: {} on {count} × {}, {:e} tokens, {:.0} W \
-                 per device{}",
-                text_at("model.name").as_deref().unwrap_or("a model"),
-                device.as_deref().unwrap_or("devices"),
-                number("training.tokens")?,
-                power.get(),
-                if idle_estimated {
-                    ", idle power estimated as 1/8 of TDP"
-                } else {
-                    ""
-                },
-            );
-            let mut energy =
-                ItEnergy::from_power(count, time, power, method).map_err(|e| err(e.to_string()))?;
-            energy.predicted = true;
-            Ok(Saved {
-                schema: "amdahl.plan/1",
-                energy,
-                requests: None,
-                device,
-                pue: Some(number("training.pue")?),
-                pue_source: text_at("pue_source"),
-                grid: None,
-            })
-        }
-        "amdahl.infer/1" => {
-            // The serving contract: `energy_per_request_j` is IT energy at the devices (before
-            // PUE); `co2e_per_1000_requests_g` already includes PUE and grid, so it is not read.
-            let per_request = number("energy_per_request_j")?;
-            let rate = number("requests_per_s")?;
-            for (field, x) in [
-                ("energy_per_request_j", per_request),
-                ("requests_per_s", rate),
-            ] {
-                if !(x.is_finite() && x > 0.0) {
-                    return Err(err(format!("field `{field}` = {x} must be positive")));
-                }
-            }
-            let gpus = number("gpus")?;
-            let count = u32::try_from(gpus as u64)
-                .ok()
-                .filter(|n| f64::from(*n) == gpus && *n > 0)
-                .ok_or_else(|| err(format!("field `gpus` = {gpus} is not a device count")))?;
-            let power = Watts(number("power_per_gpu_w")?);
-            // The model and system may be plain names or objects with a `name`.
-            let name = |key: &str| text_at(key).or_else(|| text_at(&format!("{key}.name")));
-            let device = name("system").or_else(|| name("device"));
-            let method = format!(
-                "`amdahl infer` prediction ({file}): {} on {count} × {}, {} J per request, {:.0} W \
-                 per device, {} requests/s",
-                name("model").as_deref().unwrap_or("a model"),
-                device.as_deref().unwrap_or("devices"),
-                per_request,
-                power.get(),
-                rate,
-            );
-            let mut energy =
-                ItEnergy::from_power(count, Seconds(INFER_REQUESTS / rate), power, method)
-                    .map_err(|e| err(e.to_string()))?;
-            energy.energy = Joules(per_request * INFER_REQUESTS);
-            let grid = Some(SavedGrid {
-                region: name("region").unwrap_or_else(|| "amdahl infer".into()),
-                g_per_kwh: number("grid_g_per_kwh")?,
-                source: text_at("grid_source")
-                    .unwrap_or_else(|| "as recorded by `amdahl infer`".into()),
-                year: None,
-            });
-            Ok(Saved {
-                schema: "amdahl.infer/1",
-                energy,
-                requests: Some(INFER_REQUESTS),
-                device,
-                pue: Some(number("pue")?),
-                pue_source: text_at("pue_source")
-                    .or_else(|| Some("as recorded by `amdahl infer`".into())),
-                grid,
-            })
-        }
+        "amdahl.run/1" => read_run(&d),
+        "amdahl.plan/1" => read_plan(&d),
+        "amdahl.infer/1" => read_infer(&d),
         "amdahl.infer-search/1" => Err(err(
             "this is an `amdahl infer --search` result, a ranking of configurations rather than \
              one; re-run `amdahl infer` without --search on the configuration you chose and pass \
@@ -230,6 +74,197 @@ pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
             SUPPORTED.join(", ")
         ))),
     }
+}
+
+/// A saved result being read: its JSON and the file it came from (named in every error).
+struct Doc<'a> {
+    v: &'a Value,
+    file: &'a str,
+}
+
+impl Doc<'_> {
+    fn err(&self, message: String) -> CarbonError {
+        CarbonError::Input {
+            file: self.file.into(),
+            message,
+        }
+    }
+
+    /// A field by its path (`training.train_time`), which must be a number.
+    fn number(&self, path: &str) -> Result<f64, CarbonError> {
+        path.split('.')
+            .try_fold(self.v, |node, key| node.get(key))
+            .and_then(Value::as_f64)
+            .ok_or_else(|| self.err(format!("field `{path}` is missing or not a number")))
+    }
+
+    fn text_at(&self, path: &str) -> Option<String> {
+        path.split('.')
+            .try_fold(self.v, |node, key| node.get(key))
+            .and_then(Value::as_str)
+            .map(String::from)
+    }
+}
+
+/// `amdahl run`'s measured energy, its estimated devices named, and the grid it recorded.
+fn read_run(d: &Doc) -> Result<Saved, CarbonError> {
+    let (v, file) = (d.v, d.file);
+    let err = |message: String| d.err(message);
+    let number = |path: &str| d.number(path);
+    let j = number("total_energy_j")?;
+    let s = number("duration_s")?;
+    // Devices counted in the total whose energy was only estimated (CPU time × TDP).
+    let estimated: Vec<String> = v
+        .get("devices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|d| d.get("in_total").and_then(Value::as_bool).unwrap_or(true))
+        .filter(|d| d.get("method").and_then(Value::as_str) == Some("estimate"))
+        .map(|d| {
+            d.get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect();
+    let mut energy = ItEnergy::measured(
+        Joules(j),
+        Seconds(s),
+        format!("measured by amdahl run, file {file}"),
+    )
+    .map_err(|e| err(e.to_string()))?;
+    if !estimated.is_empty() {
+        energy.basis = crate::carbon::Basis::Estimated;
+        let parts: Vec<&str> = estimated.iter().map(|id| device_words(id)).collect();
+        energy.method = format!(
+            "amdahl run, file {file}; {} had no readable energy counter and \
+                 was estimated from CPU time × TDP share and RAM size",
+            parts.join(" and ")
+        );
+    }
+    energy.caveats = run_caveats(v);
+    let grid = v.get("intensity").and_then(|i| {
+        Some(SavedGrid {
+            region: i.get("region")?.as_str()?.to_string(),
+            g_per_kwh: i.get("g_per_kwh")?.as_f64()?,
+            source: i.get("source")?.as_str()?.to_string(),
+            year: i
+                .get("year")
+                .and_then(Value::as_u64)
+                .and_then(|y| u16::try_from(y).ok()),
+        })
+    });
+    Ok(Saved {
+        schema: "amdahl.run/1",
+        energy,
+        requests: None,
+        device: None,
+        pue: v.get("pue").and_then(Value::as_f64),
+        pue_source: Some("as recorded by `amdahl run`".into()),
+        grid,
+    })
+}
+
+/// `amdahl plan`'s predicted training energy: devices × time × modelled power.
+fn read_plan(d: &Doc) -> Result<Saved, CarbonError> {
+    let (v, file) = (d.v, d.file);
+    let err = |message: String| d.err(message);
+    let number = |path: &str| d.number(path);
+    let text_at = |path: &str| d.text_at(path);
+    let gpus = number("gpus")?;
+    let count = u32::try_from(gpus as u64)
+        .ok()
+        .filter(|n| f64::from(*n) == gpus && *n > 0)
+        .ok_or_else(|| err(format!("field `gpus` = {gpus} is not a device count")))?;
+    let time = Seconds(number("training.train_time")?);
+    let power = Watts(number("training.power_per_device")?);
+    let device = text_at("device.name");
+    let idle_estimated = v
+        .pointer("/device/idle_power_estimated")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let method = format!(
+        "amdahl plan prediction, file {file}: {} on {count} × {}, {:e} tokens, {:.0} W \
+             per device{}",
+        text_at("model.name").as_deref().unwrap_or("a model"),
+        device.as_deref().unwrap_or("devices"),
+        number("training.tokens")?,
+        power.get(),
+        if idle_estimated {
+            ", idle power estimated as 1/8 of TDP"
+        } else {
+            ""
+        },
+    );
+    let mut energy =
+        ItEnergy::from_power(count, time, power, method).map_err(|e| err(e.to_string()))?;
+    energy.predicted = true;
+    Ok(Saved {
+        schema: "amdahl.plan/1",
+        energy,
+        requests: None,
+        device,
+        pue: Some(number("training.pue")?),
+        pue_source: text_at("pue_source"),
+        grid: None,
+    })
+}
+
+/// `amdahl infer`'s predicted serving energy, per [`INFER_REQUESTS`] requests.
+fn read_infer(d: &Doc) -> Result<Saved, CarbonError> {
+    let file = d.file;
+    let err = |message: String| d.err(message);
+    let number = |path: &str| d.number(path);
+    let text_at = |path: &str| d.text_at(path);
+    // The serving contract: `energy_per_request_j` is IT energy at the devices (before
+    // PUE); `co2e_per_1000_requests_g` already includes PUE and grid, so it is not read.
+    let per_request = number("energy_per_request_j")?;
+    let rate = number("requests_per_s")?;
+    for (field, x) in [
+        ("energy_per_request_j", per_request),
+        ("requests_per_s", rate),
+    ] {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(err(format!("field `{field}` = {x} must be positive")));
+        }
+    }
+    let gpus = number("gpus")?;
+    let count = u32::try_from(gpus as u64)
+        .ok()
+        .filter(|n| f64::from(*n) == gpus && *n > 0)
+        .ok_or_else(|| err(format!("field `gpus` = {gpus} is not a device count")))?;
+    let power = Watts(number("power_per_gpu_w")?);
+    // The model and system may be plain names or objects with a `name`.
+    let name = |key: &str| text_at(key).or_else(|| text_at(&format!("{key}.name")));
+    let device = name("system").or_else(|| name("device"));
+    let method = format!(
+        "`amdahl infer` prediction ({file}): {} on {count} × {}, {} J per request, {:.0} W \
+             per device, {} requests/s",
+        name("model").as_deref().unwrap_or("a model"),
+        device.as_deref().unwrap_or("devices"),
+        per_request,
+        power.get(),
+        rate,
+    );
+    let mut energy = ItEnergy::from_power(count, Seconds(INFER_REQUESTS / rate), power, method)
+        .map_err(|e| err(e.to_string()))?;
+    energy.energy = Joules(per_request * INFER_REQUESTS);
+    let grid = Some(SavedGrid {
+        region: name("region").unwrap_or_else(|| "amdahl infer".into()),
+        g_per_kwh: number("grid_g_per_kwh")?,
+        source: text_at("grid_source").unwrap_or_else(|| "as recorded by `amdahl infer`".into()),
+        year: None,
+    });
+    Ok(Saved {
+        schema: "amdahl.infer/1",
+        energy,
+        requests: Some(INFER_REQUESTS),
+        device,
+        pue: Some(number("pue")?),
+        pue_source: text_at("pue_source").or_else(|| Some("as recorded by `amdahl infer`".into())),
+        grid,
+    })
 }
 
 /// A measured device as a reader names it: `estimate:cpu` → "the CPU". Internal ids stay out of
