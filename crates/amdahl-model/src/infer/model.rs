@@ -138,14 +138,15 @@ pub fn setup_unchecked(
     prepare(model, hw, net, serving, req, false)
 }
 
-fn prepare(
+/// The shape and degrees serving can model: the planner's shape checks, no latent attention,
+/// every degree and length at least 1, the request within the context, TP dividing the heads
+/// (and the KV heads, or they it) within one node, PP dividing the layers.
+fn validate_serving(
     model: &ModelShape,
-    hw: &Hardware,
     net: &Network,
     serving: Serving,
     req: Requests,
-    check_memory: bool,
-) -> Result<Setup, InferError> {
+) -> Result<(), InferError> {
     validate_model(model)?;
     if model.q_lora_rank.is_some() || model.kv_lora_rank.is_some() {
         return Err(InferError::LatentAttention {
@@ -211,6 +212,19 @@ fn prepare(
         }
         .into());
     }
+    Ok(())
+}
+
+fn prepare(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    serving: Serving,
+    req: Requests,
+    check_memory: bool,
+) -> Result<Setup, InferError> {
+    validate_serving(model, net, serving, req)?;
+    let total = u64::from(req.input) + u64::from(req.output);
     let shard = Shard::new(model, serving.tp, serving.pp, serving.weights, serving.kv);
     let arithmetic = serving.weights.arithmetic(hw);
     let device = Device::new(hw, arithmetic);
