@@ -217,25 +217,7 @@ fn analyse_series(
 
     let ns: Vec<f64> = s.rows.iter().map(|r| r.n).collect();
     let ts: Vec<f64> = s.rows.iter().map(|r| 1.0 / rate(r)).collect();
-    let mut models = Vec::new();
-    let mut skipped = Vec::new();
-    for kind in ModelKind::ALL {
-        match fit(kind, &ns, &ts, n0) {
-            Ok(m) => models.push(m),
-            Err(sk) => skipped.push(sk),
-        }
-    }
-    if models.is_empty() {
-        let reasons = skipped
-            .iter()
-            .map(|k| format!("{}: {}", k.model.name(), k.reason))
-            .collect::<Vec<_>>()
-            .join("; ");
-        return Err(ScalingError::NoModelFits {
-            label: display_label(&s.label),
-            reasons,
-        });
-    }
+    let (models, skipped) = fit_all(&s.label, &ns, &ts, n0)?;
     let (chosen_idx, choice_reason) = choose(&models);
     let chosen = &models[chosen_idx];
     let (trend, trend_slope, trend_slope_stderr) = trend(&points);
@@ -259,7 +241,69 @@ fn analyse_series(
         let runs: Vec<(f64, Vec<f64>)> = s.rows.iter().map(|r| (r.n, r.phases.clone())).collect();
         decompose(&d.phase_names, n0, &runs)
     };
-    let what_if = match opts.what_if {
+    let what_if = what_if_at(opts, &ns, n0, chosen)?;
+    Ok(SeriesResult {
+        what_if,
+        label: s.label.clone(),
+        n_counts: d.n_counts.clone().or_else(|| opts.n_counts.clone()),
+        measure: d.measure,
+        baseline_n: n0,
+        points,
+        chosen_model: chosen.model,
+        serial_fraction: chosen.serial_fraction,
+        s_max: chosen.s_max,
+        n_half: chosen.n_half,
+        n_opt: chosen.n_opt,
+        choice_reason,
+        models,
+        skipped,
+        trend,
+        trend_slope,
+        trend_slope_stderr,
+        predictions,
+        decomposition,
+    })
+}
+
+/// Every scaling model fitted to the series (`ns`, `ts`: counts and times), and the ones that
+/// could not be with the reason; an error when none could.
+fn fit_all(
+    label: &str,
+    ns: &[f64],
+    ts: &[f64],
+    n0: f64,
+) -> Result<(Vec<ModelFit>, Vec<Skipped>), ScalingError> {
+    let mut models = Vec::new();
+    let mut skipped = Vec::new();
+    for kind in ModelKind::ALL {
+        match fit(kind, ns, ts, n0) {
+            Ok(m) => models.push(m),
+            Err(sk) => skipped.push(sk),
+        }
+    }
+    if models.is_empty() {
+        let reasons = skipped
+            .iter()
+            .map(|k| format!("{}: {}", k.model.name(), k.reason))
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(ScalingError::NoModelFits {
+            label: display_label(label),
+            reasons,
+        });
+    }
+    Ok((models, skipped))
+}
+
+/// The what-if of `--what-if` at the largest N measured or predicted, from the chosen model's
+/// serial fraction there.
+fn what_if_at(
+    opts: &FitOptions,
+    ns: &[f64],
+    n0: f64,
+    chosen: &ModelFit,
+) -> Result<Option<WhatIfAt>, ScalingError> {
+    Ok(match opts.what_if {
         None => None,
         Some(spec) => {
             let n = opts
@@ -281,27 +325,6 @@ fn analyse_series(
             .evaluate()?;
             Some(WhatIfAt { n, spec, result })
         }
-    };
-    Ok(SeriesResult {
-        what_if,
-        label: s.label.clone(),
-        n_counts: d.n_counts.clone().or_else(|| opts.n_counts.clone()),
-        measure: d.measure,
-        baseline_n: n0,
-        points,
-        chosen_model: chosen.model,
-        serial_fraction: chosen.serial_fraction,
-        s_max: chosen.s_max,
-        n_half: chosen.n_half,
-        n_opt: chosen.n_opt,
-        choice_reason,
-        models,
-        skipped,
-        trend,
-        trend_slope,
-        trend_slope_stderr,
-        predictions,
-        decomposition,
     })
 }
 
