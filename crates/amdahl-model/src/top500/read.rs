@@ -444,6 +444,28 @@ fn parse_sheet(file: &str, g: &Grid, l: Layout) -> Result<ListFile, Top500Error>
         return Err(missing("Name", "Name"));
     }
 
+    let systems = parse_records(file, &v, &cols, &raw_headers, list_guess, &mut notes)?;
+    Ok(ListFile {
+        file: file.into(),
+        sheet: g.name.clone(),
+        transposed: l.transposed,
+        systems,
+        notes,
+    })
+}
+
+/// Every record of the sheet that is a system; blank records are passed over and rows with
+/// neither rank nor Rmax (footnotes, spacers) noted as skipped.
+fn parse_records(
+    file: &str,
+    v: &View<'_>,
+    cols: &Columns,
+    raw_headers: &[String],
+    list_guess: Option<ListId>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<System>, Top500Error> {
+    let g = v.g;
+    let rmax = cols.rmax.0;
     let mut systems = Vec::with_capacity(v.records());
     for rec in 0..v.records() {
         if (0..v.fields()).all(|f| matches!(v.get(rec, f), Value::Empty)) {
@@ -451,9 +473,9 @@ fn parse_sheet(file: &str, g: &Grid, l: Layout) -> Result<ListFile, Top500Error>
         }
         let ctx = RowCtx {
             file,
-            v: &v,
+            v,
             rec,
-            raw_headers: &raw_headers,
+            raw_headers,
         };
         // A row with neither rank nor Rmax is a footnote or a spacer, not a system.
         let rank_num = number(v.get(rec, cols.rank)).ok().flatten();
@@ -467,15 +489,9 @@ fn parse_sheet(file: &str, g: &Grid, l: Layout) -> Result<ListFile, Top500Error>
             ));
             continue;
         }
-        systems.push(parse_system(&ctx, &cols, list_guess)?);
+        systems.push(parse_system(&ctx, cols, list_guess)?);
     }
-    Ok(ListFile {
-        file: file.into(),
-        sheet: g.name.clone(),
-        transposed: l.transposed,
-        systems,
-        notes,
-    })
+    Ok(systems)
 }
 
 struct RowCtx<'a> {
