@@ -278,7 +278,7 @@ fn validate_recompute_modules(model: &ModelShape, l: &Layout) -> Result<(), Plan
     Ok(())
 }
 
-/// Check the MoE part of a shape (see [`Moe`]).
+/// Check the MoE part of a shape (see [`Moe`](super::spec::Moe)).
 pub fn validate_moe_shape(m: &ModelShape) -> Result<(), PlanError> {
     let Some(e) = &m.moe else {
         return Ok(());
