@@ -130,7 +130,7 @@ impl Tracker {
     /// kg CO2e per joule of this run (PUE × grid intensity), for projections.
     pub fn kg_per_joule(&self) -> f64 {
         let c = self.session.context();
-        c.pue * c.intensity.g_per_kwh.get() / 3.6e9
+        amdahl_model::carbon::kg_per_joule(c.pue, c.intensity.g_per_kwh)
     }
 
     /// Stop, write the final record and the CodeCarbon row, and return the record.

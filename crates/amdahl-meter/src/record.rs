@@ -8,6 +8,7 @@ use crate::estimate;
 use crate::meter::DeviceEnergy;
 use crate::source::{DeviceKind, Method};
 use crate::MeterError;
+use amdahl_model::catalog::grid::{Grid, GridIntensity};
 use amdahl_model::units::{Bytes, GramsCo2e, GramsPerKwh, Joules, Seconds, Watts};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -37,19 +38,22 @@ pub struct Intensity {
     pub location: Option<Location>,
 }
 
-/// The location of a grid region as CodeCarbon's CSV names it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Location {
-    pub country_name: String,
-    /// ISO 3166-1 alpha-3, as CodeCarbon writes it (`FRA`).
-    pub country_iso_code: String,
-    /// `aws`, `gcp`, `azure`, ... for a cloud region.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cloud_provider: Option<String>,
-    /// The provider's region name (`eu-west-3`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cloud_region: Option<String>,
+impl Intensity {
+    /// A resolved grid intensity as the record keeps it: figure, code, source with its scope,
+    /// year, and the location `grid` (the catalog it was resolved from) knows for the code.
+    pub fn from_grid(g: &GridIntensity, grid: &Grid) -> Self {
+        Intensity {
+            g_per_kwh: g.g_per_kwh,
+            region: g.code.clone(),
+            source: format!("{} ({})", g.source, g.scope),
+            year: g.year,
+            location: grid.location(&g.code),
+        }
+    }
 }
+
+/// The location of a grid region as CodeCarbon's CSV names it (the grid catalog resolves it).
+pub use amdahl_model::catalog::grid::Location;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Host {

@@ -18,6 +18,7 @@ use amdahl_meter::record::{self, Host, Intensity, Progress, RunContext, RunRecor
 use amdahl_meter::{
     procfs, rapl, runner, sampler, sensors, stdout_progress, EnergySource, MeterError, Sample,
 };
+use amdahl_model::carbon::kg_per_joule;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::units::{Seconds, Watts};
 use amdahl_report::meter::{prometheus_textfile, run_summary};
@@ -198,41 +199,7 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
 
 /// The grid intensity for the record, from `--region` / `--intensity` through the grid catalog.
 pub(crate) fn intensity(grid: &GridArgs, c: &Catalogs) -> Result<Intensity> {
-    let g = grid.resolve(c)?;
-    Ok(Intensity {
-        g_per_kwh: g.g_per_kwh,
-        region: g.code.clone(),
-        source: format!("{} ({})", g.source, g.scope),
-        year: g.year,
-        location: location(&g.code, c),
-    })
-}
-
-/// The country (and cloud provider and region) of a grid code, as CodeCarbon 3.x fills its
-/// CSV: `FR` → France, FRA; `aws:eu-west-3` → the country of the region's grid, plus
-/// provider `aws` and region `eu-west-3`. None for `world` and custom intensities.
-fn location(code: &str, c: &Catalogs) -> Option<amdahl_meter::record::Location> {
-    let (cloud, alpha2) = match code.split_once(':') {
-        Some((provider, region)) => {
-            let r = c.grid.regions().iter().find(|r| r.id == code)?;
-            (
-                Some((provider.to_string(), region.to_string())),
-                r.grid.clone(),
-            )
-        }
-        None => (None, code.to_string()),
-    };
-    let country = c
-        .grid
-        .countries()
-        .iter()
-        .find(|k| k.alpha2.eq_ignore_ascii_case(&alpha2))?;
-    Some(amdahl_meter::record::Location {
-        country_name: country.name.clone(),
-        country_iso_code: country.alpha3.clone(),
-        cloud_provider: cloud.as_ref().map(|(p, _)| p.clone()),
-        cloud_region: cloud.map(|(_, r)| r),
-    })
+    Ok(Intensity::from_grid(&grid.resolve(c)?, &c.grid))
 }
 
 /// The CPU power the estimate charges: `--cpu-tdp`, else the catalogs' row for the CPU that
@@ -549,7 +516,7 @@ impl Session {
         let tally = Tally {
             work,
             progress_file: args.progress.progress_file.clone(),
-            kg_per_joule: ctx.pue * ctx.intensity.g_per_kwh.get() / 3.6e9,
+            kg_per_joule: kg_per_joule(ctx.pue, ctx.intensity.g_per_kwh),
         };
         // The work starts now: the baseline phase is not part of the run's window.
         ctx.started_unix_s = unix_now();

@@ -19,7 +19,14 @@ pub use equivalents::Equivalents;
 pub use estimate::{estimate, CarbonReport, Comparison, Pue};
 pub use statement::Statement;
 
+use crate::units::GramsPerKwh;
 use thiserror::Error;
+
+/// kg CO2e per joule of IT energy: PUE × g/kWh ÷ 3.6·10⁹ (3.6·10⁶ J per kWh, 10³ g per kg). What
+/// a measured run's projection multiplies its energy by (`amdahl run`, the Python tracker).
+pub fn kg_per_joule(pue: f64, intensity: GramsPerKwh) -> f64 {
+    pue * intensity.get() / 3.6e9
+}
 
 /// What is wrong with the inputs of an estimate.
 #[derive(Debug, Clone, PartialEq, Error)]

@@ -83,6 +83,20 @@ pub struct CloudRegion {
     pub source: String,
 }
 
+/// The location of a grid region as CodeCarbon's CSV names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Location {
+    pub country_name: String,
+    /// ISO 3166-1 alpha-3, as CodeCarbon writes it (`FRA`).
+    pub country_iso_code: String,
+    /// `aws`, `gcp`, `azure`, ... for a cloud region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_provider: Option<String>,
+    /// The provider's region name (`eu-west-3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_region: Option<String>,
+}
+
 /// A resolved intensity: what a carbon estimate multiplies energy by, with its provenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GridIntensity {
@@ -262,6 +276,29 @@ impl Grid {
             .find(|c| !c.alpha2.is_empty() && c.alpha2.eq_ignore_ascii_case(a2))
     }
 
+    /// The country (and cloud provider and region) of a resolved grid code, as CodeCarbon 3.x
+    /// fills its CSV: `FR` → France, FRA; `aws:eu-west-3` → the country of the region's grid,
+    /// plus provider `aws` and region `eu-west-3`. None for `world` and custom intensities.
+    pub fn location(&self, code: &str) -> Option<Location> {
+        let (cloud, alpha2) = match code.split_once(':') {
+            Some((provider, region)) => {
+                let r = self.regions.iter().find(|r| r.id == code)?;
+                (
+                    Some((provider.to_string(), region.to_string())),
+                    r.grid.as_str(),
+                )
+            }
+            None => (None, code),
+        };
+        let country = self.country_by_alpha2(alpha2)?;
+        Some(Location {
+            country_name: country.name.clone(),
+            country_iso_code: country.alpha3.clone(),
+            cloud_provider: cloud.as_ref().map(|(p, _)| p.clone()),
+            cloud_region: cloud.map(|(_, r)| r),
+        })
+    }
+
     fn country_intensity(c: &Country) -> GridIntensity {
         let code = if c.alpha3 == "WLD" {
             "world".to_string()
@@ -399,6 +436,22 @@ pub fn lookup(code: &str) -> Result<GridIntensity, CatalogError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn location_names_the_country_and_the_cloud_region() {
+        let g = embedded().unwrap();
+        let fr = g.location("FR").unwrap();
+        assert_eq!(
+            (fr.country_name.as_str(), fr.country_iso_code.as_str()),
+            ("France", "FRA")
+        );
+        assert_eq!(fr.cloud_provider, None);
+        let aws = g.location("aws:eu-west-3").unwrap();
+        assert_eq!(aws.country_iso_code, "FRA");
+        assert_eq!(aws.cloud_provider.as_deref(), Some("aws"));
+        assert_eq!(aws.cloud_region.as_deref(), Some("eu-west-3"));
+        assert!(g.location("world").is_none() && g.location("custom").is_none());
+    }
 
     /// Regression: the world default was a direct-emissions figure (IEA 475) while every
     /// country row is life-cycle; it is now Ember's life-cycle world average for 2022 (436 g/kWh,
