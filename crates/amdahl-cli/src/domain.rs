@@ -5,6 +5,9 @@
 //! Each parser names its domain in its message; the flag's name is added by clap
 //! ("invalid value '0.5' for '--by <K>': ...").
 
+use amdahl_meter::sampler;
+use std::time::Duration;
+
 /// Parse a float, refusing NaN and infinities (Rust's parser accepts "NaN", "inf", "1e400").
 fn finite(s: &str) -> Result<f64, String> {
     let v: f64 = s
@@ -172,6 +175,75 @@ where
     PossibleValuesParser::new(values).try_map(|s| s.parse::<T>())
 }
 
+/// A time span as `run`, `scale` and `exporter` take it: `1s`, `250ms`, `0.5s`, `2m`, `1h`, or a
+/// bare number of seconds; must be > 0.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration (examples: 1s, 250ms, 0.5s, 2m)"))?;
+    let secs = v * scale;
+    if !(secs.is_finite() && secs > 0.0) {
+        return Err(format!("`{s}`: the duration must be greater than zero"));
+    }
+    // About 31 years: beyond it the value is a typo, and timers would overflow.
+    if secs > 1e9 {
+        return Err(format!("`{s}`: too long (at most 1e9 s)"));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}`: {e}"))
+}
+
+/// A [`duration`], or zero (`0`, `0s`): the exporter's refresh and retention spans.
+pub fn duration_or_zero(s: &str) -> Result<Duration, String> {
+    let num = s.trim().trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    if num.trim().parse::<f64>() == Ok(0.0) {
+        return Ok(Duration::ZERO);
+    }
+    duration(s)
+}
+
+/// A sampling interval: a duration of at least [`sampler::MIN_INTERVAL`] (10 ms; why: see
+/// there). Shorter ones are usage errors rather than silently raised.
+pub fn interval(s: &str) -> Result<Duration, String> {
+    let d = duration(s)?;
+    if d < sampler::MIN_INTERVAL {
+        return Err(format!(
+            "`{s}`: the sampling interval must be at least 10ms (RAPL counters update about once per millisecond; shorter intervals measure noise)"
+        ));
+    }
+    Ok(d)
+}
+
+/// A power in watts > 0 (`--cpu-tdp`).
+pub fn watts(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(w) if w.is_finite() && w > 0.0 => Ok(w),
+        _ => Err(format!("`{s}`: must be a power in watts > 0")),
+    }
+}
+
+/// A byte regex (the command's output need not be UTF-8), with the regex crate's own message
+/// (it points at the offending character) when it does not compile.
+pub fn progress_regex(s: &str) -> Result<regex::bytes::Regex, String> {
+    regex::bytes::RegexBuilder::new(s)
+        // `^` and `$` anchor at the line's ends: each line is matched on its own anyway.
+        .multi_line(true)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +301,19 @@ mod tests {
         assert_eq!(count("4294967295"), Ok(u32::MAX));
         assert_eq!(count("1e4"), Ok(10_000));
         assert!(count("1e10").unwrap_err().contains("too large"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(duration("0.5"), Ok(Duration::from_millis(500)));
+        assert!(duration("0s").is_err());
+        assert!(duration("-1s").is_err());
+        assert!(duration("fast").is_err());
+        assert!(duration("1e300s").is_err());
+        assert_eq!(duration_or_zero("0s"), Ok(Duration::ZERO));
+        assert!(interval("5ms").is_err());
     }
 }

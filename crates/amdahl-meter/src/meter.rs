@@ -127,6 +127,20 @@ impl Meter {
         self.start = Instant::now();
     }
 
+    /// Idle power over `d` before the work starts (hyperfine's calibrate-and-subtract, for
+    /// power): the devices' average power and how long it was measured. The energy is then
+    /// forgotten and the clock restarts with the work.
+    pub fn measure_idle(&mut self, d: std::time::Duration) -> (Seconds, Watts) {
+        self.restart_clock();
+        self.sample();
+        std::thread::sleep(d);
+        self.sample();
+        let secs = self.elapsed();
+        let p = crate::record::total_power(&self.energies(), secs);
+        self.reset();
+        (secs, p)
+    }
+
     /// Read every source now.
     pub fn sample(&mut self) -> Sample {
         let t = Seconds(self.start.elapsed().as_secs_f64());

@@ -6,6 +6,7 @@
 use crate::cluster::{Cluster, Role};
 use crate::estimate;
 use crate::meter::DeviceEnergy;
+use crate::procfs;
 use crate::source::{DeviceKind, Method};
 use crate::MeterError;
 use amdahl_model::catalog::grid::{Grid, GridIntensity};
@@ -339,6 +340,30 @@ pub fn utc_iso(unix_s: f64) -> String {
 /// identical containers started together (same pid 1 child, same hostname, same second).
 pub fn new_run_id() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+/// Seconds since the Unix epoch now (0 if the clock is before it).
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl Host {
+    /// The machine this process runs on, from /proc and /etc.
+    pub fn this_machine() -> Host {
+        Host {
+            hostname: procfs::hostname(),
+            os: procfs::os_string(),
+            cpu_model: procfs::cpu_model().unwrap_or_default(),
+            cpu_count: procfs::cpu_count(),
+            ram_total_gb: procfs::mem_total_bytes()
+                .map(|b| b as f64 / 1e9)
+                .unwrap_or(0.0),
+            boot_id: procfs::boot_id(),
+        }
+    }
 }
 
 /// Read and check one saved record.

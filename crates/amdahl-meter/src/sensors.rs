@@ -21,6 +21,15 @@ pub struct Options {
     pub target: Target,
 }
 
+/// Whether the CPU is estimated (no readable RAPL package counter), so the note on which TDP
+/// the estimate charges matters.
+pub fn estimates_cpu(sources: &[Box<dyn EnergySource>]) -> bool {
+    sources
+        .iter()
+        .flat_map(|s| s.devices())
+        .any(|d| d.method == crate::source::Method::Estimate && d.kind == DeviceKind::Cpu)
+}
+
 pub struct Discovery {
     pub sources: Vec<Box<dyn EnergySource>>,
     /// Things the user must know (printed on stderr): unreadable counters, estimates in use.

@@ -2,7 +2,7 @@
 //! bandwidth, the roofline, and thread scaling. Raw flags are validated into the library's
 //! configs here; progress goes to stderr through a progress bar, results to stdout.
 
-use super::run::PowercapArgs;
+use super::measure_args::PowercapArgs;
 use crate::output::{check_result, print_result, Format, FormatArgs};
 use amdahl_bench::energy::ESTIMATE_ONLY;
 use amdahl_bench::gemm::GemmConfig;

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub powercap: super::run::PowercapArgs,
+    pub powercap: super::measure_args::PowercapArgs,
     /// Do not open NVML.
     #[arg(long)]
     pub no_gpu: bool,

@@ -1,5 +1,6 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(Args) -> Result<ExitCode>`.
-//! `resolve` holds the catalog-backed options several subcommands share; `codecarbon` the
+//! `resolve` holds the catalog-backed options several subcommands share; `measure_args` the
+//! measuring flags of `run`, `scale`, `exporter`, `bench` and `detect`; `codecarbon` the
 //! CodeCarbon CSV that `run` appends to.
 
 pub mod accelerate;
@@ -13,6 +14,7 @@ pub mod exporter;
 pub mod fit;
 pub mod infer;
 pub mod lifetime;
+pub mod measure_args;
 pub mod merge;
 pub mod plan;
 pub mod report;

@@ -7,27 +7,25 @@
 //! summary there would corrupt it (`amdahl run -- ./export > data.csv`), as with time(1).
 
 use super::codecarbon::CodeCarbon;
-use super::resolve::{self, GridArgs};
+use super::measure_args::{measure_baseline, CostArgs, SensorArgs};
 use crate::output::{is_stream, write_file};
 use amdahl_meter::cluster::{self, Role};
 use amdahl_meter::estimate::{self, ProcessProbe, Target};
-use amdahl_meter::gpu::parse_visible;
 use amdahl_meter::meter::Meter;
 use amdahl_meter::progress::{self, Work};
-use amdahl_meter::record::{self, Host, Intensity, Progress, RunContext, RunRecord, Scope};
+use amdahl_meter::record::{self, Host, Progress, RunContext, RunRecord, Scope};
 use amdahl_meter::{
-    procfs, rapl, runner, sampler, sensors, stdout_progress, EnergySource, MeterError, Sample,
+    procfs, runner, sampler, sensors, stdout_progress, EnergySource, MeterError, Sample,
 };
 use amdahl_model::carbon::kg_per_joule;
-use amdahl_model::catalog::Catalogs;
-use amdahl_model::units::{Seconds, Watts};
+use amdahl_model::units::Seconds;
 use amdahl_report::meter::{prometheus_textfile, run_summary};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum ScopeArg {
@@ -38,7 +36,7 @@ pub enum ScopeArg {
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Time between samples: 1s, 250ms, 0.5s, 2m (at least 10ms).
-    #[arg(help_heading = "Sampling", long, default_value = "1s", value_parser = parse_interval)]
+    #[arg(help_heading = "Sampling", long, default_value = "1s", value_parser = crate::domain::interval)]
     pub interval: Duration,
     #[command(flatten, next_help_heading = "Cost")]
     pub cost: CostArgs,
@@ -46,7 +44,7 @@ pub struct Args {
     #[arg(help_heading = "Sampling", long, value_enum, default_value_t = ScopeArg::Machine)]
     pub scope: ScopeArg,
     /// Measure idle power for this long before starting, and report the energy above it.
-    #[arg(help_heading = "Sampling", long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(help_heading = "Sampling", long, value_parser = crate::domain::duration, value_name = "DURATION")]
     pub baseline: Option<Duration>,
     /// Write the result as JSON (schema amdahl.run/1), rewritten after every sample.
     #[arg(help_heading = "Output", short = 'o', long, value_name = "FILE")]
@@ -94,147 +92,11 @@ pub struct ProgressArgs {
     /// Count steps in the command's stdout, which then passes through amdahl byte for byte: each
     /// line matching RE is a step, or with a capture group the group is the step count
     /// (`step (\d+)`); with --total-steps the record projects the whole run.
-    #[arg(long, value_name = "RE", requires = "total_steps", value_parser = parse_progress_regex)]
+    #[arg(long, value_name = "RE", requires = "total_steps", value_parser = crate::domain::progress_regex)]
     pub progress_regex: Option<regex::bytes::Regex>,
     /// Steps in the whole run, for the projection of its duration, energy and CO2e.
     #[arg(long, value_name = "S", requires = "progress_source", value_parser = clap::value_parser!(u64).range(1..))]
     pub total_steps: Option<u64>,
-}
-
-/// A byte regex (the command's output need not be UTF-8), with the regex crate's own message
-/// (it points at the offending character) when it does not compile.
-fn parse_progress_regex(s: &str) -> Result<regex::bytes::Regex, String> {
-    regex::bytes::RegexBuilder::new(s)
-        // `^` and `$` anchor at the line's ends: each line is matched on its own anyway.
-        .multi_line(true)
-        .build()
-        .map_err(|e| e.to_string())
-}
-
-/// The sensor options `run` and `scale` share.
-#[derive(clap::Args, Debug, Clone)]
-pub struct SensorArgs {
-    #[command(flatten)]
-    pub powercap: PowercapArgs,
-    /// TDP of the CPU package in watts, for the estimate when no RAPL counter is readable
-    /// [default: from the device catalog when /proc/cpuinfo names a known CPU].
-    #[arg(long, value_name = "W", value_parser = positive_watts)]
-    pub cpu_tdp: Option<f64>,
-    /// Do not open NVML (no GPU measurement).
-    #[arg(long)]
-    pub no_gpu: bool,
-}
-
-fn positive_watts(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(w) if w.is_finite() && w > 0.0 => Ok(w),
-        _ => Err(format!("`{s}`: must be a power in watts > 0")),
-    }
-}
-
-/// What turns measured joules into kWh and CO2e, as `run` and `scale` take it: the grid, the PUE
-/// and extra catalog files.
-#[derive(clap::Args, Debug, Clone)]
-pub struct CostArgs {
-    #[command(flatten)]
-    pub grid: GridArgs,
-    /// PUE: a number ≥ 1 or a preset (local = 1.0, hyperscale, industry) [default: local, as in
-    /// every command].
-    #[arg(long, value_name = "PUE|PRESET")]
-    pub pue: Option<String>,
-    /// Extra catalog files (devices, regions, PUE presets); rows override embedded ones by name.
-    #[arg(long = "catalog", value_name = "FILE")]
-    pub catalogs: Vec<PathBuf>,
-}
-
-/// Where the RAPL counters are: `--powercap-root DIR` or `AMDAHL_POWERCAP_ROOT` (a bind-mounted
-/// /sys/class/powercap in a container, a fake tree in tests). Shared with `amdahl bench`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct PowercapArgs {
-    /// Root of the powercap tree (RAPL).
-    #[arg(long, env = "AMDAHL_POWERCAP_ROOT", default_value = rapl::DEFAULT_ROOT, value_name = "DIR")]
-    pub powercap_root: PathBuf,
-}
-
-/// `1s`, `250ms`, `0.5s`, `2m`, `1h`, or a bare number of seconds; must be > 0.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (examples: 1s, 250ms, 0.5s, 2m)"))?;
-    let secs = v * scale;
-    if !(secs.is_finite() && secs > 0.0) {
-        return Err(format!("`{s}`: the duration must be greater than zero"));
-    }
-    // About 31 years: beyond it the value is a typo, and timers would overflow.
-    if secs > 1e9 {
-        return Err(format!("`{s}`: too long (at most 1e9 s)"));
-    }
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}`: {e}"))
-}
-
-/// A sampling interval: a duration of at least [`sampler::MIN_INTERVAL`] (10 ms; why: see
-/// there). Shorter ones are usage errors rather than silently raised.
-pub fn parse_interval(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
-    if d < sampler::MIN_INTERVAL {
-        return Err(format!(
-            "`{s}`: the sampling interval must be at least 10ms (RAPL counters update about once per millisecond; shorter intervals measure noise)"
-        ));
-    }
-    Ok(d)
-}
-
-/// The grid intensity for the record, from `--region` / `--intensity` through the grid catalog.
-pub(crate) fn intensity(grid: &GridArgs, c: &Catalogs) -> Result<Intensity> {
-    Ok(Intensity::from_grid(&grid.resolve(c)?, &c.grid))
-}
-
-/// The CPU power the estimate charges: `--cpu-tdp`, else the catalogs' row for the CPU that
-/// /proc/cpuinfo names, else a per-CPU fallback (`amdahl_meter::cpu_power`), with the line that
-/// says which (printed and kept in the record's warnings when the estimate is used).
-pub(crate) fn cpu_tdp(given: Option<f64>, c: &Catalogs) -> (Option<Watts>, Option<String>) {
-    let p = amdahl_meter::cpu_power::resolve(
-        given.map(Watts),
-        &procfs::cpu_info(),
-        procfs::cpu_count(),
-        &c.devices,
-        amdahl_model::catalog::cpu_power::embedded().ok(),
-    );
-    let note = (p.basis != amdahl_meter::cpu_power::Basis::Given).then_some(p.note);
-    (Some(p.watts), note)
-}
-
-pub(crate) fn host() -> Host {
-    Host {
-        hostname: procfs::hostname(),
-        os: procfs::os_string(),
-        cpu_model: procfs::cpu_model().unwrap_or_default(),
-        cpu_count: procfs::cpu_count(),
-        ram_total_gb: procfs::mem_total_bytes()
-            .map(|b| b as f64 / 1e9)
-            .unwrap_or(0.0),
-        boot_id: procfs::boot_id(),
-    }
-}
-
-pub(crate) fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 /// The files rewritten after every sample: the JSON result and the Prometheus textfile.
@@ -279,34 +141,15 @@ fn validate(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// Whether the CPU is estimated (no readable RAPL package counter), so the TDP note matters.
-pub(crate) fn meter_estimates_cpu(sources: &[Box<dyn EnergySource>]) -> bool {
-    sources.iter().flat_map(|s| s.devices()).any(|d| {
-        d.method == amdahl_meter::Method::Estimate && d.kind == amdahl_meter::DeviceKind::Cpu
-    })
-}
-
 /// The sources for this process: none for a reference rank (local rank 0 measures the node).
 fn sources(
-    args: &Args,
-    cpu_tdp: Option<Watts>,
+    options: sensors::Options,
     ctx: &RunContext,
-    probe: &Arc<ProcessProbe>,
 ) -> (Vec<Box<dyn EnergySource>>, Vec<String>) {
     if ctx.cluster.role == Role::Reference {
         return (Vec::new(), Vec::new());
     }
-    let d = sensors::discover(sensors::Options {
-        powercap_root: args.sensors.powercap.powercap_root.clone(),
-        reader: rapl::fs_reader(),
-        cpu_tdp,
-        nvml: !args.sensors.no_gpu,
-        visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
-        target: match ctx.scope {
-            Scope::Machine => Target::Machine,
-            Scope::Process => Target::Process(Arc::clone(probe)),
-        },
-    });
+    let d = sensors::discover(options);
     (d.sources, d.warnings)
 }
 
@@ -354,22 +197,6 @@ fn open_outputs(
     let head = serde_json::to_string(&head).context("serialising the sample log header")?;
     writeln!(f, "{head}").with_context(|| format!("writing {}", p.display()))?;
     Ok((Some(f), codecarbon))
-}
-
-/// Idle power over `d` before the command starts (hyperfine's calibrate-and-subtract, for power).
-pub(crate) fn measure_baseline(meter: &mut Meter, d: Duration) -> (Seconds, Watts) {
-    crate::output::note(&format!(
-        "measuring idle power for {} s before starting",
-        d.as_secs_f64()
-    ));
-    meter.restart_clock();
-    meter.sample();
-    std::thread::sleep(d);
-    meter.sample();
-    let secs = meter.elapsed();
-    let p = record::total_power(&meter.energies(), secs);
-    meter.reset();
-    (secs, p)
 }
 
 /// What every sample updates besides the meter: the units of work and, from them, the
@@ -478,28 +305,31 @@ impl Session {
     /// command's tree; the tracker: its own process too); `work` counts units for projection.
     pub fn start(args: &Args, probe: Arc<ProcessProbe>, work: Arc<Work>) -> Result<Session> {
         validate(args)?;
-        let catalogs = resolve::load(&args.cost.catalogs)?;
-        let pue = resolve::pue(args.cost.pue.as_deref(), &catalogs)?;
+        let cost = args.cost.resolve()?;
         let mut ctx = RunContext {
             run_id: record::new_run_id(),
             project: args.project.clone(),
             command: args.command.clone(),
-            started_unix_s: unix_now(),
+            started_unix_s: record::unix_now(),
             scope: match args.scope {
                 ScopeArg::Machine => Scope::Machine,
                 ScopeArg::Process => Scope::Process,
             },
             interval: Seconds(args.interval.as_secs_f64()),
-            host: host(),
+            host: Host::this_machine(),
             cluster: cluster::detect(|k| std::env::var(k).ok()),
-            pue: pue.value,
-            intensity: intensity(&args.cost.grid, &catalogs)?,
+            pue: cost.pue.value,
+            intensity: cost.intensity,
             baseline: None,
         };
-        let (tdp, tdp_note) = cpu_tdp(args.sensors.cpu_tdp, &catalogs);
-        let (sources, mut warnings) = sources(args, tdp, &ctx, &probe);
+        let target = match ctx.scope {
+            Scope::Machine => Target::Machine,
+            Scope::Process => Target::Process(Arc::clone(&probe)),
+        };
+        let (options, tdp_note) = args.sensors.options(&cost.catalogs, target);
+        let (sources, mut warnings) = sources(options, &ctx);
         // Which catalog row (or the fallback) the CPU estimate uses: printed, and kept in the record.
-        if let Some(note) = tdp_note.filter(|_| meter_estimates_cpu(&sources)) {
+        if let Some(note) = tdp_note.filter(|_| sensors::estimates_cpu(&sources)) {
             warnings.insert(0, note);
         }
         for w in &warnings {
@@ -519,7 +349,7 @@ impl Session {
             kg_per_joule: kg_per_joule(ctx.pue, ctx.intensity.g_per_kwh),
         };
         // The work starts now: the baseline phase is not part of the run's window.
-        ctx.started_unix_s = unix_now();
+        ctx.started_unix_s = record::unix_now();
         let busy0 = procfs::machine_busy();
         let sampler = sampler::start(
             meter,
@@ -716,45 +546,4 @@ pub fn run(args: Args) -> Result<ExitCode> {
         crate::output::wrote(p);
     }
     Ok(ExitCode::from(exit_code.clamp(0, 255) as u8))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("0.5"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("1e300s").is_err());
-    }
-
-    fn grid(region: &str) -> GridArgs {
-        GridArgs {
-            region: Some(region.into()),
-            intensity: None,
-            intensity_scope: None,
-            intensity_year: None,
-            intensity_source: None,
-        }
-    }
-
-    #[test]
-    fn region_resolves_through_the_grid_catalog() {
-        let c = resolve::load(&[]).unwrap();
-        // data/grid.csv: France 56.0 g/kWh (OWID/Ember 2023); world 436 (Ember 2022).
-        let fr = intensity(&grid("FR"), &c).unwrap();
-        assert_eq!((fr.g_per_kwh.get(), fr.year), (56.0, Some(2023)));
-        assert_eq!(
-            intensity(&grid("world"), &c).unwrap().g_per_kwh.get(),
-            436.0
-        );
-        let e = format!("{:#}", intensity(&grid("Frnace"), &c).unwrap_err());
-        assert!(e.contains("France"), "suggests the nearest name: {e}");
-    }
 }

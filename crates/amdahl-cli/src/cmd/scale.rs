@@ -7,15 +7,11 @@
 //! does (machine scope), draws the progress bar, rewrites the result file after every finished
 //! N, and exits with a failing command's status.
 
-use super::resolve;
-use super::run::{
-    cpu_tdp, host, intensity, measure_baseline, meter_estimates_cpu, parse_duration,
-    parse_interval, unix_now,
-};
+use super::measure_args::{measure_baseline, CostArgs, SensorArgs};
 use crate::output::{self, Format, FormatArgs};
-use amdahl_meter::gpu::parse_visible;
+use amdahl_meter::record::{self, Host};
 use amdahl_meter::scale::{sweep, Event, Idle, MeterExecutor, Plan, ScaleResult, Setup};
-use amdahl_meter::{estimate::Target, rapl, runner, sensors, Meter};
+use amdahl_meter::{estimate::Target, runner, sensors, Meter};
 use amdahl_model::catalog::Catalogs;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -64,15 +60,15 @@ pub struct Args {
     #[arg(help_heading = "Scaling", long)]
     pub show_output: bool,
     /// Measure idle power for this long before the sweep, and report energy per job above it.
-    #[arg(help_heading = "Sampling", long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(help_heading = "Sampling", long, value_parser = crate::domain::duration, value_name = "DURATION")]
     pub idle: Option<Duration>,
     /// Time between energy samples during each run: 1s, 250ms (at least 10ms).
-    #[arg(help_heading = "Sampling", long, default_value = "1s", value_parser = parse_interval)]
+    #[arg(help_heading = "Sampling", long, default_value = "1s", value_parser = crate::domain::interval)]
     pub interval: Duration,
     #[command(flatten, next_help_heading = "Cost")]
-    pub cost: super::run::CostArgs,
+    pub cost: CostArgs,
     #[command(flatten, next_help_heading = "Sensors")]
-    pub sensors: super::run::SensorArgs,
+    pub sensors: SensorArgs,
     #[command(flatten, next_help_heading = "Output")]
     pub format: FormatArgs,
     /// The command and its arguments, with the placeholder `{ n }` (written without spaces)
@@ -91,17 +87,10 @@ pub struct Args {
 /// The meter for every run: the sensors `amdahl run` would use in machine scope, with the
 /// CPU power note (which catalog row, or the fallback) among the warnings when the CPU is estimated.
 fn meter(args: &Args, catalogs: &Catalogs) -> (Meter, Vec<String>) {
-    let (tdp, tdp_note) = cpu_tdp(args.sensors.cpu_tdp, catalogs);
-    let d = sensors::discover(sensors::Options {
-        powercap_root: args.sensors.powercap.powercap_root.clone(),
-        reader: rapl::fs_reader(),
-        cpu_tdp: tdp,
-        nvml: !args.sensors.no_gpu,
-        visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
-        target: Target::Machine,
-    });
+    let (options, tdp_note) = args.sensors.options(catalogs, Target::Machine);
+    let d = sensors::discover(options);
     let mut warnings = d.warnings;
-    if let Some(note) = tdp_note.filter(|_| meter_estimates_cpu(&d.sources)) {
+    if let Some(note) = tdp_note.filter(|_| sensors::estimates_cpu(&d.sources)) {
         warnings.insert(0, note);
     }
     (Meter::new(d.sources), warnings)
@@ -139,10 +128,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let catalogs = resolve::load(&args.cost.catalogs)?;
-    let pue = resolve::pue(args.cost.pue.as_deref(), &catalogs)?;
-    let grid = intensity(&args.cost.grid, &catalogs)?;
-    let (mut meter, warnings) = meter(&args, &catalogs);
+    let cost = args.cost.resolve()?;
+    let (mut meter, warnings) = meter(&args, &cost.catalogs);
     let idle = args.idle.map(|d| {
         let (duration_s, power_w) = measure_baseline(&mut meter, d);
         Idle {
@@ -152,10 +139,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     });
     let setup = Setup {
         n_counts: args.n_counts.clone(),
-        started_unix_s: unix_now(),
-        host: host(),
-        pue: pue.value,
-        intensity: grid,
+        started_unix_s: record::unix_now(),
+        host: Host::this_machine(),
+        pue: cost.pue.value,
+        intensity: cost.intensity,
         idle,
         warnings,
     };

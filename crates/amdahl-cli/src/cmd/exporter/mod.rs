@@ -38,10 +38,10 @@ pub struct Args {
     #[arg(long)]
     pub allow_remote: bool,
     /// Sample the sensors this often.
-    #[arg(long, default_value = "1s", value_parser = super::run::parse_interval)]
+    #[arg(long, default_value = "1s", value_parser = crate::domain::interval)]
     pub interval: Duration,
     #[command(flatten)]
-    pub powercap: super::run::PowercapArgs,
+    pub powercap: super::measure_args::PowercapArgs,
     /// Root of the proc filesystem (the host's /proc bind-mounted into a container; tests).
     #[arg(
         long,
@@ -52,7 +52,7 @@ pub struct Args {
     pub proc_root: PathBuf,
     /// Read each process's user, cgroup and job again after this long (also at every exec);
     /// `0s` reads them every sample, seeing moves between cgroups at once at ~4× the /proc reads.
-    #[arg(long, default_value = "10s", value_parser = parse_span, value_name = "DURATION")]
+    #[arg(long, default_value = "10s", value_parser = crate::domain::duration_or_zero, value_name = "DURATION")]
     pub proc_refresh: Duration,
     /// Do not open NVML.
     #[arg(long)]
@@ -65,13 +65,13 @@ pub struct Args {
     pub expose_cmdline: bool,
     /// Keep the series of an ended cgroup, job, user or process this long, then fold its energy
     /// into its scope's `(ended)` series (bounds memory and scrape size).
-    #[arg(long, default_value = "5m", value_parser = parse_span, value_name = "DURATION")]
+    #[arg(long, default_value = "5m", value_parser = crate::domain::duration_or_zero, value_name = "DURATION")]
     pub retain: Duration,
     /// Print the metrics once, one interval after the start, and exit (no server).
     #[arg(long)]
     pub once: bool,
     /// Stop after this long [default: until SIGINT or SIGTERM].
-    #[arg(long, value_parser = super::run::parse_duration)]
+    #[arg(long, value_parser = crate::domain::duration)]
     pub duration: Option<Duration>,
     /// Write the address actually bound (`IP:PORT`) to this file once serving.
     #[arg(long, value_name = "FILE")]
@@ -86,15 +86,6 @@ struct Metrics {
 }
 
 type Shared = Arc<Mutex<Metrics>>;
-
-/// A duration as `run`'s flags take it (`90s`, `5m`, `250ms`), or zero (`0`, `0s`).
-fn parse_span(s: &str) -> Result<Duration, String> {
-    let num = s.trim().trim_end_matches(|c: char| c.is_ascii_alphabetic());
-    if num.trim().parse::<f64>() == Ok(0.0) {
-        return Ok(Duration::ZERO);
-    }
-    super::run::parse_duration(s)
-}
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if !args.listen.ip().is_loopback() && !args.allow_remote && !args.once {
