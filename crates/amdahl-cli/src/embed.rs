@@ -4,14 +4,15 @@
 //!
 //! - [`call`]: a command run on an argv (`["plan", "--model", …, "--json"]`), its stdout
 //!   returned instead of printed.
-//! - [`Tracker`]: `amdahl run`'s [`Session`] around code in this process instead of a child.
+//! - [`Tracker`]: `amdahl run`'s measurement ([`Session`], `amdahl-meter`'s) around code in this
+//!   process instead of a child.
 
-use crate::cmd::run::{Ending, Session};
 use crate::Outcome;
 use amdahl_meter::estimate::ProcessProbe;
 use amdahl_meter::procfs;
 use amdahl_meter::progress::Work;
 use amdahl_meter::record::RunRecord;
+use amdahl_meter::session::{Ending, Session};
 use amdahl_model::units::{Bytes, Seconds};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -108,7 +109,7 @@ impl Tracker {
             .and_then(|m| crate::cmd::run::Args::from_arg_matches(&m))
             .map_err(|e| Failure::usage(&e))?;
         let probe = ProcessProbe::of_this_process();
-        let session = Session::start(&args, Arc::clone(&probe), Arc::clone(&work))
+        let session = crate::cmd::run::start_session(&args, Arc::clone(&probe), Arc::clone(&work))
             .map_err(|e| Failure::error(&e))?;
         Ok(Tracker {
             session,
@@ -129,8 +130,7 @@ impl Tracker {
 
     /// kg CO2e per joule of this run (PUE × grid intensity), for projections.
     pub fn kg_per_joule(&self) -> f64 {
-        let c = self.session.context();
-        amdahl_model::carbon::kg_per_joule(c.pue, c.intensity.g_per_kwh)
+        self.session.kg_per_joule()
     }
 
     /// Stop, write the final record and the CodeCarbon row, and return the record.
@@ -169,7 +169,7 @@ impl Tracker {
                 ran: true,
                 ..Default::default()
             })
-            .map_err(|e| Failure::error(&e))
+            .map_err(|e| Failure::error(&anyhow::Error::from(e)))
     }
 }
 

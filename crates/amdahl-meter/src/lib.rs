@@ -3,7 +3,9 @@
 //! clusters, and the `amdahl.run/1` record with its job-level [`record::merge`].
 //!
 //! Pipeline: [`sensors::discover`] → [`Meter`] (one accumulator per device, wrap-around and
-//! integration in [`accum`]) → [`sampler::start`] → [`record::build`].
+//! integration in [`accum`]) → [`sampler::start`] → [`record::build`]. A [`session::Session`]
+//! runs that pipeline around some work and hands the record to its [`sink::RecordSink`]s (the
+//! JSON result, the CodeCarbon CSV, the Prometheus textfile, the sample log).
 
 pub mod accum;
 pub mod attribution;
@@ -23,6 +25,8 @@ pub mod runner;
 pub mod sampler;
 pub mod scale;
 pub mod sensors;
+pub mod session;
+pub mod sink;
 pub mod source;
 pub mod stdout_progress;
 

@@ -1,13 +1,11 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(Args) -> Result<ExitCode>`.
 //! `resolve` holds the catalog-backed options several subcommands share; `measure_args` the
-//! measuring flags of `run`, `scale`, `exporter`, `bench` and `detect`; `codecarbon` the
-//! CodeCarbon CSV that `run` appends to.
+//! measuring flags of `run`, `scale`, `exporter`, `bench` and `detect`.
 
 pub mod accelerate;
 pub mod bench;
 pub mod carbon;
 pub mod catalog;
-pub mod codecarbon;
 pub mod demo;
 pub mod detect;
 pub mod exporter;

@@ -6,23 +6,18 @@
 //! The summary goes to stderr: the command's own stdout passes through amdahl's stdout, and a
 //! summary there would corrupt it (`amdahl run -- ./export > data.csv`), as with time(1).
 
-use super::codecarbon::CodeCarbon;
-use super::measure_args::{measure_baseline, CostArgs, SensorArgs};
-use crate::output::{is_stream, write_file};
-use amdahl_meter::cluster::{self, Role};
-use amdahl_meter::estimate::{self, ProcessProbe, Target};
-use amdahl_meter::meter::Meter;
-use amdahl_meter::progress::{self, Work};
-use amdahl_meter::record::{self, Host, Progress, RunContext, RunRecord, Scope};
-use amdahl_meter::{
-    procfs, runner, sampler, sensors, stdout_progress, EnergySource, MeterError, Sample,
-};
-use amdahl_model::carbon::kg_per_joule;
-use amdahl_model::units::Seconds;
-use amdahl_report::meter::{prometheus_textfile, run_summary};
-use anyhow::{bail, Context, Result};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use super::measure_args::{CostArgs, SensorArgs};
+use amdahl_meter::estimate::{ProcessProbe, Target};
+use amdahl_meter::progress::Work;
+use amdahl_meter::record::Scope;
+use amdahl_meter::session::{Ending, Notice, Notify, Session, Settings};
+use amdahl_meter::sink::codecarbon::{self, CodeCarbonCsv};
+use amdahl_meter::sink::RecordSink;
+use amdahl_meter::sink::{json::JsonRecord, samples::SampleLog, textfile::PrometheusTextfile};
+use amdahl_meter::{procfs, runner, stdout_progress, MeterError};
+use amdahl_report::meter::{codecarbon_row, prometheus_textfile, run_summary, CODECARBON_HEADER};
+use anyhow::{bail, Result};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,41 +94,6 @@ pub struct ProgressArgs {
     pub total_steps: Option<u64>,
 }
 
-/// The files rewritten after every sample: the JSON result and the Prometheus textfile.
-#[derive(Clone, Default)]
-struct LiveOutputs {
-    json: Option<PathBuf>,
-    prometheus: Option<PathBuf>,
-}
-
-impl LiveOutputs {
-    fn new(args: &Args) -> Self {
-        Self {
-            json: args.output.clone(),
-            prometheus: args.prometheus.clone(),
-        }
-    }
-
-    /// Write both. Before the end (`last` false) a FIFO or device (`-o /dev/stdout`) is left
-    /// alone: it gets one document, the final one, rather than one per sample.
-    fn write(&self, r: &RunRecord, last: bool) -> Result<()> {
-        let now = |p: &Path| last || !is_stream(p);
-        if let Some(o) = self.json.as_deref().filter(|p| now(p)) {
-            write_record(o, r)?;
-        }
-        if let Some(p) = self.prometheus.as_deref().filter(|p| now(p)) {
-            write_file(p, &prometheus_textfile(r))
-                .with_context(|| format!("writing the Prometheus textfile {}", p.display()))?;
-        }
-        Ok(())
-    }
-}
-
-fn write_record(path: &Path, r: &RunRecord) -> Result<()> {
-    let json = amdahl_report::to_json(r).context("serialising the result")?;
-    write_file(path, &json)
-}
-
 fn validate(args: &Args) -> Result<()> {
     if args.baseline.is_some() && matches!(args.scope, ScopeArg::Process) {
         bail!("--baseline measures the idle machine and applies to --scope machine only");
@@ -141,300 +101,78 @@ fn validate(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// The sources for this process: none for a reference rank (local rank 0 measures the node).
-fn sources(
-    options: sensors::Options,
-    ctx: &RunContext,
-) -> (Vec<Box<dyn EnergySource>>, Vec<String>) {
-    if ctx.cluster.role == Role::Reference {
-        return (Vec::new(), Vec::new());
-    }
-    let d = sensors::discover(options);
-    (d.sources, d.warnings)
-}
-
-fn in_progress(duration: Seconds, warnings: &[String]) -> Progress {
-    Progress {
-        duration,
-        partial: true,
-        warnings: warnings.to_vec(),
-        ..Default::default()
-    }
-}
-
-/// Create every output before the command starts, so a bad path fails first. Returns the log
-/// and the CodeCarbon CSV.
-fn open_outputs(
-    args: &Args,
-    ctx: &RunContext,
-    meter: &Meter,
-    warnings: &[String],
-) -> Result<(Option<std::fs::File>, Option<Arc<CodeCarbon>>)> {
-    let first = record::build(ctx, &meter.energies(), in_progress(Seconds::ZERO, warnings));
-    LiveOutputs::new(args).write(&first, false).context(
-        "cannot write an output file before starting the command (fix the path or its permissions)",
-    )?;
-    let codecarbon = match &args.codecarbon_csv {
-        Some(c) => {
-            let (cc, recovered) = CodeCarbon::open(c, &ctx.run_id)?;
-            for note in recovered {
-                eprintln!("amdahl: {note}");
-            }
-            Some(Arc::new(cc))
-        }
-        None => None,
+/// The session's settings from `run`'s flags: the cost resolved through the catalogs, the
+/// sensors for the scope's target (`probe`: the processes process scope charges).
+fn settings(args: &Args, probe: &Arc<ProcessProbe>) -> Result<Settings> {
+    validate(args)?;
+    let cost = args.cost.resolve()?;
+    let scope = match args.scope {
+        ScopeArg::Machine => Scope::Machine,
+        ScopeArg::Process => Scope::Process,
     };
-    let Some(p) = &args.log else {
-        return Ok((None, codecarbon));
+    let target = match scope {
+        Scope::Machine => Target::Machine,
+        Scope::Process => Target::Process(Arc::clone(probe)),
     };
-    let mut f = std::fs::File::create(p).with_context(|| {
-        format!(
-            "cannot write the sample log {} (fix the path or its permissions)",
-            p.display()
-        )
-    })?;
-    let head = amdahl_meter::meter::SampleLogHeader::new(&ctx.run_id, meter.device_infos());
-    let head = serde_json::to_string(&head).context("serialising the sample log header")?;
-    writeln!(f, "{head}").with_context(|| format!("writing {}", p.display()))?;
-    Ok((Some(f), codecarbon))
-}
-
-/// What every sample updates besides the meter: the units of work and, from them, the
-/// projection the record carries.
-#[derive(Clone)]
-struct Tally {
-    work: Arc<Work>,
-    progress_file: Option<PathBuf>,
-    /// PUE × g/kWh ÷ 3.6·10⁹: kg CO2e per joule, as the record converts its energy.
-    kg_per_joule: f64,
-}
-
-impl Tally {
-    /// Read the progress file, mark the units at this record's time and energy, and put the
-    /// projection into the record.
-    fn update(&self, r: &mut RunRecord) {
-        if let Some((n, at)) = self
-            .progress_file
-            .as_deref()
-            .and_then(progress::read_progress_file)
-        {
-            self.work.steps.set(n, at);
-        }
-        self.work
-            .mark(r.duration_s.get(), r.total_energy_j.get(), r.started_unix_s);
-        r.projection = self
-            .work
-            .projection()
-            .map(|p| p.with_carbon(self.kg_per_joule));
-    }
-}
-
-/// Per sample: append the log line (flushed) and rewrite the partial result. Write failures
-/// are reported once and do not stop the measurement.
-fn on_sample(
-    args: &Args,
-    ctx: &RunContext,
-    mut log: Option<std::fs::File>,
-    warnings: &[String],
-    codecarbon: Option<Arc<CodeCarbon>>,
-    tally: Tally,
-) -> sampler::OnSample {
-    let (ctx, outputs, warnings) = (ctx.clone(), LiveOutputs::new(args), warnings.to_vec());
-    let log_path = args.log.clone().unwrap_or_default();
-    let mut warned = false;
-    Box::new(move |m: &Meter, s: &Sample| {
-        let mut err = None;
-        if let Some(f) = log.as_mut() {
-            let line = serde_json::to_string(s).unwrap_or_default();
-            if let Err(e) = writeln!(f, "{line}").and_then(|_| f.flush()) {
-                err = Some(format!("sample log {}: {e}", log_path.display()));
-            }
-        }
-        let mut r = record::build(&ctx, &m.energies(), in_progress(s.t_s, &warnings));
-        tally.update(&mut r);
-        if let Some(cc) = &codecarbon {
-            if let Err(e) = cc.save_pending(&r) {
-                err = Some(format!("{e:#}"));
-            }
-        }
-        if let Err(e) = outputs.write(&r, false) {
-            err = Some(format!("{e:#}"));
-        }
-        if let (Some(e), false) = (err, warned) {
-            eprintln!("amdahl: warning: {e}");
-            warned = true;
-        }
+    let (sensors, cpu_tdp_note) = args.sensors.options(&cost.catalogs, target);
+    Ok(Settings {
+        project: args.project.clone(),
+        command: args.command.clone(),
+        scope,
+        interval: args.interval,
+        pue: cost.pue.value,
+        intensity: cost.intensity,
+        baseline: args.baseline,
+        sensors,
+        cpu_tdp_note,
+        progress_file: args.progress.progress_file.clone(),
+        total_steps: args.progress.total_steps,
     })
 }
 
-/// A measurement in progress around some work: `amdahl run` around its command, the Python
-/// tracker (`crates/amdahl-py`) around a block of code in its own process. Everything that can
-/// fail before the work starts (region, PUE, output paths) has failed in [`Session::start`];
-/// from then on the result file is rewritten after every sample, and [`Session::finish`] writes
-/// the final record and the CodeCarbon row.
-pub struct Session {
-    ctx: RunContext,
-    outputs: LiveOutputs,
-    codecarbon: Option<Arc<CodeCarbon>>,
-    sampler: sampler::Sampler,
-    probe: Arc<ProcessProbe>,
-    warnings: Vec<String>,
-    busy0: Option<Seconds>,
-    tally: Tally,
+/// The outputs `run` was asked for, in the order they are created before the command starts
+/// (so a bad path fails first).
+fn sinks(args: &Args) -> Vec<Box<dyn RecordSink>> {
+    let mut sinks: Vec<Box<dyn RecordSink>> = Vec::new();
+    if let Some(p) = &args.output {
+        sinks.push(Box::new(JsonRecord::new(p)));
+    }
+    if let Some(p) = &args.prometheus {
+        sinks.push(Box::new(PrometheusTextfile::new(p, prometheus_textfile)));
+    }
+    if let Some(p) = &args.codecarbon_csv {
+        let format = codecarbon::Format {
+            header: CODECARBON_HEADER,
+            row: |r| codecarbon_row(r).map_err(Into::into),
+        };
+        sinks.push(Box::new(CodeCarbonCsv::new(p, format)));
+    }
+    if let Some(p) = &args.log {
+        sinks.push(Box::new(SampleLog::new(p)));
+    }
+    sinks
 }
 
-/// How the measured work ended, as far as the caller knows it.
-#[derive(Debug, Default)]
-pub struct Ending {
-    pub exit_code: Option<i32>,
-    pub child_signal: Option<i32>,
-    pub partial: bool,
-    pub interrupted_by: Option<String>,
-    pub not_started: Option<String>,
-    /// CPU time of the work in machine scope (process scope charges the probe's figure).
-    pub cpu_time: Option<Seconds>,
-    pub max_rss: Option<amdahl_model::units::Bytes>,
-    pub warnings: Vec<String>,
-    /// Whether the work ran at all: one that never started has no share and no CodeCarbon row.
-    pub ran: bool,
+/// Notices on stderr: warnings and notes always, progress unless `--quiet`.
+fn notify() -> Notify {
+    Arc::new(|n| match n {
+        Notice::Warning(w) => eprintln!("amdahl: warning: {w}"),
+        Notice::Note(m) => eprintln!("amdahl: {m}"),
+        Notice::Progress(m) => crate::output::note(&m),
+    })
 }
 
-impl Session {
-    /// Resolve the cost, find the sensors, create every output, measure the baseline if asked,
-    /// and start sampling. `probe` follows the processes the scope charges (`amdahl run`: the
-    /// command's tree; the tracker: its own process too); `work` counts units for projection.
-    pub fn start(args: &Args, probe: Arc<ProcessProbe>, work: Arc<Work>) -> Result<Session> {
-        validate(args)?;
-        let cost = args.cost.resolve()?;
-        let mut ctx = RunContext {
-            run_id: record::new_run_id(),
-            project: args.project.clone(),
-            command: args.command.clone(),
-            started_unix_s: record::unix_now(),
-            scope: match args.scope {
-                ScopeArg::Machine => Scope::Machine,
-                ScopeArg::Process => Scope::Process,
-            },
-            interval: Seconds(args.interval.as_secs_f64()),
-            host: Host::this_machine(),
-            cluster: cluster::detect(|k| std::env::var(k).ok()),
-            pue: cost.pue.value,
-            intensity: cost.intensity,
-            baseline: None,
-        };
-        let target = match ctx.scope {
-            Scope::Machine => Target::Machine,
-            Scope::Process => Target::Process(Arc::clone(&probe)),
-        };
-        let (options, tdp_note) = args.sensors.options(&cost.catalogs, target);
-        let (sources, mut warnings) = sources(options, &ctx);
-        // Which catalog row (or the fallback) the CPU estimate uses: printed, and kept in the record.
-        if let Some(note) = tdp_note.filter(|_| sensors::estimates_cpu(&sources)) {
-            warnings.insert(0, note);
-        }
-        for w in &warnings {
-            eprintln!("amdahl: warning: {w}");
-        }
-        let mut meter = Meter::new(sources);
-        let (log, codecarbon) = open_outputs(args, &ctx, &meter, &warnings)?;
-        if let Some(d) = args.baseline.filter(|_| ctx.cluster.role == Role::Measured) {
-            ctx.baseline = Some(measure_baseline(&mut meter, d));
-        }
-        if let Some(t) = args.progress.total_steps {
-            work.steps.set_total(t);
-        }
-        let tally = Tally {
-            work,
-            progress_file: args.progress.progress_file.clone(),
-            kg_per_joule: kg_per_joule(ctx.pue, ctx.intensity.g_per_kwh),
-        };
-        // The work starts now: the baseline phase is not part of the run's window.
-        ctx.started_unix_s = record::unix_now();
-        let busy0 = procfs::machine_busy();
-        let sampler = sampler::start(
-            meter,
-            args.interval,
-            on_sample(
-                args,
-                &ctx,
-                log,
-                &warnings,
-                codecarbon.clone(),
-                tally.clone(),
-            ),
-        );
-        Ok(Session {
-            ctx,
-            outputs: LiveOutputs::new(args),
-            codecarbon,
-            sampler,
-            probe,
-            warnings,
-            busy0,
-            tally,
-        })
-    }
-
-    pub fn context(&self) -> &RunContext {
-        &self.ctx
-    }
-
-    /// Stop sampling, and write the final record (every output is attempted before an error
-    /// is returned).
-    pub fn finish(self, end: Ending) -> Result<RunRecord> {
-        let meter = self.sampler.stop()?;
-        let busy1 = procfs::machine_busy();
-        // Process scope: the work's CPU time over the machine's busy CPU time in the same
-        // window. The probe's figure is the larger of rusage and the live /proc scans (which
-        // also saw orphans still running when the command exited).
-        let share = match (self.ctx.scope, end.ran, self.busy0, busy1) {
-            (Scope::Process, true, Some(a), Some(b)) => {
-                Some(estimate::cpu_share(self.probe.cpu_seconds(), (b - a).get()))
-            }
-            (Scope::Process, ..) => Some(0.0),
-            (Scope::Machine, ..) => None,
-        };
-        let mut warnings = self.warnings;
-        warnings.extend(end.warnings);
-        let mut rec = record::build(
-            &self.ctx,
-            &meter.energies(),
-            Progress {
-                duration: meter.elapsed(),
-                exit_code: end.exit_code,
-                child_signal: end.child_signal,
-                partial: end.partial,
-                interrupted_by: end.interrupted_by,
-                not_started: end.not_started,
-                cpu_time: end
-                    .ran
-                    .then(|| match self.ctx.scope {
-                        Scope::Process => Some(Seconds(self.probe.cpu_seconds())),
-                        Scope::Machine => end.cpu_time,
-                    })
-                    .flatten(),
-                max_rss: end.max_rss,
-                share,
-                warnings,
-            },
-        );
-        self.tally.update(&mut rec);
-        // Both outputs are attempted before either error is reported: a failing `-o` must not
-        // cost the CodeCarbon row, nor the reverse.
-        let written = self.outputs.write(&rec, true);
-        let appended = match self.codecarbon {
-            // The sampler has stopped, so this is the only reference left.
-            Some(cc) => match Arc::try_unwrap(cc) {
-                // Work that never ran gets no row: CodeCarbon would have measured nothing.
-                Ok(cc) => cc.finish(end.ran.then_some(&rec)),
-                Err(_) => Err(anyhow::anyhow!("the CodeCarbon file is still in use")),
-            },
-            None => Ok(()),
-        };
-        written?;
-        appended?;
-        Ok(rec)
-    }
+/// `run`'s measurement around work: the command's (`amdahl run`) or the tracked code's (the
+/// Python tracker, through [`crate::embed`]).
+pub fn start_session(args: &Args, probe: Arc<ProcessProbe>, work: Arc<Work>) -> Result<Session> {
+    let settings = settings(args, &probe)?;
+    Ok(Session::start(
+        settings,
+        sinks(args),
+        probe,
+        work,
+        notify(),
+    )?)
 }
 
 /// Start the command; with `--progress-regex` its stdout is piped and copied through by a
@@ -477,7 +215,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     runner::install_forwarding()?;
     let probe = ProcessProbe::new();
     let work = Arc::new(Work::default());
-    let session = Session::start(&args, Arc::clone(&probe), Arc::clone(&work))?;
+    let session = start_session(&args, Arc::clone(&probe), Arc::clone(&work))?;
     let mut warnings = Vec::new();
     let (finished, spawn_error) = match spawn(&args, &work) {
         Ok((mut child, tee)) => {

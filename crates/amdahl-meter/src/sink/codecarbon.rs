@@ -1,4 +1,5 @@
-//! The CodeCarbon-compatible `emissions.csv` that `amdahl run --codecarbon-csv` appends to.
+//! The CodeCarbon-compatible `emissions.csv` that `amdahl run --codecarbon-csv` and the Python
+//! tracker append to. The row itself is rendered by the caller ([`Format`]: `amdahl-report`).
 //!
 //! Many runs may share one file (a job array on a shared file system), and a run may be
 //! killed outright (SIGKILL, the OOM killer, a node failure), so:
@@ -13,35 +14,49 @@
 //!   locks) and appends their last partial record as a row, so a killed run loses at most its
 //!   last interval.
 
-use amdahl_meter::record::{parse_record, RunRecord};
-use amdahl_report::meter::{codecarbon_row, CODECARBON_HEADER};
-use anyhow::{bail, Context, Result};
+use super::{Context as _, RecordSink, Render, SinkError, Start};
+use crate::record::{parse_record, RunRecord};
+use crate::Sample;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-/// One run's CodeCarbon output: the CSV and its locked pending file.
-pub struct CodeCarbon {
+/// The CSV's format: CodeCarbon's header and one record's row (ending in a newline).
+#[derive(Clone, Copy)]
+pub struct Format {
+    pub header: &'static str,
+    pub row: Render<String>,
+}
+
+/// One run's CodeCarbon output: the CSV and, once opened, its locked pending file.
+pub struct CodeCarbonCsv {
     csv: PathBuf,
-    /// None when the CSV is a FIFO or device (`/dev/null`): nothing there to recover into.
+    format: Format,
+    /// None before [`RecordSink::open`], and when the CSV is a FIFO or device (`/dev/null`):
+    /// nothing there to recover into.
     pending: Option<(PathBuf, File)>,
 }
 
-impl CodeCarbon {
+impl CodeCarbonCsv {
+    pub fn new(csv: impl Into<PathBuf>, format: Format) -> Self {
+        CodeCarbonCsv {
+            csv: csv.into(),
+            format,
+            pending: None,
+        }
+    }
+
     /// Check the CSV's header, append the rows of runs that died without one, and create this
     /// run's pending file. Returns the rows recovered (for a note).
-    pub fn open(csv: &Path, run_id: &str) -> Result<(Self, Vec<String>)> {
-        check_header(csv)?;
+    pub fn open(&mut self, run_id: &str) -> Result<Vec<String>, SinkError> {
+        let csv = self.csv.as_path();
+        check_header(csv, self.format.header)?;
         let regular = std::fs::metadata(csv).map(|m| m.is_file()).unwrap_or(true);
         if !regular {
-            let cc = CodeCarbon {
-                csv: csv.to_path_buf(),
-                pending: None,
-            };
-            return Ok((cc, Vec::new()));
+            return Ok(Vec::new());
         }
-        let recovered = recover(csv)?;
+        let recovered = recover(csv, &self.format)?;
         let pending_path = pending_path(csv, run_id);
         // Created under a name recovery ignores, locked, and only then renamed into place (the
         // lock belongs to the open file, not the name): another run's recovery never sees this
@@ -54,7 +69,7 @@ impl CodeCarbon {
             .write(true)
             .create_new(true)
             .open(&creating)
-            .with_context(|| {
+            .context_with(|| {
                 format!(
                     "cannot create {} beside the CodeCarbon CSV (fix the directory's permissions)",
                     creating.display()
@@ -62,48 +77,59 @@ impl CodeCarbon {
             })?;
         let placed = pending
             .try_lock()
-            .with_context(|| format!("locking {}", creating.display()))
+            .context_with(|| format!("locking {}", creating.display()))
             .and_then(|()| {
                 std::fs::rename(&creating, &pending_path)
-                    .with_context(|| format!("renaming {}", creating.display()))
+                    .context_with(|| format!("renaming {}", creating.display()))
             });
         if let Err(e) = placed {
             let _ = std::fs::remove_file(&creating);
             return Err(e);
         }
-        let cc = CodeCarbon {
-            csv: csv.to_path_buf(),
-            pending: Some((pending_path, pending)),
-        };
-        Ok((cc, recovered))
+        self.pending = Some((pending_path, pending));
+        Ok(recovered)
     }
 
     /// Keep `r` (a partial record) as the row to recover if this run dies.
-    pub fn save_pending(&self, r: &RunRecord) -> Result<()> {
+    pub fn save_pending(&self, r: &RunRecord) -> Result<(), SinkError> {
         let Some((path, file)) = &self.pending else {
             return Ok(());
         };
-        let json = serde_json::to_string(r).context("serialising the record")?;
+        let json = serde_json::to_string(r).context_with(|| "serialising the record".into())?;
         // Write then trim: a reader never sees an empty file, at worst a longer stale tail,
         // which fails to parse and is reported rather than turned into a wrong row.
         file.write_all_at(json.as_bytes(), 0)
             .and_then(|_| file.set_len(json.len() as u64))
-            .with_context(|| format!("writing {}", path.display()))
+            .context_with(|| format!("writing {}", path.display()))
     }
 
-    /// Append the final row (or none, for a command that never started) and drop the pending
-    /// file.
-    pub fn finish(self, r: Option<&RunRecord>) -> Result<()> {
+    /// Append the final row (or none, for work that never started) and drop the pending file.
+    pub fn close(&mut self, r: Option<&RunRecord>) -> Result<(), SinkError> {
         if let Some(r) = r {
-            append(&self.csv, r)?;
+            append(&self.csv, r, &self.format)?;
         }
         // Unlinked while still locked, so no recovery can take it between the two steps.
-        match &self.pending {
-            Some((path, _)) => {
-                std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))
+        match self.pending.take() {
+            Some((path, _file)) => {
+                std::fs::remove_file(&path).context_with(|| format!("removing {}", path.display()))
             }
             None => Ok(()),
         }
+    }
+}
+
+impl RecordSink for CodeCarbonCsv {
+    fn open(&mut self, start: &Start<'_>) -> Result<Vec<String>, SinkError> {
+        CodeCarbonCsv::open(self, &start.record.run_id)
+    }
+
+    fn sample(&mut self, _: &Sample, record: &RunRecord) -> Result<(), SinkError> {
+        self.save_pending(record)
+    }
+
+    /// Work that never ran gets no row: CodeCarbon would have measured nothing.
+    fn finish(&mut self, record: &RunRecord, ran: bool) -> Result<(), SinkError> {
+        self.close(ran.then_some(record))
     }
 }
 
@@ -124,7 +150,7 @@ fn pending_path(csv: &Path, run_id: &str) -> PathBuf {
 }
 
 /// Append the rows of runs that died: pending files of this CSV whose lock is free.
-fn recover(csv: &Path) -> Result<Vec<String>> {
+fn recover(csv: &Path, format: &Format) -> Result<Vec<String>, SinkError> {
     let dir = csv
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -161,7 +187,7 @@ fn recover(csv: &Path) -> Result<Vec<String>> {
         match parse_record(&text, &path) {
             Ok(mut r) => {
                 r.partial = true;
-                append(csv, &r)?;
+                append(csv, &r, format)?;
                 notes.push(format!(
                     "appended the CodeCarbon row of run {} ({:.1} s measured), which ended without writing its own (amdahl was killed?)",
                     r.run_id,
@@ -179,7 +205,7 @@ fn recover(csv: &Path) -> Result<Vec<String>> {
 }
 
 /// Refuse a CSV whose header is not CodeCarbon 3.x's (rows would not line up).
-fn check_header(path: &Path) -> Result<()> {
+fn check_header(path: &Path, header: &str) -> Result<(), SinkError> {
     match std::fs::read_to_string(path) {
         Ok(text) if !text.trim().is_empty() => {
             let first = text
@@ -187,29 +213,30 @@ fn check_header(path: &Path) -> Result<()> {
                 .next()
                 .unwrap_or_default()
                 .trim_end_matches('\r');
-            if first != CODECARBON_HEADER {
-                bail!(
+            if first != header {
+                return Err(SinkError::new(format!(
                     "{}: its header is not CodeCarbon 3.x's 38 columns; rows would not line up. Use a new file, or move this one away",
                     path.display()
-                );
+                )));
             }
         }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
-            return Err(e).with_context(|| {
+            return Err(SinkError::caused(
                 format!(
                     "cannot write {} (fix the path or its permissions)",
                     path.display()
-                )
-            })
+                ),
+                e,
+            ))
         }
     }
     OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .with_context(|| {
+        .context_with(|| {
             format!(
                 "cannot write {} (fix the path or its permissions)",
                 path.display()
@@ -219,25 +246,25 @@ fn check_header(path: &Path) -> Result<()> {
 }
 
 /// Append one row under the CSV's lock, with the header first if the file is empty.
-pub fn append(path: &Path, r: &RunRecord) -> Result<()> {
-    let row = codecarbon_row(r).context("formatting the CodeCarbon row")?;
+pub fn append(path: &Path, r: &RunRecord, format: &Format) -> Result<(), SinkError> {
+    let row = (format.row)(r).context_with(|| "formatting the CodeCarbon row".into())?;
     let mut f = OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
+        .context_with(|| format!("writing {}", path.display()))?;
     f.lock()
-        .with_context(|| format!("locking {}", path.display()))?;
+        .context_with(|| format!("locking {}", path.display()))?;
     let empty = f.metadata().map(|m| m.len() == 0).unwrap_or(true);
     let text = if empty {
-        format!("{CODECARBON_HEADER}\n{row}")
+        format!("{}\n{row}", format.header)
     } else {
         row
     };
     // One write of the whole text, under the lock.
     f.write_all(text.as_bytes())
         .and_then(|_| f.flush())
-        .with_context(|| format!("writing {}", path.display()))
+        .context_with(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]
@@ -245,6 +272,12 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+
+    /// No row is ever formatted here: every run ends without one.
+    const FORMAT: Format = Format {
+        header: "timestamp,project_name",
+        row: |_| Ok(String::new()),
+    };
 
     /// Regression (CI: 1 of 20 concurrent runs sharing a CSV exited 1, "locking
     /// .emissions.csv.….pending: lock acquisition failed"): a run's pending file was visible
@@ -262,15 +295,16 @@ mod tests {
             std::thread::spawn(move || {
                 let mut notes = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
-                    notes.extend(recover(&csv).unwrap());
+                    notes.extend(recover(&csv, &FORMAT).unwrap());
                 }
                 notes
             })
         };
         let mut failures = Vec::new();
         for k in 0..2000 {
-            match CodeCarbon::open(&csv, &format!("run-{k}")) {
-                Ok((cc, _)) => cc.finish(None).unwrap(),
+            let mut cc = CodeCarbonCsv::new(&csv, FORMAT);
+            match cc.open(&format!("run-{k}")) {
+                Ok(_) => cc.close(None).unwrap(),
                 Err(e) => failures.push(format!("{e:#}")),
             }
         }

@@ -1,0 +1,332 @@
+//! A measurement in progress around some work: `amdahl run` around its command, the Python
+//! tracker (`crates/amdahl-py`) around a block of code in its own process. Everything that can
+//! fail before the work starts (the output paths) fails in [`Session::start`]; from then on
+//! every [`RecordSink`] gets the partial record after every sample, and [`Session::finish`]
+//! gives them the final one.
+//!
+//! The session prints nothing: what the user should read (warnings, notes) goes to the
+//! caller's [`Notify`] callback.
+
+use crate::cluster::{self, Role};
+use crate::estimate::{self, ProcessProbe};
+use crate::meter::Meter;
+use crate::progress::{self, Work};
+use crate::record::{self, Host, Intensity, Progress, RunContext, RunRecord, Scope};
+use crate::sink::{RecordSink, SinkError, Start};
+use crate::{procfs, sampler, sensors, MeterError, Sample};
+use amdahl_model::carbon::kg_per_joule;
+use amdahl_model::units::{Bytes, Seconds};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// What the user should read, as the session goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice {
+    /// Something that affects the figures or an output (an unreadable sensor, a failed write).
+    Warning(String),
+    /// Something the user must know that is not wrong (a recovered CodeCarbon row).
+    Note(String),
+    /// Where the session is (measuring the idle baseline); quiet front ends drop it.
+    Progress(String),
+}
+
+/// Where the session's notices go (stderr in the CLI).
+pub type Notify = Arc<dyn Fn(Notice) + Send + Sync>;
+
+/// What a session measures and how, resolved by the front end from its flags.
+pub struct Settings {
+    pub project: Option<String>,
+    /// What the record names as the command.
+    pub command: Vec<String>,
+    pub scope: Scope,
+    pub interval: Duration,
+    pub pue: f64,
+    pub intensity: Intensity,
+    /// Measure idle power for this long before the work (machine scope).
+    pub baseline: Option<Duration>,
+    /// The sensors to discover (for the scope's target); none are for a reference rank.
+    pub sensors: sensors::Options,
+    /// Which CPU power the estimate charges, kept among the warnings when the CPU is estimated.
+    pub cpu_tdp_note: Option<String>,
+    /// A file the work appends its step count to.
+    pub progress_file: Option<PathBuf>,
+    /// Steps in the whole run, for the projection.
+    pub total_steps: Option<u64>,
+}
+
+/// A session that failed: the meter's error or an output's.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Meter(#[from] MeterError),
+    #[error(transparent)]
+    Output(#[from] SinkError),
+}
+
+/// How the measured work ended, as far as the caller knows it.
+#[derive(Debug, Default)]
+pub struct Ending {
+    pub exit_code: Option<i32>,
+    pub child_signal: Option<i32>,
+    pub partial: bool,
+    pub interrupted_by: Option<String>,
+    pub not_started: Option<String>,
+    /// CPU time of the work in machine scope (process scope charges the probe's figure).
+    pub cpu_time: Option<Seconds>,
+    pub max_rss: Option<Bytes>,
+    pub warnings: Vec<String>,
+    /// Whether the work ran at all: one that never started has no share and no CodeCarbon row.
+    pub ran: bool,
+}
+
+type Sinks = Arc<Mutex<Vec<Box<dyn RecordSink>>>>;
+
+fn lock(sinks: &Sinks) -> MutexGuard<'_, Vec<Box<dyn RecordSink>>> {
+    sinks.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub struct Session {
+    ctx: RunContext,
+    sinks: Sinks,
+    sampler: sampler::Sampler,
+    probe: Arc<ProcessProbe>,
+    warnings: Vec<String>,
+    busy0: Option<Seconds>,
+    tally: Tally,
+}
+
+impl Session {
+    /// Find the sensors, open every sink (in order; the first that fails ends the start),
+    /// measure the baseline if asked, and start sampling. `probe` follows the processes the
+    /// scope charges (`amdahl run`: the command's tree; the tracker: its own process too);
+    /// `work` counts units for projection.
+    pub fn start(
+        settings: Settings,
+        sinks: Vec<Box<dyn RecordSink>>,
+        probe: Arc<ProcessProbe>,
+        work: Arc<Work>,
+        notify: Notify,
+    ) -> Result<Session, SessionError> {
+        let mut ctx = RunContext {
+            run_id: record::new_run_id(),
+            project: settings.project,
+            command: settings.command,
+            started_unix_s: record::unix_now(),
+            scope: settings.scope,
+            interval: Seconds(settings.interval.as_secs_f64()),
+            host: Host::this_machine(),
+            cluster: cluster::detect(|k| std::env::var(k).ok()),
+            pue: settings.pue,
+            intensity: settings.intensity,
+            baseline: None,
+        };
+        // A reference rank measures nothing: local rank 0 measures the node.
+        let (sources, mut warnings) = if ctx.cluster.role == Role::Reference {
+            (Vec::new(), Vec::new())
+        } else {
+            let d = sensors::discover(settings.sensors);
+            (d.sources, d.warnings)
+        };
+        // Which catalog row (or the fallback) the CPU estimate uses: said, and kept in the record.
+        if let Some(note) = settings
+            .cpu_tdp_note
+            .filter(|_| sensors::estimates_cpu(&sources))
+        {
+            warnings.insert(0, note);
+        }
+        for w in &warnings {
+            notify(Notice::Warning(w.clone()));
+        }
+        let mut meter = Meter::new(sources);
+        let mut sinks = sinks;
+        let first = record::build(
+            &ctx,
+            &meter.energies(),
+            in_progress(Seconds::ZERO, &warnings),
+        );
+        let devices = meter.device_infos();
+        let start = Start {
+            record: &first,
+            devices: &devices,
+        };
+        for sink in &mut sinks {
+            for note in sink.open(&start)? {
+                notify(Notice::Note(note));
+            }
+        }
+        if let Some(d) = settings
+            .baseline
+            .filter(|_| ctx.cluster.role == Role::Measured)
+        {
+            notify(Notice::Progress(format!(
+                "measuring idle power for {} s before starting",
+                d.as_secs_f64()
+            )));
+            ctx.baseline = Some(meter.measure_idle(d));
+        }
+        if let Some(t) = settings.total_steps {
+            work.steps.set_total(t);
+        }
+        let tally = Tally {
+            work,
+            progress_file: settings.progress_file,
+            kg_per_joule: kg_per_joule(ctx.pue, ctx.intensity.g_per_kwh),
+        };
+        // The work starts now: the baseline phase is not part of the run's window.
+        ctx.started_unix_s = record::unix_now();
+        let busy0 = procfs::machine_busy();
+        let sinks: Sinks = Arc::new(Mutex::new(sinks));
+        let on_sample = on_sample(&ctx, &sinks, &warnings, tally.clone(), notify);
+        let sampler = sampler::start(meter, settings.interval, on_sample);
+        Ok(Session {
+            ctx,
+            sinks,
+            sampler,
+            probe,
+            warnings,
+            busy0,
+            tally,
+        })
+    }
+
+    pub fn context(&self) -> &RunContext {
+        &self.ctx
+    }
+
+    /// kg CO2e per joule of this run (PUE × grid intensity), for projections.
+    pub fn kg_per_joule(&self) -> f64 {
+        self.tally.kg_per_joule
+    }
+
+    /// Stop sampling, and give every sink the final record (every sink is attempted before the
+    /// first error is returned: a failing `-o` must not cost the CodeCarbon row, nor the
+    /// reverse).
+    pub fn finish(self, end: Ending) -> Result<RunRecord, SessionError> {
+        let meter = self.sampler.stop()?;
+        let busy1 = procfs::machine_busy();
+        // Process scope: the work's CPU time over the machine's busy CPU time in the same
+        // window. The probe's figure is the larger of rusage and the live /proc scans (which
+        // also saw orphans still running when the command exited).
+        let share = match (self.ctx.scope, end.ran, self.busy0, busy1) {
+            (Scope::Process, true, Some(a), Some(b)) => {
+                Some(estimate::cpu_share(self.probe.cpu_seconds(), (b - a).get()))
+            }
+            (Scope::Process, ..) => Some(0.0),
+            (Scope::Machine, ..) => None,
+        };
+        let mut warnings = self.warnings;
+        warnings.extend(end.warnings);
+        let mut rec = record::build(
+            &self.ctx,
+            &meter.energies(),
+            Progress {
+                duration: meter.elapsed(),
+                exit_code: end.exit_code,
+                child_signal: end.child_signal,
+                partial: end.partial,
+                interrupted_by: end.interrupted_by,
+                not_started: end.not_started,
+                cpu_time: end
+                    .ran
+                    .then(|| match self.ctx.scope {
+                        Scope::Process => Some(Seconds(self.probe.cpu_seconds())),
+                        Scope::Machine => end.cpu_time,
+                    })
+                    .flatten(),
+                max_rss: end.max_rss,
+                share,
+                warnings,
+            },
+        );
+        self.tally.update(&mut rec);
+        let mut first_error = None;
+        for sink in lock(&self.sinks).iter_mut() {
+            if let Err(e) = sink.finish(&rec, end.ran) {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e.into()),
+            None => Ok(rec),
+        }
+    }
+}
+
+fn in_progress(duration: Seconds, warnings: &[String]) -> Progress {
+    Progress {
+        duration,
+        partial: true,
+        warnings: warnings.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// What every sample updates besides the meter: the units of work and, from them, the
+/// projection the record carries.
+#[derive(Clone)]
+struct Tally {
+    work: Arc<Work>,
+    progress_file: Option<PathBuf>,
+    /// PUE × g/kWh ÷ 3.6·10⁹: kg CO2e per joule, as the record converts its energy.
+    kg_per_joule: f64,
+}
+
+impl Tally {
+    /// Read the progress file, mark the units at this record's time and energy, and put the
+    /// projection into the record.
+    fn update(&self, r: &mut RunRecord) {
+        if let Some((n, at)) = self
+            .progress_file
+            .as_deref()
+            .and_then(progress::read_progress_file)
+        {
+            self.work.steps.set(n, at);
+        }
+        self.work
+            .mark(r.duration_s.get(), r.total_energy_j.get(), r.started_unix_s);
+        r.projection = self
+            .work
+            .projection()
+            .map(|p| p.with_carbon(self.kg_per_joule));
+    }
+}
+
+/// Per sample: the partial record to every sink. Write failures are reported once and do not
+/// stop the measurement.
+fn on_sample(
+    ctx: &RunContext,
+    sinks: &Sinks,
+    warnings: &[String],
+    tally: Tally,
+    notify: Notify,
+) -> sampler::OnSample {
+    let (ctx, sinks, warnings) = (ctx.clone(), Arc::clone(sinks), warnings.to_vec());
+    let mut warned = false;
+    Box::new(move |m: &Meter, s: &Sample| {
+        let mut r = record::build(&ctx, &m.energies(), in_progress(s.t_s, &warnings));
+        tally.update(&mut r);
+        let mut err = None;
+        for sink in lock(&sinks).iter_mut() {
+            if let Err(e) = sink.sample(s, &r) {
+                err.get_or_insert(e);
+            }
+        }
+        if let (Some(e), false) = (err, warned) {
+            notify(Notice::Warning(chain(&e)));
+            warned = true;
+        }
+    })
+}
+
+/// An error with its causes, "what: why: why", as the CLI prints a context chain.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cause = c.source();
+    }
+    s
+}
