@@ -216,8 +216,7 @@ mod tests {
         assert!(p.note.contains("CodeCarbon"), "{}", p.note);
     }
 
-    /// Regression (issue 13 item 15): an unknown CPU was charged 85 W whatever its size, "CodeCarbon's
-    /// default", which CodeCarbon 3.x no longer uses for a CPU it detects but does not list.
+    /// Regression: an unknown CPU was charged 85 W whatever its size, "CodeCarbon's default", which CodeCarbon 3.x no longer uses for a CPU it detects but does not list.
     #[test]
     fn unknown_cpu_uses_the_per_cpu_fallback_and_says_so() {
         let p = resolve_real(&info("Intel(R) Xeon(R) CPU @ 2.20GHz", Some(8), 1, true), 8);

@@ -1,4 +1,4 @@
-"""The training-framework callbacks (issue 12, Deliver 5).
+"""The training-framework callbacks (Hugging Face, Lightning).
 
 Hugging Face: the real `transformers` (installed without PyTorch; its TrainerCallback,
 TrainerState, TrainerControl and CallbackHandler, the Trainer's own dispatcher, need none).

@@ -1,4 +1,4 @@
-"""The Lightning callback inside a real `lightning.Trainer.fit` (issue 12, Deliver 5).
+"""The Lightning callback inside a real `lightning.Trainer.fit`.
 
 Lightning needs PyTorch (~5 GB with its CUDA libraries from PyPI), too heavy for CI, so these
 tests skip where `lightning` is not installed and CI runs the stand-in trainer of

@@ -1,4 +1,4 @@
-"""The modelling functions give the CLI's numbers and messages (issue 12)."""
+"""The modelling functions give the CLI's numbers and messages."""
 
 import json
 import subprocess

@@ -1,4 +1,4 @@
-"""Projection of the whole run from its first units (issue 12): equal units project exactly
+"""Projection of the whole run from its first units: equal units project exactly
 enough, noisy ones get an interval that covers the truth. The 200-trial coverage check of the
 method itself is a Rust unit test of the pure function
 (amdahl-model `projection::tests::interval_covers_the_truth_in_at_least_90_percent_of_noisy_trials`);

@@ -1,5 +1,5 @@
 """amdahl.Tracker against a fake powercap tree: exact energies, the same file as `amdahl run`,
-records kept through exceptions, SIGKILL and misuse (issue 12, Validation and Bad input)."""
+records kept through exceptions, SIGKILL and misuse."""
 
 import csv
 import json

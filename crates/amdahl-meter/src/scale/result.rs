@@ -251,8 +251,8 @@ impl ScaleResult {
 
 impl ScaleResult {
     /// Whether some N above the baseline runs significantly faster than it; a scaling law fitted
-    /// to times that do not fall with N only describes noise (issue 13: `1−α = 0.81, S_max = 1.23`
-    /// for a single-threaded command). The test: at some N > N0 the median speedup is at least
+    /// to times that do not fall with N only describes noise (a single-threaded command once got
+    /// `1−α = 0.81, S_max = 1.23`). The test: at some N > N0 the median speedup is at least
     /// [`MIN_SPEEDUP`] and every measured run is faster than every run at N0 — the exact
     /// one-sided Mann–Whitney U test at U = 0, whose p-value is 1/C(r0 + r, r) for r0 and r runs
     /// (0.05 for 3 runs each, 0.004 for 5). With fewer runs the same rule holds but is weaker;

@@ -256,7 +256,7 @@ fn bad_plans_are_rejected() {
     );
 }
 
-/// Issue 13 item 18: a command that does not speed up (the docs' OMP_NUM_THREADS example timed a
+/// Regression: a command that does not speed up (the docs' OMP_NUM_THREADS example timed a
 /// single-threaded program) got `1−α = 0.8139, S_max = 1.229` fitted to noise. The same time at
 /// every N, ±2 % jitter: no fit, and the reason names the test.
 #[test]
