@@ -17,9 +17,12 @@ use std::path::{Path, PathBuf};
 pub const RUN_SCHEMA: &str = "amdahl.run/1";
 pub const MERGE_SCHEMA: &str = "amdahl.merge/1";
 
+// Which part of the machine a run charges: `Scope` in the JSON schema (no doc comment: it would
+// become the schema's description).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum Scope {
+#[schemars(rename = "Scope")]
+pub enum MeasurementScope {
     /// Everything the node's sensors see.
     Machine,
     /// The command's share: machine counters × its CPU-time share; estimates from its own CPU
@@ -130,7 +133,7 @@ pub struct RunRecord {
     /// holds no devices and no energy, and no CodeCarbon row is written for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_started: Option<String>,
-    pub scope: Scope,
+    pub scope: MeasurementScope,
     pub interval_s: Seconds,
     pub host: Host,
     pub cluster: Cluster,
@@ -166,7 +169,7 @@ pub struct RunContext {
     pub project: Option<String>,
     pub command: Vec<String>,
     pub started_unix_s: f64,
-    pub scope: Scope,
+    pub scope: MeasurementScope,
     pub interval: Seconds,
     pub host: Host,
     pub cluster: Cluster,
@@ -178,7 +181,7 @@ pub struct RunContext {
 
 /// What is known at the time of building (mid-run or at the end).
 #[derive(Debug, Clone, Default)]
-pub struct Progress {
+pub struct RunState {
     pub duration: Seconds,
     pub exit_code: Option<i32>,
     pub child_signal: Option<i32>,
@@ -228,7 +231,7 @@ pub fn in_total(kind: DeviceKind, has_psys: bool) -> bool {
 }
 
 /// Build the record from the meter's devices.
-pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: Progress) -> RunRecord {
+pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: RunState) -> RunRecord {
     // A command that never started used nothing: its record holds no devices.
     let measured = ctx.cluster.role == Role::Measured && p.not_started.is_none();
     let mut warnings = p.warnings;
@@ -505,7 +508,8 @@ pub fn same_machine(a: &RunRecord, b: &RunRecord) -> bool {
 /// command's own CPU time). Two whole readings of one device over overlapping windows hold
 /// the same joules; shares of different commands add up.
 fn whole_device(r: &RunRecord, d: &DeviceRecord) -> bool {
-    d.machine_energy_j.is_none() && (r.scope == Scope::Machine || d.method != Method::Estimate)
+    d.machine_energy_j.is_none()
+        && (r.scope == MeasurementScope::Machine || d.method != Method::Estimate)
 }
 
 /// How complete a record is, to keep the best copy of a run given twice: finished before
@@ -555,8 +559,8 @@ pub fn merge(records: Vec<(PathBuf, RunRecord)>) -> MergeResult {
     }
     let mut sorted = unique;
     sorted.sort_by(|a, b| {
-        (a.1.scope != Scope::Machine)
-            .cmp(&(b.1.scope != Scope::Machine))
+        (a.1.scope != MeasurementScope::Machine)
+            .cmp(&(b.1.scope != MeasurementScope::Machine))
             .then(a.1.started_unix_s.total_cmp(&b.1.started_unix_s))
     });
     let mut nodes: Vec<(MergedNode, Vec<RunRecord>)> = Vec::new();
@@ -711,7 +715,7 @@ mod tests {
             project: None,
             command: vec!["true".into()],
             started_unix_s: 1000.0,
-            scope: Scope::Machine,
+            scope: MeasurementScope::Machine,
             interval: Seconds(1.0),
             host: Host {
                 hostname: host.into(),
@@ -752,8 +756,8 @@ mod tests {
         }
     }
 
-    fn done(d: f64) -> Progress {
-        Progress {
+    fn done(d: f64) -> RunState {
+        RunState {
             duration: Seconds(d),
             exit_code: Some(0),
             ..Default::default()
@@ -820,7 +824,7 @@ mod tests {
     #[test]
     fn merge_counts_one_record_given_three_times_once() {
         let mut ctx = ctx("a", Role::Measured, 0);
-        ctx.scope = Scope::Process;
+        ctx.scope = MeasurementScope::Process;
         let mut est = dev(DeviceKind::Cpu, 22.0);
         est.method = Method::Estimate;
         let r = build(&ctx, &[est], done(10.0));
@@ -845,7 +849,7 @@ mod tests {
     fn merge_adds_overlapping_process_scope_estimates_of_one_host() {
         // Two commands' own CPU-time estimates share no counter: 22 J + 202 J.
         let mut c = ctx("a", Role::Measured, 0);
-        c.scope = Scope::Process;
+        c.scope = MeasurementScope::Process;
         let est = |j| DeviceEnergy {
             method: Method::Estimate,
             ..dev(DeviceKind::Cpu, j)
@@ -927,8 +931,8 @@ mod tests {
         let devs = [dev(DeviceKind::CpuPackage, 100.0)];
         let machine = rec("a", Role::Measured, 0, &devs);
         let mut c = ctx("a", Role::Measured, 0);
-        c.scope = Scope::Process;
-        let mut p = Progress {
+        c.scope = MeasurementScope::Process;
+        let mut p = RunState {
             share: Some(0.25),
             ..done(10.0)
         };

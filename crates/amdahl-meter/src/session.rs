@@ -11,7 +11,7 @@ use crate::cluster::{self, Role};
 use crate::estimate::{self, ProcessProbe};
 use crate::meter::Meter;
 use crate::progress::{self, Work};
-use crate::record::{self, Host, Intensity, Progress, RunContext, RunRecord, Scope};
+use crate::record::{self, Host, Intensity, MeasurementScope, RunContext, RunRecord, RunState};
 use crate::sink::{RecordSink, SinkError, Start};
 use crate::{procfs, sampler, sensors, MeterError, Sample};
 use amdahl_model::carbon::kg_per_joule;
@@ -39,7 +39,7 @@ pub struct Settings {
     pub project: Option<String>,
     /// What the record names as the command.
     pub command: Vec<String>,
-    pub scope: Scope,
+    pub scope: MeasurementScope,
     pub interval: Duration,
     pub pue: f64,
     pub intensity: Intensity,
@@ -209,18 +209,18 @@ impl Session {
         // window. The probe's figure is the larger of rusage and the live /proc scans (which
         // also saw orphans still running when the command exited).
         let share = match (self.ctx.scope, end.ran, self.busy0, busy1) {
-            (Scope::Process, true, Some(a), Some(b)) => {
+            (MeasurementScope::Process, true, Some(a), Some(b)) => {
                 Some(estimate::cpu_share(self.probe.cpu_seconds(), (b - a).get()))
             }
-            (Scope::Process, ..) => Some(0.0),
-            (Scope::Machine, ..) => None,
+            (MeasurementScope::Process, ..) => Some(0.0),
+            (MeasurementScope::Machine, ..) => None,
         };
         let mut warnings = self.warnings;
         warnings.extend(end.warnings);
         let mut rec = record::build(
             &self.ctx,
             &meter.energies(),
-            Progress {
+            RunState {
                 duration: meter.elapsed(),
                 exit_code: end.exit_code,
                 child_signal: end.child_signal,
@@ -230,8 +230,8 @@ impl Session {
                 cpu_time: end
                     .ran
                     .then(|| match self.ctx.scope {
-                        Scope::Process => Some(Seconds(self.probe.cpu_seconds())),
-                        Scope::Machine => end.cpu_time,
+                        MeasurementScope::Process => Some(Seconds(self.probe.cpu_seconds())),
+                        MeasurementScope::Machine => end.cpu_time,
                     })
                     .flatten(),
                 max_rss: end.max_rss,
@@ -253,8 +253,8 @@ impl Session {
     }
 }
 
-fn in_progress(duration: Seconds, warnings: &[String]) -> Progress {
-    Progress {
+fn in_progress(duration: Seconds, warnings: &[String]) -> RunState {
+    RunState {
         duration,
         partial: true,
         warnings: warnings.to_vec(),

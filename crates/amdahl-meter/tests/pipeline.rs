@@ -5,7 +5,7 @@ use amdahl_meter::cluster::{Cluster, Role};
 use amdahl_meter::gpu::fake::{FakeBackend, FakeGpu};
 use amdahl_meter::gpu::{GpuSource, Visible};
 use amdahl_meter::rapl::{self, fake, FileReader, RaplSource};
-use amdahl_meter::record::{build, Host, Intensity, Progress, RunContext, Scope};
+use amdahl_meter::record::{build, Host, Intensity, MeasurementScope, RunContext, RunState};
 use amdahl_meter::{EnergySource, Meter, Method};
 use amdahl_model::units::{GramsPerKwh, Joules, Seconds};
 use std::path::Path;
@@ -141,7 +141,7 @@ fn process_scope_is_a_share_of_the_machine() {
         project: None,
         command: vec!["x".into()],
         started_unix_s: 0.0,
-        scope: Scope::Process,
+        scope: MeasurementScope::Process,
         interval: Seconds(1.0),
         host: Host {
             hostname: "h".into(),
@@ -172,7 +172,7 @@ fn process_scope_is_a_share_of_the_machine() {
     let r = build(
         &ctx,
         &m.energies(),
-        Progress {
+        RunState {
             duration: Seconds(1.0),
             exit_code: Some(0),
             share: Some(share),

@@ -2,7 +2,7 @@
 //! the Prometheus project's Rust client (`prometheus-client`) from an attribution
 //! [`Snapshot`]. A pure function: the HTTP server lives in the binary.
 
-use amdahl_meter::attribution::{Scope, Snapshot};
+use amdahl_meter::attribution::{Partition, Snapshot};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -19,7 +19,7 @@ type Labels = Vec<(String, String)>;
 pub use crate::escape::prometheus_label as escape_label;
 
 fn labels(
-    scope: Scope,
+    scope: Partition,
     extra: &[(String, String)],
     device: &str,
     kind: &str,
@@ -140,7 +140,7 @@ mod tests {
     use amdahl_meter::attribution::Series;
     use amdahl_meter::{DeviceKind, Method};
 
-    fn series(scope: Scope, labels: &[(&str, &str)], e: f64) -> Series {
+    fn series(scope: Partition, labels: &[(&str, &str)], e: f64) -> Series {
         Series {
             scope,
             labels: labels
@@ -159,8 +159,12 @@ mod tests {
     fn names_help_type_and_escaped_labels() {
         let snap = Snapshot {
             series: vec![
-                series(Scope::Node, &[], 12.5),
-                series(Scope::Process, &[("pid", "7"), ("comm", "a\"b\\c\nd")], 1.0),
+                series(Partition::Node, &[], 12.5),
+                series(
+                    Partition::Process,
+                    &[("pid", "7"), ("comm", "a\"b\\c\nd")],
+                    1.0,
+                ),
             ],
             samples: 3,
             processes: 1,

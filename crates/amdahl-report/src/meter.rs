@@ -90,8 +90,8 @@ pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
         String::new(),
         fmt_f(r.host.ram_total_gb),
         match r.scope {
-            amdahl_meter::record::Scope::Machine => "machine".into(),
-            amdahl_meter::record::Scope::Process => "process".into(),
+            amdahl_meter::record::MeasurementScope::Machine => "machine".into(),
+            amdahl_meter::record::MeasurementScope::Process => "process".into(),
         },
         fmt_f(0.0),
         fmt_f(0.0),
@@ -138,8 +138,8 @@ pub fn run_summary(r: &RunRecord) -> String {
         sig(r.average_power_w.get(), 4),
         method_list(r),
         match r.scope {
-            amdahl_meter::record::Scope::Machine => "machine",
-            amdahl_meter::record::Scope::Process => "process",
+            amdahl_meter::record::MeasurementScope::Machine => "machine",
+            amdahl_meter::record::MeasurementScope::Process => "process",
         },
         r.process_share
             .map(|s| format!(", CPU-time share {}", sig(s, 3)))
@@ -538,7 +538,9 @@ mod tests {
 
     fn record() -> RunRecord {
         use amdahl_meter::cluster::{Cluster, Role};
-        use amdahl_meter::record::{build, Host, Intensity, Progress, RunContext, Scope};
+        use amdahl_meter::record::{
+            build, Host, Intensity, MeasurementScope, RunContext, RunState,
+        };
         use amdahl_meter::{DeviceEnergy, Method};
         use amdahl_model::units::{GramsPerKwh, Joules, Seconds};
         let ctx = RunContext {
@@ -546,7 +548,7 @@ mod tests {
             project: None,
             command: vec!["train".into(), "--epochs=1".into()],
             started_unix_s: 1_709_210_096.0,
-            scope: Scope::Machine,
+            scope: MeasurementScope::Machine,
             interval: Seconds(1.0),
             host: Host {
                 hostname: "node1".into(),
@@ -594,7 +596,7 @@ mod tests {
         build(
             &ctx,
             &devs,
-            Progress {
+            RunState {
                 duration: Seconds(10.0),
                 exit_code: Some(0),
                 ..Default::default()

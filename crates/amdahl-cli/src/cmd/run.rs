@@ -9,7 +9,7 @@
 use super::measure_args::{CostArgs, SensorArgs};
 use amdahl_meter::estimate::{ProcessProbe, Target};
 use amdahl_meter::progress::Work;
-use amdahl_meter::record::Scope;
+use amdahl_meter::record::MeasurementScope;
 use amdahl_meter::session::{Ending, Notice, Notify, Session, Settings};
 use amdahl_meter::sink::codecarbon::{self, CodeCarbonCsv};
 use amdahl_meter::sink::RecordSink;
@@ -107,12 +107,12 @@ fn settings(args: &Args, probe: &Arc<ProcessProbe>) -> Result<Settings> {
     validate(args)?;
     let cost = args.cost.resolve()?;
     let scope = match args.scope {
-        ScopeArg::Machine => Scope::Machine,
-        ScopeArg::Process => Scope::Process,
+        ScopeArg::Machine => MeasurementScope::Machine,
+        ScopeArg::Process => MeasurementScope::Process,
     };
     let target = match scope {
-        Scope::Machine => Target::Machine,
-        Scope::Process => Target::Process(Arc::clone(probe)),
+        MeasurementScope::Machine => Target::Machine,
+        MeasurementScope::Process => Target::Process(Arc::clone(probe)),
     };
     let (sensors, cpu_tdp_note) = args.sensors.options(&cost.catalogs, target);
     Ok(Settings {

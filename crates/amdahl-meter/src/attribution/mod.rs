@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Which partition of the node a series belongs to (the `scope` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Scope {
+pub enum Partition {
     Node,
     Cgroup,
     Job,
@@ -40,15 +40,15 @@ pub enum Scope {
     Unattributed,
 }
 
-impl Scope {
+impl Partition {
     pub fn as_str(self) -> &'static str {
         match self {
-            Scope::Node => "node",
-            Scope::Cgroup => "cgroup",
-            Scope::Job => "job",
-            Scope::User => "user",
-            Scope::Process => "process",
-            Scope::Unattributed => "unattributed",
+            Partition::Node => "node",
+            Partition::Cgroup => "cgroup",
+            Partition::Job => "job",
+            Partition::User => "user",
+            Partition::Process => "process",
+            Partition::Unattributed => "unattributed",
         }
     }
 }
@@ -59,8 +59,8 @@ pub const UNKNOWN: &str = "unknown";
 /// One series: cumulative energy of one scope member on one device.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
-    pub scope: Scope,
-    /// Scope-specific labels, e.g. `[("cgroup", "/system.slice/x")]`, `[("pid","7"),("comm","sh")]`.
+    pub scope: Partition,
+    /// Partition-specific labels, e.g. `[("cgroup", "/system.slice/x")]`, `[("pid","7"),("comm","sh")]`.
     pub labels: Vec<(String, String)>,
     pub device: String,
     pub kind: DeviceKind,
@@ -127,19 +127,19 @@ fn weight_of(kind: DeviceKind) -> Weight {
 }
 
 /// One member of a scope: a cgroup, user, job or process, with its labels.
-type Member = (Scope, Vec<(String, String)>);
+type Member = (Partition, Vec<(String, String)>);
 
 /// The label value of the per-scope series that keeps the energy of members that ended.
 pub const ENDED: &str = "(ended)";
 
-fn ended_member(scope: Scope) -> Member {
+fn ended_member(scope: Partition) -> Member {
     let l = |k: &str| (k.to_string(), ENDED.to_string());
     let labels = match scope {
-        Scope::Cgroup => vec![l("cgroup")],
-        Scope::User => vec![l("user")],
-        Scope::Job => vec![l("job")],
-        Scope::Process => vec![l("pid"), l("comm")],
-        Scope::Node | Scope::Unattributed => Vec::new(),
+        Partition::Cgroup => vec![l("cgroup")],
+        Partition::User => vec![l("user")],
+        Partition::Job => vec![l("job")],
+        Partition::Process => vec![l("pid"), l("comm")],
+        Partition::Node | Partition::Unattributed => Vec::new(),
     };
     (scope, labels)
 }
@@ -240,19 +240,19 @@ impl Attributor {
     fn members_of(&mut self, p: &ProcessInfo) -> Vec<Member> {
         let mut m = vec![
             (
-                Scope::Cgroup,
+                Partition::Cgroup,
                 vec![(
                     "cgroup".to_string(),
                     p.cgroup.clone().unwrap_or_else(|| UNKNOWN.into()),
                 )],
             ),
             (
-                Scope::User,
+                Partition::User,
                 vec![("user".to_string(), self.user_label(p.uid))],
             ),
         ];
         if let Some(j) = &p.job {
-            m.push((Scope::Job, vec![("job".to_string(), j.clone())]));
+            m.push((Partition::Job, vec![("job".to_string(), j.clone())]));
         }
         if self.opts.processes {
             let mut pl = vec![
@@ -262,7 +262,7 @@ impl Attributor {
             if let Some(c) = &p.cmdline {
                 pl.push(("cmdline".into(), c.clone()));
             }
-            m.push((Scope::Process, pl));
+            m.push((Partition::Process, pl));
         }
         m
     }
@@ -271,12 +271,15 @@ impl Attributor {
     /// exited between the driver's answer and the read): cgroup and user `unknown`.
     fn unseen_members(&self, pid: u32) -> Vec<Member> {
         let mut m = vec![
-            (Scope::Cgroup, vec![("cgroup".to_string(), UNKNOWN.into())]),
-            (Scope::User, vec![("user".to_string(), UNKNOWN.into())]),
+            (
+                Partition::Cgroup,
+                vec![("cgroup".to_string(), UNKNOWN.into())],
+            ),
+            (Partition::User, vec![("user".to_string(), UNKNOWN.into())]),
         ];
         if self.opts.processes {
             m.push((
-                Scope::Process,
+                Partition::Process,
                 vec![
                     ("pid".to_string(), pid.to_string()),
                     ("comm".to_string(), UNKNOWN.into()),
@@ -373,7 +376,7 @@ impl Attributor {
                 .accounts
                 .keys()
                 .filter(|(s, l)| {
-                    *s == Scope::Process
+                    *s == Partition::Process
                         && l.first()
                             .and_then(|(_, pid)| pid.parse::<u32>().ok())
                             .is_some_and(|p| recycled.contains(&p))
@@ -502,7 +505,7 @@ impl Attributor {
         let mut series = Vec::new();
         for d in &self.devices {
             series.push(Series {
-                scope: Scope::Node,
+                scope: Partition::Node,
                 labels: Vec::new(),
                 device: d.id.clone(),
                 kind: d.kind,
@@ -517,7 +520,7 @@ impl Attributor {
             for (id, e) in &a.energy {
                 let Some(d) = dev(id) else { continue };
                 let de = a.delta.get(id).copied().unwrap_or(0.0);
-                if *scope == Scope::Cgroup {
+                if *scope == Partition::Cgroup {
                     let s = attributed.entry(id.as_str()).or_insert((0.0, 0.0));
                     s.0 += e;
                     s.1 += de;
@@ -536,7 +539,7 @@ impl Attributor {
         for d in &self.devices {
             let (total, now) = attributed.get(d.id.as_str()).copied().unwrap_or((0.0, 0.0));
             series.push(Series {
-                scope: Scope::Unattributed,
+                scope: Partition::Unattributed,
                 labels: Vec::new(),
                 device: d.id.clone(),
                 kind: d.kind,

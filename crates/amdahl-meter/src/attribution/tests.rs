@@ -15,7 +15,7 @@ fn dev(id: &str, kind: DeviceKind, j: f64) -> DeviceEnergy {
     }
 }
 
-fn find(s: &Snapshot, scope: Scope, label: &str, device: &str) -> f64 {
+fn find(s: &Snapshot, scope: Partition, label: &str, device: &str) -> f64 {
     s.series
         .iter()
         .filter(|x| {
@@ -98,30 +98,36 @@ fn cpu_split_by_ticks_memory_by_rss_remainder_unattributed() {
         ],
     );
     let s = a.snapshot();
-    assert_eq!(find(&s, Scope::Node, "", "pkg"), 100.0);
-    assert!((find(&s, Scope::Cgroup, "/system.slice/a.service", "pkg") - 25.0).abs() < 1e-9);
-    assert!((find(&s, Scope::Cgroup, "/slurm/uid_0/job_42/step_0", "pkg") - 15.0).abs() < 1e-9);
-    assert!((find(&s, Scope::Cgroup, UNKNOWN, "pkg") - 10.0).abs() < 1e-9);
-    assert!((find(&s, Scope::User, UNKNOWN, "pkg") - 10.0).abs() < 1e-9);
-    assert!((find(&s, Scope::User, "root", "pkg") - 40.0).abs() < 1e-9);
-    assert!((find(&s, Scope::Job, "42", "pkg") - 15.0).abs() < 1e-9);
+    assert_eq!(find(&s, Partition::Node, "", "pkg"), 100.0);
+    assert!((find(&s, Partition::Cgroup, "/system.slice/a.service", "pkg") - 25.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Cgroup, "/slurm/uid_0/job_42/step_0", "pkg") - 15.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Cgroup, UNKNOWN, "pkg") - 10.0).abs() < 1e-9);
+    assert!((find(&s, Partition::User, UNKNOWN, "pkg") - 10.0).abs() < 1e-9);
+    assert!((find(&s, Partition::User, "root", "pkg") - 40.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Job, "42", "pkg") - 15.0).abs() < 1e-9);
     // The job of the unreadable process still comes from its environment.
-    assert!((find(&s, Scope::Job, "7", "pkg") - 10.0).abs() < 1e-9);
-    assert!((find(&s, Scope::Unattributed, "", "pkg") - 50.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Job, "7", "pkg") - 10.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Unattributed, "", "pkg") - 50.0).abs() < 1e-9);
     // DRAM: 100 kB and 200 kB of 1000 kB → 10 % and 20 % of 10 J.
-    assert!((find(&s, Scope::Cgroup, "/system.slice/a.service", "dram") - 1.0).abs() < 1e-9);
-    assert!((find(&s, Scope::Unattributed, "", "dram") - 7.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Cgroup, "/system.slice/a.service", "dram") - 1.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Unattributed, "", "dram") - 7.0).abs() < 1e-9);
     for d in ["pkg", "dram"] {
-        let parts = find(&s, Scope::Cgroup, "", d) + find(&s, Scope::Unattributed, "", d);
-        assert!((parts - find(&s, Scope::Node, "", d)).abs() < 1e-9, "{d}");
-        let users = find(&s, Scope::User, "", d) + find(&s, Scope::Unattributed, "", d);
-        assert!((users - find(&s, Scope::Node, "", d)).abs() < 1e-9, "{d}");
+        let parts = find(&s, Partition::Cgroup, "", d) + find(&s, Partition::Unattributed, "", d);
+        assert!(
+            (parts - find(&s, Partition::Node, "", d)).abs() < 1e-9,
+            "{d}"
+        );
+        let users = find(&s, Partition::User, "", d) + find(&s, Partition::Unattributed, "", d);
+        assert!(
+            (users - find(&s, Partition::Node, "", d)).abs() < 1e-9,
+            "{d}"
+        );
     }
     // Power over the 1 s interval equals the energy of that interval.
     let p = s
         .series
         .iter()
-        .find(|x| x.scope == Scope::Node && x.device == "pkg")
+        .find(|x| x.scope == Partition::Node && x.device == "pkg")
         .unwrap();
     assert_eq!(p.power_w, Some(100.0));
     assert_eq!(s.unknown_processes, 1);
@@ -157,25 +163,26 @@ fn vanished_process_leaves_process_scope_but_not_its_cgroup() {
     a.step(2.0, &[dev("pkg", DeviceKind::CpuPackage, 100.0)]);
     // Within the retention (default 300 s) its series stays, with its final 25 J.
     let s = a.snapshot();
-    assert!((find(&s, Scope::Process, "10", "pkg") - 25.0).abs() < 1e-9);
-    assert!((find(&s, Scope::Cgroup, "/system.slice/a.service", "pkg") - 25.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Process, "10", "pkg") - 25.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Cgroup, "/system.slice/a.service", "pkg") - 25.0).abs() < 1e-9);
     // After it, the process and its now empty cgroup leave; their 25 J move to the `(ended)`
     // series of their scopes, so processes still sum to cgroups and cgroups to the node.
     a.step(302.5, &[dev("pkg", DeviceKind::CpuPackage, 100.0)]);
     let s = a.snapshot();
-    assert_eq!(find(&s, Scope::Process, "10", "pkg"), 0.0);
+    assert_eq!(find(&s, Partition::Process, "10", "pkg"), 0.0);
     assert_eq!(
-        find(&s, Scope::Cgroup, "/system.slice/a.service", "pkg"),
+        find(&s, Partition::Cgroup, "/system.slice/a.service", "pkg"),
         0.0
     );
-    assert!((find(&s, Scope::Process, ENDED, "pkg") - 25.0).abs() < 1e-9);
-    assert!((find(&s, Scope::Cgroup, ENDED, "pkg") - 25.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Process, ENDED, "pkg") - 25.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Cgroup, ENDED, "pkg") - 25.0).abs() < 1e-9);
     assert!(
-        (find(&s, Scope::Process, "", "pkg") - find(&s, Scope::Cgroup, "", "pkg")).abs() < 1e-9
+        (find(&s, Partition::Process, "", "pkg") - find(&s, Partition::Cgroup, "", "pkg")).abs()
+            < 1e-9
     );
-    assert_partition(&s, Scope::Cgroup, "pkg");
+    assert_partition(&s, Partition::Cgroup, "pkg");
     // The live processes' series stay.
-    assert!((find(&s, Scope::Process, "11", "pkg") - 15.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Process, "11", "pkg") - 15.0).abs() < 1e-9);
 }
 
 #[test]
@@ -195,7 +202,7 @@ fn recycled_pid_is_a_new_process_not_a_huge_step() {
     a.step(1.0, &[dev("pkg", DeviceKind::CpuPackage, 50.0)]);
     let s = a.snapshot();
     // 10 of 100 busy ticks → 5 J, not min(1, 1010/100) of the interval.
-    assert!((find(&s, Scope::Cgroup, "/x", "pkg") - 5.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Cgroup, "/x", "pkg") - 5.0).abs() < 1e-9);
 }
 
 #[test]
@@ -222,15 +229,15 @@ fn recycled_pid_with_the_same_name_starts_a_new_series() {
     a.step(2.0, &[dev("pkg", DeviceKind::CpuPackage, 100.0)]);
     let s = a.snapshot();
     // The first `w` (20 J) ended; the new one has only its own 5 J, despite equal labels.
-    assert!((find(&s, Scope::Process, "5", "pkg") - 5.0).abs() < 1e-9);
-    assert!((find(&s, Scope::Process, ENDED, "pkg") - 20.0).abs() < 1e-9);
-    assert!((find(&s, Scope::Cgroup, "/x", "pkg") - 25.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Process, "5", "pkg") - 5.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Process, ENDED, "pkg") - 20.0).abs() < 1e-9);
+    assert!((find(&s, Partition::Cgroup, "/x", "pkg") - 25.0).abs() < 1e-9);
 }
 
 /// Sum of the series of `scope` on `device` plus unattributed, against the node total.
-fn assert_partition(s: &Snapshot, scope: Scope, device: &str) {
-    let node = find(s, Scope::Node, "", device);
-    let parts = find(s, scope, "", device) + find(s, Scope::Unattributed, "", device);
+fn assert_partition(s: &Snapshot, scope: Partition, device: &str) {
+    let node = find(s, Partition::Node, "", device);
+    let parts = find(s, scope, "", device) + find(s, Partition::Unattributed, "", device);
     assert!(
         (parts - node).abs() < 1e-9,
         "{device}: {scope:?} series + unattributed = {parts} J, node {node} J"
@@ -326,55 +333,67 @@ fn gpu_energy_split_by_utilisation_else_processes_else_unattributed() {
         assert!((got - want).abs() < 1e-9, "{what}: {got} J, want {want} J");
     };
     close(
-        find(&s, Scope::Process, "20", "gpu:0"),
+        find(&s, Partition::Process, "20", "gpu:0"),
         75.0,
         "pid 20 on gpu:0",
     );
     close(
-        find(&s, Scope::Process, "21", "gpu:0"),
+        find(&s, Partition::Process, "21", "gpu:0"),
         25.0,
         "pid 21 on gpu:0",
     );
-    close(find(&s, Scope::Job, "42", "gpu:0"), 75.0, "job 42 on gpu:0");
-    close(find(&s, Scope::Job, "43", "gpu:0"), 25.0, "job 43 on gpu:0");
     close(
-        find(&s, Scope::Process, "21", "gpu:1"),
+        find(&s, Partition::Job, "42", "gpu:0"),
+        75.0,
+        "job 42 on gpu:0",
+    );
+    close(
+        find(&s, Partition::Job, "43", "gpu:0"),
+        25.0,
+        "job 43 on gpu:0",
+    );
+    close(
+        find(&s, Partition::Process, "21", "gpu:1"),
         20.0,
         "pid 21 on gpu:1",
     );
     close(
-        find(&s, Scope::Process, "22", "gpu:1"),
+        find(&s, Partition::Process, "22", "gpu:1"),
         20.0,
         "pid 22 on gpu:1",
     );
     close(
-        find(&s, Scope::Job, "44", "gpu:1"),
+        find(&s, Partition::Job, "44", "gpu:1"),
         20.0,
         "job 44 (environ) on gpu:1",
     );
     close(
-        find(&s, Scope::Unattributed, "", "gpu:2"),
+        find(&s, Partition::Unattributed, "", "gpu:2"),
         10.0,
         "idle gpu:2",
     );
     close(
-        find(&s, Scope::Cgroup, UNKNOWN, "gpu:3"),
+        find(&s, Partition::Cgroup, UNKNOWN, "gpu:3"),
         8.0,
         "unseen pid's cgroup",
     );
     close(
-        find(&s, Scope::Process, "99", "gpu:3"),
+        find(&s, Partition::Process, "99", "gpu:3"),
         8.0,
         "unseen pid 99",
     );
     // Every process of gpu:0 and gpu:1 is in a job: jobs, like cgroups, users and processes,
     // sum to the node with nothing unattributed.
     for d in ["gpu:0", "gpu:1"] {
-        close(find(&s, Scope::Unattributed, "", d), 0.0, d);
-        close(find(&s, Scope::Job, "", d), find(&s, Scope::Node, "", d), d);
+        close(find(&s, Partition::Unattributed, "", d), 0.0, d);
+        close(
+            find(&s, Partition::Job, "", d),
+            find(&s, Partition::Node, "", d),
+            d,
+        );
     }
     for d in ["gpu:0", "gpu:1", "gpu:2", "gpu:3"] {
-        for scope in [Scope::Cgroup, Scope::User, Scope::Process] {
+        for scope in [Partition::Cgroup, Partition::User, Partition::Process] {
             assert_partition(&s, scope, d);
         }
     }
@@ -402,12 +421,12 @@ fn gpu_energy_split_by_utilisation_else_processes_else_unattributed() {
     a.step(2.0, &energies([150.0, 40.0, 10.0, 8.0]));
     let s = a.snapshot();
     close(
-        find(&s, Scope::Process, "20", "gpu:0"),
+        find(&s, Partition::Process, "20", "gpu:0"),
         75.0,
         "pid 20 after",
     );
     close(
-        find(&s, Scope::Process, "21", "gpu:0"),
+        find(&s, Partition::Process, "21", "gpu:0"),
         75.0,
         "pid 21 after",
     );
@@ -415,13 +434,18 @@ fn gpu_energy_split_by_utilisation_else_processes_else_unattributed() {
         .series
         .iter()
         .find(|x| {
-            x.scope == Scope::Process
+            x.scope == Partition::Process
                 && x.device == "gpu:0"
                 && x.labels.iter().any(|(_, v)| v == "21")
         })
         .unwrap();
     assert_eq!(p21.power_w, Some(50.0));
-    for scope in [Scope::Cgroup, Scope::User, Scope::Process, Scope::Job] {
+    for scope in [
+        Partition::Cgroup,
+        Partition::User,
+        Partition::Process,
+        Partition::Job,
+    ] {
         assert_partition(&s, scope, "gpu:0");
     }
 }
@@ -457,19 +481,24 @@ fn ended_members_leave_after_the_retention_and_state_stays_bounded() {
             &[dev("pkg", DeviceKind::CpuPackage, 10.0 * f64::from(k))],
         );
         let s = a.snapshot();
-        for scope in [Scope::Cgroup, Scope::User, Scope::Process, Scope::Job] {
+        for scope in [
+            Partition::Cgroup,
+            Partition::User,
+            Partition::Process,
+            Partition::Job,
+        ] {
             assert_partition(&s, scope, "pkg");
         }
-        let ended = find(&s, Scope::Cgroup, ENDED, "pkg");
+        let ended = find(&s, Partition::Cgroup, ENDED, "pkg");
         assert!(ended >= ended_before, "(ended) went backwards at {k}");
         ended_before = ended;
         most = most.max(a.members());
         if k == 10 {
             // Job 7's process was last seen at t = 7: still shown at t = 9 (2 s after), gone
             // at t = 10 with its energy in `(ended)`.
-            assert_eq!(find(&s, Scope::Job, "7", "pkg"), 0.0);
-            assert!(find(&s, Scope::Job, "8", "pkg") > 0.0);
-            assert!(find(&s, Scope::Job, ENDED, "pkg") > 0.0);
+            assert_eq!(find(&s, Partition::Job, "7", "pkg"), 0.0);
+            assert!(find(&s, Partition::Job, "8", "pkg") > 0.0);
+            assert!(find(&s, Partition::Job, ENDED, "pkg") > 0.0);
         }
     }
     // Live: 1 process → 4 members; within retention: 2 more processes → 8; plus 4 `(ended)`
@@ -479,7 +508,7 @@ fn ended_members_leave_after_the_retention_and_state_stays_bounded() {
     assert!(s.series.len() <= 20, "{} series", s.series.len());
     // Nothing lost: the 199 intervals of 10 J each, half of the busy ticks attributed (50 of
     // 100 per interval; the very first process had no previous sample and counts from k = 1).
-    let node = find(&s, Scope::Node, "", "pkg");
+    let node = find(&s, Partition::Node, "", "pkg");
     assert_eq!(node, 1990.0);
-    assert!((find(&s, Scope::Cgroup, "", "pkg") - 995.0).abs() < 1e-6);
+    assert!((find(&s, Partition::Cgroup, "", "pkg") - 995.0).abs() < 1e-6);
 }
