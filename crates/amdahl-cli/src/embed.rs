@@ -193,4 +193,47 @@ mod tests {
         assert_eq!(e.code, 2);
         assert!(e.message.contains("--nope"), "{}", e.message);
     }
+
+    /// The width of an SVG document's root element (`width="241pt"`).
+    fn svg_width(svg: &str) -> String {
+        let at = svg.find("width=\"").map_or(0, |i| i + 7);
+        svg[at..].split('"').next().unwrap_or_default().to_string()
+    }
+
+    /// Two commands at once from two threads, as two Python threads calling `amdahl.call`,
+    /// with different output settings (`--size`, one `--quiet`): each figure is drawn at its own
+    /// command's size. With the size a process-wide static, set by whichever call started last,
+    /// one thread's figures came out at the other's size.
+    #[test]
+    fn concurrent_calls_keep_their_own_output_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let threads: Vec<_> = [("column", true), ("slide", false)]
+            .into_iter()
+            .map(|(size, quiet)| {
+                let path = dir.path().join(format!("{size}.svg"));
+                let barrier = Arc::clone(&barrier);
+                std::thread::spawn(move || {
+                    let mut args = vec!["surface", "--size", size, "-o"];
+                    args.push(path.to_str().unwrap());
+                    if quiet {
+                        args.push("--quiet");
+                    }
+                    let args: Vec<String> = args.into_iter().map(String::from).collect();
+                    (0..8)
+                        .map(|_| {
+                            barrier.wait();
+                            call(&args).unwrap();
+                            svg_width(&std::fs::read_to_string(&path).unwrap())
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let widths: Vec<Vec<String>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let (column, slide) = (&widths[0], &widths[1]);
+        assert!(column.iter().all(|w| *w == column[0]), "{column:?}");
+        assert!(slide.iter().all(|w| *w == slide[0]), "{slide:?}");
+        assert_ne!(column[0], slide[0]);
+    }
 }

@@ -122,10 +122,12 @@ where
         Ok(c) => c,
         Err(e) => return Outcome::Usage(e),
     };
-    output::set_quiet(cli.quiet);
-    amdahl_report::svg::set_size(cli.size.into());
-    amdahl_report::table::set_max_width(output::table_width());
-    match dispatch(cli.command) {
+    let settings = output::Settings {
+        quiet: cli.quiet,
+        plot_size: cli.size,
+        table_width: output::table_width(),
+    };
+    match settings.apply(|| dispatch(cli.command)) {
         Ok(code) => Outcome::Exit(code),
         // `{:#}` prints the whole context chain: "reading runs.csv: row 4, column `time`: ...".
         Err(e) => Outcome::Error(format!("{e:#}")),

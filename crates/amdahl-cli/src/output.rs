@@ -159,17 +159,43 @@ pub fn write_bytes(path: &Path, contents: &[u8]) -> Result<()> {
     Ok(file::write_bytes(path, contents)?)
 }
 
-/// `--quiet`: set once by `main` before any subcommand runs.
-static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Silence progress, notes and "wrote FILE" lines (`--quiet`); warnings and errors still print.
-pub fn set_quiet(quiet: bool) {
-    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+/// How a command's output looks: `--quiet`, `--size`, and the width tables must fit. Built once
+/// per invocation from its flags (`execute`) and in force for that command on its thread
+/// ([`Settings::apply`]), so two commands run at once from two threads (the Python package's
+/// calls) each print with their own; nothing process-wide changes.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub quiet: bool,
+    pub plot_size: PlotSize,
+    pub table_width: Option<u16>,
 }
 
-/// Whether `--quiet` was given.
+thread_local! {
+    /// `--quiet` of the command running on this thread.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Settings {
+    /// Run `f` (a command) with these settings on this thread; the ones before are restored
+    /// afterwards, even if `f` panics.
+    pub fn apply<R>(self, f: impl FnOnce() -> R) -> R {
+        struct Restore(bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                QUIET.with(|q| q.set(self.0));
+            }
+        }
+        let _restore = Restore(QUIET.with(|q| q.replace(self.quiet)));
+        amdahl_report::table::with_max_width(self.table_width, || {
+            amdahl_report::svg::with_size(self.plot_size.into(), f)
+        })
+    }
+}
+
+/// Whether `--quiet` was given to the command running on this thread: progress, notes and
+/// "wrote FILE" lines are silenced; warnings and errors still print.
 pub fn quiet() -> bool {
-    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+    QUIET.with(|q| q.get())
 }
 
 /// An informational line on stderr (`amdahl: MESSAGE`), silenced by `--quiet`. Warnings and
@@ -222,5 +248,49 @@ mod tests {
         assert_eq!(non_finite_word("co2e -inf t"), Some("-inf"));
         assert_eq!(non_finite_word("{\"x\": inf}"), Some("inf"));
         assert_eq!(non_finite_word("information, infinite, NaNo, 1e308"), None);
+    }
+
+    /// Settings are the running command's, per thread: one thread's `--quiet` and table width
+    /// never reach another's, and each thread has its own back when its command ends.
+    #[test]
+    fn settings_apply_to_their_own_thread_only() {
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let wide = || {
+            let mut t = amdahl_report::table::Table::new(["a long column header", "another one"]);
+            t.row([
+                "a cell with several words in it",
+                "and one more cell with words",
+            ]);
+            t.render()
+        };
+        let threads: Vec<_> = [(true, Some(30)), (false, None)]
+            .into_iter()
+            .map(|(q, width)| {
+                let barrier = std::sync::Arc::clone(&barrier);
+                std::thread::spawn(move || {
+                    let settings = Settings {
+                        quiet: q,
+                        plot_size: PlotSize::Page,
+                        table_width: width,
+                    };
+                    let inside = settings.apply(|| {
+                        barrier.wait();
+                        let seen = (quiet(), wide());
+                        barrier.wait();
+                        seen
+                    });
+                    (inside, (quiet(), wide()))
+                })
+            })
+            .collect();
+        let seen: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let ((q0, narrow), after0) = &seen[0];
+        let ((q1, whole), after1) = &seen[1];
+        assert!(*q0 && !*q1);
+        assert!(narrow.lines().all(|l| l.chars().count() <= 30), "{narrow}");
+        assert!(whole.lines().any(|l| l.chars().count() > 30), "{whole}");
+        // Back to the defaults once each command ended.
+        assert!(!after0.0 && !after1.0);
+        assert_eq!(after0.1, *whole);
     }
 }

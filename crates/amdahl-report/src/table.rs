@@ -4,27 +4,34 @@
 //! narrower terminal instead of letting the terminal wrap every line. Colour-free so the output is
 //! the same in a pipe, a CI log and a terminal (NO_COLOR needs no special case).
 //!
-//! The width to fit is set once by the binary ([`set_max_width`]) when stdout is a terminal; the
-//! renderers stay pure functions of their results and tables are never wrapped when no width was
-//! set (pipes, files, tests), so scripts and snapshots see whole lines.
+//! The width to fit is given by the binary for the command it runs ([`with_max_width`], per
+//! thread, so two commands at once keep their own) when stdout is a terminal; the renderers stay
+//! pure functions of their results and tables are never wrapped when no width was given (pipes,
+//! files, tests), so scripts and snapshots see whole lines.
 
 use comfy_table::{CellAlignment, ContentArrangement, TableComponent};
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::cell::Cell;
 
-/// The terminal width tables must fit; 0 = no limit.
-static MAX_WIDTH: AtomicU16 = AtomicU16::new(0);
+thread_local! {
+    /// The terminal width tables rendered on this thread must fit; None = no limit.
+    static MAX_WIDTH: Cell<Option<u16>> = const { Cell::new(None) };
+}
 
-/// Fit every table rendered from now on into `width` columns (`None`: never wrap). The binary
-/// calls this once, before any command runs.
-pub fn set_max_width(width: Option<u16>) {
-    MAX_WIDTH.store(width.unwrap_or(0), Ordering::Relaxed);
+/// Run `f` with every table it renders on this thread fitted into `width` columns (`None`:
+/// never wrap); the width before is restored afterwards, even if `f` panics.
+pub fn with_max_width<R>(width: Option<u16>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<u16>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MAX_WIDTH.with(|w| w.set(self.0));
+        }
+    }
+    let _restore = Restore(MAX_WIDTH.with(|w| w.replace(width)));
+    f()
 }
 
 fn max_width() -> Option<u16> {
-    match MAX_WIDTH.load(Ordering::Relaxed) {
-        0 => None,
-        w => Some(w),
-    }
+    MAX_WIDTH.with(|w| w.get())
 }
 
 /// How a column's cells are aligned.
@@ -75,7 +82,7 @@ impl Table {
     }
 
     /// Render with two spaces between columns and a dashed rule under the header, fitted to the
-    /// width set by [`set_max_width`] (cells wrap inside their columns).
+    /// width given by [`with_max_width`] (cells wrap inside their columns).
     pub fn render(&self) -> String {
         self.render_width(max_width())
     }

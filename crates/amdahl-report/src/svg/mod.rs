@@ -8,7 +8,7 @@
 //!
 //! Units are points (1/72 in): a figure's `width`/`height` are given in `pt` and its `viewBox` in
 //! the same numbers, so a font size of 7 is 7 pt on paper at the figure's natural size — the size
-//! chosen with [`set_size`] (`--size column|page|slide`).
+//! chosen with [`with_size`] (`--size column|page|slide`).
 //!
 //! One file per decision: `axis` (scale and tick kind), `plot` (what a panel holds), `size`
 //! (`--size`), `ticks` (tick values and labels), `place` (boxes on the page and where a point
@@ -32,5 +32,5 @@ pub use figure::{data_csv, figure, figure_at, split_data, Figure};
 pub use panel::Drawn;
 pub use place::{place_label, Obstacles, Rect};
 pub use plot::{colormap, log_space, Cell, Label, Plot, Raster, Series, Style, PALETTE};
-pub use size::{set_size, size, Size, SizeSpec};
+pub use size::{size, with_size, Size, SizeSpec};
 pub use ticks::{ticks, Tick, TickLabel};

@@ -1,7 +1,5 @@
 //! The figure sizes of `--size` and the size every figure is drawn at.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-
 /// The figure sizes of `--size`: the width a figure is drawn for, in points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Size {
@@ -80,24 +78,26 @@ impl Size {
     }
 }
 
-static SIZE: AtomicU8 = AtomicU8::new(1);
-
-/// Draw every figure rendered from now on at `size` (the binary sets it once from `--size`;
-/// `page` without it).
-pub fn set_size(size: Size) {
-    let v = match size {
-        Size::Column => 0,
-        Size::Page => 1,
-        Size::Slide => 2,
-    };
-    SIZE.store(v, Ordering::Relaxed);
+thread_local! {
+    /// The size figures rendered on this thread are drawn at.
+    static SIZE: std::cell::Cell<Size> = const { std::cell::Cell::new(Size::Page) };
 }
 
-/// The size set with [`set_size`].
-pub fn size() -> Size {
-    match SIZE.load(Ordering::Relaxed) {
-        0 => Size::Column,
-        2 => Size::Slide,
-        _ => Size::Page,
+/// Run `f` with every figure it renders on this thread drawn at `size` (the binary gives the
+/// command's `--size`; `page` without it); the size before is restored afterwards, even if `f`
+/// panics. Per thread, so two commands at once keep their own.
+pub fn with_size<R>(size: Size, f: impl FnOnce() -> R) -> R {
+    struct Restore(Size);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SIZE.with(|s| s.set(self.0));
+        }
     }
+    let _restore = Restore(SIZE.with(|s| s.replace(size)));
+    f()
+}
+
+/// The size in force on this thread (see [`with_size`]).
+pub fn size() -> Size {
+    SIZE.with(|s| s.get())
 }
