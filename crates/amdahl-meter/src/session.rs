@@ -330,3 +330,123 @@ pub fn chain(e: &dyn std::error::Error) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::estimate::Target;
+    use crate::gpu::Visible;
+    use crate::rapl;
+    use amdahl_model::units::{GramsPerKwh, Watts};
+
+    /// A sink that records what the session asked of it, and can fail at the end.
+    struct Recording {
+        name: &'static str,
+        log: Arc<Mutex<Vec<String>>>,
+        fail_finish: bool,
+    }
+
+    impl Recording {
+        fn push(&self, what: &str) {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("{} {what}", self.name));
+        }
+    }
+
+    impl RecordSink for Recording {
+        fn open(&mut self, start: &Start<'_>) -> Result<Vec<String>, SinkError> {
+            assert!(start.record.partial);
+            self.push("open");
+            Ok(vec![format!("{} opened", self.name)])
+        }
+        fn sample(&mut self, _: &Sample, record: &RunRecord) -> Result<(), SinkError> {
+            assert!(record.partial);
+            self.push("sample");
+            Ok(())
+        }
+        fn finish(&mut self, record: &RunRecord, ran: bool) -> Result<(), SinkError> {
+            assert!(ran && !record.partial);
+            self.push("finish");
+            match self.fail_finish {
+                true => Err(SinkError::new(format!("{} failed", self.name))),
+                false => Ok(()),
+            }
+        }
+    }
+
+    fn settings(powercap_root: &std::path::Path) -> Settings {
+        Settings {
+            project: None,
+            command: vec!["test".into()],
+            scope: MeasurementScope::Machine,
+            interval: Duration::from_millis(10),
+            pue: 1.5,
+            intensity: Intensity {
+                g_per_kwh: GramsPerKwh(400.0),
+                region: "custom".into(),
+                source: "test".into(),
+                year: None,
+                location: None,
+            },
+            baseline: None,
+            sensors: sensors::Options {
+                powercap_root: powercap_root.to_path_buf(),
+                reader: rapl::fs_reader(),
+                cpu_tdp: Some(Watts(10.0)),
+                nvml: false,
+                visible: Visible::All,
+                target: Target::Machine,
+            },
+            cpu_tdp_note: None,
+            progress_file: None,
+            total_steps: None,
+        }
+    }
+
+    /// Every sink is opened in order before the work, gets samples, and gets the final record
+    /// even when one before it fails there; the first failure is the session's error.
+    #[test]
+    fn every_sink_gets_the_final_record_even_after_one_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let notices = Arc::new(Mutex::new(Vec::new()));
+        let sink = |name, fail_finish| -> Box<dyn RecordSink> {
+            Box::new(Recording {
+                name,
+                log: Arc::clone(&log),
+                fail_finish,
+            })
+        };
+        let seen = Arc::clone(&notices);
+        let session = Session::start(
+            settings(dir.path()),
+            vec![sink("a", true), sink("b", false)],
+            ProcessProbe::new(),
+            Arc::new(Work::default()),
+            Arc::new(move |n| seen.lock().unwrap().push(n)),
+        )
+        .unwrap();
+        assert_eq!(session.kg_per_joule(), 1.5 * 400.0 / 3.6e9);
+        std::thread::sleep(Duration::from_millis(30));
+        let e = session
+            .finish(Ending {
+                exit_code: Some(0),
+                ran: true,
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert_eq!(e.to_string(), "a failed");
+        let log = log.lock().unwrap();
+        assert_eq!(&log[..2], ["a open", "b open"]);
+        assert!(log.contains(&"a sample".to_string()));
+        assert_eq!(&log[log.len() - 2..], ["a finish", "b finish"]);
+        let notices = notices.lock().unwrap();
+        assert!(
+            notices.contains(&Notice::Note("a opened".into())),
+            "{notices:?}"
+        );
+        assert!(notices.contains(&Notice::Note("b opened".into())));
+    }
+}
