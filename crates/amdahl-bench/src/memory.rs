@@ -418,10 +418,9 @@ pub fn level_bandwidths(caches: &[Cache], sweep: &[SweepPoint]) -> Vec<LevelBand
     out
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let s = Stats::from_samples(&v)?;
-    Some(s.median.0)
+/// The median of `v` (through [`Stats::from_samples`]): `None` when empty or any is not finite.
+fn median(v: Vec<f64>) -> Option<f64> {
+    Stats::from_samples(&v).map(|s| s.median.0)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! Min is the classic micro-benchmark estimate (least disturbed run, as in STREAM's "best
 //! rate"); median is robust to a noisy neighbour; max shows how noisy the machine was.
 
-use amdahl_model::units::Seconds;
+use amdahl_model::{stats, units::Seconds};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -22,18 +22,11 @@ impl Stats {
         if samples.is_empty() || samples.iter().any(|s| !s.is_finite()) {
             return None;
         }
-        let mut v = samples.to_vec();
-        v.sort_by(f64::total_cmp);
-        let mid = v.len() / 2;
-        let median = if v.len() % 2 == 1 {
-            v[mid]
-        } else {
-            0.5 * (v[mid - 1] + v[mid])
-        };
+        let v = stats::sorted(samples);
         Some(Self {
-            min: Seconds(v[0]),
-            median: Seconds(median),
-            max: Seconds(v[v.len() - 1]),
+            min: Seconds(*v.first()?),
+            median: Seconds(stats::median(&v)?),
+            max: Seconds(*v.last()?),
             repeats: v.len(),
         })
     }

@@ -14,6 +14,7 @@ pub mod names;
 pub mod plan;
 pub mod projection;
 pub mod scaling;
+pub mod stats;
 pub mod surface;
 pub mod top500;
 pub mod units;

@@ -3,6 +3,7 @@
 //! Q1 − 1.5·IQR or above Q3 + 1.5·IQR. Outliers are flagged, never dropped: the median that
 //! every derived figure uses is already insensitive to them.
 
+use amdahl_model::stats::{median, quantile, sorted};
 use serde::{Deserialize, Serialize};
 
 /// Tukey's fence multiplier (1.5 × IQR: "outside"; Tukey 1977).
@@ -18,7 +19,8 @@ pub struct Stats {
     pub min: f64,
     pub max: f64,
     pub mean: f64,
-    /// Quartiles (linear interpolation between order statistics: Hyndman & Fan 1996, type 7).
+    /// Quartiles (linear interpolation between order statistics: Hyndman & Fan 1996, type 7, as
+    /// [`amdahl_model::stats::quantile`]).
     pub q1: f64,
     pub q3: f64,
     /// Median absolute deviation from the median (unscaled).
@@ -26,38 +28,20 @@ pub struct Stats {
     pub samples: usize,
 }
 
-/// The q-quantile of sorted data, Hyndman & Fan (1996) definition 7 (R's and NumPy's default).
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let Some(last) = sorted.len().checked_sub(1) else {
-        return f64::NAN;
-    };
-    let h = q * last as f64;
-    let (lo, frac) = (h.floor() as usize, h - h.floor());
-    let a = sorted.get(lo).copied().unwrap_or(f64::NAN);
-    let b = sorted.get(lo + 1).copied().unwrap_or(a);
-    a + frac * (b - a)
-}
-
-fn sorted(xs: &[f64]) -> Vec<f64> {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    v
-}
-
 /// Summarise `xs`; None when empty.
 pub fn summarise(xs: &[f64]) -> Option<Stats> {
     let s = sorted(xs);
     let (&min, &max) = (s.first()?, s.last()?);
-    let median = quantile(&s, 0.5);
-    let dev = sorted(&s.iter().map(|x| (x - median).abs()).collect::<Vec<_>>());
+    let mid = median(&s)?;
+    let dev = sorted(&s.iter().map(|x| (x - mid).abs()).collect::<Vec<_>>());
     Some(Stats {
-        median,
+        median: mid,
         min,
         max,
         mean: s.iter().sum::<f64>() / s.len() as f64,
-        q1: quantile(&s, 0.25),
-        q3: quantile(&s, 0.75),
-        mad: quantile(&dev, 0.5),
+        q1: quantile(&s, 0.25)?,
+        q3: quantile(&s, 0.75)?,
+        mad: median(&dev)?,
         samples: s.len(),
     })
 }
