@@ -31,6 +31,23 @@ fn grid(a: &Alternative, serving: bool) -> String {
     )
 }
 
+/// Relative distance from a whole number within which a break-even is that number: the quotient
+/// `(T_c − T_o) / (s_o − s_c)` carries floating-point error from the PUE and intensity products
+/// (a break-even of 5e8 requests by energy came out as 500,000,000.0000001 by CO2e, two ulps above), far below 1e-9 of it.
+const WHOLE_TOLERANCE: f64 = 1e-9;
+
+/// The first whole request at which a break-even of `n` requests is reached: `n` itself when it
+/// is a whole number up to floating-point error ([`WHOLE_TOLERANCE`]), else the next one up (a
+/// break-even between two whole requests is reached at the next).
+fn whole_requests(n: f64) -> f64 {
+    let nearest = n.round();
+    if (n - nearest).abs() <= WHOLE_TOLERANCE * nearest.abs() {
+        nearest
+    } else {
+        n.ceil()
+    }
+}
+
 /// The sentence for one break-even.
 fn break_even(b: &BreakEven, what: &str, r: &LifetimeReport) -> String {
     match (b.requests, b.day) {
@@ -38,8 +55,7 @@ fn break_even(b: &BreakEven, what: &str, r: &LifetimeReport) -> String {
             "by {what}: {} (the costlier to train) becomes the cheaper after {} requests, day {} \
              at {} a day ({})\n",
             b.costlier_training,
-            // A break-even between two whole requests is reached at the next one.
-            crate::count(n.ceil()),
+            crate::count(whole_requests(n)),
             num(d, 4),
             crate::count(r.requests_per_day),
             if b.within_horizon {
@@ -297,6 +313,35 @@ mod tests {
         );
         let csv = csv(&r).unwrap();
         assert_eq!(csv.lines().count(), 3);
+    }
+
+    #[test]
+    fn a_whole_break_even_off_by_rounding_error_is_not_one_request_more() {
+        // `amdahl lifetime` 50,000 kWh + 0.4 kWh/1,000 requests against 200,000 kWh + 0.1 on the
+        // US grid, PUE hyperscale: 500,000,000 requests by energy, and by CO2e 500,000,000.0000001
+        // (two ulps above) that the old `ceil` printed as 500,000,001.
+        let above = f64::from_bits(5e8f64.to_bits() + 2);
+        assert_eq!(above, 500_000_000.000_000_1);
+        assert!(above > 5e8);
+        assert_eq!(whole_requests(above), 5e8);
+        assert_eq!(whole_requests(f64::from_bits(5e8f64.to_bits() - 1)), 5e8);
+        assert_eq!(whole_requests(5e8), 5e8);
+        // A genuine fraction is still reached at the next whole request.
+        assert_eq!(whole_requests(2.5), 3.0);
+        assert_eq!(whole_requests(5e8 + 0.75), 5e8 + 1.0);
+        assert_eq!(whole_requests(0.25), 1.0);
+        let r = LifetimeReport::new(
+            Horizon::new(1e6, 365.0).unwrap(),
+            vec![side("A", 1000.0, 2.0), side("B", 3000.0, 1.0)],
+        )
+        .unwrap();
+        let b = BreakEven {
+            requests: Some(above),
+            day: Some(above / 1e6),
+            ..r.break_even.clone().unwrap().co2e
+        };
+        let s = break_even(&b, "CO2e", &r);
+        assert!(s.contains("after 500,000,000 requests, day 500"), "{s}");
     }
 
     #[test]
