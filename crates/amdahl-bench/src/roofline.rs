@@ -107,19 +107,39 @@ pub fn run(cfg: &RooflineConfig, hooks: &mut Hooks<'_>) -> Result<RooflineReport
     out
 }
 
-/// The roofline from reports measured separately (pure).
+/// The roofline from reports measured separately (pure): the bandwidth roof, a compute roof per
+/// precision, then every kernel placed under them.
 pub fn build(g: &GemmReport, m: &MemoryReport, s: Option<&SparseReport>) -> Result<RooflineReport> {
-    // β is the best bandwidth any STREAM kernel sustained, not the triad's alone: a roof below a
-    // measured kernel is no roof (issue 13: `stream add` sat at 105 % of a triad-based roof).
-    let beta = m
-        .stream
+    let beta = bandwidth_roof(m)?;
+    let roofs = compute_roofs(g, beta)?;
+    let mut kernels = gemm_points(g, &roofs, beta);
+    kernels.extend(stream_points(m, &roofs, beta));
+    if let Some(s) = s {
+        kernels.extend(sparse_points(s, &roofs, beta));
+    }
+    Ok(RooflineReport {
+        schema: SCHEMA.into(),
+        machine: g.machine.clone(),
+        debug_build: g.debug_build,
+        bandwidth: beta,
+        roofs,
+        kernels,
+    })
+}
+
+/// β, the best bandwidth any STREAM kernel sustained, not the triad's alone: a roof below a
+/// measured kernel is no roof (`stream add` once sat at 105 % of a triad-based roof).
+fn bandwidth_roof(m: &MemoryReport) -> Result<f64> {
+    m.stream
         .iter()
         .map(|r| r.rate.max)
         .filter(|b| *b > 0.0 && b.is_finite())
         .max_by(f64::total_cmp)
-        .ok_or_else(|| {
-            BenchError::Invalid("no STREAM triad bandwidth to build a roofline".into())
-        })?;
+        .ok_or_else(|| BenchError::Invalid("no STREAM triad bandwidth to build a roofline".into()))
+}
+
+/// One compute roof per precision measured (fp64, fp32): the GEMM peak and its ridge point.
+fn compute_roofs(g: &GemmReport, beta: f64) -> Result<Vec<Roof>> {
     let roofs: Vec<Roof> = [Precision::Fp64, Precision::Fp32]
         .iter()
         .filter_map(|&p| {
@@ -137,44 +157,64 @@ pub fn build(g: &GemmReport, m: &MemoryReport, s: Option<&SparseReport>) -> Resu
             "no fp64 or fp32 GEMM result to build a roofline".into(),
         ));
     }
-    let place = |name: String, p: Precision, intensity: f64, rate: f64| {
-        let roof = roofs.iter().find(|r| r.precision == p).or(roofs.last())?;
-        let attainable = roof.peak.min(beta * intensity);
-        Some(KernelPoint {
-            name,
-            precision: p,
-            intensity,
-            rate,
-            attainable,
-            // Above the memory roof a kernel did not stream all its compulsory bytes from
-            // memory: its data stayed in cache (small sparse operands do). Said, not hidden as
-            // "105 %". Above the compute roof only, the measured GEMM peak was low (a small or
-            // disturbed GEMM), which is not a cache effect: the point keeps its roof's name.
-            bound: if rate > beta * intensity {
-                "cache"
-            } else if intensity < roof.ridge {
-                "memory"
-            } else {
-                "compute"
-            }
-            .into(),
-        })
-    };
+    Ok(roofs)
+}
+
+/// A kernel under its precision's roof (the last roof when its precision has none).
+fn place(
+    roofs: &[Roof],
+    beta: f64,
+    name: String,
+    p: Precision,
+    intensity: f64,
+    rate: f64,
+) -> Option<KernelPoint> {
+    let roof = roofs.iter().find(|r| r.precision == p).or(roofs.last())?;
+    let attainable = roof.peak.min(beta * intensity);
+    Some(KernelPoint {
+        name,
+        precision: p,
+        intensity,
+        rate,
+        attainable,
+        // Above the memory roof a kernel did not stream all its compulsory bytes from
+        // memory: its data stayed in cache (small sparse operands do). Said, not hidden as
+        // "105 %". Above the compute roof only, the measured GEMM peak was low (a small or
+        // disturbed GEMM), which is not a cache effect: the point keeps its roof's name.
+        bound: if rate > beta * intensity {
+            "cache"
+        } else if intensity < roof.ridge {
+            "memory"
+        } else {
+            "compute"
+        }
+        .into(),
+    })
+}
+
+/// The fp64 and fp32 GEMMs at the most threads measured, 3·n² operands each.
+fn gemm_points(g: &GemmReport, roofs: &[Roof], beta: f64) -> Vec<KernelPoint> {
     let most = g.rows.iter().map(|r| r.threads).max().unwrap_or(1);
-    let mut kernels: Vec<KernelPoint> = g
-        .rows
+    g.rows
         .iter()
         .filter(|r| r.threads == most && matches!(r.precision, Precision::Fp64 | Precision::Fp32))
         .filter_map(|r| {
             let bytes = 3.0 * (r.n * r.n * r.precision.input_bytes()) as f64;
             place(
+                roofs,
+                beta,
                 format!("gemm {} n={}", r.precision, r.n),
                 r.precision,
                 r.work / bytes,
                 r.rate.median,
             )
         })
-        .collect();
+        .collect()
+}
+
+/// The STREAM kernels that do arithmetic (all but copy), in fp64.
+fn stream_points(m: &MemoryReport, roofs: &[Roof], beta: f64) -> Vec<KernelPoint> {
+    let mut out = Vec::new();
     for row in &m.stream {
         let k = row.kernel;
         if k == StreamKernel::Copy {
@@ -182,32 +222,34 @@ pub fn build(g: &GemmReport, m: &MemoryReport, s: Option<&SparseReport>) -> Resu
         }
         let flops = k.flops_per_element() * m.stream_len as f64;
         let t = row.seconds.median.0;
-        kernels.extend(place(
+        out.extend(place(
+            roofs,
+            beta,
             format!("stream {}", k.name()),
             Precision::Fp64,
             flops / row.bytes,
             flops / t,
         ));
     }
-    if let Some(s) = s {
-        for r in &s.rows {
+    out
+}
+
+/// The sparse products at their useful (nonzero) FLOP, in fp32.
+fn sparse_points(s: &SparseReport, roofs: &[Roof], beta: f64) -> Vec<KernelPoint> {
+    s.rows
+        .iter()
+        .filter_map(|r| {
             let useful = 2.0 * r.nnz as f64 * s.n as f64;
-            kernels.extend(place(
+            place(
+                roofs,
+                beta,
                 format!("sparse {:.0} %", r.sparsity * 100.0),
                 Precision::Fp32,
                 useful / r.bytes,
                 r.useful_rate.median,
-            ));
-        }
-    }
-    Ok(RooflineReport {
-        schema: SCHEMA.into(),
-        machine: g.machine.clone(),
-        debug_build: g.debug_build,
-        bandwidth: beta,
-        roofs,
-        kernels,
-    })
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -251,8 +293,9 @@ mod tests {
             .unwrap();
         assert!((g.intensity - 4.0).abs() < 1e-12);
         assert!(r.kernels.iter().all(|k| k.attainable > 0.0));
-        // Issue 13 item 21: a kernel at 105 % of its roof. STREAM kernels never exceed the memory
-        // roof (β is the best of them); any kernel that does is labelled as served from cache.
+        // A kernel once sat at 105 % of its roof (β was the triad's alone). STREAM kernels never
+        // exceed the memory roof (β is the best of them); any kernel that does is labelled as
+        // served from cache.
         // (The compute roof of this tiny n = 48 GEMM can sit below a STREAM kernel on a loaded
         // machine: that regression made this test flaky, so only the memory roof is asserted.)
         for k in &r.kernels {

@@ -186,36 +186,36 @@ pub fn validate(cfg: &SparseConfig) -> Result<()> {
     )
 }
 
+/// The operands every case shares: B, the values A takes where it keeps an entry, and the
+/// uniform draw that decides whether it does (an entry is zero at sparsity s when its draw < s,
+/// so every sparsity's zeros include the previous one's).
+struct Operands {
+    n: usize,
+    b: Vec<f32>,
+    values: Vec<f32>,
+    keep: Vec<f64>,
+}
+
+impl Operands {
+    fn new(n: usize) -> Self {
+        let mut rng = Rng::new(11);
+        let b: Vec<f32> = (0..n * n).map(|_| rng.unit() as f32).collect();
+        let values: Vec<f32> = (0..n * n).map(|_| rng.unit() as f32).collect();
+        let keep: Vec<f64> = (0..n * n).map(|_| rng.uniform()).collect();
+        Self { n, b, values, keep }
+    }
+}
+
 pub fn run(cfg: &SparseConfig, hooks: &mut Hooks<'_>) -> Result<SparseReport> {
     validate(cfg)?;
     let n = cfg.n;
     let exec = Exec::new(cfg.threads.used)?;
-    let mut rng = Rng::new(11);
-    let b: Vec<f32> = (0..n * n).map(|_| rng.unit() as f32).collect();
-    let values: Vec<f32> = (0..n * n).map(|_| rng.unit() as f32).collect();
-    let keep: Vec<f64> = (0..n * n).map(|_| rng.uniform()).collect();
+    let ops = Operands::new(n);
     let total = 1 + cfg.sparsities.len();
     let work = 2.0 * (n as f64).powi(3);
 
     hooks.step(0, total, format!("dense fp32 n={n}"));
-    let mut c_dense = vec![0.0f32; n * n];
-    let mut err = None;
-    // Row-major m×k is column-major k×m: C (row-major) = Cᵀ (column-major) = Bᵀ·Aᵀ.
-    let (dense_seconds, dense_energy) =
-        hooks.measure(cfg.warmup, cfg.repeats, work, "J/FLOP", || {
-            if let Err(e) = matmul(
-                &exec,
-                &mut c_dense,
-                View::col_major(&b, n, n),
-                View::col_major(&values, n, n),
-                1.0,
-            ) {
-                err = Some(e);
-            }
-        });
-    if let Some(e) = err {
-        return Err(e);
-    }
+    let (dense_seconds, dense_energy) = time_dense(cfg, hooks, &exec, &ops, work)?;
 
     let gamma = {
         let ku = n as f64 * f32::EPSILON as f64 / 2.0;
@@ -224,66 +224,20 @@ pub fn run(cfg: &SparseConfig, hooks: &mut Hooks<'_>) -> Result<SparseReport> {
     let diff_bound = 2.0 * gamma * n as f64;
     let mut max_abs_diff = 0.0f64;
     let mut rows = Vec::new();
-    let mut a_dense = vec![0.0f32; n * n];
-    let mut c_sparse = vec![0.0f32; n * n];
+    let mut scratch = Scratch::new(n);
     for (i, &s) in cfg.sparsities.iter().enumerate() {
         hooks.step(1 + i, total, format!("sparsity {:.0} %", s * 100.0));
-        for ((d, &v), &u) in a_dense.iter_mut().zip(&values).zip(&keep) {
-            *d = if u < s { 0.0 } else { v };
-        }
-        let a = Csr::from_dense(&a_dense, n, n);
-        // Check against the dense product of the same matrix before timing.
-        matmul(
-            &exec,
-            &mut c_dense,
-            View::col_major(&b, n, n),
-            View::col_major(&a_dense, n, n),
-            1.0,
-        )?;
-        csr_matmul(&exec, &a, &b, n, &mut c_sparse);
-        let diff = c_sparse
-            .iter()
-            .zip(&c_dense)
-            .map(|(x, y)| (x - y).abs() as f64)
-            .fold(0.0, f64::max);
-        if diff > diff_bound || !diff.is_finite() {
-            return Err(BenchError::WrongResult {
-                kernel: format!("CSR × dense at sparsity {s}"),
-                row: 0,
-                col: 0,
-                got: diff,
-                want: 0.0,
-                tol: diff_bound,
-            });
-        }
+        let (row, diff) = sparse_row(cfg, hooks, &exec, &ops, &mut scratch, s, diff_bound)?;
         max_abs_diff = max_abs_diff.max(diff);
-        let useful = 2.0 * a.nnz() as f64 * n as f64;
-        let (seconds, energy) =
-            hooks.measure(cfg.warmup, cfg.repeats, useful.max(1.0), "J/FLOP", || {
-                csr_matmul(&exec, &a, &b, n, &mut c_sparse)
-            });
         rows.push(SparseRow {
-            sparsity: s,
-            nnz: a.nnz(),
-            useful_rate: seconds.rates(useful),
-            time_ratio: seconds.median.0 / dense_seconds.median.0,
-            bytes: a.bytes() + 2.0 * 4.0 * (n * n) as f64,
-            seconds,
-            energy,
+            time_ratio: row.seconds.median.0 / dense_seconds.median.0,
+            ..row
         });
     }
     hooks.step(total, total, "done");
 
     let time_pts: Vec<(f64, f64)> = rows.iter().map(|r| (r.sparsity, r.time_ratio)).collect();
-    let energy_pts: Option<Vec<(f64, f64)>> = dense_energy.as_ref().and_then(|d| {
-        rows.iter()
-            .map(|r| {
-                r.energy
-                    .as_ref()
-                    .map(|e| (r.sparsity, e.joules_per_run.0 / d.joules_per_run.0))
-            })
-            .collect()
-    });
+    let energy_pts = energy_ratios(&rows, dense_energy.as_ref());
     let measured = (
         rows.iter().filter(|r| r.energy.is_some()).count() + usize::from(dense_energy.is_some()),
         rows.len() + 1,
@@ -303,6 +257,128 @@ pub fn run(cfg: &SparseConfig, hooks: &mut Hooks<'_>) -> Result<SparseReport> {
         diff_bound,
         energy: hooks.energy_status(measured.0, measured.1),
     })
+}
+
+/// Time the dense fp32 product of the fully dense A (`values`) and B, `work` FLOP a run.
+fn time_dense(
+    cfg: &SparseConfig,
+    hooks: &mut Hooks<'_>,
+    exec: &Exec,
+    ops: &Operands,
+    work: f64,
+) -> Result<(Stats, Option<EnergyReading>)> {
+    let n = ops.n;
+    let mut c_dense = vec![0.0f32; n * n];
+    let mut err = None;
+    // Row-major m×k is column-major k×m: C (row-major) = Cᵀ (column-major) = Bᵀ·Aᵀ.
+    let measured = hooks.measure(cfg.warmup, cfg.repeats, work, "J/FLOP", || {
+        if let Err(e) = matmul(
+            exec,
+            &mut c_dense,
+            View::col_major(&ops.b, n, n),
+            View::col_major(&ops.values, n, n),
+            1.0,
+        ) {
+            err = Some(e);
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(measured),
+    }
+}
+
+/// The n×n buffers the sparsities reuse: A with its zeros, the dense and the sparse product.
+struct Scratch {
+    a_dense: Vec<f32>,
+    c_dense: Vec<f32>,
+    c_sparse: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(n: usize) -> Self {
+        Self {
+            a_dense: vec![0.0f32; n * n],
+            c_dense: vec![0.0f32; n * n],
+            c_sparse: vec![0.0f32; n * n],
+        }
+    }
+}
+
+/// One sparsity: A with the fraction `s` of zeros, its CSR product checked against the dense
+/// product of the same matrix (within `diff_bound`), then timed. The row's `time_ratio` is left
+/// for the caller, which has the dense time; also returns the largest difference seen.
+fn sparse_row(
+    cfg: &SparseConfig,
+    hooks: &mut Hooks<'_>,
+    exec: &Exec,
+    ops: &Operands,
+    scratch: &mut Scratch,
+    s: f64,
+    diff_bound: f64,
+) -> Result<(SparseRow, f64)> {
+    let n = ops.n;
+    let Scratch {
+        a_dense,
+        c_dense,
+        c_sparse,
+    } = scratch;
+    for ((d, &v), &u) in a_dense.iter_mut().zip(&ops.values).zip(&ops.keep) {
+        *d = if u < s { 0.0 } else { v };
+    }
+    let a = Csr::from_dense(a_dense, n, n);
+    // Check against the dense product of the same matrix before timing.
+    matmul(
+        exec,
+        c_dense,
+        View::col_major(&ops.b, n, n),
+        View::col_major(a_dense, n, n),
+        1.0,
+    )?;
+    csr_matmul(exec, &a, &ops.b, n, c_sparse);
+    let diff = c_sparse
+        .iter()
+        .zip(c_dense.iter())
+        .map(|(x, y)| (x - y).abs() as f64)
+        .fold(0.0, f64::max);
+    if diff > diff_bound || !diff.is_finite() {
+        return Err(BenchError::WrongResult {
+            kernel: format!("CSR × dense at sparsity {s}"),
+            row: 0,
+            col: 0,
+            got: diff,
+            want: 0.0,
+            tol: diff_bound,
+        });
+    }
+    let useful = 2.0 * a.nnz() as f64 * n as f64;
+    let (seconds, energy) =
+        hooks.measure(cfg.warmup, cfg.repeats, useful.max(1.0), "J/FLOP", || {
+            csr_matmul(exec, &a, &ops.b, n, c_sparse)
+        });
+    let row = SparseRow {
+        sparsity: s,
+        nnz: a.nnz(),
+        useful_rate: seconds.rates(useful),
+        time_ratio: f64::NAN,
+        bytes: a.bytes() + 2.0 * 4.0 * (n * n) as f64,
+        seconds,
+        energy,
+    };
+    Ok((row, diff))
+}
+
+/// (sparsity, sparse/dense energy per run) for every row; `None` unless every case, the dense
+/// one included, was metered.
+fn energy_ratios(rows: &[SparseRow], dense: Option<&EnergyReading>) -> Option<Vec<(f64, f64)>> {
+    let d = dense?;
+    rows.iter()
+        .map(|r| {
+            r.energy
+                .as_ref()
+                .map(|e| (r.sparsity, e.joules_per_run.0 / d.joules_per_run.0))
+        })
+        .collect()
 }
 
 /// The sparsity where the sparse/dense ratio first reaches 1, from (sparsity, ratio) points in

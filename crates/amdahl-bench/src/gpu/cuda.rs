@@ -60,6 +60,58 @@ fn cu<E: Display>(what: impl Into<String>) -> impl FnOnce(E) -> GpuError {
 }
 
 fn measure(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError> {
+    let (ctx, device) = open_device(cfg)?;
+    let stream = ctx.default_stream();
+    let (free, _) = ctx.mem_get_info().map_err(cu("reading free memory"))?;
+    check_memory(cfg, free as u64)?;
+
+    let gemm_steps = cfg.precisions.len() * (cfg.sizes.len() + 1);
+    let total = if cfg.sizes.is_empty() { 0 } else { gemm_steps } + cfg.copy_sizes.len() * 4;
+    let mut steps = Steps {
+        hooks,
+        done: 0,
+        total,
+    };
+    let mut not_measured = Vec::new();
+    let (checks, gemm) = measure_gemm(cfg, &stream, &mut steps, &mut not_measured)?;
+    let copies = measure_copies(cfg, &ctx, &stream, &mut steps)?;
+    steps.finish();
+
+    Ok(GpuReport {
+        schema: SCHEMA.into(),
+        device,
+        debug_build: crate::DEBUG_BUILD,
+        timing: "GEMM: CUDA events around each cublasGemmEx call (after warm-up); copies: host \
+                 clock around cuMemcpy*Async + stream synchronize"
+            .into(),
+        checks,
+        gemm,
+        copies,
+        not_measured,
+    })
+}
+
+/// The progress of [`measure`]'s steps: `done` of `total`, reported through the hooks.
+struct Steps<'h, 'a> {
+    hooks: &'h mut Hooks<'a>,
+    done: usize,
+    total: usize,
+}
+
+impl Steps<'_, '_> {
+    /// Say that step `label` starts (the next one, `done` of `total`).
+    fn start(&mut self, label: String) {
+        self.hooks.step(self.done, self.total, label);
+    }
+
+    /// Say that every step is done.
+    fn finish(self) {
+        self.hooks.step(self.total, self.total, "done");
+    }
+}
+
+/// Open `cfg.device` (after checking that CUDA sees it) and describe it.
+fn open_device(cfg: &GpuConfig) -> Result<(Arc<CudaContext>, GpuDevice), GpuError> {
     let count = match CudaContext::device_count() {
         Ok(c) => usize::try_from(c).unwrap_or(0),
         // cuInit says so itself when the driver loads but finds no GPU.
@@ -81,7 +133,6 @@ fn measure(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError
         )));
     }
     let ctx = CudaContext::new(cfg.device).map_err(cu("opening the device"))?;
-    let stream = ctx.default_stream();
     let (cc_major, cc_minor) = ctx
         .compute_capability()
         .map_err(cu("reading the compute capability"))?;
@@ -92,69 +143,78 @@ fn measure(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError
         memory_bytes: ctx.total_mem().map_err(cu("reading the memory size"))? as u64,
         driver_cuda_version: driver_version(),
     };
-    let (free, _) = ctx.mem_get_info().map_err(cu("reading free memory"))?;
-    check_memory(cfg, free as u64)?;
+    Ok((ctx, device))
+}
 
-    let gemm_steps = cfg.precisions.len() * (cfg.sizes.len() + 1);
-    let total = if cfg.sizes.is_empty() { 0 } else { gemm_steps } + cfg.copy_sizes.len() * 4;
-    let mut done = 0;
-    let mut checks = Vec::new();
-    let mut gemm = Vec::new();
-    let mut not_measured = Vec::new();
-
+/// The cuBLAS check and timed GEMMs of every precision and size; what cannot be measured (no
+/// cuBLAS, int8 at a size not a multiple of 4) goes to `not_measured`.
+fn measure_gemm(
+    cfg: &GpuConfig,
+    stream: &Arc<CudaStream>,
+    steps: &mut Steps<'_, '_>,
+    not_measured: &mut Vec<NotMeasured>,
+) -> Result<(Vec<GpuCheck>, Vec<GpuGemmRow>), GpuError> {
+    let (mut checks, mut gemm) = (Vec::new(), Vec::new());
+    if cfg.sizes.is_empty() {
+        return Ok((checks, gemm));
+    }
     // SAFETY: only tries to load libcublas with libloading.
-    if !cfg.sizes.is_empty() && !unsafe { bsys::is_culib_present() } {
+    if !unsafe { bsys::is_culib_present() } {
         not_measured.push(NotMeasured {
             what: "GEMM (all precisions)".into(),
             reason: "libcublas.so could not be loaded; install cuBLAS (CUDA toolkit, or the \
                      nvidia-cublas-cu12 wheel) and add its lib folder to LD_LIBRARY_PATH"
                 .into(),
         });
-    } else if !cfg.sizes.is_empty() {
-        let handle = CudaBlas::new(stream.clone()).map_err(cu("creating a cuBLAS handle"))?;
-        for &p in &cfg.precisions {
-            hooks.step(done, total, format!("{p} check n={}", cfg.check_n));
-            checks.push(dispatch_check(&handle, &stream, p, cfg.check_n)?);
-            done += 1;
-            for &n in &cfg.sizes {
-                if !p.size_ok(n) {
-                    not_measured.push(NotMeasured {
-                        what: format!("{p} n={n}"),
-                        reason:
-                            "int8 is measured only at n a multiple of 4 (4-byte aligned columns)"
-                                .into(),
-                    });
-                    done += 1;
-                    continue;
-                }
-                hooks.step(done, total, format!("{p} n={n}"));
-                let time = dispatch_time(&handle, &stream, p, n, cfg)?;
-                let flops_per_run = gemm_flops(n);
-                gemm.push(GpuGemmRow {
-                    precision: p,
-                    n,
-                    compute_type: p.compute_type().into(),
-                    flops_per_run,
-                    time,
-                    flops: time.rates(flops_per_run),
-                    device_bytes: gemm_device_bytes(p, n).unwrap_or(0),
-                    copy_share: None,
+        return Ok((checks, gemm));
+    }
+    let handle = CudaBlas::new(stream.clone()).map_err(cu("creating a cuBLAS handle"))?;
+    for &p in &cfg.precisions {
+        steps.start(format!("{p} check n={}", cfg.check_n));
+        checks.push(dispatch_check(&handle, stream, p, cfg.check_n)?);
+        steps.done += 1;
+        for &n in &cfg.sizes {
+            if !p.size_ok(n) {
+                not_measured.push(NotMeasured {
+                    what: format!("{p} n={n}"),
+                    reason: "int8 is measured only at n a multiple of 4 (4-byte aligned columns)"
+                        .into(),
                 });
-                done += 1;
+                steps.done += 1;
+                continue;
             }
+            steps.start(format!("{p} n={n}"));
+            let time = dispatch_time(&handle, stream, p, n, cfg)?;
+            let flops_per_run = gemm_flops(n);
+            gemm.push(GpuGemmRow {
+                precision: p,
+                n,
+                compute_type: p.compute_type().into(),
+                flops_per_run,
+                time,
+                flops: time.rates(flops_per_run),
+                device_bytes: gemm_device_bytes(p, n).unwrap_or(0),
+                copy_share: None,
+            });
+            steps.done += 1;
         }
     }
+    Ok((checks, gemm))
+}
 
+/// Host↔device copies of every size, pageable and pinned, each direction.
+fn measure_copies(
+    cfg: &GpuConfig,
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    steps: &mut Steps<'_, '_>,
+) -> Result<Vec<CopyRow>, GpuError> {
     let mut copies = Vec::new();
     for &bytes in &cfg.copy_sizes {
         for host in [HostMemory::Pageable, HostMemory::Pinned] {
             for direction in [Direction::H2d, Direction::D2h] {
-                hooks.step(
-                    done,
-                    total,
-                    format!("copy {direction:?} {host:?} {} MiB", bytes >> 20),
-                );
-                let time = time_copy(&ctx, &stream, bytes, host, direction, cfg)?;
+                steps.start(format!("copy {direction:?} {host:?} {} MiB", bytes >> 20));
+                let time = time_copy(ctx, stream, bytes, host, direction, cfg)?;
                 copies.push(CopyRow {
                     direction,
                     host,
@@ -162,24 +222,11 @@ fn measure(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError
                     time,
                     bandwidth: time.rates(bytes as f64),
                 });
-                done += 1;
+                steps.done += 1;
             }
         }
     }
-    hooks.step(total, total, "done");
-
-    Ok(GpuReport {
-        schema: SCHEMA.into(),
-        device,
-        debug_build: crate::DEBUG_BUILD,
-        timing: "GEMM: CUDA events around each cublasGemmEx call (after warm-up); copies: host \
-                 clock around cuMemcpy*Async + stream synchronize"
-            .into(),
-        checks,
-        gemm,
-        copies,
-        not_measured,
-    })
+    Ok(copies)
 }
 
 fn driver_version() -> Option<String> {
