@@ -25,7 +25,7 @@ pub use precision::Precision;
 
 /// One step of a benchmark run, for a progress bar.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Progress {
+pub struct BenchProgress {
     /// Steps finished so far (0 when announcing the first).
     pub done: usize,
     pub total: usize,
@@ -35,7 +35,7 @@ pub struct Progress {
 
 /// What a benchmark calls back into: a progress callback and an energy probe.
 pub struct Hooks<'a> {
-    progress: Box<dyn FnMut(&Progress) + 'a>,
+    progress: Box<dyn FnMut(&BenchProgress) + 'a>,
     energy: Box<dyn EnergyProbe + 'a>,
     /// (index, count) when one benchmark runs several others in turn (the roofline), so the
     /// progress reported is of the whole run, not restarted by each part.
@@ -54,7 +54,7 @@ impl Default for Hooks<'_> {
 
 impl<'a> Hooks<'a> {
     /// Call `f` before each step and once at the end (`done == total`).
-    pub fn on_progress(mut self, f: impl FnMut(&Progress) + 'a) -> Self {
+    pub fn on_progress(mut self, f: impl FnMut(&BenchProgress) + 'a) -> Self {
         self.progress = Box::new(f);
         self
     }
@@ -71,13 +71,13 @@ impl<'a> Hooks<'a> {
             // Each part gets an equal share of PART steps of the whole.
             Some((i, n)) => {
                 const PART: usize = 1000;
-                Progress {
+                BenchProgress {
                     done: i * PART + done.min(total) * PART / total.max(1),
                     total: n * PART,
                     label: format!("[{}/{n}] {label}", i + 1),
                 }
             }
-            None => Progress { done, total, label },
+            None => BenchProgress { done, total, label },
         };
         (self.progress)(&p);
     }

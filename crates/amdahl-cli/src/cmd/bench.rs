@@ -11,7 +11,7 @@ use amdahl_bench::memory::MemoryConfig;
 use amdahl_bench::roofline::RooflineConfig;
 use amdahl_bench::scaling::ScalingConfig;
 use amdahl_bench::sparse::SparseConfig;
-use amdahl_bench::{Hooks, MeterProbe, Precision, Progress};
+use amdahl_bench::{BenchProgress, Hooks, MeterProbe, Precision};
 use amdahl_meter::estimate::Target;
 use amdahl_meter::gpu::Visible;
 use amdahl_meter::{rapl, sensors};
@@ -314,7 +314,7 @@ fn with_progress<T>(
     }
     let b = bar.clone();
     let mut hooks = Hooks::default()
-        .on_progress(move |p: &Progress| {
+        .on_progress(move |p: &BenchProgress| {
             b.set_length(p.total as u64);
             b.set_position(p.done as u64);
             b.set_message(p.label.clone());
