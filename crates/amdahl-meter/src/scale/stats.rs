@@ -19,8 +19,9 @@ pub struct Stats {
     pub min: f64,
     pub max: f64,
     pub mean: f64,
-    /// Quartiles (linear interpolation between order statistics: Hyndman & Fan 1996, type 7, as
-    /// [`amdahl_model::stats::quantile`]).
+    // Computed by amdahl_model::stats::quantile (a plain comment: doc comments become the JSON
+    // Schema's description).
+    /// Quartiles (linear interpolation between order statistics: Hyndman & Fan 1996, type 7).
     pub q1: f64,
     pub q3: f64,
     /// Median absolute deviation from the median (unscaled).
