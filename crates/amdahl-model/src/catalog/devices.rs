@@ -25,9 +25,6 @@ pub enum PeakPrecision {
     Int8,
 }
 
-/// The former name of [`PeakPrecision`], kept for code written against it.
-pub use PeakPrecision as Precision;
-
 impl PeakPrecision {
     pub const ALL: [PeakPrecision; 6] = [
         PeakPrecision::Fp64,

@@ -27,9 +27,6 @@ pub enum GridScope {
     Direct,
 }
 
-/// The former name of [`GridScope`], kept for code written against it.
-pub use GridScope as Scope;
-
 impl std::fmt::Display for GridScope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {

@@ -31,4 +31,4 @@ pub use result::{
     BatchChoice, Charging, Context, InferResult, InferSearchResult, INFER_SCHEMA,
     INFER_SEARCH_SCHEMA,
 };
-pub use search::{search, Candidate, Outcome, ServingCandidate, Space};
+pub use search::{search, Outcome, ServingCandidate, Space};

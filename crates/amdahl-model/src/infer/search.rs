@@ -43,9 +43,6 @@ pub struct ServingCandidate {
     pub memory_per_gpu_bytes: f64,
 }
 
-/// The former name of [`ServingCandidate`], kept for code written against it.
-pub use ServingCandidate as Candidate;
-
 /// What the search found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {

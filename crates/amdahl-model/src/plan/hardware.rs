@@ -25,9 +25,6 @@ pub enum ComputePrecision {
     Fp8,
 }
 
-/// The former name of [`ComputePrecision`], kept for code written against it.
-pub use ComputePrecision as Precision;
-
 impl ComputePrecision {
     pub const ALL: [ComputePrecision; 4] = [
         ComputePrecision::Fp32,

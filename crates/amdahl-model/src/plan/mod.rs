@@ -61,7 +61,7 @@ pub use cost::{cost, Cost, CostInputs};
 pub use error::PlanError;
 pub use hardware::{
     catalog_system, system, ComputePrecision, DeviceClass, GemmCurve, Hardware, Link, Network,
-    Overrides, Precision, IDLE_FRACTION_OF_TDP,
+    Overrides, IDLE_FRACTION_OF_TDP,
 };
 pub use memory::{usable, Memory, USABLE_FRACTION};
 pub use moe::Moe;
@@ -71,7 +71,7 @@ pub use recompute::{RecomputeModule, RecomputeModules};
 pub use result::{PlanResult, RankedLayout, SearchResult, PLAN_SCHEMA, SEARCH_SCHEMA};
 pub use scaling::{scaling, Scaling, ScalingPoint};
 pub use search::{
-    search, space_size, Candidate, Objective, PlanCandidate, Rejections, SearchOutcome, SearchSpace,
+    search, space_size, Objective, PlanCandidate, Rejections, SearchOutcome, SearchSpace,
 };
 pub use shape::{catalog_model, ModelShape};
 pub use spec::{Layout, Recompute, Zero3Prefetch};

@@ -97,9 +97,6 @@ pub struct PlanCandidate {
     pub score: f64,
 }
 
-/// The former name of [`PlanCandidate`], kept for code written against it.
-pub use PlanCandidate as Candidate;
-
 /// Why layouts were rejected.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
