@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost of `amdahl exporter` (issue 15): 500 processes in 50 cgroups (a fake /proc tree: the real
+# Cost of `amdahl exporter`: 500 processes in 50 cgroups (a fake /proc tree: the real
 # file layout in a temp dir, ticks advancing every second) at a 1 s interval. Prints the
 # exporter's CPU % of one core and RSS, idle and under 20 concurrent scrapers, and the scrape
 # latency p50/p99 over SECONDS (default 30) of each phase. Loopback only.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of `amdahl infer --search` (issue 10): Llama 3.1 405B on 8 x H100, TP in divisors of
+# Benchmark of `amdahl infer --search`: Llama 3.1 405B on 8 x H100, TP in divisors of
 # 8, batch 1..1024, four weight formats. Prints configurations evaluated per second and the wall
 # time, first of the library search (best of 5), then of the whole command (process start,
 # catalogs, search, rendering), median of 5 runs of the release binary.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Overhead of measuring inside a Python training loop (issue 12, Benchmark): a loop of 10,000
+# Overhead of measuring inside a Python training loop: a loop of 10,000
 # steps of fixed work, bare, under amdahl.Tracker with step() every iteration, and under
 # CodeCarbon's OfflineEmissionsTracker, side by side in one run.
 #
@@ -17,7 +17,7 @@
 #   rss    its peak resident set (ru_maxrss of that one child),
 # the extra of each tracker over the bare median, then (fresh interpreters, cold) the cost of
 # `import amdahl`, of start() and stop(), and of one step() call (timeit, 10^6 calls).
-# Targets (issue 12): < 1 % extra wall, step() < 2 µs, < 10 MB extra RSS.
+# Targets: < 1 % extra wall, step() < 2 µs, < 10 MB extra RSS.
 #
 # Usage: scripts/bench/python_overhead.sh [REPS]   (default 3)
 #   VENV     a venv with the amdahl wheel installed (default target/py-venv, from scripts/test;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of `amdahl report` (issue 14): one page from 100 run results (one kind, side by side)
+# Benchmark of `amdahl report`: one page from 100 run results (one kind, side by side)
 # plus a fit of 1,000 points. Prints the wall time (median of 5) and the size of the HTML. Target:
 # well under 1 s and a few MB.
 #

@@ -75,7 +75,7 @@ fn table(r: &AccelerateResult) -> String {
         format!("{:.1} %", 100.0 * o.efficiency_before),
         format!("{:.1} %", 100.0 * o.efficiency_after),
     ]);
-    // Both columns in the same unit (issue 13 item 21: "1" stood beside "2.247×").
+    // Both columns in the same unit (a regression: "1" stood beside "2.247×").
     t.row([
         "payload speed".to_string(),
         "1×".into(),

@@ -256,7 +256,7 @@ fn it_energy(
             _ => bail!("the compute path needs --mfu X or --achieved-tflops T"),
         };
         // The time is FLOPs ÷ (N × peak × MFU): without N it would be invented (the same defect
-        // as --device-hours without --count, issue 13 item 12), so N is required here.
+        // as --device-hours without --count, a regression), so N is required here.
         let Some(n) = args.count else {
             bail!("the compute path needs --count N (devices in parallel): the wall-clock time is FLOPs ÷ (N × peak × MFU)");
         };

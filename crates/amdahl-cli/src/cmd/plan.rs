@@ -361,7 +361,7 @@ fn run_search(
         .into());
     }
     validate_model(model)?;
-    // The user's batch is kept exactly unless --batch-max allows a smaller one (issue 13: asked
+    // The user's batch is kept exactly unless --batch-max allows a smaller one (a reader asked
     // for 2,520, the search listed B2516, B1424 and B2112 without a word).
     let (max_batch, exact_batch) = match (a.batch, a.batch_max) {
         (Some(b), None) => (b, true),
