@@ -536,7 +536,94 @@ fn completeness(r: &RunRecord) -> (bool, f64) {
 pub fn merge(records: Vec<(PathBuf, RunRecord)>) -> MergeResult {
     let files = records.len();
     let mut warnings = Vec::new();
-    // 1. One copy per run id.
+    let mut sorted = one_copy_per_run(records, &mut warnings);
+    sort_machine_scope_first(&mut sorted);
+    let mut nodes: Vec<(MergedNode, Vec<RunRecord>)> = Vec::new();
+    let mut job = JobTotals::new();
+    for (path, r) in sorted {
+        job.note_run(&r);
+        if let Some(why) = &r.not_started {
+            warnings.push(format!(
+                "{}: the command never started ({why}); no energy",
+                path.display()
+            ));
+        }
+        // 2. The machine's node (the first record seen of it holds the group).
+        let Some((node, kept)) = node_of_machine(&mut nodes, &r) else {
+            continue;
+        };
+        if node.job_id.is_none() {
+            node.job_id.clone_from(&r.cluster.job_id);
+        }
+        node.ranks.extend(r.cluster.rank);
+        // 3. Reference ranks: grouped (their rank is listed), never counted.
+        if r.cluster.role == Role::Reference {
+            kept.push(r);
+            continue;
+        }
+        let (energy, rec_kwh, rec_co2) = count_record(node, kept, path, r, &mut warnings);
+        job.total += energy;
+        job.kwh += rec_kwh;
+        job.co2 += rec_co2;
+    }
+    let nodes = finish_nodes(nodes, &mut warnings);
+    MergeResult {
+        schema: MERGE_SCHEMA.into(),
+        files,
+        nodes,
+        total_energy_j: job.total,
+        energy_kwh: job.kwh,
+        co2e_g: job.co2,
+        duration_s: job.dur,
+        exit_code: job.exit_code,
+        partial: job.partial,
+        warnings,
+    }
+}
+
+/// The job's running totals over the records [`merge`] keeps.
+struct JobTotals {
+    total: Joules,
+    kwh: f64,
+    co2: GramsCo2e,
+    /// Longest record so far.
+    dur: Seconds,
+    /// First non-zero exit code so far, else 0.
+    exit_code: i32,
+    partial: bool,
+}
+
+impl JobTotals {
+    fn new() -> Self {
+        JobTotals {
+            total: Joules::ZERO,
+            kwh: 0.0,
+            co2: GramsCo2e::ZERO,
+            dur: Seconds::ZERO,
+            exit_code: 0,
+            partial: false,
+        }
+    }
+
+    /// Duration, exit code and completeness count for every kept record, reference ranks and
+    /// commands that never started included.
+    fn note_run(&mut self, r: &RunRecord) {
+        if self.dur < r.duration_s {
+            self.dur = r.duration_s;
+        }
+        if self.exit_code == 0 {
+            self.exit_code = r.exit_code.unwrap_or(0);
+        }
+        self.partial |= r.partial || r.exit_code.is_none();
+    }
+}
+
+/// Step 1 of [`merge`]: one copy per run id, the most complete one (in the order first seen),
+/// with a warning for each copy left out.
+fn one_copy_per_run(
+    records: Vec<(PathBuf, RunRecord)>,
+    warnings: &mut Vec<String>,
+) -> Vec<(PathBuf, RunRecord)> {
     let mut unique: Vec<(PathBuf, RunRecord)> = Vec::new();
     for (path, r) in records {
         match unique.iter_mut().find(|(_, u)| u.run_id == r.run_id) {
@@ -557,121 +644,127 @@ pub fn merge(records: Vec<(PathBuf, RunRecord)>) -> MergeResult {
             None => unique.push((path, r)),
         }
     }
-    let mut sorted = unique;
-    sorted.sort_by(|a, b| {
+    unique
+}
+
+/// Machine-scope records first, then by start time: a whole-machine reading is counted before
+/// the process-scope records it would otherwise be counted again with (step 4 of [`merge`]).
+fn sort_machine_scope_first(records: &mut [(PathBuf, RunRecord)]) {
+    records.sort_by(|a, b| {
         (a.1.scope != MeasurementScope::Machine)
             .cmp(&(b.1.scope != MeasurementScope::Machine))
             .then(a.1.started_unix_s.total_cmp(&b.1.started_unix_s))
     });
-    let mut nodes: Vec<(MergedNode, Vec<RunRecord>)> = Vec::new();
-    let (mut total, mut kwh, mut co2, mut dur) =
-        (Joules::ZERO, 0.0, GramsCo2e::ZERO, Seconds::ZERO);
-    let (mut exit_code, mut partial) = (0, false);
-    for (path, r) in sorted {
-        if dur < r.duration_s {
-            dur = r.duration_s;
-        }
-        if exit_code == 0 {
-            exit_code = r.exit_code.unwrap_or(0);
-        }
-        partial |= r.partial || r.exit_code.is_none();
-        if let Some(why) = &r.not_started {
-            warnings.push(format!(
-                "{}: the command never started ({why}); no energy",
-                path.display()
-            ));
-        }
-        // 2. The machine's node (the first record seen of it holds the group).
-        let pos = nodes
-            .iter()
-            .position(|(_, kept)| kept.first().is_some_and(|k| same_machine(k, &r)));
-        let i = pos.unwrap_or_else(|| {
-            nodes.push((
-                MergedNode {
-                    hostname: r.host.hostname.clone(),
-                    boot_id: r.host.boot_id.clone(),
-                    job_id: None,
-                    ranks: Vec::new(),
-                    counted: Vec::new(),
-                    energy_j: Joules::ZERO,
-                    energy_kwh: 0.0,
-                    co2e_g: GramsCo2e::ZERO,
-                    methods: Vec::new(),
-                    partial: false,
-                },
-                Vec::new(),
-            ));
-            nodes.len() - 1
-        });
-        let Some((node, kept)) = nodes.get_mut(i) else {
-            continue;
-        };
-        if node.job_id.is_none() {
-            node.job_id.clone_from(&r.cluster.job_id);
-        }
-        node.ranks.extend(r.cluster.rank);
-        // 3. Reference ranks: grouped (their rank is listed), never counted.
-        if r.cluster.role == Role::Reference {
-            kept.push(r);
-            continue;
-        }
-        // 4. Leave out devices an overlapping counted record already read whole.
-        let mut energy = Joules::ZERO;
-        let mut shared: Vec<&str> = Vec::new();
-        let mut partly = false;
-        for d in r.devices.iter() {
-            let clash = kept.iter().find(|k| {
-                k.cluster.role == Role::Measured
-                    && overlaps(k, &r)
-                    && k.devices.iter().any(|e| e.id == d.id && whole_device(k, e))
-            });
-            match clash {
-                Some(k) => {
-                    shared.push(&d.id);
-                    let inside = k.started_unix_s <= r.started_unix_s
-                        && r.started_unix_s + r.duration_s.get()
-                            <= k.started_unix_s + k.duration_s.get();
-                    partly |= !inside;
-                }
-                None if d.in_total => energy += d.energy_j,
-                None => {}
+}
+
+/// The node of `r`'s machine with the records kept of it, a new empty one when none yet.
+fn node_of_machine<'a>(
+    nodes: &'a mut Vec<(MergedNode, Vec<RunRecord>)>,
+    r: &RunRecord,
+) -> Option<&'a mut (MergedNode, Vec<RunRecord>)> {
+    let pos = nodes
+        .iter()
+        .position(|(_, kept)| kept.first().is_some_and(|k| same_machine(k, r)));
+    let i = pos.unwrap_or_else(|| {
+        nodes.push((
+            MergedNode {
+                hostname: r.host.hostname.clone(),
+                boot_id: r.host.boot_id.clone(),
+                job_id: None,
+                ranks: Vec::new(),
+                counted: Vec::new(),
+                energy_j: Joules::ZERO,
+                energy_kwh: 0.0,
+                co2e_g: GramsCo2e::ZERO,
+                methods: Vec::new(),
+                partial: false,
+            },
+            Vec::new(),
+        ));
+        nodes.len() - 1
+    });
+    nodes.get_mut(i)
+}
+
+/// Step 4 of [`merge`] for one measured record: adds what it holds that no overlapping kept
+/// record of its machine already read to `node`, keeps it, and returns the joules, kWh and
+/// emissions it added.
+fn count_record(
+    node: &mut MergedNode,
+    kept: &mut Vec<RunRecord>,
+    path: PathBuf,
+    r: RunRecord,
+    warnings: &mut Vec<String>,
+) -> (Joules, f64, GramsCo2e) {
+    let (energy, shared, partly) = unshared_energy(kept, &r);
+    if !shared.is_empty() {
+        warnings.push(format!(
+            "{}: overlaps in time a record of the same machine ({}) that read {}; not counted again{}",
+            path.display(),
+            r.host.hostname,
+            shared.join(", "),
+            if partly {
+                " (it runs past that record, so its energy outside the overlap on these devices is missing)"
+            } else {
+                ""
             }
-        }
-        if !shared.is_empty() {
-            warnings.push(format!(
-                "{}: overlaps in time a record of the same machine ({}) that read {}; not counted again{}",
-                path.display(),
-                r.host.hostname,
-                shared.join(", "),
-                if partly {
-                    " (it runs past that record, so its energy outside the overlap on these devices is missing)"
-                } else {
-                    ""
-                }
-            ));
-        }
-        // kWh and emissions follow the counted share of the record's own total.
-        let share = if r.total_energy_j.get() > 0.0 {
-            (energy.get() / r.total_energy_j.get()).clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
-        let (rec_kwh, rec_co2) = (r.energy_kwh * share, r.co2e_g * share);
-        node.energy_j += energy;
-        node.energy_kwh += rec_kwh;
-        node.co2e_g += rec_co2;
-        node.partial |= r.partial;
-        for d in &r.devices {
-            if !node.methods.contains(&d.method) {
-                node.methods.push(d.method);
-            }
-        }
-        node.counted.push(path);
-        total += energy;
-        kwh += rec_kwh;
-        co2 += rec_co2;
-        kept.push(r);
+        ));
     }
+    // kWh and emissions follow the counted share of the record's own total.
+    let share = if r.total_energy_j.get() > 0.0 {
+        (energy.get() / r.total_energy_j.get()).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let (rec_kwh, rec_co2) = (r.energy_kwh * share, r.co2e_g * share);
+    node.energy_j += energy;
+    node.energy_kwh += rec_kwh;
+    node.co2e_g += rec_co2;
+    node.partial |= r.partial;
+    for d in &r.devices {
+        if !node.methods.contains(&d.method) {
+            node.methods.push(d.method);
+        }
+    }
+    node.counted.push(path);
+    kept.push(r);
+    (energy, rec_kwh, rec_co2)
+}
+
+/// The energy of `r`'s devices in its total that no overlapping measured record in `kept`
+/// read whole; the ids of the devices left out; and whether `r` runs past a record it shares
+/// a device with (its energy outside the overlap on that device is then lost too).
+fn unshared_energy<'r>(kept: &[RunRecord], r: &'r RunRecord) -> (Joules, Vec<&'r str>, bool) {
+    let mut energy = Joules::ZERO;
+    let mut shared: Vec<&str> = Vec::new();
+    let mut partly = false;
+    for d in r.devices.iter() {
+        let clash = kept.iter().find(|k| {
+            k.cluster.role == Role::Measured
+                && overlaps(k, r)
+                && k.devices.iter().any(|e| e.id == d.id && whole_device(k, e))
+        });
+        match clash {
+            Some(k) => {
+                shared.push(&d.id);
+                let inside = k.started_unix_s <= r.started_unix_s
+                    && r.started_unix_s + r.duration_s.get()
+                        <= k.started_unix_s + k.duration_s.get();
+                partly |= !inside;
+            }
+            None if d.in_total => energy += d.energy_j,
+            None => {}
+        }
+    }
+    (energy, shared, partly)
+}
+
+/// The merged nodes sorted by hostname, their ranks sorted once each, with a warning for each
+/// node of which only reference records were given.
+fn finish_nodes(
+    nodes: Vec<(MergedNode, Vec<RunRecord>)>,
+    warnings: &mut Vec<String>,
+) -> Vec<MergedNode> {
     let mut nodes: Vec<MergedNode> = nodes.into_iter().map(|(n, _)| n).collect();
     for n in &mut nodes {
         n.ranks.sort_unstable();
@@ -684,18 +777,7 @@ pub fn merge(records: Vec<(PathBuf, RunRecord)>) -> MergeResult {
         }
     }
     nodes.sort_by(|a, b| a.hostname.cmp(&b.hostname));
-    MergeResult {
-        schema: MERGE_SCHEMA.into(),
-        files,
-        nodes,
-        total_energy_j: total,
-        energy_kwh: kwh,
-        co2e_g: co2,
-        duration_s: dur,
-        exit_code,
-        partial,
-        warnings,
-    }
+    nodes
 }
 
 #[cfg(test)]
