@@ -170,6 +170,21 @@ impl Account {
     }
 }
 
+/// What one interval's split needs about the processes alive in it, each list in the order of
+/// the processes read ([`Attributor::step`]).
+struct IntervalWeights<'a> {
+    /// CPU ticks in the interval, and the machine's busy ticks (never below their sum).
+    cpu: &'a [u64],
+    cpu_den: f64,
+    /// Resident bytes, and `MemTotal` (never below their sum).
+    mem: &'a [u64],
+    mem_den: f64,
+    members: &'a [Vec<Member>],
+    /// pid → position in the lists above.
+    index: &'a HashMap<u32, usize>,
+    gpu_usage: &'a HashMap<String, GpuUsage>,
+}
+
 /// Running attribution state; feed it every sample with [`Attributor::step`].
 pub struct Attributor {
     view: Box<dyn ProcView>,
@@ -344,67 +359,11 @@ impl Attributor {
     pub fn step(&mut self, t_s: f64, energies: &[DeviceEnergy]) {
         self.samples += 1;
         let busy = self.view.busy_ticks();
-        let pids = self.view.pids();
-        let procs: Vec<ProcessInfo> = pids
-            .into_iter()
-            .filter_map(|p| self.view.process(p, self.opts.cmdline))
-            .collect();
-        let first = self.prev_busy.is_none() && self.prev_ticks.is_empty();
-        // CPU ticks of each process in this interval. A pid seen before with the same start
-        // time continues; a new one ran entirely inside the interval (after the first step).
-        let cpu: Vec<u64> = procs
-            .iter()
-            .map(|p| match self.prev_ticks.get(&p.pid) {
-                Some(&(start, t)) if start == p.start_ticks => p.ticks.saturating_sub(t),
-                _ if first => 0,
-                _ => p.ticks,
-            })
-            .collect();
-        // A recycled pid: the old process's series ends now, before the new one's energy could
-        // land in it (same pid and name give the same labels).
-        let recycled: Vec<u32> = procs
-            .iter()
-            .filter(|p| {
-                self.prev_ticks
-                    .get(&p.pid)
-                    .is_some_and(|&(start, _)| start != p.start_ticks)
-            })
-            .map(|p| p.pid)
-            .collect();
-        if !recycled.is_empty() {
-            let old: Vec<Member> = self
-                .accounts
-                .keys()
-                .filter(|(s, l)| {
-                    *s == Partition::Process
-                        && l.first()
-                            .and_then(|(_, pid)| pid.parse::<u32>().ok())
-                            .is_some_and(|p| recycled.contains(&p))
-                })
-                .cloned()
-                .collect();
-            for m in &old {
-                self.retire(m);
-            }
-        }
-        let page = self.view.page_size();
-        let mem: Vec<u64> = procs
-            .iter()
-            .map(|p| p.rss_pages.saturating_mul(page))
-            .collect();
-        let dbusy = match (self.prev_busy, busy) {
-            (Some(a), Some(b)) => b.saturating_sub(a),
-            _ => 0,
-        };
-        // Denominators never below the sum of the weights, so shares never exceed 1 in total
-        // (per-process and machine counters are read microseconds apart and can disagree).
-        let cpu_den = dbusy.max(cpu.iter().sum()) as f64;
-        let mem_den = self
-            .view
-            .mem_total_bytes()
-            .unwrap_or(0)
-            .max(mem.iter().sum()) as f64;
-
+        let procs = self.read_processes();
+        let cpu = self.interval_cpu_ticks(&procs);
+        self.retire_recycled_pids(&procs);
+        let (mem, mem_den) = self.resident_bytes(&procs);
+        let cpu_den = self.cpu_denominator(busy, &cpu);
         let members: Vec<Vec<Member>> = procs.iter().map(|p| self.members_of(p)).collect();
         self.processes = procs.len() as u64;
         self.unknown_processes = procs
@@ -413,12 +372,15 @@ impl Attributor {
             .count() as u64;
         let index: HashMap<u32, usize> =
             procs.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
-        let gpu_usage: HashMap<String, GpuUsage> = match (
-            &mut self.gpu,
-            energies.iter().any(|d| d.kind == DeviceKind::Gpu),
-        ) {
-            (Some(g), true) => g.usage().into_iter().collect(),
-            _ => HashMap::new(),
+        let gpu_usage = self.gpu_usage(energies);
+        let weights = IntervalWeights {
+            cpu: &cpu,
+            cpu_den,
+            mem: &mem,
+            mem_den,
+            members: &members,
+            index: &index,
+            gpu_usage: &gpu_usage,
         };
 
         let dt = self.prev_t.map(|t0| t_s - t0).filter(|d| *d > 0.0);
@@ -428,53 +390,188 @@ impl Attributor {
         self.gpu_rules.clear();
         let mut unseen: Vec<Vec<Member>> = Vec::new();
         for d in energies {
-            let e = d.energy_j.get();
-            let prev = self.prev_energy.insert(d.id.clone(), e).unwrap_or(0.0);
-            let de = (e - prev).max(0.0);
-            self.node_delta.insert(d.id.clone(), de);
-            match weight_of(d.kind) {
-                Weight::Cpu | Weight::Memory => {
-                    let (weights, den) = match weight_of(d.kind) {
-                        Weight::Cpu => (&cpu, cpu_den),
-                        _ => (&mem, mem_den),
-                    };
-                    if de <= 0.0 || den <= 0.0 {
-                        continue;
-                    }
-                    for (w, ms) in weights.iter().zip(&members) {
-                        if *w > 0 {
-                            self.credit(ms, &d.id, de * (*w as f64 / den));
-                        }
-                    }
-                }
-                Weight::Gpu => {
-                    let (rule, weights) = gpu_usage
-                        .get(&d.id)
-                        .map(gpu_weights)
-                        .unwrap_or((GpuRule::Unattributed, Vec::new()));
-                    self.gpu_rules.push((d.id.clone(), rule));
-                    let den: f64 = weights.iter().map(|(_, w)| w).sum();
-                    if de <= 0.0 || den <= 0.0 {
-                        continue;
-                    }
-                    for (pid, w) in weights {
-                        let share = de * (w / den);
-                        match index.get(&pid).and_then(|&i| members.get(i)) {
-                            Some(ms) => self.credit(ms, &d.id, share),
-                            None => {
-                                let ms = self.unseen_members(pid);
-                                self.credit(&ms, &d.id, share);
-                                unseen.push(ms);
-                            }
-                        }
-                    }
+            self.split_device(d, &weights, &mut unseen);
+        }
+        self.retire_idle_members(members.iter().chain(&unseen), t_s);
+        self.prev_ticks = procs
+            .iter()
+            .map(|p| (p.pid, (p.start_ticks, p.ticks)))
+            .collect();
+        if busy.is_some() {
+            self.prev_busy = busy;
+        }
+        self.prev_t = Some(t_s);
+        self.last_dt = dt;
+        self.devices = energies.to_vec();
+    }
+
+    /// The processes `/proc` shows now (a pid gone between listing and reading is left out).
+    fn read_processes(&mut self) -> Vec<ProcessInfo> {
+        let pids = self.view.pids();
+        pids.into_iter()
+            .filter_map(|p| self.view.process(p, self.opts.cmdline))
+            .collect()
+    }
+
+    /// CPU ticks of each process in this interval. A pid seen before with the same start time
+    /// continues; a new one ran entirely inside the interval (after the first step).
+    fn interval_cpu_ticks(&self, procs: &[ProcessInfo]) -> Vec<u64> {
+        let first = self.prev_busy.is_none() && self.prev_ticks.is_empty();
+        procs
+            .iter()
+            .map(|p| match self.prev_ticks.get(&p.pid) {
+                Some(&(start, t)) if start == p.start_ticks => p.ticks.saturating_sub(t),
+                _ if first => 0,
+                _ => p.ticks,
+            })
+            .collect()
+    }
+
+    /// A recycled pid: the old process's series ends now, before the new one's energy could
+    /// land in it (same pid and name give the same labels).
+    fn retire_recycled_pids(&mut self, procs: &[ProcessInfo]) {
+        let recycled: Vec<u32> = procs
+            .iter()
+            .filter(|p| {
+                self.prev_ticks
+                    .get(&p.pid)
+                    .is_some_and(|&(start, _)| start != p.start_ticks)
+            })
+            .map(|p| p.pid)
+            .collect();
+        if recycled.is_empty() {
+            return;
+        }
+        let old: Vec<Member> = self
+            .accounts
+            .keys()
+            .filter(|(s, l)| {
+                *s == Partition::Process
+                    && l.first()
+                        .and_then(|(_, pid)| pid.parse::<u32>().ok())
+                        .is_some_and(|p| recycled.contains(&p))
+            })
+            .cloned()
+            .collect();
+        for m in &old {
+            self.retire(m);
+        }
+    }
+
+    /// Each process's resident bytes and their denominator, `MemTotal` but never below their
+    /// sum (per-process and machine counters are read apart and can disagree, and shares must
+    /// never exceed 1 in total).
+    fn resident_bytes(&self, procs: &[ProcessInfo]) -> (Vec<u64>, f64) {
+        let page = self.view.page_size();
+        let mem: Vec<u64> = procs
+            .iter()
+            .map(|p| p.rss_pages.saturating_mul(page))
+            .collect();
+        let den = self
+            .view
+            .mem_total_bytes()
+            .unwrap_or(0)
+            .max(mem.iter().sum()) as f64;
+        (mem, den)
+    }
+
+    /// The machine's busy ticks in this interval, never below the processes' sum (as for
+    /// [`Attributor::resident_bytes`]'s denominator).
+    fn cpu_denominator(&self, busy: Option<u64>, cpu: &[u64]) -> f64 {
+        let dbusy = match (self.prev_busy, busy) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        };
+        dbusy.max(cpu.iter().sum()) as f64
+    }
+
+    /// What the GPU source says about each GPU's processes; asked only when a GPU is metered.
+    fn gpu_usage(&mut self, energies: &[DeviceEnergy]) -> HashMap<String, GpuUsage> {
+        match (
+            &mut self.gpu,
+            energies.iter().any(|d| d.kind == DeviceKind::Gpu),
+        ) {
+            (Some(g), true) => g.usage().into_iter().collect(),
+            _ => HashMap::new(),
+        }
+    }
+
+    /// Record device `d`'s increase since the previous step and split it among the members by
+    /// the weight its kind follows; members of GPU processes `/proc` does not show go to
+    /// `unseen`.
+    fn split_device(
+        &mut self,
+        d: &DeviceEnergy,
+        w: &IntervalWeights,
+        unseen: &mut Vec<Vec<Member>>,
+    ) {
+        let e = d.energy_j.get();
+        let prev = self.prev_energy.insert(d.id.clone(), e).unwrap_or(0.0);
+        let de = (e - prev).max(0.0);
+        self.node_delta.insert(d.id.clone(), de);
+        match weight_of(d.kind) {
+            Weight::Cpu => self.split_by_weight(&d.id, de, w.cpu, w.cpu_den, w.members),
+            Weight::Memory => self.split_by_weight(&d.id, de, w.mem, w.mem_den, w.members),
+            Weight::Gpu => self.split_gpu(&d.id, de, w, unseen),
+        }
+    }
+
+    /// Credit `de` to each process's members in proportion to its weight over `den`.
+    fn split_by_weight(
+        &mut self,
+        device: &str,
+        de: f64,
+        weights: &[u64],
+        den: f64,
+        members: &[Vec<Member>],
+    ) {
+        if de <= 0.0 || den <= 0.0 {
+            return;
+        }
+        for (w, ms) in weights.iter().zip(members) {
+            if *w > 0 {
+                self.credit(ms, device, de * (*w as f64 / den));
+            }
+        }
+    }
+
+    /// Credit a GPU's `de` by the rule [`gpu_weights`] picks from its usage (noted in
+    /// `gpu_rules`), unattributed without one.
+    fn split_gpu(
+        &mut self,
+        device: &str,
+        de: f64,
+        w: &IntervalWeights,
+        unseen: &mut Vec<Vec<Member>>,
+    ) {
+        let (rule, weights) = w
+            .gpu_usage
+            .get(device)
+            .map(gpu_weights)
+            .unwrap_or((GpuRule::Unattributed, Vec::new()));
+        self.gpu_rules.push((device.to_string(), rule));
+        let den: f64 = weights.iter().map(|(_, w)| w).sum();
+        if de <= 0.0 || den <= 0.0 {
+            return;
+        }
+        for (pid, wt) in weights {
+            let share = de * (wt / den);
+            match w.index.get(&pid).and_then(|&i| w.members.get(i)) {
+                Some(ms) => self.credit(ms, device, share),
+                None => {
+                    let ms = self.unseen_members(pid);
+                    self.credit(&ms, device, share);
+                    unseen.push(ms);
                 }
             }
         }
-        // Liveness, then retention: a member no live process has belonged to for longer than
-        // `retain_s` leaves, its energy kept in its scope's `(ended)` series so every scope
-        // still sums to the node and no counter goes backwards.
-        for ms in members.iter().chain(&unseen) {
+    }
+
+    /// Liveness, then retention: a member no live process has belonged to for longer than
+    /// `retain_s` leaves, its energy kept in its scope's `(ended)` series so every scope
+    /// still sums to the node and no counter goes backwards.
+    fn retire_idle_members<'m>(&mut self, live: impl Iterator<Item = &'m Vec<Member>>, t_s: f64) {
+        for ms in live {
             self.mark_live(ms, t_s);
         }
         let retain = self.opts.retain_s;
@@ -487,16 +584,6 @@ impl Attributor {
         for m in &expired {
             self.retire(m);
         }
-        self.prev_ticks = procs
-            .iter()
-            .map(|p| (p.pid, (p.start_ticks, p.ticks)))
-            .collect();
-        if busy.is_some() {
-            self.prev_busy = busy;
-        }
-        self.prev_t = Some(t_s);
-        self.last_dt = dt;
-        self.devices = energies.to_vec();
     }
 
     /// The series now: node per device, every scope member, and the unattributed remainder.
