@@ -171,136 +171,151 @@ fn energy_probe(p: &PowercapArgs) -> MeterProbe {
 pub fn run(args: Args) -> Result<ExitCode> {
     match args.what {
         What::Gpu(a) => gpu::run(a),
-        What::Gemm { common, precision } => {
-            let st = common.settings()?;
-            let mut cfg = if common.quick {
-                GemmConfig::quick(st.threads)
-            } else {
-                GemmConfig::full(st.threads)
-            };
-            if !st.sizes.is_empty() {
-                cfg.sizes = st.sizes;
-            }
-            if !precision.is_empty() {
-                cfg.precisions = precision
-                    .iter()
-                    .map(|p| p.parse::<Precision>())
-                    .collect::<Result<Vec<_>, _>>()?;
-            }
-            if let Some(r) = st.repeats {
-                cfg.repeats = r;
-            }
-            amdahl_bench::gemm::validate(&cfg)?;
-            let r = with_progress(st.energy, |h| amdahl_bench::gemm::run(&cfg, h))
-                .context("running the GEMM benchmark")?;
-            emit(
-                &common,
-                &r,
-                render::gemm_text(&r),
-                render::gemm_grid(&r),
-                || render::gemm_svg(&r),
-            )
-        }
-        What::Sparse { common, sparsity } => {
-            let st = common.settings()?;
-            let mut cfg = if common.quick {
-                SparseConfig::quick(st.threads)
-            } else {
-                SparseConfig::full(st.threads)
-            };
-            if let Some(&n) = st.sizes.first() {
-                cfg.n = n;
-            }
-            if !sparsity.is_empty() {
-                cfg.sparsities = sparsity;
-            }
-            if let Some(r) = st.repeats {
-                cfg.repeats = r;
-            }
-            amdahl_bench::sparse::validate(&cfg)?;
-            let r = with_progress(st.energy, |h| amdahl_bench::sparse::run(&cfg, h))
-                .context("running the sparse benchmark")?;
-            emit(
-                &common,
-                &r,
-                render::sparse_text(&r),
-                render::sparse_grid(&r),
-                || render::sparse_svg(&r),
-            )
-        }
-        What::Memory { common } => {
-            let st = common.settings()?;
-            let mut cfg = if common.quick {
-                MemoryConfig::quick(st.threads)
-            } else {
-                MemoryConfig::full(st.threads)
-            };
-            if let Some(&n) = st.sizes.first() {
-                cfg.stream_len = Some(n);
-            }
-            if let Some(r) = st.repeats {
-                cfg.repeats = r;
-            }
-            let r = with_progress(st.energy, |h| amdahl_bench::memory::run(&cfg, h))
-                .context("running the memory benchmark")?;
-            emit(
-                &common,
-                &r,
-                render::memory_text(&r),
-                render::memory_grid(&r),
-                || render::memory_svg(&r),
-            )
-        }
-        What::Roofline { common } => {
-            let st = common.settings()?;
-            let mut cfg = if common.quick {
-                RooflineConfig::quick(st.threads)
-            } else {
-                RooflineConfig::full(st.threads)
-            };
-            if !st.sizes.is_empty() {
-                cfg.gemm.sizes = st.sizes;
-            }
-            if let Some(r) = st.repeats {
-                cfg.gemm.repeats = r;
-                cfg.memory.repeats = r;
-                cfg.sparse.repeats = r;
-            }
-            amdahl_bench::gemm::validate(&cfg.gemm)?;
-            let r = with_progress(st.energy, |h| amdahl_bench::roofline::run(&cfg, h))
-                .context("measuring the roofline")?;
-            emit(
-                &common,
-                &r,
-                render::roofline_text(&r),
-                render::roofline_grid(&r),
-                || render::roofline_svg(&r),
-            )
-        }
-        What::Scaling { common } => {
-            let st = common.settings()?;
-            let mut cfg = if common.quick {
-                ScalingConfig::quick(st.threads)
-            } else {
-                ScalingConfig::full(st.threads)
-            };
-            if let Some(&n) = st.sizes.first() {
-                cfg.gemm_n = n;
-            }
-            if let Some(r) = st.repeats {
-                cfg.repeats = r;
-            }
-            let r = with_progress(st.energy, |h| amdahl_bench::scaling::run(&cfg, h))
-                .context("running the scaling benchmark")?;
-            emit(
-                &common,
-                &r,
-                render::scaling_text(&r),
-                render::scaling_grid(&r),
-                || render::scaling_svg(&r),
-            )
-        }
+        What::Gemm { common, precision } => run_gemm(common, precision),
+        What::Sparse { common, sparsity } => run_sparse(common, sparsity),
+        What::Memory { common } => run_memory(common),
+        What::Roofline { common } => run_roofline(common),
+        What::Scaling { common } => run_scaling(common),
     }
+}
+
+/// GEMM per precision: the configuration from the flags, validated, then run and emitted.
+fn run_gemm(common: Common, precision: Vec<String>) -> Result<ExitCode> {
+    let st = common.settings()?;
+    let mut cfg = if common.quick {
+        GemmConfig::quick(st.threads)
+    } else {
+        GemmConfig::full(st.threads)
+    };
+    if !st.sizes.is_empty() {
+        cfg.sizes = st.sizes;
+    }
+    if !precision.is_empty() {
+        cfg.precisions = precision
+            .iter()
+            .map(|p| p.parse::<Precision>())
+            .collect::<Result<Vec<_>, _>>()?;
+    }
+    if let Some(r) = st.repeats {
+        cfg.repeats = r;
+    }
+    amdahl_bench::gemm::validate(&cfg)?;
+    let r = with_progress(st.energy, |h| amdahl_bench::gemm::run(&cfg, h))
+        .context("running the GEMM benchmark")?;
+    emit(
+        &common,
+        &r,
+        render::gemm_text(&r),
+        render::gemm_grid(&r),
+        || render::gemm_svg(&r),
+    )
+}
+
+/// Sparse vs dense at each sparsity: the configuration from the flags, validated, then run and emitted.
+fn run_sparse(common: Common, sparsity: Vec<f64>) -> Result<ExitCode> {
+    let st = common.settings()?;
+    let mut cfg = if common.quick {
+        SparseConfig::quick(st.threads)
+    } else {
+        SparseConfig::full(st.threads)
+    };
+    if let Some(&n) = st.sizes.first() {
+        cfg.n = n;
+    }
+    if !sparsity.is_empty() {
+        cfg.sparsities = sparsity;
+    }
+    if let Some(r) = st.repeats {
+        cfg.repeats = r;
+    }
+    amdahl_bench::sparse::validate(&cfg)?;
+    let r = with_progress(st.energy, |h| amdahl_bench::sparse::run(&cfg, h))
+        .context("running the sparse benchmark")?;
+    emit(
+        &common,
+        &r,
+        render::sparse_text(&r),
+        render::sparse_grid(&r),
+        || render::sparse_svg(&r),
+    )
+}
+
+/// STREAM and the cache sweep: the configuration from the flags, then run and emitted.
+fn run_memory(common: Common) -> Result<ExitCode> {
+    let st = common.settings()?;
+    let mut cfg = if common.quick {
+        MemoryConfig::quick(st.threads)
+    } else {
+        MemoryConfig::full(st.threads)
+    };
+    if let Some(&n) = st.sizes.first() {
+        cfg.stream_len = Some(n);
+    }
+    if let Some(r) = st.repeats {
+        cfg.repeats = r;
+    }
+    let r = with_progress(st.energy, |h| amdahl_bench::memory::run(&cfg, h))
+        .context("running the memory benchmark")?;
+    emit(
+        &common,
+        &r,
+        render::memory_text(&r),
+        render::memory_grid(&r),
+        || render::memory_svg(&r),
+    )
+}
+
+/// The roofline: one `--repeats` for its GEMM, memory and sparse kernels, the GEMM part validated, then run and emitted.
+fn run_roofline(common: Common) -> Result<ExitCode> {
+    let st = common.settings()?;
+    let mut cfg = if common.quick {
+        RooflineConfig::quick(st.threads)
+    } else {
+        RooflineConfig::full(st.threads)
+    };
+    if !st.sizes.is_empty() {
+        cfg.gemm.sizes = st.sizes;
+    }
+    if let Some(r) = st.repeats {
+        cfg.gemm.repeats = r;
+        cfg.memory.repeats = r;
+        cfg.sparse.repeats = r;
+    }
+    amdahl_bench::gemm::validate(&cfg.gemm)?;
+    let r = with_progress(st.energy, |h| amdahl_bench::roofline::run(&cfg, h))
+        .context("measuring the roofline")?;
+    emit(
+        &common,
+        &r,
+        render::roofline_text(&r),
+        render::roofline_grid(&r),
+        || render::roofline_svg(&r),
+    )
+}
+
+/// Thread scaling: the configuration from the flags, then run and emitted.
+fn run_scaling(common: Common) -> Result<ExitCode> {
+    let st = common.settings()?;
+    let mut cfg = if common.quick {
+        ScalingConfig::quick(st.threads)
+    } else {
+        ScalingConfig::full(st.threads)
+    };
+    if let Some(&n) = st.sizes.first() {
+        cfg.gemm_n = n;
+    }
+    if let Some(r) = st.repeats {
+        cfg.repeats = r;
+    }
+    let r = with_progress(st.energy, |h| amdahl_bench::scaling::run(&cfg, h))
+        .context("running the scaling benchmark")?;
+    emit(
+        &common,
+        &r,
+        render::scaling_text(&r),
+        render::scaling_grid(&r),
+        || render::scaling_svg(&r),
+    )
 }
 
 /// Run a benchmark with a progress bar on stderr (hidden when stderr is not a terminal).
