@@ -3,13 +3,14 @@
 
 use crate::cmd::resolve::load;
 use crate::output::{print, Format, FormatArgs};
-use amdahl_model::catalog::Listing;
+use amdahl_model::catalog::models::ModelShape;
+use amdahl_model::catalog::{Catalogs, Listing};
 use amdahl_model::plan::{find_validation_run, summarise, validation_set};
 use amdahl_report::catalog as render;
 use amdahl_report::to_json;
 use amdahl_report::validation;
 use anyhow::{bail, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,118 +54,142 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let format = args.format.format();
     let name = args.name.as_deref();
     let text = match args.which {
-        Which::Devices => {
-            let items: Vec<_> = match name {
-                Some(n) => vec![c.devices.lookup(n)?],
-                None => c.devices.iter().collect(),
-            };
-            match (format, name) {
-                (Format::Json, _) => to_json(&Listing::new("devices", items))?,
-                (Format::Csv, _) => render::devices_csv(&items)?,
-                (Format::Table, Some(_)) => {
-                    items.iter().map(|d| render::device_detail(d)).collect()
-                }
-                (Format::Table, None) => render::devices_table(&items),
-            }
-        }
-        Which::Regions => {
-            let items = match name {
-                Some(n) => vec![c.grid.lookup(n)?],
-                None => c.grid.all(),
-            };
-            match format {
-                Format::Json => to_json(&Listing::new("regions", items))?,
-                Format::Csv => render::regions_csv(&items)?,
-                Format::Table => render::regions_table(&items),
-            }
-        }
-        Which::Models => {
-            let items: Vec<_> = match name {
-                Some(n) => vec![c.models.lookup(n)?],
-                None => c.models.iter().collect(),
-            };
-            match format {
-                Format::Json => to_json(&Listing::new("models", items))?,
-                Format::Csv => render::csv_rows(
-                    &[
-                        "name", "arch", "params", "layers", "hidden", "heads", "kv_heads", "ffn",
-                        "vocab", "seq", "source",
-                    ],
-                    items.iter().map(|m| {
-                        let n = |x: Option<u32>| x.map(|v| v.to_string()).unwrap_or_default();
-                        vec![
-                            m.name.clone(),
-                            m.arch.clone(),
-                            m.params.to_string(),
-                            n(m.layers),
-                            n(m.hidden),
-                            n(m.heads),
-                            n(m.kv_heads),
-                            n(m.ffn),
-                            n(m.vocab),
-                            n(m.seq),
-                            m.source.clone(),
-                        ]
-                    }),
-                )?,
-                Format::Table => {
-                    let mut s = render::models_table(&items);
-                    if name.is_some() {
-                        for m in &items {
-                            s.push_str(&format!("source: {}\n", m.source));
-                        }
-                    }
-                    s
-                }
-            }
-        }
-        Which::Pue => {
-            let items: Vec<_> = match name {
-                Some(n) => vec![c.pue.lookup(n)?],
-                None => c.pue.iter().collect(),
-            };
-            match format {
-                Format::Json => to_json(&Listing::new("pue", items))?,
-                Format::Csv => render::csv_rows(
-                    &["name", "pue", "year", "source"],
-                    items.iter().map(|p| {
-                        vec![
-                            p.name.clone(),
-                            p.pue.to_string(),
-                            p.year.to_string(),
-                            p.source.clone(),
-                        ]
-                    }),
-                )?,
-                Format::Table => render::pue_table(&items),
-            }
-        }
+        Which::Devices => devices_text(&c, format, name)?,
+        Which::Regions => regions_text(&c, format, name)?,
+        Which::Models => models_text(&c, format, name)?,
+        Which::Pue => pue_text(&c, format, name)?,
         Which::Validation => {
-            // The published runs' systems are fixed: the embedded catalogs, not --catalog.
-            if !args.catalogs.is_empty() {
-                eprintln!(
-                    "warning: --catalog does not apply to validation: the published runs are \
-                     predicted on the embedded catalogs' devices and models"
-                );
-            }
-            let runs = validation_set()?;
-            let items = match name {
-                Some(n) => vec![find_validation_run(&runs, n)?.clone()],
-                None => runs,
-            };
-            if let Some(p) = &args.svg {
-                crate::output::write_plot(p, &validation::validation_svg(&items))?;
-            }
-            match (format, name) {
-                (Format::Json, _) => to_json(&Listing::new("validation", items))?,
-                (Format::Csv, _) => validation::validation_csv(&items)?,
-                (Format::Table, Some(_)) => {
-                    items.iter().map(validation::validation_detail).collect()
-                }
-                (Format::Table, None) => validation::validation_table(&items, &summarise(&items)),
-            }
+            validation_text(!args.catalogs.is_empty(), args.svg.as_deref(), format, name)?
         }
     };
     print(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The devices, or the one named, in `format` (a named one in full in a table).
+fn devices_text(c: &Catalogs, format: Format, name: Option<&str>) -> Result<String> {
+    let items: Vec<_> = match name {
+        Some(n) => vec![c.devices.lookup(n)?],
+        None => c.devices.iter().collect(),
+    };
+    Ok(match (format, name) {
+        (Format::Json, _) => to_json(&Listing::new("devices", items))?,
+        (Format::Csv, _) => render::devices_csv(&items)?,
+        (Format::Table, Some(_)) => items.iter().map(|d| render::device_detail(d)).collect(),
+        (Format::Table, None) => render::devices_table(&items),
+    })
+}
+
+/// The grid regions, or the one named, in `format`.
+fn regions_text(c: &Catalogs, format: Format, name: Option<&str>) -> Result<String> {
+    let items = match name {
+        Some(n) => vec![c.grid.lookup(n)?],
+        None => c.grid.all(),
+    };
+    Ok(match format {
+        Format::Json => to_json(&Listing::new("regions", items))?,
+        Format::Csv => render::regions_csv(&items)?,
+        Format::Table => render::regions_table(&items),
+    })
+}
+
+/// The model shapes, or the one named, in `format` (a named one with its source in a table).
+fn models_text(c: &Catalogs, format: Format, name: Option<&str>) -> Result<String> {
+    let items: Vec<_> = match name {
+        Some(n) => vec![c.models.lookup(n)?],
+        None => c.models.iter().collect(),
+    };
+    Ok(match format {
+        Format::Json => to_json(&Listing::new("models", items))?,
+        Format::Csv => models_csv(&items)?,
+        Format::Table => {
+            let mut s = render::models_table(&items);
+            if name.is_some() {
+                for m in &items {
+                    s.push_str(&format!("source: {}\n", m.source));
+                }
+            }
+            s
+        }
+    })
+}
+
+/// The model shapes as CSV, one column per field (an unknown one empty).
+fn models_csv(items: &[&ModelShape]) -> Result<String> {
+    Ok(render::csv_rows(
+        &[
+            "name", "arch", "params", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
+            "seq", "source",
+        ],
+        items.iter().map(|m| {
+            let n = |x: Option<u32>| x.map(|v| v.to_string()).unwrap_or_default();
+            vec![
+                m.name.clone(),
+                m.arch.clone(),
+                m.params.to_string(),
+                n(m.layers),
+                n(m.hidden),
+                n(m.heads),
+                n(m.kv_heads),
+                n(m.ffn),
+                n(m.vocab),
+                n(m.seq),
+                m.source.clone(),
+            ]
+        }),
+    )?)
+}
+
+/// The PUE presets, or the one named, in `format`.
+fn pue_text(c: &Catalogs, format: Format, name: Option<&str>) -> Result<String> {
+    let items: Vec<_> = match name {
+        Some(n) => vec![c.pue.lookup(n)?],
+        None => c.pue.iter().collect(),
+    };
+    Ok(match format {
+        Format::Json => to_json(&Listing::new("pue", items))?,
+        Format::Csv => render::csv_rows(
+            &["name", "pue", "year", "source"],
+            items.iter().map(|p| {
+                vec![
+                    p.name.clone(),
+                    p.pue.to_string(),
+                    p.year.to_string(),
+                    p.source.clone(),
+                ]
+            }),
+        )?,
+        Format::Table => render::pue_table(&items),
+    })
+}
+
+/// The planner's validation runs, or the one named, in `format`; the plot written first when
+/// `svg` names a file. `catalogs_given` (`--catalog` files) only earns a warning.
+fn validation_text(
+    catalogs_given: bool,
+    svg: Option<&Path>,
+    format: Format,
+    name: Option<&str>,
+) -> Result<String> {
+    // The published runs' systems are fixed: the embedded catalogs, not --catalog.
+    if catalogs_given {
+        eprintln!(
+            "warning: --catalog does not apply to validation: the published runs are \
+             predicted on the embedded catalogs' devices and models"
+        );
+    }
+    let runs = validation_set()?;
+    let items = match name {
+        Some(n) => vec![find_validation_run(&runs, n)?.clone()],
+        None => runs,
+    };
+    if let Some(p) = svg {
+        crate::output::write_plot(p, &validation::validation_svg(&items))?;
+    }
+    Ok(match (format, name) {
+        (Format::Json, _) => to_json(&Listing::new("validation", items))?,
+        (Format::Csv, _) => validation::validation_csv(&items)?,
+        (Format::Table, Some(_)) => items.iter().map(validation::validation_detail).collect(),
+        (Format::Table, None) => validation::validation_table(&items, &summarise(&items)),
+    })
 }
