@@ -7,7 +7,7 @@
 //! does (machine scope), draws the progress bar, rewrites the result file after every finished
 //! N, and exits with a failing command's status.
 
-use super::measure_args::{measure_baseline, CostArgs, SensorArgs};
+use super::measure_args::{measure_baseline, Cost, CostArgs, SensorArgs};
 use crate::output::{self, Format, FormatArgs};
 use amdahl_meter::record::{self, Host};
 use amdahl_meter::scale::{sweep, Event, Idle, MeterExecutor, Plan, ScaleResult, Setup};
@@ -130,14 +130,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let cost = args.cost.resolve()?;
     let (mut meter, warnings) = meter(&args, &cost.catalogs);
+    let setup = setup(&args, cost, &mut meter, warnings);
+    let start = ScaleResult::new(&plan, setup);
+    announce(&args, &plan, &start)?;
+    let result = measure(&args, &plan, start, meter)?;
+    emit(&args, &result)?;
+    Ok(exit_code(&args, &result))
+}
+
+/// What the sweep records besides its points: the idle power (measured now, before the start
+/// time is taken, when `--idle` asks), the host, the cost factors and the sensors' warnings.
+fn setup(args: &Args, cost: Cost, meter: &mut Meter, warnings: Vec<String>) -> Setup {
     let idle = args.idle.map(|d| {
-        let (duration_s, power_w) = measure_baseline(&mut meter, d);
+        let (duration_s, power_w) = measure_baseline(meter, d);
         Idle {
             duration_s,
             power_w,
         }
     });
-    let setup = Setup {
+    Setup {
         n_counts: args.n_counts.clone(),
         started_unix_s: record::unix_now(),
         host: Host::this_machine(),
@@ -145,8 +156,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         intensity: cost.intensity,
         idle,
         warnings,
-    };
-    let start = ScaleResult::new(&plan, setup);
+    }
+}
+
+/// The warnings before anything runs, and the result file written first with no N finished,
+/// so a path that cannot be written fails before the sweep rather than after it.
+fn announce(args: &Args, plan: &Plan, start: &ScaleResult) -> Result<()> {
     for w in &start.warnings {
         eprintln!("amdahl: warning: {w}");
     }
@@ -154,19 +169,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eprintln!("amdahl: warning: one N only: it is measured, but speedup and fit need at least two (a fit three)");
     }
     if let Some(o) = &args.output {
-        write_result(o, &start).with_context(|| {
+        write_result(o, start).with_context(|| {
             format!(
                 "cannot write the result file {} (fix the path or its permissions)",
                 o.display()
             )
         })?;
     }
+    Ok(())
+}
 
+/// The sweep (signals forwarded to the command) with its progress bar, the result file
+/// rewritten after every finished N (a failed rewrite warned about once).
+fn measure(args: &Args, plan: &Plan, start: ScaleResult, meter: Meter) -> Result<ScaleResult> {
     runner::install_forwarding()?;
     let mut exec = MeterExecutor::new(meter, args.interval, !args.show_output, true);
     let bar = progress_bar(plan.total_runs());
     let mut write_warned = false;
-    let result = sweep(&plan, start, &mut exec, &mut |e| match e {
+    let result = sweep(plan, start, &mut exec, &mut |e| match e {
         Event::Starting {
             n,
             run,
@@ -193,22 +213,32 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     });
     bar.finish_and_clear();
+    Ok(result)
+}
 
+/// The SVG when asked, the result in the chosen format on stdout, and where the file went.
+fn emit(args: &Args, result: &ScaleResult) -> Result<()> {
     if let Some(path) = &args.svg {
-        output::check_result(&result)?;
-        output::write_plot(path, &amdahl_report::scale::svg(&result))?;
+        output::check_result(result)?;
+        output::write_plot(path, &amdahl_report::scale::svg(result))?;
     }
     let text = match args.format.format() {
-        Format::Table => amdahl_report::scale::table(&result),
-        Format::Json => amdahl_report::to_json(&result)?,
-        Format::Csv => amdahl_report::scale::csv(&result)?,
+        Format::Table => amdahl_report::scale::table(result),
+        Format::Json => amdahl_report::to_json(result)?,
+        Format::Csv => amdahl_report::scale::csv(result)?,
     };
-    output::print_result(&result, &text)?;
+    output::print_result(result, &text)?;
     if let Some(o) = &args.output {
         output::wrote(o);
     }
+    Ok(())
+}
+
+/// 0 when every run succeeded; else the failing command's status (1–255), after saying where
+/// it failed, how its stderr ended and which finished N the result file keeps.
+fn exit_code(args: &Args, result: &ScaleResult) -> ExitCode {
     let Some(f) = &result.failure else {
-        return Ok(ExitCode::SUCCESS);
+        return ExitCode::SUCCESS;
     };
     eprintln!(
         "amdahl: error: the command failed at N = {} (run {}{}) with exit status {}{}{}",
@@ -232,5 +262,5 @@ pub fn run(args: Args) -> Result<ExitCode> {
             o.display()
         );
     }
-    Ok(ExitCode::from(f.exit_code.clamp(1, 255) as u8))
+    ExitCode::from(f.exit_code.clamp(1, 255) as u8)
 }
