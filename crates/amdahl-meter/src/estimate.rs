@@ -190,10 +190,12 @@ impl EnergySource for EstimateSource {
         let mut v = Vec::new();
         if let Some(tdp) = self.cpu_tdp {
             let ticks = match &self.target {
-                Target::Machine => std::fs::read_to_string("/proc/stat")
-                    .ok()
-                    .and_then(|s| procfs::parse_stat_busy_ticks(&s))
-                    .unwrap_or(0),
+                Target::Machine => {
+                    crate::small_file::read("/proc/stat".as_ref(), crate::small_file::TABLE)
+                        .ok()
+                        .and_then(|s| procfs::parse_stat_busy_ticks(&s))
+                        .unwrap_or(0)
+                }
                 Target::Process(p) => p.ticks(),
             };
             // J per tick = (TDP / n_logical) W × (1 / CLK_TCK) s, so ticks per J is its inverse.

@@ -27,6 +27,7 @@ pub mod scale;
 pub mod sensors;
 pub mod session;
 pub mod sink;
+pub mod small_file;
 pub mod source;
 pub mod stdout_progress;
 

@@ -1,6 +1,7 @@
 //! Small readers of `/proc`: CPU time of the machine and of a process, memory size, CPU model.
 //! Parsers are pure functions of the file text (proc(5) field positions).
 
+use crate::small_file;
 use amdahl_model::units::Seconds;
 
 /// Clock ticks per second for `/proc` CPU times (`sysconf(_SC_CLK_TCK)`, 100 on Linux).
@@ -40,7 +41,7 @@ pub fn parse_stat_busy_ticks(stat: &str) -> Option<u64> {
 
 /// Machine-wide busy CPU time so far.
 pub fn machine_busy() -> Option<Seconds> {
-    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let s = small_file::read("/proc/stat".as_ref(), small_file::TABLE).ok()?;
     parse_stat_busy_ticks(&s).map(|t| Seconds(t as f64 / clk_tck()))
 }
 
@@ -110,7 +111,8 @@ pub fn all_pid_stats() -> Vec<(u32, PidStat)> {
     rd.filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| {
-            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let text =
+                small_file::read(format!("/proc/{pid}/stat").as_ref(), small_file::TABLE).ok()?;
             Some((pid, parse_pid_stat(&text)?))
         })
         .collect()
@@ -134,7 +136,7 @@ pub fn parse_mem_total(meminfo: &str) -> Option<u64> {
 }
 
 pub fn mem_total_bytes() -> Option<u64> {
-    parse_mem_total(&std::fs::read_to_string("/proc/meminfo").ok()?)
+    parse_mem_total(&small_file::read("/proc/meminfo".as_ref(), small_file::TABLE).ok()?)
 }
 
 /// `VmHWM` (peak resident set) of `/proc/self/status`, in bytes: the Python tracker's
@@ -146,7 +148,7 @@ pub fn parse_vm_hwm(status: &str) -> Option<u64> {
 }
 
 pub fn own_peak_rss_bytes() -> Option<u64> {
-    parse_vm_hwm(&std::fs::read_to_string("/proc/self/status").ok()?)
+    parse_vm_hwm(&small_file::read("/proc/self/status".as_ref(), small_file::TABLE).ok()?)
 }
 
 /// The first `model name` of `/proc/cpuinfo`.
@@ -196,12 +198,14 @@ impl CpuInfo {
 
 /// This machine's `/proc/cpuinfo` (empty where unreadable).
 pub fn cpu_info() -> CpuInfo {
-    CpuInfo::parse(&std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default())
+    CpuInfo::parse(
+        &small_file::read("/proc/cpuinfo".as_ref(), small_file::TABLE).unwrap_or_default(),
+    )
 }
 
 /// `Linux-<kernel release>-<machine>`, the shape of Python's `platform.platform()`.
 pub fn os_string() -> String {
-    let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let rel = small_file::read_small("/proc/sys/kernel/osrelease".as_ref()).unwrap_or_default();
     format!(
         "{}-{}-{}",
         std::env::consts::OS,
@@ -220,7 +224,7 @@ pub fn hostname() -> String {
 /// The running kernel's boot id: one per boot, shared by every container on the machine, so
 /// it tells which records read the same counters.
 pub fn boot_id() -> Option<String> {
-    let s = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let s = small_file::read_small("/proc/sys/kernel/random/boot_id".as_ref()).ok()?;
     let id = s.trim();
     (!id.is_empty()).then(|| id.to_string())
 }

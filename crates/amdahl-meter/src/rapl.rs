@@ -20,7 +20,7 @@ pub type FileReader = Arc<dyn Fn(&Path) -> std::io::Result<String> + Send + Sync
 
 /// The real reader.
 pub fn fs_reader() -> FileReader {
-    Arc::new(|p: &Path| std::fs::read_to_string(p))
+    Arc::new(|p: &Path| crate::small_file::read_small(p))
 }
 
 /// One zone found under the root, readable or not.
@@ -284,6 +284,33 @@ mod tests {
             "{msg}"
         );
         assert!(RaplSource::from_scan(&s, reader).is_none());
+    }
+
+    /// Regression: a `name` (or `energy_uj`) linked to `/dev/zero` was read to the end, without
+    /// bound (about 1 GB allocated before anything failed). Every read now stops at 4 KiB.
+    #[test]
+    fn a_zone_file_linked_to_dev_zero_is_unreadable_not_read_without_end() {
+        let t = tempfile::tempdir().unwrap();
+        fake::standard(t.path()).unwrap();
+        let pkg = t.path().join("intel-rapl:0");
+        let dram = pkg.join("intel-rapl:0:2");
+        for f in [pkg.join("name"), dram.join("energy_uj")] {
+            std::fs::remove_file(&f).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", &f).unwrap();
+        }
+        let s = scan(t.path(), &fs_reader());
+        let p = s.zones.iter().find(|z| z.id == "intel-rapl:0").unwrap();
+        assert_eq!(
+            p.name, "intel-rapl:0",
+            "an unreadable name falls back to the id"
+        );
+        assert!(!p.usable());
+        let d = s.zones.iter().find(|z| z.id == "intel-rapl:0:2").unwrap();
+        let e = d.status.as_ref().unwrap_err().to_string();
+        assert!(
+            e.contains("energy_uj") && e.contains("longer than 4096 bytes"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub struct Discovery {
 pub fn in_container() -> bool {
     Path::new("/.dockerenv").exists()
         || Path::new("/run/.containerenv").exists()
-        || std::fs::read_to_string("/proc/1/cgroup")
+        || crate::small_file::read("/proc/1/cgroup".as_ref(), crate::small_file::TABLE)
             .map(|s| {
                 ["docker", "kubepods", "containerd", "libpod"]
                     .iter()

@@ -5,7 +5,7 @@
 //! (`Uid:`), `PID/cgroup` (cgroup v1 or v2 path) and, only to find `SLURM_JOB_ID`, `PID/environ`
 //! (never exported). Machine-wide: `stat` (busy ticks) and `meminfo` (`MemTotal`).
 
-use crate::procfs;
+use crate::{procfs, small_file};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -95,7 +95,7 @@ impl ProcFs {
         self
     }
     fn read(&self, rel: impl AsRef<Path>) -> Option<String> {
-        std::fs::read_to_string(self.root.join(rel)).ok()
+        small_file::read(&self.root.join(rel), small_file::TABLE).ok()
     }
 }
 
@@ -146,10 +146,16 @@ impl ProcView for ProcFs {
             None => {
                 let cgroup = self.read(dir.join("cgroup")).and_then(|t| parse_cgroup(&t));
                 let job = cgroup.as_deref().and_then(job_from_cgroup).or_else(|| {
-                    job_from_environ(&std::fs::read(self.root.join(&dir).join("environ")).ok()?)
+                    job_from_environ(
+                        &small_file::read_bytes(
+                            &self.root.join(&dir).join("environ"),
+                            small_file::TABLE,
+                        )
+                        .ok()?,
+                    )
                 });
                 let cmdline = if with_cmdline {
-                    std::fs::read(self.root.join(&dir).join("cmdline"))
+                    small_file::read_bytes(&self.root.join(&dir).join("cmdline"), small_file::TABLE)
                         .ok()
                         .map(|b| render_cmdline(&b))
                 } else {
