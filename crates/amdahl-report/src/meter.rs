@@ -25,6 +25,19 @@ fn fmt_f(x: f64) -> String {
     format!("{x:?}")
 }
 
+/// A text cell as a spreadsheet will not evaluate it: one that starts with `=`, `+`, `-`, `@`, a tab
+/// or a carriage return gets a leading `'` (OWASP, "CSV Injection"), which Excel, LibreOffice and
+/// Sheets read as "this cell is text" and do not show. Only text columns go through here: the
+/// numeric ones are written by [`fmt_f`] and `-0.5` stays a number.
+fn text(s: impl Into<String>) -> String {
+    let s = s.into();
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{s}")
+    } else {
+        s
+    }
+}
+
 /// One CodeCarbon CSV line (no header, with trailing newline) for a run.
 pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
     let pue = r.pue;
@@ -56,12 +69,14 @@ pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
     let fields: Vec<String> = vec![
         end.trim_end_matches('Z').to_string(),
         // CodeCarbon's own default is "codecarbon"; a row without a project says who wrote it.
-        r.project.clone().unwrap_or_else(|| "amdahl".into()),
-        r.run_id.clone(),
-        r.cluster
-            .job_id
-            .clone()
-            .unwrap_or_else(|| CODECARBON_DEFAULT_EXPERIMENT.into()),
+        text(r.project.clone().unwrap_or_else(|| "amdahl".into())),
+        text(r.run_id.clone()),
+        text(
+            r.cluster
+                .job_id
+                .clone()
+                .unwrap_or_else(|| CODECARBON_DEFAULT_EXPERIMENT.into()),
+        ),
         fmt_f(secs),
         fmt_f(kg),
         fmt_f(if secs > 0.0 { kg / secs } else { 0.0 }),
@@ -73,19 +88,19 @@ pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
         fmt_f(ram),
         fmt_f(r.energy_kwh),
         fmt_f(0.0),
-        loc.map(|l| l.country_name.clone()).unwrap_or_default(),
-        loc.map(|l| l.country_iso_code.clone()).unwrap_or_default(),
+        text(loc.map(|l| l.country_name.clone()).unwrap_or_default()),
+        text(loc.map(|l| l.country_iso_code.clone()).unwrap_or_default()),
         // CodeCarbon's `region` is a sub-national region (`california`), never the country.
         String::new(),
-        cloud.map(|(p, _)| p.to_string()).unwrap_or_default(),
-        cloud.map(|(_, r)| r.to_string()).unwrap_or_default(),
-        r.host.os.clone(),
+        text(cloud.map(|(p, _)| p.to_string()).unwrap_or_default()),
+        text(cloud.map(|(_, r)| r.to_string()).unwrap_or_default()),
+        text(r.host.os.clone()),
         String::new(),
         format!("amdahl {}", r.amdahl_version),
         fmt_f(r.host.cpu_count as f64),
-        r.host.cpu_model.clone(),
+        text(r.host.cpu_model.clone()),
         fmt_f(gpus.len() as f64),
-        gpus.join(", "),
+        text(gpus.join(", ")),
         String::new(),
         String::new(),
         fmt_f(r.host.ram_total_gb),
@@ -653,6 +668,38 @@ mod tests {
         assert_eq!(get("cpu_model"), "Intel(R) Xeon(R), 2.1GHz");
         assert_eq!(get("tracking_mode"), "machine");
         assert_eq!(get("experiment_id"), CODECARBON_DEFAULT_EXPERIMENT);
+    }
+
+    /// Regression: a `--project`, job id, CPU or GPU name starting with `=`, `+`, `-` or `@` was
+    /// written verbatim, and a spreadsheet opening emissions.csv evaluated it as a formula.
+    #[test]
+    fn codecarbon_row_text_cells_cannot_start_a_formula_numbers_stay_numbers() {
+        let mut r = record();
+        r.project = Some("=HYPERLINK(\"http://x\",\"y\")".into());
+        r.cluster.job_id = Some("+1".into());
+        r.host.os = "\tLinux".into();
+        r.host.cpu_model = "@SUM(A1)".into();
+        r.devices
+            .iter_mut()
+            .filter(|d| d.kind == DeviceKind::Gpu)
+            .for_each(|d| d.name = "-2+3".into());
+        r.energy_kwh = -0.5;
+        let row = codecarbon_row(&r).unwrap();
+        let mut rd = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(row.as_bytes());
+        let rec = rd.records().next().unwrap().unwrap();
+        let get = |name: &str| {
+            let i = CODECARBON_3_FIELDS.iter().position(|f| *f == name).unwrap();
+            rec.get(i).unwrap().to_string()
+        };
+        assert_eq!(get("project_name"), "'=HYPERLINK(\"http://x\",\"y\")");
+        assert_eq!(get("experiment_id"), "'+1");
+        assert_eq!(get("os"), "'\tLinux");
+        assert_eq!(get("cpu_model"), "'@SUM(A1)");
+        assert_eq!(get("gpu_model"), "'-2+3");
+        assert_eq!(get("energy_consumed"), "-0.5");
+        assert_eq!(get("run_id"), r.run_id);
     }
 
     #[test]
