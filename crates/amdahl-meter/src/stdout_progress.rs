@@ -20,6 +20,19 @@ use std::time::Duration;
 /// through whole). Bounds the memory a command without newlines can make amdahl hold.
 pub const MAX_LINE: usize = 64 * 1024;
 
+/// How many characters of a progress line a warning quotes: enough to recognise the line, not
+/// the 64 KiB a line may hold.
+pub const QUOTED_CHARS: usize = 80;
+
+/// The first [`QUOTED_CHARS`] characters of `s`, with "…" when there were more (cut at a character,
+/// never inside one).
+pub fn quoted_head(s: &str) -> String {
+    match s.char_indices().nth(QUOTED_CHARS) {
+        Some((i, _)) => format!("{}…", s.get(..i).unwrap_or(s)),
+        None => s.to_string(),
+    }
+}
+
 /// Counts the progress lines of a byte stream fed to it in chunks of any size.
 ///
 /// With a capture group in the regex, the first group that took part in the line's last match is
@@ -109,7 +122,7 @@ impl LineCounter {
             None => {
                 self.unreadable += 1;
                 if self.first_unreadable.is_none() {
-                    self.first_unreadable = Some(String::from_utf8_lossy(&self.line).into_owned());
+                    self.first_unreadable = Some(quoted_head(&String::from_utf8_lossy(&self.line)));
                 }
             }
         }
@@ -314,6 +327,30 @@ mod tests {
         assert_eq!(end, TeeEnd::default());
         assert_eq!(*out.0.lock().unwrap(), input);
         assert_eq!(work.steps.done(), 2);
+    }
+
+    /// Regression: a 64 KiB line whose group was not a number was quoted whole into the warning
+    /// (and so into the record). The quote is now its first 80 characters and "…".
+    #[test]
+    fn a_huge_unreadable_line_is_quoted_by_its_head_only() {
+        let mut input = b"step ".to_vec();
+        // Two-byte characters, so a cut by bytes would land inside one.
+        input.extend("é".repeat(MAX_LINE).as_bytes());
+        input.push(b'\n');
+        let work = Arc::new(Work::default());
+        let tee = start_to(
+            std::io::Cursor::new(input),
+            Shared::default(),
+            Regex::new(r"step (\S+)").unwrap(),
+            Arc::clone(&work),
+        );
+        let end = tee.finish(Duration::from_secs(10)).unwrap();
+        let [w] = end.warnings.as_slice() else {
+            panic!("{:?}", end.warnings)
+        };
+        let quoted = format!("{:?}", format!("step {}…", "é".repeat(75)));
+        assert!(w.contains(&format!("(first: {quoted})")), "{w}");
+        assert!(w.chars().count() < 300, "{} characters", w.chars().count());
     }
 
     #[test]
