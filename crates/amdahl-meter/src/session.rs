@@ -405,6 +405,59 @@ mod tests {
         }
     }
 
+    /// Every number in `v` with its path, for the test below.
+    fn numbers(v: &serde_json::Value, path: String, out: &mut Vec<(String, f64)>) {
+        match v {
+            serde_json::Value::Number(n) => out.extend(n.as_f64().map(|x| (path, x))),
+            serde_json::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, x)| numbers(x, format!("{path}[{i}]"), out)),
+            serde_json::Value::Object(o) => o
+                .iter()
+                .for_each(|(k, x)| numbers(x, format!("{path}.{k}"), out)),
+            _ => {}
+        }
+    }
+
+    /// Regression: a command that never started (`amdahl run -- /nonexistent/cmd`) recorded
+    /// `-0.0` J, kWh and g CO2e: the total of no devices was an empty f64 sum, which Rust starts
+    /// at -0.0. Every energy of such a record is 0.0, its sign bit clear.
+    #[test]
+    fn a_command_that_never_started_records_zero_energy_not_negative_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::start(
+            settings(dir.path()),
+            Vec::new(),
+            ProcessProbe::new(),
+            Arc::new(Work::default()),
+            Arc::new(|_| {}),
+        )
+        .unwrap();
+        let r = session
+            .finish(Ending {
+                not_started: Some("cannot start `/nonexistent/cmd`: command not found".into()),
+                ran: false,
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(r.total_energy_j.get(), 0.0);
+        for (what, x) in [
+            ("total_energy_j", r.total_energy_j.get()),
+            ("energy_kwh", r.energy_kwh),
+            ("co2e_g", r.co2e_g.get()),
+        ] {
+            assert!(!x.is_sign_negative(), "{what} is {x:?}");
+        }
+        let mut all = Vec::new();
+        numbers(&serde_json::to_value(&r).unwrap(), String::new(), &mut all);
+        let negative_zeros: Vec<_> = all
+            .iter()
+            .filter(|(_, x)| *x == 0.0 && x.is_sign_negative())
+            .collect();
+        assert!(negative_zeros.is_empty(), "{negative_zeros:?}");
+    }
+
     /// Every sink is opened in order before the work, gets samples, and gets the final record
     /// even when one before it fails there; the first failure is the session's error.
     #[test]

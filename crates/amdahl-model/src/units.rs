@@ -59,9 +59,11 @@ macro_rules! unit {
                 self.0 / rhs.0
             }
         }
+        /// From +0.0: the sum of nothing is zero. (`f64`'s own `Sum` starts at -0.0, the
+        /// identity of IEEE addition, so an empty total was `-0.0` and was written so.)
         impl std::iter::Sum for $name {
             fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
-                Self(iter.map(|x| x.0).sum())
+                Self(iter.fold(0.0, |acc, x| acc + x.0))
             }
         }
         impl fmt::Display for $name {
@@ -220,6 +222,19 @@ pub fn shown(x: &f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The total of no devices is 0 J, not -0 J (the sign showed in records as `-0.0`).
+    #[test]
+    fn the_sum_of_nothing_is_positive_zero() {
+        let none: Joules = std::iter::empty().sum();
+        assert!(none.get() == 0.0 && !none.get().is_sign_negative());
+        let neg: Joules = [Joules(-0.0)].into_iter().sum();
+        assert!(!neg.get().is_sign_negative());
+        assert_eq!(
+            [Joules(1.5), Joules(-0.5)].into_iter().sum::<Joules>(),
+            Joules(1.0)
+        );
+    }
 
     #[test]
     fn shown_keeps_typed_numbers_and_shortens_extreme_ones() {
