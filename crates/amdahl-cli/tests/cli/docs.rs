@@ -167,7 +167,7 @@ fn run(command: &str, cwd: &Path) -> (i32, String) {
 /// folder it ran in and how long a search took (its results are shown in full).
 fn redactions(work: &Path) -> Redactions {
     let mut r = Redactions::new();
-    let timings = [
+    let patterns = [
         (
             "[CWD]",
             regex::Regex::new(&regex::escape(&work.display().to_string())),
@@ -181,7 +181,7 @@ fn redactions(work: &Path) -> Redactions {
             regex::Regex::new(r"\((?<redacted>[0-9]+) per second\)"),
         ),
     ];
-    for (placeholder, pattern) in timings {
+    for (placeholder, pattern) in patterns {
         r.insert(placeholder, pattern.unwrap()).unwrap();
     }
     r
