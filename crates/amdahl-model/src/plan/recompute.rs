@@ -6,7 +6,8 @@
 //! §3.3.3: the SwiGLU inputs of the MoE are cached and its output recomputed).
 //!
 //! Each module trades stored activation bytes (Korthikanti et al. 2022's per-layer accounting,
-//! [`super::memory::layer_activation_bytes`]) for forward work re-done in the backward pass.
+//! `layer_activation_bytes` in the memory module, which calls this one) for forward work
+//! re-done in the backward pass.
 
 use super::counts::{mean_routed_width, moe_fraction};
 use super::spec::ModelShape;
@@ -14,7 +15,7 @@ pub use super::spec::{RecomputeModule, RecomputeModules};
 
 /// Bytes per token-hidden element (of one microbatch, per TP rank, before the activation
 /// precision's scale) that the modules other than `core_attn` keep out of a layer's stored
-/// activations, in the terms of [`super::memory::layer_activation_bytes`]:
+/// activations, in the terms of the memory module's `layer_activation_bytes` (the caller):
 /// - `layernorm`: the two norms' 2-byte outputs, 4 (split by TP only with SP, `unsplit_div`);
 /// - `mla_up_proj`: the queries (2·q_width/h) and keys and values (4·kv_width/h), less the
 ///   latents kept instead, 2·(q_lora_rank + kv_lora_rank)/h;
