@@ -53,20 +53,28 @@ pub trait ScrubEnv {
     fn scrub_env(&mut self) -> &mut Self;
 }
 
+/// What [`ScrubEnv::scrub_env`] removes.
+fn scrubbed() -> impl Iterator<Item = &'static str> {
+    amdahl_meter::cluster::VARIABLES
+        .iter()
+        .copied()
+        .chain(["COLUMNS"])
+}
+
 impl ScrubEnv for std::process::Command {
     fn scrub_env(&mut self) -> &mut Self {
-        for var in amdahl_meter::cluster::VARIABLES.iter().chain(&["COLUMNS"]) {
+        scrubbed().for_each(|var| {
             self.env_remove(var);
-        }
+        });
         self
     }
 }
 
 impl ScrubEnv for Command {
     fn scrub_env(&mut self) -> &mut Self {
-        for var in amdahl_meter::cluster::VARIABLES.iter().chain(&["COLUMNS"]) {
+        scrubbed().for_each(|var| {
             self.env_remove(var);
-        }
+        });
         self
     }
 }
