@@ -8,10 +8,12 @@
 
 pub mod carbon;
 pub mod catalog;
+pub mod energy_validation;
 pub mod flops;
 pub mod infer;
 pub mod names;
 pub mod plan;
+pub mod power;
 pub mod projection;
 pub mod scaling;
 pub mod stats;

@@ -100,11 +100,11 @@ fn figures_table(r: &InferResult) -> String {
             ),
         ),
         (
-            "energy per output token (IT)",
+            "energy per output token (GPU)",
             format!("{} J", sig(r.energy_per_token_j, 3)),
         ),
         (
-            "energy per request (IT)",
+            "energy per request (GPU)",
             format!("{} J", sig(r.energy_per_request_j, 3)),
         ),
         (

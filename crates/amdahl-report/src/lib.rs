@@ -7,6 +7,7 @@ pub mod bench;
 pub mod bench_gpu;
 pub mod carbon;
 pub mod catalog;
+pub mod energy_validation;
 pub mod escape;
 pub mod export;
 pub mod exporter;

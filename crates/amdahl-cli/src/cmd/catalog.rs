@@ -5,8 +5,10 @@ use crate::cmd::resolve::load;
 use crate::output::{print, Format, FormatArgs};
 use amdahl_model::catalog::models::ModelShape;
 use amdahl_model::catalog::{Catalogs, Listing};
+use amdahl_model::energy_validation::energy_validation;
 use amdahl_model::plan::{find_validation_run, summarise, validation_set};
 use amdahl_report::catalog as render;
+use amdahl_report::energy_validation as energy;
 use amdahl_report::to_json;
 use amdahl_report::validation;
 use anyhow::{bail, Result};
@@ -44,11 +46,25 @@ pub struct Args {
     /// or PNG/PDF by the file's extension).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// `validation` only: the energy validation set (published power and energy measurements,
+    /// data/validation/energy.csv) instead of the training runs.
+    #[arg(long)]
+    pub energy: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
     if args.svg.is_some() && args.which != Which::Validation {
         bail!("--svg draws the validation set only: `amdahl catalog validation --svg FILE`");
+    }
+    if args.energy && args.which != Which::Validation {
+        bail!("--energy selects a validation set: `amdahl catalog validation --energy`");
+    }
+    if args.energy {
+        if args.svg.is_some() || args.name.is_some() {
+            bail!("--energy lists the whole energy set: drop --svg and the row name (filter the --csv output instead)");
+        }
+        print(&energy_validation_text(args.format.format())?)?;
+        return Ok(ExitCode::SUCCESS);
     }
     let c = load(&args.catalogs)?;
     let format = args.format.format();
@@ -160,6 +176,16 @@ fn pue_text(c: &Catalogs, format: Format, name: Option<&str>) -> Result<String> 
             }),
         )?,
         Format::Table => render::pue_table(&items),
+    })
+}
+
+/// The energy validation set in `format`.
+fn energy_validation_text(format: Format) -> Result<String> {
+    let v = energy_validation()?;
+    Ok(match format {
+        Format::Json => to_json(&Listing::new("energy-validation", vec![v]))?,
+        Format::Csv => energy::energy_validation_csv(&v)?,
+        Format::Table => energy::energy_validation_table(&v),
     })
 }
 

@@ -209,6 +209,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Format::Table => amdahl_report::infer::infer_table(&result),
     };
     print(&text)?;
+    if a.format.format() == Format::Table {
+        crate::cmd::energy_note::note_energy_accuracy();
+    }
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::infer::infer_svg(&result))?;
     }
@@ -271,6 +274,9 @@ fn run_search(
         Format::Table => amdahl_report::infer::search_table(&result),
     };
     print(&text)?;
+    if a.format.format() == Format::Table {
+        crate::cmd::energy_note::note_energy_accuracy();
+    }
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::infer::search_svg(&result))?;
     }

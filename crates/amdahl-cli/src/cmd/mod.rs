@@ -8,6 +8,7 @@ pub mod carbon;
 pub mod catalog;
 pub mod demo;
 pub mod detect;
+pub mod energy_note;
 pub mod exporter;
 pub mod fit;
 pub mod infer;

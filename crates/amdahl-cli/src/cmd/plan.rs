@@ -337,6 +337,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     print_result(&result, &text)?;
     if a.format.format() == Format::Table {
         note_accuracy();
+        crate::cmd::energy_note::note_energy_accuracy();
     }
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::plan::plan_svg(&result))?;
@@ -453,6 +454,7 @@ fn run_search(
     print_result(&result, &text)?;
     if a.format.format() == Format::Table {
         note_accuracy();
+        crate::cmd::energy_note::note_energy_accuracy();
     }
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::plan::search_svg(&result))?;

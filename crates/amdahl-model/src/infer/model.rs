@@ -14,6 +14,7 @@ use super::step::{pass, Device, Pass, Shard, Work, ACT_BYTES};
 use crate::plan::collective::p2p;
 use crate::plan::error::{nearest_divisors, nearest_multiples};
 use crate::plan::{validate_model, Hardware, ModelShape, Network, PlanError};
+use crate::power::Activity;
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -21,12 +22,6 @@ use serde::{Deserialize, Serialize};
 /// `gpu_memory_utilization = 0.9` (vLLM engine arguments); the rest is CUDA context, library
 /// workspaces and fragmentation.
 pub const USABLE_MEMORY: f64 = 0.9;
-
-/// Memory-bound work drives power less than arithmetic: a device streaming HBM at its full
-/// bandwidth with idle tensor cores draws P_idle + this share of (TDP − P_idle). 0.5, an estimate
-/// from Patel et al. 2024 (Splitwise, ISCA, §III-F: token generation draws well below TDP, prompt
-/// computation reaches it) and the per-access energies of DRAM vs arithmetic (Horowitz 2014).
-pub const MEMORY_POWER_SHARE: f64 = 0.5;
 
 /// How the model is served.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -96,6 +91,12 @@ pub struct Evaluation {
     /// IT energy at the devices (before PUE).
     pub energy_per_token_j: f64,
     pub energy_per_request_j: f64,
+    /// What one device does during the batch's prefill and during a decode step, as the power
+    /// model reads it (`power_prefill_w`, `power_decode_w`).
+    #[serde(default)]
+    pub activity_prefill: Activity,
+    #[serde(default)]
+    pub activity_decode: Activity,
     pub memory: InferMemory,
 }
 
@@ -363,21 +364,23 @@ pub fn estimate(s: &Setup, hw: &Hardware, net: &Network, batch: u32) -> Evaluati
     let per_replica_tps = b * output / cycle;
     let replicas = f64::from(s.serving.replicas);
 
-    // Utilisation of one device during each phase: its share of the pipeline slots times the
-    // fraction of a pass spent at full arithmetic rate or full memory bandwidth.
-    let util = |p: &Pass, busy: f64| {
-        let uc = p.flops / (p.time * s.device.gemm_rate);
-        let um = p.bytes / (p.time * s.device.bandwidth);
-        busy * (uc + MEMORY_POWER_SHARE * um)
-    };
-    let p_pre = hw.power(util(&pre, pre_busy)).get();
-    let p_dec = hw.power(util(&dec, dec_busy)).get();
-    let energy_gpu = p_pre * prefill + p_dec * steps * tpot;
-    let energy_replica = energy_gpu * gpus_per_replica;
+    // What one device does during each phase, for the shared power model: its share of the
+    // pipeline slots, and within a pass its FLOP rate over the arithmetic's data-sheet peak and
+    // its byte rate over the data-sheet bandwidth.
     let peak = hw
         .peak(s.arithmetic.precision)
         .unwrap_or(hw.peak_bf16)
         .get();
+    let activity = |p: &Pass, busy: f64| Activity {
+        busy,
+        compute: busy * p.flops / (p.time * peak),
+        memory: busy * p.bytes / (p.time * hw.memory_bandwidth.get()),
+    };
+    let (a_pre, a_dec) = (activity(&pre, pre_busy), activity(&dec, dec_busy));
+    let p_pre = hw.power(&a_pre).get();
+    let p_dec = hw.power(&a_dec).get();
+    let energy_gpu = p_pre * prefill + p_dec * steps * tpot;
+    let energy_replica = energy_gpu * gpus_per_replica;
     // Executed FLOPs of a cycle on one device over the cycle at the arithmetic's peak.
     let flops_gpu = pre.flops * pre_busy * f64::from(s.serving.pp)
         + steps * dec.flops * dec_busy * f64::from(s.serving.pp);
@@ -407,6 +410,8 @@ pub fn estimate(s: &Setup, hw: &Hardware, net: &Network, batch: u32) -> Evaluati
         power_prefill_w: p_pre,
         power_decode_w: p_dec,
         power_per_gpu_w: energy_gpu / cycle,
+        activity_prefill: a_pre,
+        activity_decode: a_dec,
         energy_per_token_j: energy_replica / (b * output),
         energy_per_request_j: energy_replica / b,
         memory: InferMemory {

@@ -1,9 +1,7 @@
 //! Time, device-hours, energy and carbon to train on D tokens.
 //!
-//! Power model: each device draws P = P_idle + u·(TDP − P_idle), u the fraction of the step it
-//! computes or streams memory (a linear utilisation–power model, as used by e.g. the ML CO2
-//! Impact calculator (Lacoste et al. 2019) at u = 1 and by Patterson et al. 2021 with measured
-//! averages). Facility energy = IT energy × PUE; emissions = kWh × PUE × gCO2e/kWh.
+//! Power: the shared power model ([`crate::power`]) over the step's activity (busy share, HFU,
+//! memory-bound share). Facility energy = IT energy × PUE; emissions = kWh × PUE × gCO2e/kWh.
 
 use super::hardware::Hardware;
 use super::perf::Estimate;
@@ -41,7 +39,7 @@ pub fn cost(est: &Estimate, hw: &Hardware, inp: &CostInputs) -> Cost {
     let steps = inp.tokens / tokens_per_step;
     let train_time = est.step_time * steps;
     let n = est.gpus as f64;
-    let power = hw.power(est.busy_fraction);
+    let power = hw.power(&est.activity);
     let it_energy = power * train_time * n;
     let facility_energy = it_energy * inp.pue;
     let device_hours = train_time.hours() * n;

@@ -9,6 +9,7 @@
 
 use super::error::PlanError;
 use crate::catalog::devices::{Device, PeakPrecision};
+use crate::power::{device_power, Activity, Coefficients};
 use crate::units::{Bytes, BytesPerSecond, FlopsPerSecond, Seconds, Watts};
 use serde::{Deserialize, Serialize};
 
@@ -172,6 +173,9 @@ impl DeviceClass {
 pub struct Hardware {
     pub name: String,
     pub class: DeviceClass,
+    /// The catalog's `arch` (Hopper, Blackwell, …): the power model's generation.
+    #[serde(default)]
+    pub arch: String,
     /// Dense peak for fp32 training (IEEE fp32 FMA units; TF32 is not used by default in
     /// PyTorch matmuls since 1.12); `None` where the vendor publishes none.
     pub peak_fp32: Option<FlopsPerSecond>,
@@ -260,6 +264,7 @@ impl Hardware {
         Ok(Hardware {
             name: d.name.clone(),
             class: DeviceClass::from_arch(&d.arch),
+            arch: d.arch.trim().to_string(),
             peak_fp32: d.peak(PeakPrecision::Fp32),
             peak_bf16,
             has_bf16: !matches!(
@@ -278,16 +283,16 @@ impl Hardware {
 }
 
 impl Hardware {
-    /// Board power at utilisation `u` ∈ [0, 1]: P = P_idle + u·(TDP − P_idle), the linear
-    /// utilisation–power model the training cost and the serving model share (docs/methodology.md,
-    /// "Power model"). `u` is clamped to [0, 1], so no estimate exceeds the TDP or falls below idle.
-    pub fn power(&self, u: f64) -> Watts {
-        let u = if u.is_finite() {
-            u.clamp(0.0, 1.0)
-        } else {
-            1.0
-        };
-        self.idle_power + (self.tdp - self.idle_power) * u
+    /// Board power while doing `a`: the shared power model ([`crate::power`], docs/methodology.md,
+    /// "Power model") at this device's TDP and idle draw, never below idle nor above the TDP.
+    pub fn power(&self, a: &Activity) -> Watts {
+        device_power(
+            &Coefficients::of(&self.arch),
+            self.tdp,
+            self.idle_power,
+            None,
+            a,
+        )
     }
 
     /// Dense peak at `p`, `None` where the device lacks that precision.

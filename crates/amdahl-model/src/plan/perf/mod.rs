@@ -25,6 +25,7 @@ use super::recompute;
 use super::spec::ModelShape;
 use super::spec::{Layout, Recompute, RecomputeModule};
 use super::validate::validate;
+use crate::power::Activity;
 use crate::units::{Flops, Seconds};
 use serde::{Deserialize, Serialize};
 
@@ -105,6 +106,11 @@ pub struct Estimate {
     pub hfu: f64,
     /// Fraction of the step the device computes or streams memory (drives the power model).
     pub busy_fraction: f64,
+    /// What the device does over the step, as the power model reads it: busy as above, executed
+    /// FLOP/s over the dense peak (HFU), and memory-bound time at the achieved bandwidth as a
+    /// share of the data-sheet bandwidth.
+    #[serde(default)]
+    pub activity: Activity,
     pub model_flops: Flops,
     pub executed_flops: Flops,
     pub memory: Memory,
@@ -273,6 +279,11 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         mfu: flops.model / step / n / peak,
         hfu: flops.executed / step / n / peak,
         busy_fraction: busy,
+        activity: Activity {
+            busy,
+            compute: flops.executed / step / n / peak,
+            memory: breakdown.memory_bound.get() / step * x.k.mem_rate / hw.memory_bandwidth.get(),
+        },
         model_flops: Flops(flops.model),
         executed_flops: Flops(flops.executed),
         memory: memory(model, l, hw.memory),

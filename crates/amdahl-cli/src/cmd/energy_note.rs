@@ -1,0 +1,35 @@
+//! One line under an energy table on what its figures cover and how far they can be trusted: the
+//! power model at hand predicts the energy validation set (`amdahl catalog validation --energy`,
+//! a few milliseconds), so the errors quoted are never stale. Silenced by `--quiet`; JSON and CSV
+//! carry no note.
+
+use amdahl_model::energy_validation::{energy_validation, Quantity};
+
+pub fn note_energy_accuracy() {
+    if crate::output::quiet() {
+        return;
+    }
+    let Ok(v) = energy_validation() else {
+        return; // `amdahl catalog validation --energy` reports a broken row.
+    };
+    let of = |q: Quantity| {
+        v.summaries
+            .iter()
+            .find(|s| s.subset == "claim" && s.quantity == q.name())
+    };
+    let (Some(power), Some(token)) = (of(Quantity::PowerPerGpu), of(Quantity::EnergyPerToken))
+    else {
+        return;
+    };
+    crate::output::note(&format!(
+        "energy: GPU boards only, modelled (not measured; host, network and cooling excluded \
+         before PUE); on {} published serving measurements held out of the power model's fit, \
+         power per GPU is within {:.1} % (median |error|; worst {:.1} %), energy per output token \
+         {:.1} % (worst {:.1} %); `amdahl catalog validation --energy` lists them",
+        power.rows,
+        100.0 * power.held_out_median_abs_error,
+        100.0 * power.held_out_worst_abs_error,
+        100.0 * token.held_out_median_abs_error,
+        100.0 * token.held_out_worst_abs_error,
+    ));
+}

@@ -1,0 +1,182 @@
+//! A row of the energy set as amdahl models it: the serving model's activity and throughput for
+//! the row's configuration, from which any set of power-model coefficients predicts the row's
+//! power or energy. Rows amdahl cannot express yet say why instead.
+
+use super::fit::{PowerFit, Term};
+use super::rows::Row;
+use crate::infer::model::{estimate, setup_unchecked, Requests, Serving};
+use crate::infer::precision::{KvFormat, WeightFormat};
+use crate::plan::{catalog_model, catalog_system};
+use crate::power::{device_power, Activity};
+use crate::units::Watts;
+
+/// What a row measured, as amdahl compares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantity {
+    /// Mean board power of one GPU, W (a sum over GPUs is divided by their count).
+    PowerPerGpu,
+    EnergyPerToken,
+    EnergyPerRequest,
+    /// Output tokens per second of all the row's GPUs: the time the energy rows depend on.
+    Throughput,
+}
+
+impl Quantity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Quantity::PowerPerGpu => "power per GPU (W)",
+            Quantity::EnergyPerToken => "energy per output token (J)",
+            Quantity::EnergyPerRequest => "energy per request (J)",
+            Quantity::Throughput => "output tokens/s",
+        }
+    }
+}
+
+/// The modelled configuration of an expressible row.
+#[derive(Debug, Clone)]
+pub struct Modelled {
+    pub quantity: Quantity,
+    /// The device's generation (the catalog's `arch`).
+    pub arch: String,
+    /// The published value in the quantity's unit (per GPU for power).
+    pub published: f64,
+    tdp: Watts,
+    idle: Watts,
+    /// Time shares of the cycle and what a device does in each: prefill, decode.
+    phases: [(f64, Activity); 2],
+    gpus: f64,
+    tokens_per_s: f64,
+    output_tokens: f64,
+    /// The typed batch fits the modelled memory.
+    pub fits: bool,
+}
+
+impl Modelled {
+    /// Mean power of one GPU under coefficients `f`, as `amdahl infer` computes it.
+    pub fn power(&self, f: &PowerFit) -> f64 {
+        let k = f.coefficients(&self.arch);
+        self.phases
+            .iter()
+            .map(|(w, a)| w * device_power(&k, self.tdp, self.idle, None, a).get())
+            .sum()
+    }
+
+    /// The row's quantity under coefficients `k`.
+    pub fn predict(&self, k: &PowerFit) -> f64 {
+        let energy_per_token = || self.power(k) * self.gpus / self.tokens_per_s;
+        match self.quantity {
+            Quantity::PowerPerGpu => self.power(k),
+            Quantity::EnergyPerToken => energy_per_token(),
+            Quantity::EnergyPerRequest => energy_per_token() * self.output_tokens,
+            Quantity::Throughput => self.tokens_per_s,
+        }
+    }
+
+    /// The row's terms of the power model, linear in (active, compute, memory): the published
+    /// power per GPU minus the idle share, over the TDP, and its three regressors. `None` for
+    /// rows that do not measure power.
+    pub fn regression(&self) -> Option<Term> {
+        if self.quantity != Quantity::PowerPerGpu {
+            return None;
+        }
+        let tdp = self.tdp.get();
+        let mut x = [0.0; 3];
+        let mut idle = 0.0;
+        for (w, a) in &self.phases {
+            x[0] += w * a.busy;
+            x[1] += w * a.compute;
+            x[2] += w * a.memory;
+            idle += w * (1.0 - a.busy) * self.idle.get();
+        }
+        Some(Term {
+            arch: self.arch.clone(),
+            x,
+            y: (self.published - idle) / tdp,
+        })
+    }
+}
+
+/// A row modelled, or the reason it cannot be yet.
+pub fn model_row(r: &Row) -> Result<Modelled, String> {
+    let quantity = match r.measured.as_str() {
+        "gpu_power_w_all_gpus" | "gpu_power_w_per_gpu" => Quantity::PowerPerGpu,
+        "energy_per_output_token_j" => Quantity::EnergyPerToken,
+        "energy_per_request_j" => Quantity::EnergyPerRequest,
+        "throughput_output_tokens_per_s" => Quantity::Throughput,
+        "node_wall_power_w" | "energy_to_train_j" => {
+            return Err("server (wall) scope is not modelled yet".into())
+        }
+        other => return Err(format!("`{other}` is not a quantity amdahl predicts")),
+    };
+    if r.kind != "inference" {
+        return Err(if r.model == "resnet50" {
+            "a convolutional network: amdahl models decoder-only transformers".into()
+        } else {
+            "training energy rows need the plan's power-cap and LoRA models (not yet)".into()
+        });
+    }
+    if r.scope != "gpu" {
+        return Err(format!(
+            "scope `{}`: only GPU counters are modelled yet",
+            r.scope
+        ));
+    }
+    let model = catalog_model(&r.model)
+        .map_err(|_| format!("model `{}` is not in the catalog", r.model))?;
+    let (hw, net) = catalog_system(&r.system)
+        .map_err(|_| format!("device `{}` is not in the catalog", r.system))?;
+    if let Some(cap) = r.power_cap_w.filter(|c| *c < hw.tdp.get()) {
+        return Err(format!(
+            "a power cap of {cap} W below the TDP is not modelled yet"
+        ));
+    }
+    if r.beams.is_some_and(|b| b > 1) {
+        return Err("beam search is not modelled yet".into());
+    }
+    let weights = WeightFormat::parse(&r.precision)
+        .ok_or_else(|| format!("precision `{}` is not a serving format", r.precision))?;
+    let kv = match r.kv_precision.as_str() {
+        // The engines' default (vLLM `kv-cache-dtype auto`): the model's 16-bit dtype.
+        "" => KvFormat::Bf16,
+        k => KvFormat::parse(k).ok_or_else(|| format!("KV format `{k}` is not modelled"))?,
+    };
+    let (tp, pp) = (r.tp.unwrap_or(1), r.pp.unwrap_or(1));
+    let serving = Serving {
+        tp,
+        pp,
+        replicas: (r.gpus / (tp * pp)).max(1),
+        weights,
+        kv,
+    };
+    let (input, output) = match (r.input_tokens, r.output_tokens) {
+        (Some(i), Some(o)) => (i, o),
+        _ => return Err("input or output length not given".into()),
+    };
+    let requests = Requests {
+        input: input.round() as u32,
+        output: output.round() as u32,
+    };
+    let s = setup_unchecked(&model, &hw, &net, serving, requests).map_err(|e| e.to_string())?;
+    let e = estimate(&s, &hw, &net, r.batch);
+    let steps = f64::from(requests.output) - 1.0;
+    let cycle = e.prefill_batch_s + steps * e.tpot_s;
+    let published = match r.measured.as_str() {
+        "gpu_power_w_all_gpus" => r.value / f64::from(r.gpus),
+        _ => r.value,
+    };
+    Ok(Modelled {
+        quantity,
+        arch: hw.arch.clone(),
+        published,
+        tdp: hw.tdp,
+        idle: hw.idle_power,
+        phases: [
+            (e.prefill_batch_s / cycle, e.activity_prefill),
+            (steps * e.tpot_s / cycle, e.activity_decode),
+        ],
+        gpus: serving.gpus() as f64,
+        tokens_per_s: e.output_tokens_per_s,
+        output_tokens: f64::from(requests.output),
+        fits: r.batch <= s.max_batch,
+    })
+}

@@ -1,0 +1,94 @@
+//! The rows of data/validation/energy.csv, as typed (its header explains every column).
+
+use serde::Deserialize;
+
+/// The set as committed (embedded: no file is read at run time).
+const ENERGY_CSV: &str = include_str!("../../../../data/validation/energy.csv");
+
+/// One published number and the configuration it was measured on.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Row {
+    pub id: String,
+    pub kind: String,
+    pub model: String,
+    pub system: String,
+    pub gpus: u32,
+    pub tp: Option<u32>,
+    pub pp: Option<u32>,
+    pub precision: String,
+    pub kv_precision: String,
+    pub batch: u32,
+    pub input_tokens: Option<f64>,
+    pub output_tokens: Option<f64>,
+    pub beams: Option<u32>,
+    pub framework: String,
+    pub framework_version: String,
+    pub power_cap_w: Option<f64>,
+    pub measured: String,
+    pub value: f64,
+    pub scope: String,
+    pub source: String,
+}
+
+impl Row {
+    /// The configuration a row belongs to: its id without the batch and the quantity
+    /// (`mlenergy3-llama3.1-8b-h100-tp1-b64-power` → `mlenergy3-llama3.1-8b-h100-tp1`), so that
+    /// a configuration's rows are left out of a fit together.
+    pub fn configuration(&self) -> &str {
+        let id = self
+            .id
+            .rsplit_once('-')
+            .map_or(self.id.as_str(), |(a, _)| a);
+        match id.rsplit_once('-') {
+            Some((head, b)) if b.starts_with('b') && b[1..].chars().all(|c| c.is_ascii_digit()) => {
+                head
+            }
+            _ => id,
+        }
+    }
+}
+
+/// A broken row of the embedded set: a bug in amdahl, reported instead of a panic.
+#[derive(Debug, thiserror::Error)]
+#[error("data/validation/energy.csv, {row}: {what}")]
+pub struct EnergySetError {
+    pub row: String,
+    pub what: String,
+}
+
+/// Every row of the set.
+pub fn rows() -> Result<Vec<Row>, EnergySetError> {
+    let mut r = csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .from_reader(ENERGY_CSV.as_bytes());
+    r.deserialize()
+        .enumerate()
+        .map(|(i, row)| {
+            row.map_err(|e| EnergySetError {
+                row: format!("row {}", i + 1),
+                what: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_set_reads_and_configurations_group_batches() {
+        let rows = rows().unwrap();
+        assert_eq!(rows.len(), 220);
+        let r = rows
+            .iter()
+            .find(|r| r.id == "mlenergy3-llama3.1-8b-h100-tp1-b64-power")
+            .unwrap();
+        assert_eq!(r.configuration(), "mlenergy3-llama3.1-8b-h100-tp1");
+        let r = rows
+            .iter()
+            .find(|r| r.id == "mlpt40-smc-gpt3-64x8-energy")
+            .unwrap();
+        assert_eq!(r.configuration(), "mlpt40-smc-gpt3-64x8");
+    }
+}

@@ -1,0 +1,110 @@
+use super::*;
+
+fn summary<'a>(v: &'a EnergyValidation, quantity: Quantity, subset: &str) -> &'a Summary {
+    v.summaries
+        .iter()
+        .find(|s| s.quantity == quantity.name() && s.subset == subset)
+        .unwrap()
+}
+
+#[test]
+fn shipped_coefficients_are_the_fit_of_the_set() {
+    // The constants in crate::power are this fit, rounded to 0.01 (0.005 for the mean busy draw
+    // of unfitted generations). If the set or the serving model changes, this fails until they
+    // are refitted (and docs/methodology.md's table updated with them).
+    let v = energy_validation().unwrap();
+    for (arch, a) in &v.fitted.active {
+        let shipped = v.coefficients.coefficients(arch).active;
+        assert!(
+            (shipped - a).abs() <= 0.006,
+            "{arch}: shipped {shipped}, fitted {a}"
+        );
+    }
+    assert_eq!(v.fitted.active.len(), v.coefficients.active.len());
+    assert!(
+        (v.coefficients.compute - v.fitted.compute).abs() <= 0.006,
+        "{:?}",
+        v.fitted
+    );
+    assert!(
+        (v.coefficients.memory - v.fitted.memory).abs() <= 0.006,
+        "{:?}",
+        v.fitted
+    );
+    assert!((v.coefficients.active_unfitted - v.fitted.active_unfitted).abs() <= 0.006);
+    // 45 power rows: ML.ENERGY v3 on H100 and B200, the host-bound 8B-on-B200 runs left out.
+    assert_eq!(v.fitted_rows, 45);
+}
+
+#[test]
+fn held_out_accuracy_on_the_claimed_rows() {
+    let v = energy_validation().unwrap();
+    for s in &v.summaries {
+        println!(
+            "{:<28} {:<5} {:>3} rows: held-out median {:5.1} %, worst {:5.1} % ({}); in-sample {:5.1} % / {:5.1} %",
+            s.quantity,
+            s.subset,
+            s.rows,
+            s.held_out_median_abs_error * 100.0,
+            s.held_out_worst_abs_error * 100.0,
+            s.held_out_worst,
+            s.median_abs_error * 100.0,
+            s.worst_abs_error * 100.0
+        );
+    }
+    // Power: the targets (median ≤ 15 %, none beyond 35 %) are met with margin: 6.8 % and
+    // 19.1 % when the model was fitted (45 rows).
+    let p = summary(&v, Quantity::PowerPerGpu, "claim");
+    assert_eq!(p.rows, 45);
+    assert!(p.held_out_median_abs_error <= 0.08, "{p:?}");
+    assert!(p.held_out_worst_abs_error <= 0.21, "{p:?}");
+    assert!(
+        p.held_out_median_abs_error <= TARGET_MEDIAN && p.held_out_worst_abs_error <= TARGET_WORST
+    );
+    // Energy per token carries the serving model's throughput error as well: 17.8 % median and
+    // 48.7 % worst (Llama-3.1-8B on an H100 at batch 512, whose throughput is predicted 65 % high)
+    // when the model was fitted. The targets are NOT met yet; these bounds hold the level reached
+    // so that a regression fails.
+    let e = summary(&v, Quantity::EnergyPerToken, "claim");
+    assert_eq!(e.rows, 45);
+    assert!(e.held_out_median_abs_error <= 0.19, "{e:?}");
+    assert!(e.held_out_worst_abs_error <= 0.50, "{e:?}");
+}
+
+#[test]
+fn rows_outside_the_claim_are_marked_and_explained() {
+    let v = energy_validation().unwrap();
+    // The only host-bound configuration: Llama-3.1-8B on one B200, whose power drops from 617 W
+    // at batch 64 to 449 W at batch 128.
+    let mut host: Vec<&str> = v
+        .cases
+        .iter()
+        .filter(|c| c.host_bound)
+        .map(|c| c.configuration.as_str())
+        .collect();
+    host.dedup();
+    assert_eq!(host, ["mlenergy3-llama3.1-8b-b200-tp1"]);
+    // vLLM 0.5.4 (ML.ENERGY v2) and FastChat (v1) are outside the engines modelled.
+    assert!(v
+        .cases
+        .iter()
+        .filter(|c| c.id.starts_with("mlenergy2") || c.id.starts_with("mlenergy1"))
+        .all(|c| !c.engine_modelled));
+    assert!(v
+        .cases
+        .iter()
+        .filter(|c| c.id.starts_with("mlenergy3"))
+        .all(|c| c.engine_modelled));
+    // Every row is either predicted or excluded with a reason.
+    assert_eq!(v.cases.len() + v.excluded.len(), 220);
+    assert!(v.excluded.iter().all(|e| !e.why.is_empty()));
+}
+
+#[test]
+fn engines_by_name_and_version() {
+    assert!(engine_modelled("vllm", "0.11.1"));
+    assert!(engine_modelled("vLLM", "0.6.0"));
+    assert!(!engine_modelled("vllm", "0.5.4"));
+    assert!(engine_modelled("tensorrt-llm", ""));
+    assert!(!engine_modelled("fastchat+pytorch", "PyTorch 2.0.1"));
+}

@@ -1,0 +1,177 @@
+//! Rendering of the energy validation set (`amdahl catalog validation --energy`): every published
+//! power or energy figure with amdahl's prediction, in-sample and with its configuration held out
+//! of the power model's fit, the summaries against the targets, and the rows not expressible yet.
+
+use crate::catalog::csv_rows;
+use crate::sig;
+use crate::table::{Align, Table};
+use amdahl_model::energy_validation::{EnergyValidation, TARGET_MEDIAN, TARGET_WORST};
+
+fn percent(x: f64) -> String {
+    format!("{:+.1} %", 100.0 * x)
+}
+
+/// Which rows count towards the accuracy claim, in words.
+fn claim(c: &amdahl_model::energy_validation::EnergyCase) -> &'static str {
+    match (c.engine_modelled, c.host_bound) {
+        (true, false) => "yes",
+        (false, _) => "no: engine",
+        (true, true) => "no: host-bound",
+    }
+}
+
+pub fn energy_validation_table(v: &EnergyValidation) -> String {
+    let mut t = Table::new([
+        "row",
+        "quantity",
+        "published",
+        "predicted",
+        "error",
+        "held out",
+        "in claim",
+    ])
+    .align(1, Align::Left)
+    .align(6, Align::Left);
+    for c in &v.cases {
+        t.row([
+            c.id.clone(),
+            c.quantity.clone(),
+            sig(c.published, 4),
+            sig(c.predicted, 4),
+            percent(c.error),
+            percent(c.held_out_error),
+            claim(c).into(),
+        ]);
+    }
+    let mut s = t.render();
+    s.push_str(
+        "error: predicted / published − 1 with the shipped power model; held out: with the power \
+         model fitted without the row's configuration (the accuracy claim); scope: GPU board \
+         counters, per GPU\n\n",
+    );
+    let mut t = Table::new([
+        "quantity",
+        "rows",
+        "held-out median |error|",
+        "held-out worst",
+        "worst row",
+        "in-sample median",
+    ])
+    .align(0, Align::Left)
+    .align(4, Align::Left);
+    for m in v.summaries.iter().filter(|m| m.subset == "claim") {
+        t.row([
+            m.quantity.clone(),
+            m.rows.to_string(),
+            format!("{:.1} %", 100.0 * m.held_out_median_abs_error),
+            format!("{:.1} %", 100.0 * m.held_out_worst_abs_error),
+            m.held_out_worst.clone(),
+            format!("{:.1} %", 100.0 * m.median_abs_error),
+        ]);
+    }
+    s.push_str(&t.render());
+    let verdict = |q: &str| {
+        v.summaries
+            .iter()
+            .find(|m| m.subset == "claim" && m.quantity == q)
+            .map_or("no rows", |m| {
+                if m.held_out_median_abs_error <= TARGET_MEDIAN
+                    && m.held_out_worst_abs_error <= TARGET_WORST
+                {
+                    "met"
+                } else {
+                    "not met"
+                }
+            })
+    };
+    s.push_str(&format!(
+        "targets (held out: median |error| ≤ {:.0} %, none beyond {:.0} %): power {}, energy per \
+         token {}; rows in the claim: engines the serving model represents (vLLM ≥ 0.6, \
+         TensorRT-LLM, SGLang), configurations not host-bound\n",
+        100.0 * TARGET_MEDIAN,
+        100.0 * TARGET_WORST,
+        verdict("power per GPU (W)"),
+        verdict("energy per output token (J)"),
+    ));
+    let k = &v.coefficients;
+    let active: Vec<String> = k
+        .active
+        .iter()
+        .map(|(a, x)| format!("{a} {x:.2}"))
+        .collect();
+    s.push_str(&format!(
+        "power model (× TDP): busy {} (other generations {:.3}), + {:.2} × compute share + {:.2} × \
+         memory share; fitted on {} power rows (docs/methodology.md, \"Power model\")\n",
+        active.join(", "),
+        k.active_unfitted,
+        k.compute,
+        k.memory,
+        v.fitted_rows
+    ));
+    if !v.excluded.is_empty() {
+        let mut reasons: Vec<(&str, usize)> = Vec::new();
+        for e in &v.excluded {
+            match reasons.iter_mut().find(|(w, _)| *w == e.why) {
+                Some((_, n)) => *n += 1,
+                None => reasons.push((&e.why, 1)),
+            }
+        }
+        s.push_str(&format!(
+            "\nnot expressible yet: {} of {} rows\n",
+            v.excluded.len(),
+            v.excluded.len() + v.cases.len()
+        ));
+        for (why, n) in reasons {
+            s.push_str(&format!("  {n:>3}  {why}\n"));
+        }
+    }
+    s
+}
+
+pub fn energy_validation_csv(v: &EnergyValidation) -> Result<String, csv::Error> {
+    let f = |x: f64| x.to_string();
+    csv_rows(
+        &[
+            "id",
+            "configuration",
+            "quantity",
+            "model",
+            "system",
+            "gpus",
+            "batch",
+            "framework",
+            "scope",
+            "published",
+            "predicted",
+            "error",
+            "held_out",
+            "held_out_error",
+            "fits",
+            "engine_modelled",
+            "host_bound",
+            "source",
+        ],
+        v.cases.iter().map(|c| {
+            vec![
+                c.id.clone(),
+                c.configuration.clone(),
+                c.quantity.clone(),
+                c.model.clone(),
+                c.system.clone(),
+                c.gpus.to_string(),
+                c.batch.to_string(),
+                c.framework.clone(),
+                c.scope.clone(),
+                f(c.published),
+                f(c.predicted),
+                f(c.error),
+                f(c.held_out),
+                f(c.held_out_error),
+                c.fits.to_string(),
+                c.engine_modelled.to_string(),
+                c.host_bound.to_string(),
+                c.source.clone(),
+            ]
+        }),
+    )
+}
