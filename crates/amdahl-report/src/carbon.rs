@@ -315,8 +315,11 @@ pub(crate) fn mass_words(kg: f64, co2: &str) -> String {
         format!("{} kg{co2}", num(kg, 4))
     } else if kg >= 1e-3 {
         format!("{} g{co2}", num(kg * 1e3, 4))
-    } else {
+    } else if kg >= 1e-6 {
         format!("{} mg{co2}", num(kg * 1e6, 4))
+    } else {
+        // A run of a few milliseconds on an estimated CPU: micrograms, never "6.9e-3 mg".
+        format!("{} µg{co2}", num(kg * 1e9, 4))
     }
 }
 
@@ -553,6 +556,8 @@ mod tests {
         assert_eq!(duration_words(997.9), "41.58 days");
         assert_eq!(energy_words(2e-7), "0.72 J");
         assert_eq!(mass_words(2e-4, "CO2e"), "200 mgCO2e");
+        // The flaky statement test's case: a 6 ms failed run, 0.0069 mg.
+        assert_eq!(mass_words(6.899e-9, "CO2e"), "6.899 µgCO2e");
     }
 
     #[test]
