@@ -101,6 +101,47 @@ pub fn device_power(
     Watts(p.clamp(idle.get().min(limit), limit))
 }
 
+/// The share of a server's non-GPU envelope (its data sheet's maximum power after the power
+/// supplies, less the GPUs' TDP: CPUs at TDP, fans at full speed, DRAM, NICs, NVSwitches, storage)
+/// that it draws while its GPUs work: 0.5, an **estimate** (the envelope is every component's worst
+/// case at once, which a training or serving run does not reach). It puts a DGX H100's host at
+/// 2.1 kW (262 W per GPU), inside the 0.8–3.1 kW per node that published wall-power measurements of
+/// 8-GPU servers leave beside their GPUs; measure the server and pass `--host-w`.
+pub const HOST_LOAD_SHARE: f64 = 0.5;
+
+/// What a server adds to its GPUs' power at the wall, per GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServerShare {
+    /// The server (`amdahl catalog servers`), or `given` for `--host-w`.
+    pub name: String,
+    /// Non-GPU DC power of the server under load, divided by its GPUs.
+    pub host_w_per_gpu: f64,
+    pub psu_efficiency: f64,
+    /// `host_w_per_gpu` is [`HOST_LOAD_SHARE`] of the data sheet's envelope, not a measurement.
+    pub estimated: bool,
+    pub source: String,
+}
+
+impl ServerShare {
+    /// The host of a catalogued server: [`HOST_LOAD_SHARE`] of its non-GPU envelope, per GPU;
+    /// `gpu_tdp` is its GPUs' TDP.
+    pub fn of_server(s: &crate::catalog::servers::Server, gpu_tdp: Watts) -> ServerShare {
+        let envelope = s.max_power_w * s.psu_efficiency - f64::from(s.gpus) * gpu_tdp.get();
+        ServerShare {
+            name: s.name.clone(),
+            host_w_per_gpu: HOST_LOAD_SHARE * envelope.max(0.0) / f64::from(s.gpus),
+            psu_efficiency: s.psu_efficiency,
+            estimated: true,
+            source: s.source.clone(),
+        }
+    }
+
+    /// Wall power of one GPU drawing `gpu` and its share of the host, through the power supplies.
+    pub fn wall(&self, gpu: Watts) -> Watts {
+        Watts((gpu.get() + self.host_w_per_gpu) / self.psu_efficiency)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,7 +188,28 @@ mod tests {
         assert_eq!(device_power(&K, tdp, idle, Some(Watts(900.0)), &full), tdp);
     }
 
+    #[test]
+    fn a_dgx_h100_host() {
+        let dgx = crate::catalog::servers::embedded()
+            .unwrap()
+            .lookup("dgx-h100")
+            .unwrap();
+        let share = ServerShare::of_server(dgx, Watts(700.0));
+        // (10,200 × 0.96 − 8 × 700) / 2 / 8 = 262 W per GPU.
+        assert!((share.host_w_per_gpu - 262.0).abs() < 1e-9, "{share:?}");
+        // A GPU at 600 W: (600 + 262) / 0.96 = 897.9 W at the wall.
+        assert!((share.wall(Watts(600.0)).get() - 862.0 / 0.96).abs() < 1e-9);
+    }
+
     proptest! {
+        #[test]
+        fn server_scope_is_at_least_gpu_scope(gpu in 0.0..2000.0f64, host in 0.0..1000.0f64,
+                                              eff in 0.5..1.0f64) {
+            let s = ServerShare { name: "x".into(), host_w_per_gpu: host, psu_efficiency: eff,
+                                  estimated: true, source: String::new() };
+            prop_assert!(s.wall(Watts(gpu)).get() >= gpu);
+        }
+
         #[test]
         fn between_idle_and_the_limit(busy in -1.0..2.0f64, c in -1.0..2.0f64, m in -1.0..2.0f64,
                                       tdp in 50.0..1500.0f64, idle_share in 0.0..0.5f64,

@@ -6,6 +6,7 @@ use amdahl_model::catalog::devices::{Device, PeakPrecision};
 use amdahl_model::catalog::grid::GridIntensity;
 use amdahl_model::catalog::models::ModelShape;
 use amdahl_model::catalog::pue::PuePreset;
+use amdahl_model::catalog::servers::Server;
 use amdahl_model::units::FlopsPerSecond;
 
 fn opt<T>(x: Option<T>, f: impl Fn(T) -> String) -> String {
@@ -188,6 +189,36 @@ pub fn pue_table(presets: &[&PuePreset]) -> String {
             sig(p.pue, 3),
             p.year.to_string(),
             p.source.clone(),
+        ]);
+    }
+    t.render()
+}
+
+/// The servers, with the host power amdahl charges each at the server scope.
+pub fn servers_table(servers: &[&Server]) -> String {
+    let mut t = Table::new([
+        "server",
+        "also called",
+        "GPUs",
+        "max power",
+        "PSU eff.",
+        "CPUs",
+        "year",
+        "source",
+    ])
+    .align(1, Align::Left)
+    .align(5, Align::Left)
+    .align(7, Align::Left);
+    for s in servers {
+        t.row([
+            s.name.clone(),
+            s.aliases.join(", "),
+            format!("{} × {}", s.gpus, s.gpu),
+            format!("{} kW", sig(s.max_power_w / 1e3, 3)),
+            sig(s.psu_efficiency, 2),
+            s.cpus.clone(),
+            s.year.to_string(),
+            s.source.clone(),
         ]);
     }
     t.render()

@@ -108,11 +108,34 @@ fn figures_table(r: &InferResult) -> String {
             format!("{} J", sig(r.energy_per_request_j, 3)),
         ),
         (
+            "server (wall) per device",
+            match (&r.server, r.power_per_gpu_server_w) {
+                (Some(s), Some(w)) => format!(
+                    "{w:.0} W: GPU + {:.0} W of host ({}{}), ÷ {} power-supply efficiency",
+                    s.host_w_per_gpu,
+                    s.name,
+                    if s.estimated { ", estimated" } else { "" },
+                    s.psu_efficiency
+                ),
+                _ => "no server known for this device: give --server or --host-w".into(),
+            },
+        ),
+        (
+            "energy per output token (server)",
+            r.energy_per_token_server_j
+                .map_or("-".into(), |j| format!("{} J", sig(j, 3))),
+        ),
+        (
             "per 1,000 requests (× PUE)",
             format!(
-                "{} kWh, {} gCO2e",
+                "{} kWh, {} gCO2e (GPU scope){}",
                 sig(r.kwh_per_1000_requests, 3),
-                sig(r.co2e_per_1000_requests_g, 3)
+                sig(r.co2e_per_1000_requests_g, 3),
+                r.kwh_per_1000_requests_server
+                    .map_or(String::new(), |k| format!(
+                        "; {} kWh at the server scope",
+                        sig(k, 3)
+                    ))
             ),
         ),
         (

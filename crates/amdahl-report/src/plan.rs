@@ -187,6 +187,38 @@ fn training_table(r: &PlanResult) -> String {
             grid_note(r.grid.as_ref())
         ),
     ]);
+    match (
+        c.server_power_per_device,
+        c.server_facility_energy,
+        c.server_emissions,
+        &r.device.server,
+    ) {
+        (Some(w), Some(e), Some(co2), Some(s)) => {
+            t.row([
+                "server (wall) per device".to_string(),
+                format!(
+                    "{} W: GPU + {:.0} W of host ({}{}), ÷ {} power-supply efficiency",
+                    sig(w.get(), 3),
+                    s.host_w_per_gpu,
+                    s.name,
+                    if s.estimated { ", estimated" } else { "" },
+                    s.psu_efficiency
+                ),
+            ]);
+            t.row([
+                "energy, server (× PUE)".to_string(),
+                format!(
+                    "{} MWh, {} t CO2e",
+                    sig(e.kwh() / 1e3, 4),
+                    sig(co2.tonnes(), 4)
+                ),
+            ]);
+        }
+        _ => t.row([
+            "server (wall) per device".to_string(),
+            "no server known for this device: give --server or --host-w".to_string(),
+        ]),
+    }
     if let Some(p) = c.price {
         t.row(["price".to_string(), sig(p, 4)]);
     }

@@ -25,6 +25,8 @@ pub enum Which {
     Models,
     /// PUE presets.
     Pue,
+    /// Servers around the GPUs, for the server (wall) scope of energy.
+    Servers,
     /// Published training runs the planner is validated against, with its error on each.
     Validation,
 }
@@ -74,6 +76,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Which::Regions => regions_text(&c, format, name)?,
         Which::Models => models_text(&c, format, name)?,
         Which::Pue => pue_text(&c, format, name)?,
+        Which::Servers => servers_text(&c, format, name)?,
         Which::Validation => {
             validation_text(!args.catalogs.is_empty(), args.svg.as_deref(), format, name)?
         }
@@ -176,6 +179,44 @@ fn pue_text(c: &Catalogs, format: Format, name: Option<&str>) -> Result<String> 
             }),
         )?,
         Format::Table => render::pue_table(&items),
+    })
+}
+
+/// The servers, or the one named, in `format`.
+fn servers_text(c: &Catalogs, format: Format, name: Option<&str>) -> Result<String> {
+    let items: Vec<_> = match name {
+        Some(n) => vec![c.servers.lookup(n)?],
+        None => c.servers.iter().collect(),
+    };
+    Ok(match format {
+        Format::Json => to_json(&Listing::new("servers", items))?,
+        Format::Csv => render::csv_rows(
+            &[
+                "name",
+                "aliases",
+                "gpu",
+                "gpus",
+                "max_power_w",
+                "psu_efficiency",
+                "cpus",
+                "source",
+                "year",
+            ],
+            items.iter().map(|s| {
+                vec![
+                    s.name.clone(),
+                    s.aliases.join(";"),
+                    s.gpu.clone(),
+                    s.gpus.to_string(),
+                    s.max_power_w.to_string(),
+                    s.psu_efficiency.to_string(),
+                    s.cpus.clone(),
+                    s.source.clone(),
+                    s.year.to_string(),
+                ]
+            }),
+        )?,
+        Format::Table => render::servers_table(&items),
     })
 }
 

@@ -21,11 +21,19 @@ pub fn note_energy_accuracy() {
     else {
         return;
     };
+    let wall = of(Quantity::NodeWallPower).map_or(String::new(), |w| {
+        format!(
+            "; the server scope adds an estimated host (half the server's data-sheet non-GPU \
+             envelope): {:.1} % median |error| on {} published wall-power run(s)",
+            100.0 * w.held_out_median_abs_error,
+            w.rows
+        )
+    });
     crate::output::note(&format!(
-        "energy: GPU boards only, modelled (not measured; host, network and cooling excluded \
-         before PUE); on {} published serving measurements held out of the power model's fit, \
-         power per GPU is within {:.1} % (median |error|; worst {:.1} %), energy per output token \
-         {:.1} % (worst {:.1} %); `amdahl catalog validation --energy` lists them",
+        "energy: modelled, not measured; GPU scope: on {} published serving measurements held out \
+         of the power model's fit, power per GPU is within {:.1} % (median |error|; worst {:.1} %), \
+         energy per output token {:.1} % (worst {:.1} %){wall}; `amdahl catalog validation \
+         --energy` lists them",
         power.rows,
         100.0 * power.held_out_median_abs_error,
         100.0 * power.held_out_worst_abs_error,

@@ -4,6 +4,7 @@
 
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::plan::{system, Hardware, ModelShape, Moe, Network, Overrides};
+use amdahl_model::power::ServerShare;
 use amdahl_model::units::{BytesPerSecond, Seconds, Watts};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -107,6 +108,14 @@ pub struct SystemArgs {
     /// Device TDP in W.
     #[arg(long, value_parser = crate::domain::positive)]
     pub tdp_w: Option<f64>,
+    /// Server the devices sit in, for the server (wall) scope of energy (`amdahl catalog
+    /// servers`; default: the catalog's server for the device, e.g. dgx-h100 for h100).
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
+    /// Non-GPU power of one server under load in W (CPUs, DRAM, NICs, fans, switches), measured,
+    /// in place of the catalog's estimate; shared by its --gpus-per-node devices.
+    #[arg(long, value_parser = crate::domain::non_negative, value_name = "W")]
+    pub host_w: Option<f64>,
 }
 
 impl ModelArgs {
@@ -217,6 +226,62 @@ impl ModelArgs {
 }
 
 impl SystemArgs {
+    /// The server scope: `--server`, else the catalog's server for the device; its host replaced
+    /// by `--host-w` when given. A server built around another device is refused.
+    fn server_share(&self, c: &Catalogs, hw: &Hardware) -> Result<Option<ServerShare>> {
+        let server = match &self.server {
+            Some(name) => {
+                let s = c.servers.lookup(name).context("--server")?;
+                if !s.gpu.eq_ignore_ascii_case(&hw.name) {
+                    let fit = c.servers.for_gpu(&hw.name).map_or(String::new(), |f| {
+                        format!(
+                            ", or --server {} for the {}",
+                            f.aliases.first().unwrap_or(&f.name),
+                            hw.name
+                        )
+                    });
+                    bail!(
+                        "--server {name}: the {} holds {} × {}, not the {} of --system; give \
+                         --system {}{fit}",
+                        s.name,
+                        s.gpus,
+                        s.gpu,
+                        hw.name,
+                        c.devices.lookup(&s.gpu).map_or(s.gpu.clone(), |d| d
+                            .aliases
+                            .first()
+                            .cloned()
+                            .unwrap_or(d.name.clone())),
+                    );
+                }
+                if s.gpus != self.gpus_per_node {
+                    bail!(
+                        "--server {name} holds {} GPUs, --gpus-per-node is {}: give \
+                         --gpus-per-node {}",
+                        s.gpus,
+                        self.gpus_per_node,
+                        s.gpus
+                    );
+                }
+                Some(ServerShare::of_server(s, hw.tdp))
+            }
+            None => hw.server.clone(),
+        };
+        Ok(match self.host_w {
+            Some(w) => Some(ServerShare {
+                name: "given (--host-w)".into(),
+                host_w_per_gpu: w / f64::from(self.gpus_per_node),
+                psu_efficiency: server.as_ref().map_or(0.96, |s| s.psu_efficiency),
+                estimated: false,
+                source: format!(
+                    "--host-w {w}: the user's figure for one server of {} devices",
+                    self.gpus_per_node
+                ),
+            }),
+            None => server,
+        })
+    }
+
     /// The device of the catalog with the user's overrides, and its node's network.
     pub fn resolve(&self, c: &Catalogs) -> Result<(Hardware, Network)> {
         let dev = c.devices.lookup(&self.system).context("--system")?;
@@ -225,7 +290,7 @@ impl SystemArgs {
             tdp: self.tdp_w.map(Watts),
             idle_power: self.idle_w.map(Watts),
         };
-        let (hw, mut net) = system(dev, &overrides, self.inter_gbit)?;
+        let (mut hw, mut net) = system(dev, &overrides, self.inter_gbit)?;
         net.gpus_per_node = self.gpus_per_node;
         if let Some(x) = self.inter_latency_us {
             if !(x >= 0.0 && x.is_finite()) {
@@ -248,6 +313,7 @@ impl SystemArgs {
                 bail!("{what} must be a positive number");
             }
         }
+        hw.server = self.server_share(c, &hw)?;
         if !(hw.idle_power.get() >= 0.0 && hw.idle_power.get() <= hw.tdp.get()) {
             bail!(
                 "--idle-w must be between 0 and the TDP ({} W)",

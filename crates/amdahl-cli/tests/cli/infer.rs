@@ -252,3 +252,46 @@ fn bad_input_is_refused_with_the_fix() {
     refused(&[&L70[..], &["--precision", "fp4"]].concat());
     refused(&[&L70[..], &["--batch", "4", "--rate", "2"]].concat());
 }
+
+/// The server (wall) scope: the catalog's DGX H100 for an H100 by default, `--server` and
+/// `--host-w` to change it; a server of another device, or of another size, is refused.
+#[test]
+fn server_scope_beside_the_gpu_scope() {
+    let base = words("infer --model llama3-8b --system h100 --batch 8 --input 212 --output 389");
+    let v = json(&base);
+    let gpu = f(&v, "power_per_gpu_w");
+    let wall = f(&v, "power_per_gpu_server_w");
+    // DGX H100 (data/servers.csv): (10,200 W × 0.96 − 8 × 700 W) × 0.5 / 8 = 262 W of host per
+    // GPU, then ÷ 0.96 for the power supplies.
+    assert_eq!(v["server"]["name"], "DGX H100");
+    assert!((f(&v["server"], "host_w_per_gpu") - 262.0).abs() < 1e-9);
+    assert!(
+        (wall - (gpu + 262.0) / 0.96).abs() < 1e-6,
+        "{wall} vs {gpu}"
+    );
+    let ratio = f(&v, "energy_per_token_server_j") / f(&v, "energy_per_token_j");
+    assert!((ratio - wall / gpu).abs() < 1e-9);
+    // A measured host replaces the estimate: 1,600 W for the 8-GPU server = 200 W per GPU.
+    let g = json(&[&base[..], &["--host-w", "1600"]].concat());
+    assert_eq!(g["server"]["estimated"], false);
+    assert!((f(&g, "power_per_gpu_server_w") - (gpu + 200.0) / 0.96).abs() < 1e-6);
+    // No server known for the device: the server fields are absent, the GPU scope stays.
+    let m = json(&words("infer --model llama3-8b --system mi300x --batch 8"));
+    assert!(m["power_per_gpu_server_w"].is_null() && m["energy_per_token_j"].is_f64());
+    for (extra, msg) in [
+        (
+            "--server dgx-b200",
+            "the DGX B200 holds 8 × B200 SXM 180GB, not the H100 SXM5 80GB of --system; give --system b200, or --server dgx-h100",
+        ),
+        ("--server dgx-h10", "did you mean dgx-h100"),
+        ("--server dgx-h100 --gpus-per-node 4", "give --gpus-per-node 8"),
+    ] {
+        amdahl()
+            .args(&base)
+            .args(extra.split(' '))
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(msg));
+    }
+    assert!(refused(&["infer", "--model", "llama3-8b", "--host-w=-5"]).contains("--host-w"));
+}

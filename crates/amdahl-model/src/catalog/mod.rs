@@ -12,6 +12,7 @@ pub mod embodied;
 pub mod grid;
 pub mod models;
 pub mod pue;
+pub mod servers;
 
 pub(crate) mod suggest;
 mod table;
@@ -100,6 +101,7 @@ pub struct Catalogs {
     pub grid: grid::Grid,
     pub models: models::Models,
     pub pue: pue::PuePresets,
+    pub servers: servers::Servers,
 }
 
 impl Catalogs {
@@ -110,6 +112,7 @@ impl Catalogs {
             grid: grid::embedded()?.clone(),
             models: models::embedded()?.clone(),
             pue: pue::embedded()?.clone(),
+            servers: servers::embedded()?.clone(),
         })
     }
 

@@ -46,6 +46,7 @@ fn listing(kind: &str) -> &'static str {
         "model" => "models",
         "PUE preset" => "pue",
         "validation run" => "validation",
+        "server" => "servers",
         _ => "regions",
     }
 }

@@ -77,7 +77,8 @@ pub struct EnergyCase {
     pub held_out_error: f64,
     /// The typed batch fits the modelled memory.
     pub fits: bool,
-    /// The engine is one the serving model represents ([`engine_modelled`]).
+    /// The software is one amdahl represents: a serving engine ([`engine_modelled`]) or a
+    /// training framework the planner models.
     pub engine_modelled: bool,
     /// The configuration is host-bound ([`HOST_BOUND_DROP`]).
     pub host_bound: bool,
@@ -128,6 +129,17 @@ pub struct EnergyValidation {
     pub excluded: Vec<Excluded>,
 }
 
+/// Whether amdahl represents the software of a row: a serving engine ([`engine_modelled`]) or,
+/// for training, one of the planner's frameworks (crate::plan::validation::MODELLED).
+fn software_modelled(r: &Row) -> bool {
+    if r.kind == "training" {
+        crate::plan::validation::MODELLED
+            .contains(&r.framework.trim().to_ascii_lowercase().as_str())
+    } else {
+        engine_modelled(&r.framework, &r.framework_version)
+    }
+}
+
 /// Configurations whose published power falls by more than [`HOST_BOUND_DROP`] between
 /// consecutive batches.
 fn host_bound(rows: &[Row]) -> Vec<String> {
@@ -166,10 +178,8 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
             }),
         }
     }
-    let fitted_in = |r: &Row| {
-        engine_modelled(&r.framework, &r.framework_version)
-            && !host_bound.iter().any(|c| c == r.configuration())
-    };
+    let fitted_in =
+        |r: &Row| software_modelled(r) && !host_bound.iter().any(|c| c == r.configuration());
     let terms = |leave_out: Option<&str>| -> Vec<Term> {
         modelled
             .iter()
@@ -216,7 +226,7 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
             held_out,
             held_out_error: held_out / m.published - 1.0,
             fits: m.fits,
-            engine_modelled: engine_modelled(&r.framework, &r.framework_version),
+            engine_modelled: software_modelled(r),
             host_bound: host_bound.contains(&config),
             source: r.source.clone(),
         });
@@ -228,6 +238,7 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
             Quantity::EnergyPerToken,
             Quantity::EnergyPerRequest,
             Quantity::Throughput,
+            Quantity::NodeWallPower,
         ] {
             let of: Vec<&EnergyCase> = cases
                 .iter()

@@ -6,7 +6,11 @@ use super::fit::{PowerFit, Term};
 use super::rows::Row;
 use crate::infer::model::{estimate, setup_unchecked, Requests, Serving};
 use crate::infer::precision::{KvFormat, WeightFormat};
-use crate::plan::{catalog_model, catalog_system};
+use crate::plan::{
+    catalog_model, estimate as plan_estimate, validate, ComputePrecision, Layout, ModelShape,
+    Recompute,
+};
+use crate::power::ServerShare;
 use crate::power::{device_power, Activity};
 use crate::units::Watts;
 
@@ -19,6 +23,8 @@ pub enum Quantity {
     EnergyPerRequest,
     /// Output tokens per second of all the row's GPUs: the time the energy rows depend on.
     Throughput,
+    /// Mean wall power of one node (server scope).
+    NodeWallPower,
 }
 
 impl Quantity {
@@ -28,6 +34,7 @@ impl Quantity {
             Quantity::EnergyPerToken => "energy per output token (J)",
             Quantity::EnergyPerRequest => "energy per request (J)",
             Quantity::Throughput => "output tokens/s",
+            Quantity::NodeWallPower => "node wall power (W)",
         }
     }
 }
@@ -49,6 +56,8 @@ pub struct Modelled {
     output_tokens: f64,
     /// The typed batch fits the modelled memory.
     pub fits: bool,
+    /// The server around the GPUs and how many it holds (server-scope rows).
+    server: Option<(ServerShare, f64)>,
 }
 
 impl Modelled {
@@ -69,6 +78,9 @@ impl Modelled {
             Quantity::EnergyPerToken => energy_per_token(),
             Quantity::EnergyPerRequest => energy_per_token() * self.output_tokens,
             Quantity::Throughput => self.tokens_per_s,
+            Quantity::NodeWallPower => self.server.as_ref().map_or(f64::NAN, |(s, n)| {
+                s.wall(crate::units::Watts(self.power(k))).get() * n
+            }),
         }
     }
 
@@ -96,6 +108,17 @@ impl Modelled {
     }
 }
 
+/// The row's device and its node. A device without a catalogued reference-server network (the
+/// A40, L40S and L4 are PCIe cards in servers of many makes) is given 100 Gbit/s per GPU when the
+/// row fits in one node, where the inter-node network carries nothing.
+fn row_system(r: &Row) -> Result<(crate::plan::Hardware, crate::plan::Network), String> {
+    let d = crate::catalog::devices::lookup(&r.system)
+        .map_err(|_| format!("device `{}` is not in the catalog", r.system))?;
+    let single_node = r.gpus <= 8;
+    let gbit = d.scale_out_gbit.or(single_node.then_some(100.0));
+    crate::plan::system(d, &crate::plan::Overrides::default(), gbit).map_err(|e| e.to_string())
+}
+
 /// A row modelled, or the reason it cannot be yet.
 pub fn model_row(r: &Row) -> Result<Modelled, String> {
     let quantity = match r.measured.as_str() {
@@ -103,17 +126,14 @@ pub fn model_row(r: &Row) -> Result<Modelled, String> {
         "energy_per_output_token_j" => Quantity::EnergyPerToken,
         "energy_per_request_j" => Quantity::EnergyPerRequest,
         "throughput_output_tokens_per_s" => Quantity::Throughput,
-        "node_wall_power_w" | "energy_to_train_j" => {
-            return Err("server (wall) scope is not modelled yet".into())
+        "node_wall_power_w" => Quantity::NodeWallPower,
+        "energy_to_train_j" => {
+            return Err("energy to train needs the run's step count to its accuracy target, which the set does not hold".into())
         }
         other => return Err(format!("`{other}` is not a quantity amdahl predicts")),
     };
     if r.kind != "inference" {
-        return Err(if r.model == "resnet50" {
-            "a convolutional network: amdahl models decoder-only transformers".into()
-        } else {
-            "training energy rows need the plan's power-cap and LoRA models (not yet)".into()
-        });
+        return model_training_row(r, quantity);
     }
     if r.scope != "gpu" {
         return Err(format!(
@@ -123,8 +143,7 @@ pub fn model_row(r: &Row) -> Result<Modelled, String> {
     }
     let model = catalog_model(&r.model)
         .map_err(|_| format!("model `{}` is not in the catalog", r.model))?;
-    let (hw, net) = catalog_system(&r.system)
-        .map_err(|_| format!("device `{}` is not in the catalog", r.system))?;
+    let (hw, net) = row_system(r)?;
     if let Some(cap) = r.power_cap_w.filter(|c| *c < hw.tdp.get()) {
         return Err(format!(
             "a power cap of {cap} W below the TDP is not modelled yet"
@@ -178,5 +197,71 @@ pub fn model_row(r: &Row) -> Result<Modelled, String> {
         tokens_per_s: e.output_tokens_per_s,
         output_tokens: f64::from(requests.output),
         fits: r.batch <= s.max_batch,
+        server: None,
+    })
+}
+
+/// A training row: the planner's step at the row's published layout (knobs it does not publish
+/// at the NeMo/Megatron defaults: sequence parallelism, FlashAttention, overlapped gradient and
+/// TP communication; no recomputation where it fits, selective where not), its power per GPU and
+/// the node's wall power with the catalog's server for the device.
+fn model_training_row(r: &Row, quantity: Quantity) -> Result<Modelled, String> {
+    if r.model == "resnet50" {
+        return Err("a convolutional network: amdahl models decoder-only transformers".into());
+    }
+    if r.id.contains("lora") {
+        return Err("LoRA fine-tuning (`plan --lora-rank`) is not modelled yet".into());
+    }
+    if quantity != Quantity::NodeWallPower {
+        return Err(format!(
+            "`{}` of a training run is not predicted yet",
+            r.measured
+        ));
+    }
+    let model = catalog_model(&r.model)
+        .map_err(|_| format!("model `{}` is not in the catalog", r.model))?;
+    let (hw, net) = row_system(r)?;
+    let precision = ComputePrecision::parse(&r.precision)
+        .ok_or_else(|| format!("precision `{}` is not a training precision", r.precision))?;
+    let model = ModelShape {
+        seq: r.input_tokens.map_or(model.seq, |s| s.round() as u32),
+        ..model
+    };
+    let (tp, pp) = (r.tp.unwrap_or(1), r.pp.unwrap_or(1));
+    let base = Layout {
+        tp,
+        pp,
+        dp: r.gpus / (tp * pp),
+        mbs: r.mbs.unwrap_or(1),
+        batch: r.batch,
+        precision,
+        sp: tp > 1,
+        flash_attention: true,
+        overlap_dp: true,
+        tp_overlap: tp > 1,
+        ..Layout::default()
+    };
+    let layout = [Recompute::None, Recompute::Selective]
+        .into_iter()
+        .map(|recompute| Layout { recompute, ..base })
+        .find(|l| validate(&model, &hw, &net, l, Some(u64::from(r.gpus))).is_ok())
+        .ok_or_else(|| "the published layout does not fit the modelled memory".to_string())?;
+    let e = plan_estimate(&model, &hw, &net, &layout);
+    let server = hw
+        .server
+        .clone()
+        .ok_or_else(|| format!("no server in the catalog for `{}`", r.system))?;
+    Ok(Modelled {
+        quantity,
+        arch: hw.arch.clone(),
+        published: r.value,
+        tdp: hw.tdp,
+        idle: hw.idle_power,
+        phases: [(1.0, e.activity), (0.0, Activity::default())],
+        gpus: f64::from(r.gpus),
+        tokens_per_s: e.tokens_per_s,
+        output_tokens: 0.0,
+        fits: true,
+        server: Some((server, f64::from(net.gpus_per_node))),
     })
 }

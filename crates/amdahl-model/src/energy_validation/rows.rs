@@ -20,6 +20,7 @@ pub struct Row {
     pub batch: u32,
     pub input_tokens: Option<f64>,
     pub output_tokens: Option<f64>,
+    pub mbs: Option<u32>,
     pub beams: Option<u32>,
     pub framework: String,
     pub framework_version: String,

@@ -10,7 +10,9 @@ use super::search::ServingCandidate;
 use crate::catalog::grid::GridIntensity;
 use crate::plan::error::divisors;
 use crate::plan::{Hardware, ModelShape, Network};
+use crate::power::ServerShare;
 use crate::scaling::laws::alpha_eff_from_speedup;
+use crate::units::Watts;
 use serde::{Deserialize, Serialize};
 
 pub const INFER_SCHEMA: &str = "amdahl.infer/1";
@@ -122,8 +124,22 @@ pub struct InferResult {
     pub energy_per_token_j: f64,
     /// IT energy at the devices per request (before PUE).
     pub energy_per_request_j: f64,
-    /// Facility energy (× PUE) of 1,000 requests.
+    /// Facility energy (× PUE) of 1,000 requests, GPU scope.
     pub kwh_per_1000_requests: f64,
+    /// The server the devices sit in (server scope), where one is known or given.
+    #[serde(default)]
+    pub server: Option<ServerShare>,
+    /// Wall power per device with its share of the server (host and power-supply losses).
+    #[serde(default)]
+    pub power_per_gpu_server_w: Option<f64>,
+    /// The server (wall) scope of `energy_per_token_j` and `energy_per_request_j`.
+    #[serde(default)]
+    pub energy_per_token_server_j: Option<f64>,
+    #[serde(default)]
+    pub energy_per_request_server_j: Option<f64>,
+    /// Facility energy (× PUE) of 1,000 requests at the server scope: what a data centre pays.
+    #[serde(default)]
+    pub kwh_per_1000_requests_server: Option<f64>,
     pub pue: f64,
     pub pue_source: String,
     pub grid_g_per_kwh: f64,
@@ -151,6 +167,9 @@ impl InferResult {
         let s = c.setup;
         let sv = s.serving;
         let energy_1000 = e.energy_per_request_j * 1000.0;
+        // The wall is linear in the GPU's power, so the cycle's mean power scales its energy.
+        let wall = c.hw.wall_power(Watts(e.power_per_gpu_w)).map(Watts::get);
+        let to_wall = wall.map(|w| w / e.power_per_gpu_w);
         let mut notes = Vec::new();
         if !s.arithmetic.native {
             notes.push(format!(
@@ -210,6 +229,12 @@ impl InferResult {
             energy_per_token_j: e.energy_per_token_j,
             energy_per_request_j: e.energy_per_request_j,
             kwh_per_1000_requests: energy_1000 * c.charging.pue / crate::units::JOULES_PER_KWH,
+            server: c.hw.server.clone(),
+            power_per_gpu_server_w: wall,
+            energy_per_token_server_j: to_wall.map(|k| k * e.energy_per_token_j),
+            energy_per_request_server_j: to_wall.map(|k| k * e.energy_per_request_j),
+            kwh_per_1000_requests_server: to_wall
+                .map(|k| k * energy_1000 * c.charging.pue / crate::units::JOULES_PER_KWH),
             pue: c.charging.pue,
             pue_source: c.charging.pue_source.clone(),
             grid_g_per_kwh: c.charging.intensity().get(),

@@ -32,6 +32,14 @@ pub struct Cost {
     pub intensity: GramsPerKwh,
     pub emissions: GramsCo2e,
     pub price: Option<f64>,
+    /// The server (wall) scope, where the device's server is known: wall power per device with
+    /// its share of the host, and the facility energy and emissions at that scope (× PUE).
+    #[serde(default)]
+    pub server_power_per_device: Option<Watts>,
+    #[serde(default)]
+    pub server_facility_energy: Option<Joules>,
+    #[serde(default)]
+    pub server_emissions: Option<GramsCo2e>,
 }
 
 pub fn cost(est: &Estimate, hw: &Hardware, inp: &CostInputs) -> Cost {
@@ -42,6 +50,8 @@ pub fn cost(est: &Estimate, hw: &Hardware, inp: &CostInputs) -> Cost {
     let power = hw.power(&est.activity);
     let it_energy = power * train_time * n;
     let facility_energy = it_energy * inp.pue;
+    let wall = hw.wall_power(power);
+    let server_facility_energy = wall.map(|w| w * train_time * n * inp.pue);
     let device_hours = train_time.hours() * n;
     Cost {
         tokens: inp.tokens,
@@ -55,5 +65,8 @@ pub fn cost(est: &Estimate, hw: &Hardware, inp: &CostInputs) -> Cost {
         intensity: inp.intensity,
         emissions: facility_energy * inp.intensity,
         price: inp.price_per_device_hour.map(|p| p * device_hours),
+        server_power_per_device: wall,
+        server_facility_energy,
+        server_emissions: server_facility_energy.map(|e| e * inp.intensity),
     }
 }

@@ -9,7 +9,7 @@
 
 use super::error::PlanError;
 use crate::catalog::devices::{Device, PeakPrecision};
-use crate::power::{device_power, Activity, Coefficients};
+use crate::power::{device_power, Activity, Coefficients, ServerShare};
 use crate::units::{Bytes, BytesPerSecond, FlopsPerSecond, Seconds, Watts};
 use serde::{Deserialize, Serialize};
 
@@ -196,6 +196,9 @@ pub struct Hardware {
     /// `idle_power` is the [`IDLE_FRACTION_OF_TDP`] estimate, not a catalogued or given figure.
     #[serde(default)]
     pub idle_power_estimated: bool,
+    /// The server around the device, for the server (wall) scope; `None`: GPU scope only.
+    #[serde(default)]
+    pub server: Option<ServerShare>,
 }
 
 /// Idle power as a fraction of TDP, used where the catalog has no `idle_w` (no vendor publishes
@@ -278,6 +281,11 @@ impl Hardware {
             tdp,
             idle_power,
             idle_power_estimated,
+            // The catalog's reference server for the device, where it has one.
+            server: crate::catalog::servers::embedded()
+                .ok()
+                .and_then(|s| s.for_gpu(&d.name))
+                .map(|s| ServerShare::of_server(s, tdp)),
         })
     }
 }
@@ -293,6 +301,11 @@ impl Hardware {
             None,
             a,
         )
+    }
+
+    /// Wall power of one device drawing `gpu` with its share of the server, where one is set.
+    pub fn wall_power(&self, gpu: Watts) -> Option<Watts> {
+        self.server.as_ref().map(|s| s.wall(gpu))
     }
 
     /// Dense peak at `p`, `None` where the device lacks that precision.
