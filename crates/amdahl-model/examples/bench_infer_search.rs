@@ -1,6 +1,7 @@
 //! Benchmark of `amdahl infer --search` (the serving model's reference search): Llama 3.1 405B on
 //! one node of 8 H100, TP ∈ divisors of 8, batch 1…1,024, four weight formats; configurations
-//! evaluated per second and wall time, best of 5 repetitions on one thread.
+//! evaluated per second and wall time, best of 5 repetitions on one thread; each case without
+//! and with `--search-power-cap` over 8 caps (300…700 W), side by side in one run.
 //!
 //! Run: `cargo run --release -p amdahl-model --example bench_infer_search`
 
@@ -30,14 +31,21 @@ fn main() {
     };
     println!("Llama-3.1-405B on 8 x H100 SXM5 80GB: tp in {{1,2,4,8}} x bf16/fp8/int8/int4 x batch 1..1024");
     println!(
-        "{:<18} {:>10} {:>9} {:>10} {:>14}",
+        "{:<27} {:>10} {:>9} {:>10} {:>14}",
         "requests", "evaluated", "feasible", "wall ms", "configs/s"
     );
-    for (input, output, tpot) in [
-        (512, 256, None),
-        (1024, 256, Some(0.05)),
-        (4096, 512, Some(0.05)),
+    let caps: Vec<amdahl_model::units::Watts> = (0..8)
+        .map(|i| amdahl_model::units::Watts(300.0 + 400.0 * f64::from(i) / 7.0))
+        .collect();
+    for (input, output, tpot, power_caps) in [
+        (512, 256, None, vec![]),
+        (512, 256, None, caps.clone()),
+        (1024, 256, Some(0.05), vec![]),
+        (1024, 256, Some(0.05), caps.clone()),
+        (4096, 512, Some(0.05), vec![]),
+        (4096, 512, Some(0.05), caps.clone()),
     ] {
+        let capped = !power_caps.is_empty();
         let space = Space {
             gpus: 8,
             pp: 1,
@@ -47,6 +55,7 @@ fn main() {
             max_ttft_s: None,
             max_tpot_s: tpot,
             top: 10,
+            power_caps,
         };
         let req = Requests { input, output };
         let mut best = f64::INFINITY;
@@ -59,10 +68,11 @@ fn main() {
         }
         match found {
             Some(Ok(o)) => println!(
-                "{:<18} {:>10} {:>9} {:>10.2} {:>14.0}",
+                "{:<27} {:>10} {:>9} {:>10.2} {:>14.0}",
                 format!(
-                    "{input}+{output}{}",
-                    tpot.map_or(String::new(), |t| format!(" tpot<={}ms", t * 1e3))
+                    "{input}+{output}{}{}",
+                    tpot.map_or(String::new(), |t| format!(" tpot<={}ms", t * 1e3)),
+                    if capped { " 8 caps" } else { "" }
                 ),
                 o.evaluated,
                 o.feasible,

@@ -101,6 +101,65 @@ pub fn device_power(
     Watts(p.clamp(idle.get().min(limit), limit))
 }
 
+/// The lowest clock, as a share of the full clock, that [`capped_clock`] considers: below it a cap
+/// is reported as impossible rather than met by an implausibly slow device.
+pub const MIN_CLOCK_SHARE: f64 = 0.1;
+
+/// How a device meets a power cap: its compute clock falls to the share `s` of full speed at
+/// which it draws `cap` (NVIDIA's power capping lowers the graphics clocks; the memory clock, so
+/// the bandwidth, holds). Dynamic CMOS power is C·V²·f with the voltage scaled along with the
+/// clock under DVFS (Weste & Harris, *CMOS VLSI Design*, ch. 5), so at share `s` the energy per
+/// FLOP scales by s² and the busy draw, leakage and clock tree, by s (its leakage part scales with
+/// V, the conservative choice). The compute-bound part of the pass (`compute_share` of its time at
+/// full clock) stretches by 1/s, which also dilutes the pass's memory traffic over a longer time.
+/// Returns 1 when the device already draws at most `cap`, `None` when even
+/// [`MIN_CLOCK_SHARE`] draws more (the pass's memory traffic alone exceeds the cap).
+pub fn capped_clock(
+    k: &Coefficients,
+    tdp: Watts,
+    idle: Watts,
+    cap: Watts,
+    a: &Activity,
+    compute_share: f64,
+) -> Option<f64> {
+    let clean = |x: f64| {
+        if x.is_finite() {
+            x.clamp(0.0, 1.0)
+        } else {
+            1.0
+        }
+    };
+    let (busy, uc, um, cs) = (
+        clean(a.busy),
+        clean(a.compute),
+        clean(a.memory),
+        clean(compute_share),
+    );
+    let power = |s: f64| {
+        let stretch = 1.0 + cs * (1.0 / s - 1.0);
+        (1.0 - busy) * idle.get()
+            + tdp.get()
+                * (busy * k.active * s + k.compute * uc * s * s / stretch + k.memory * um / stretch)
+    };
+    if power(1.0) <= cap.get() {
+        return Some(1.0);
+    }
+    if power(MIN_CLOCK_SHARE) > cap.get() {
+        return None;
+    }
+    // power(s) rises with s: bisect to a relative width of 1e-9.
+    let (mut lo, mut hi) = (MIN_CLOCK_SHARE, 1.0);
+    while hi - lo > 1e-9 {
+        let mid = 0.5 * (lo + hi);
+        if power(mid) > cap.get() {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(lo)
+}
+
 /// The share of a server's non-GPU envelope (its data sheet's maximum power after the power
 /// supplies, less the GPUs' TDP: CPUs at TDP, fans at full speed, DRAM, NICs, NVSwitches, storage)
 /// that it draws while its GPUs work: 0.5, an **estimate** (the envelope is every component's worst
@@ -201,7 +260,51 @@ mod tests {
         assert!((share.wall(Watts(600.0)).get() - 862.0 / 0.96).abs() < 1e-9);
     }
 
+    #[test]
+    fn a_cap_slows_the_compute_clock_until_the_power_fits() {
+        let k = Coefficients::of("hopper");
+        let (tdp, idle) = (Watts(700.0), Watts(87.5));
+        // A compute-bound pass at 70 % of peak: 700 · (0.40 + 0.76 · 0.7) = 652 W uncapped.
+        let a = Activity {
+            busy: 1.0,
+            compute: 0.7,
+            memory: 0.1,
+        };
+        assert_eq!(
+            capped_clock(&k, tdp, idle, Watts(700.0), &a, 0.9),
+            Some(1.0)
+        );
+        let s = capped_clock(&k, tdp, idle, Watts(450.0), &a, 0.9).unwrap();
+        // At the returned clock the pass draws the cap.
+        let stretch = 1.0 + 0.9 * (1.0 / s - 1.0);
+        let p = 700.0 * (0.40 * s + 0.76 * 0.7 * s * s / stretch + 0.48 * 0.1 / stretch);
+        assert!((p - 450.0).abs() < 1e-4, "{s} {p}");
+        assert!(s < 1.0 && s > 0.5, "{s}");
+        // Memory traffic alone above the cap: impossible.
+        let mem = Activity {
+            busy: 1.0,
+            compute: 0.0,
+            memory: 1.0,
+        };
+        assert_eq!(capped_clock(&k, tdp, idle, Watts(300.0), &mem, 0.0), None);
+    }
+
     proptest! {
+        #[test]
+        fn a_lower_cap_never_speeds_a_step_up(c in 0.0..1.0f64, m in 0.0..1.0f64,
+                                               share in 0.0..1.0f64, cap in 150.0..700.0f64,
+                                               lower in 0.0..200.0f64) {
+            let k = Coefficients::of("hopper");
+            let a = Activity { busy: 1.0, compute: c, memory: m };
+            let hi = capped_clock(&k, Watts(700.0), Watts(87.5), Watts(cap), &a, share);
+            let lo = capped_clock(&k, Watts(700.0), Watts(87.5), Watts(cap - lower), &a, share);
+            if let (Some(hi), Some(lo)) = (hi, lo) {
+                prop_assert!(lo <= hi + 1e-9);
+            }
+            // A feasible lower cap implies a feasible higher one.
+            prop_assert!(!(lo.is_some() && hi.is_none()));
+        }
+
         #[test]
         fn server_scope_is_at_least_gpu_scope(gpu in 0.0..2000.0f64, host in 0.0..1000.0f64,
                                               eff in 0.5..1.0f64) {

@@ -95,8 +95,14 @@ fn figures_table(r: &InferResult) -> String {
         (
             "power per device",
             format!(
-                "{:.0} W (prefill {:.0}, decode {:.0}; idle {:.0}, TDP {:.0})",
-                r.power_per_gpu_w, r.power_prefill_w, r.power_decode_w, r.idle_power_w, r.tdp_w
+                "{:.0} W (prefill {:.0}, decode {:.0}; idle {:.0}, TDP {:.0}{})",
+                r.power_per_gpu_w,
+                r.power_prefill_w,
+                r.power_decode_w,
+                r.idle_power_w,
+                r.tdp_w,
+                r.power_cap_w
+                    .map_or(String::new(), |c| format!(", capped at {c:.0}"))
             ),
         ),
         (
@@ -303,6 +309,9 @@ pub fn infer_svg(r: &InferResult) -> String {
 }
 
 fn candidates_table(rows: &[ServingCandidate]) -> String {
+    // A search over power caps says each candidate's cap beside its power.
+    let capped = rows.iter().any(|c| c.power_cap_w.is_some());
+    let watts = if capped { "W/GPU (cap)" } else { "W/GPU" };
     let mut t = Table::new([
         "#",
         "tp",
@@ -313,7 +322,7 @@ fn candidates_table(rows: &[ServingCandidate]) -> String {
         "TTFT ms",
         "TPOT ms",
         "tokens/s",
-        "W/GPU",
+        watts,
         "J/token",
         "gCO2e/1k req",
     ])
@@ -329,7 +338,10 @@ fn candidates_table(rows: &[ServingCandidate]) -> String {
             ms(c.ttft_s),
             ms(c.tpot_s),
             sig(c.output_tokens_per_s, 4),
-            format!("{:.0}", c.power_per_gpu_w),
+            match c.power_cap_w {
+                Some(cap) => format!("{:.0} ({cap:.0})", c.power_per_gpu_w),
+                None => format!("{:.0}", c.power_per_gpu_w),
+            },
             sig(c.energy_per_token_j, 3),
             sig(c.co2e_per_1000_requests_g, 3),
         ]);
@@ -358,6 +370,17 @@ pub fn search_table(r: &InferSearchResult) -> String {
     );
     out.push_str("lowest energy per output token\n");
     out.push_str(&candidates_table(&r.ranked));
+    if let Some(best) = r.ranked.first() {
+        if let Some(cap) = best.power_cap_w {
+            let _ = writeln!(
+                out,
+                "energy-optimal power cap within the limits: {cap:.0} W per GPU ({} J per output \
+                 token, {} ms per output token)",
+                sig(best.energy_per_token_j, 3),
+                ms(best.tpot_s)
+            );
+        }
+    }
     // The front has a point per batch; show at most 20, evenly spaced, ends included.
     let n = r.pareto.len();
     let step = n.div_ceil(20).max(1);

@@ -11,6 +11,7 @@ use amdahl_model::infer::{
     InferResult, InferSearchResult, KvFormat, Requests, Serving, Space, WeightFormat,
     INFER_SEARCH_SCHEMA,
 };
+use amdahl_model::units::Watts;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -106,6 +107,11 @@ pub struct Options {
     /// Configurations to list with --search.
     #[arg(help_heading = "Search", long, default_value_t = 10)]
     pub top: usize,
+    /// Board power limits to search over, in W, comma-separated (with --search): every
+    /// configuration is evaluated under each, and the energy-optimal cap is printed (the
+    /// question Zeus answers by measurement).
+    #[arg(help_heading = "Search", long, value_delimiter = ',', value_parser = crate::domain::positive, value_name = "W,W,…")]
+    pub search_power_cap: Vec<f64>,
 
     #[command(flatten, next_help_heading = "Output")]
     pub format: FormatArgs,
@@ -158,6 +164,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if a.max_ttft_ms.is_some() || a.max_tpot_ms.is_some() {
         bail!("--max-ttft-ms and --max-tpot-ms apply to --search; add --search");
+    }
+    if !a.search_power_cap.is_empty() {
+        bail!("--search-power-cap applies to --search; add --search, or give one cap with --power-cap");
     }
     let tp = count("--tp", a.tp.into())?;
     let pp = count("--pp", a.pp.into())?;
@@ -218,6 +227,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--search-power-cap W,W,…`: each between the device's idle power and its TDP.
+fn search_caps(hw: &amdahl_model::plan::Hardware, caps: &[f64]) -> Result<Vec<Watts>> {
+    let (idle, tdp) = (hw.idle_power.get(), hw.tdp.get());
+    caps.iter()
+        .map(|&c| {
+            if c > idle && c <= tdp {
+                Ok(Watts(c))
+            } else {
+                bail!(
+                    "--search-power-cap {c} W is outside the {}'s range: above its idle power \
+                     ({idle:.0} W) and at most its TDP ({tdp:.0} W)",
+                    hw.name
+                )
+            }
+        })
+        .collect()
+}
+
 fn run_search(
     a: &Options,
     model: &amdahl_model::plan::ModelShape,
@@ -243,6 +270,7 @@ fn run_search(
         max_ttft_s: positive_ms("--max-ttft-ms", a.max_ttft_ms)?,
         max_tpot_s: positive_ms("--max-tpot-ms", a.max_tpot_ms)?,
         top: a.top,
+        power_caps: search_caps(hw, &a.search_power_cap)?,
     };
     let start = Instant::now();
     let outcome = search(model, hw, net, req, &space, charging)?;

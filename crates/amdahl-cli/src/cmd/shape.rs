@@ -108,6 +108,11 @@ pub struct SystemArgs {
     /// Device TDP in W.
     #[arg(long, value_parser = crate::domain::positive)]
     pub tdp_w: Option<f64>,
+    /// Board power limit per device in W (as `nvidia-smi -pl` sets it): the compute clock falls
+    /// until the device draws at most this; memory bandwidth holds. Between the idle power and
+    /// the TDP.
+    #[arg(long, value_parser = crate::domain::positive, value_name = "W")]
+    pub power_cap: Option<f64>,
     /// Server the devices sit in, for the server (wall) scope of energy (`amdahl catalog
     /// servers`; default: the catalog's server for the device, e.g. dgx-h100 for h100).
     #[arg(long, value_name = "NAME")]
@@ -314,6 +319,18 @@ impl SystemArgs {
             }
         }
         hw.server = self.server_share(c, &hw)?;
+        if let Some(cap) = self.power_cap {
+            let (idle, tdp) = (hw.idle_power.get(), hw.tdp.get());
+            if !(cap > idle && cap <= tdp) {
+                bail!(
+                    "--power-cap {cap} W is outside the {}'s range: above its idle power ({idle:.0} W{}) \
+                     and at most its TDP ({tdp:.0} W)",
+                    hw.name,
+                    if hw.idle_power_estimated { ", an estimate: set --idle-w" } else { "" }
+                );
+            }
+            hw.power_cap = (cap < tdp).then_some(Watts(cap));
+        }
         if !(hw.idle_power.get() >= 0.0 && hw.idle_power.get() <= hw.tdp.get()) {
             bail!(
                 "--idle-w must be between 0 and the TDP ({} W)",

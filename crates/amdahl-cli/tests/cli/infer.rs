@@ -295,3 +295,78 @@ fn server_scope_beside_the_gpu_scope() {
     }
     assert!(refused(&["infer", "--model", "llama3-8b", "--host-w=-5"]).contains("--host-w"));
 }
+
+/// `--power-cap`: the compute clock falls until the device draws the cap; the memory-bound decode
+/// holds its speed, the compute-bound prefill slows (crate::power::capped_clock). Values from the
+/// model when caps were added: Llama-3-70B fp8 on 4 × H100, batch 64: 487 W uncapped, TTFT
+/// 64.9 ms → 93.3 ms at 250 W, 0.911 → 0.557 J per output token.
+#[test]
+fn a_power_cap_trades_prefill_time_for_energy() {
+    let base = [&L70[..], &["--batch", "64"]].concat();
+    let free = json(&base);
+    let capped = json(&[&base[..], &["--power-cap", "250"]].concat());
+    assert!(free["power_cap_w"].is_null());
+    assert_eq!(capped["power_cap_w"], 250.0);
+    assert!(f(&capped, "power_per_gpu_w") <= 250.0 + 1e-9);
+    assert!(f(&capped, "power_decode_w") <= 250.0 + 1e-9);
+    // Decode is memory-bound: its time holds; the prefill's compute stretches.
+    assert!((f(&capped, "tpot_s") / f(&free, "tpot_s") - 1.0).abs() < 1e-9);
+    assert!(f(&capped, "ttft_s") > 1.3 * f(&free, "ttft_s"));
+    assert!(f(&capped, "output_tokens_per_s") < f(&free, "output_tokens_per_s"));
+    assert!(f(&capped, "energy_per_token_j") < 0.7 * f(&free, "energy_per_token_j"));
+    // The TDP itself is no cap.
+    let at_tdp = json(&[&base[..], &["--power-cap", "700"]].concat());
+    assert!(at_tdp["power_cap_w"].is_null());
+    // Out of range, and the search's caps without --search.
+    for cap in ["50", "800"] {
+        amdahl()
+            .args(&base)
+            .args(["--power-cap", cap])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "outside the H100 SXM5 80GB's range: above its idle power (88 W",
+            ));
+    }
+    amdahl()
+        .args(&base)
+        .args(["--search-power-cap", "300"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--search-power-cap applies to --search",
+        ));
+}
+
+/// `--search --search-power-cap`: every configuration under every cap; the energy-optimal cap
+/// is printed and each candidate carries its cap in the JSON.
+#[test]
+fn the_search_finds_the_energy_optimal_cap() {
+    let args = words(
+        "infer --search --model llama3-8b --system h100 --gpus 1 --input 512 --output 256 \
+         --max-tpot-ms 20 --search-power-cap 300,500,700",
+    );
+    let v = json(&args);
+    let ranked = v["ranked"].as_array().unwrap();
+    assert!(ranked.iter().all(|c| c["power_cap_w"].is_f64()), "{v}");
+    let best = &ranked[0];
+    // No capped candidate beats the best on energy per token, and it meets the TPOT limit.
+    assert!(f(best, "tpot_s") <= 0.020);
+    let out = amdahl().args(&args).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains(&format!(
+            "energy-optimal power cap within the limits: {:.0} W per GPU",
+            f(best, "power_cap_w")
+        )),
+        "{text}"
+    );
+    amdahl()
+        .args(&args[..args.len() - 1])
+        .arg("300,900")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--search-power-cap 900 W is outside",
+        ));
+}

@@ -663,3 +663,23 @@ fn grad_all_reduce_is_zero1_with_the_whole_gradient_all_reduced() {
         &["--grad-all-reduce", "use it with --zero 1 (got --zero 0)"],
     );
 }
+
+/// `plan --power-cap`: a compute-bound training step slows under a cap and the device draws at
+/// most the cap (crate::power::capped_clock).
+#[test]
+fn a_power_cap_slows_a_compute_bound_step() {
+    let base = crate::support::words(
+        "plan --model llama2-7b --system h100 --gpus 8 --tp 1 --batch 64 --tokens 1e9 --zero 1 --recompute full",
+    );
+    let free = crate::support::json(&base);
+    let capped = crate::support::json(&[&base[..], &["--power-cap", "400"]].concat());
+    let step = |v: &serde_json::Value| v["step_time_s"].as_f64().unwrap();
+    let power = |v: &serde_json::Value| v["training"]["power_per_device"].as_f64().unwrap();
+    assert!(
+        step(&capped) > step(&free),
+        "{} vs {}",
+        step(&capped),
+        step(&free)
+    );
+    assert!(power(&capped) <= 400.0 + 1e-9 && power(&free) > 400.0);
+}

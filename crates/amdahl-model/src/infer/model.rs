@@ -326,6 +326,7 @@ pub fn evaluate_at(
 /// p2p seconds).
 fn pipelined(
     s: &Setup,
+    hw: &Hardware,
     net: &Network,
     seqs: f64,
     work: impl Fn(f64) -> Work,
@@ -333,7 +334,7 @@ fn pipelined(
     let pp = f64::from(s.serving.pp);
     let m = seqs.min(pp);
     let w = work(seqs / m);
-    let one = pass(&s.shard, &s.device, net, &w);
+    let one = throttled(s, hw, pass(&s.shard, &s.device, net, &w), m / pp);
     let hop = if s.serving.pp > 1 {
         let span = u64::from(s.serving.tp) * u64::from(s.serving.pp);
         let link = if span <= u64::from(net.gpus_per_node) {
@@ -348,35 +349,60 @@ fn pipelined(
     (pp * one.time + hop, one, m / pp, hop)
 }
 
+/// What one device does in pass `p`, for the power model: its share `busy` of the pipeline
+/// slots, its FLOP rate over the arithmetic's data-sheet peak, its byte rate over the data-sheet
+/// bandwidth.
+fn activity(s: &Setup, hw: &Hardware, p: &Pass, busy: f64) -> Activity {
+    let peak = hw
+        .peak(s.arithmetic.precision)
+        .unwrap_or(hw.peak_bf16)
+        .get();
+    Activity {
+        busy,
+        compute: busy * p.flops / (p.time * peak),
+        memory: busy * p.bytes / (p.time * hw.memory_bandwidth.get()),
+    }
+}
+
+/// Pass `p` under the device's power cap: its compute-bound time stretched by the clock the cap
+/// leaves (`Hardware::clock_under_cap`); unchanged without a cap.
+fn throttled(s: &Setup, hw: &Hardware, p: Pass, busy: f64) -> Pass {
+    if hw.power_cap.is_none() || p.time <= 0.0 {
+        return p;
+    }
+    let clock = hw.clock_under_cap(&activity(s, hw, &p, busy), p.compute / p.time);
+    let extra = p.compute * (1.0 / clock - 1.0);
+    Pass {
+        time: p.time + extra,
+        compute: p.compute + extra,
+        ..p
+    }
+}
+
 /// Evaluate a batch the caller has checked (the search's hot path).
 pub fn estimate(s: &Setup, hw: &Hardware, net: &Network, batch: u32) -> Evaluation {
     let b = f64::from(batch);
     let (input, output) = (f64::from(s.requests.input), f64::from(s.requests.output));
     let gpus_per_replica = f64::from(s.serving.tp) * f64::from(s.serving.pp);
     // TTFT: one prompt prefilled on its own (queueing excluded).
-    let (ttft, _, _, _) = pipelined(s, net, 1.0, |n| Work::prefill(n, input));
+    let (ttft, _, _, _) = pipelined(s, hw, net, 1.0, |n| Work::prefill(n, input));
     // Prefill of the batch's prompts, and a decode step at the mean context of the generation.
-    let (prefill, pre, pre_busy, _) = pipelined(s, net, b, |n| Work::prefill(n, input));
+    let (prefill, pre, pre_busy, _) = pipelined(s, hw, net, b, |n| Work::prefill(n, input));
     let ctx = input + output / 2.0;
-    let (tpot, dec, dec_busy, dec_p2p) = pipelined(s, net, b, |n| Work::decode(n, ctx));
+    let (tpot, dec, dec_busy, dec_p2p) = pipelined(s, hw, net, b, |n| Work::decode(n, ctx));
     let steps = output - 1.0;
     let cycle = prefill + steps * tpot;
     let per_replica_tps = b * output / cycle;
     let replicas = f64::from(s.serving.replicas);
 
-    // What one device does during each phase, for the shared power model: its share of the
-    // pipeline slots, and within a pass its FLOP rate over the arithmetic's data-sheet peak and
-    // its byte rate over the data-sheet bandwidth.
     let peak = hw
         .peak(s.arithmetic.precision)
         .unwrap_or(hw.peak_bf16)
         .get();
-    let activity = |p: &Pass, busy: f64| Activity {
-        busy,
-        compute: busy * p.flops / (p.time * peak),
-        memory: busy * p.bytes / (p.time * hw.memory_bandwidth.get()),
-    };
-    let (a_pre, a_dec) = (activity(&pre, pre_busy), activity(&dec, dec_busy));
+    let (a_pre, a_dec) = (
+        activity(s, hw, &pre, pre_busy),
+        activity(s, hw, &dec, dec_busy),
+    );
     let p_pre = hw.power(&a_pre).get();
     let p_dec = hw.power(&a_dec).get();
     let energy_gpu = p_pre * prefill + p_dec * steps * tpot;

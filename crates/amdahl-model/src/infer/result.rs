@@ -118,6 +118,9 @@ pub struct InferResult {
     pub power_prefill_w: f64,
     pub power_decode_w: f64,
     pub tdp_w: f64,
+    /// The board power limit set below the TDP (`--power-cap`), if any.
+    #[serde(default)]
+    pub power_cap_w: Option<f64>,
     pub idle_power_w: f64,
     pub idle_power_estimated: bool,
     /// IT energy at the devices per output token (before PUE).
@@ -224,6 +227,7 @@ impl InferResult {
             power_prefill_w: e.power_prefill_w,
             power_decode_w: e.power_decode_w,
             tdp_w: c.hw.tdp.get(),
+            power_cap_w: c.hw.power_cap.map(Watts::get),
             idle_power_w: c.hw.idle_power.get(),
             idle_power_estimated: c.hw.idle_power_estimated,
             energy_per_token_j: e.energy_per_token_j,

@@ -8,6 +8,7 @@ use super::model::{estimate, setup, Requests, Serving};
 use super::precision::{KvFormat, WeightFormat};
 use crate::plan::error::divisors;
 use crate::plan::{Hardware, ModelShape, Network};
+use crate::units::Watts;
 use serde::{Deserialize, Serialize};
 
 /// What the search enumerates.
@@ -21,6 +22,8 @@ pub struct Space {
     pub max_ttft_s: Option<f64>,
     pub max_tpot_s: Option<f64>,
     pub top: usize,
+    /// Board power limits to try (`--search-power-cap`); empty: the device as it is.
+    pub power_caps: Vec<Watts>,
 }
 
 /// One configuration the search evaluated.
@@ -41,6 +44,9 @@ pub struct ServingCandidate {
     pub energy_per_token_j: f64,
     pub co2e_per_1000_requests_g: f64,
     pub memory_per_gpu_bytes: f64,
+    /// The power limit this candidate ran under (`--search-power-cap`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_cap_w: Option<f64>,
 }
 
 /// What the search found.
@@ -92,32 +98,53 @@ pub fn search(
                 }
             };
             let arithmetic = s.arithmetic.describe(w);
-            for b in 1..=s.max_batch.min(space.max_batch) {
-                let e = estimate(&s, hw, net, b);
-                evaluated += 1;
-                best_ttft = best_ttft.min(e.ttft_s);
-                best_tpot = best_tpot.min(e.tpot_s);
-                if space.max_ttft_s.is_some_and(|m| e.ttft_s > m)
-                    || space.max_tpot_s.is_some_and(|m| e.tpot_s > m)
-                {
-                    continue;
+            // The memory a configuration needs does not depend on the cap: one setup, every cap.
+            let caps: Vec<Option<Watts>> = if space.power_caps.is_empty() {
+                vec![hw.power_cap]
+            } else {
+                space
+                    .power_caps
+                    .iter()
+                    .map(|c| (*c < hw.tdp).then_some(*c))
+                    .collect()
+            };
+            for cap in caps {
+                let capped = Hardware {
+                    power_cap: cap,
+                    ..hw.clone()
+                };
+                for b in 1..=s.max_batch.min(space.max_batch) {
+                    let e = estimate(&s, &capped, net, b);
+                    evaluated += 1;
+                    best_ttft = best_ttft.min(e.ttft_s);
+                    best_tpot = best_tpot.min(e.tpot_s);
+                    if space.max_ttft_s.is_some_and(|m| e.ttft_s > m)
+                        || space.max_tpot_s.is_some_and(|m| e.tpot_s > m)
+                    {
+                        continue;
+                    }
+                    all.push(ServingCandidate {
+                        tp,
+                        pp: space.pp,
+                        replicas,
+                        precision: w,
+                        arithmetic: arithmetic.clone(),
+                        batch: b,
+                        ttft_s: e.ttft_s,
+                        tpot_s: e.tpot_s,
+                        output_tokens_per_s: e.output_tokens_per_s,
+                        requests_per_s: e.requests_per_s,
+                        power_per_gpu_w: e.power_per_gpu_w,
+                        energy_per_token_j: e.energy_per_token_j,
+                        co2e_per_1000_requests_g: charging.co2e_g(e.energy_per_request_j * 1000.0),
+                        memory_per_gpu_bytes: e.memory.total.get(),
+                        power_cap_w: if space.power_caps.is_empty() {
+                            None
+                        } else {
+                            Some(cap.unwrap_or(hw.tdp).get())
+                        },
+                    });
                 }
-                all.push(ServingCandidate {
-                    tp,
-                    pp: space.pp,
-                    replicas,
-                    precision: w,
-                    arithmetic: arithmetic.clone(),
-                    batch: b,
-                    ttft_s: e.ttft_s,
-                    tpot_s: e.tpot_s,
-                    output_tokens_per_s: e.output_tokens_per_s,
-                    requests_per_s: e.requests_per_s,
-                    power_per_gpu_w: e.power_per_gpu_w,
-                    energy_per_token_j: e.energy_per_token_j,
-                    co2e_per_1000_requests_g: charging.co2e_g(e.energy_per_request_j * 1000.0),
-                    memory_per_gpu_bytes: e.memory.total.get(),
-                });
             }
         }
     }

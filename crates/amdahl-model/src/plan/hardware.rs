@@ -9,7 +9,7 @@
 
 use super::error::PlanError;
 use crate::catalog::devices::{Device, PeakPrecision};
-use crate::power::{device_power, Activity, Coefficients, ServerShare};
+use crate::power::{capped_clock, device_power, Activity, Coefficients, ServerShare};
 use crate::units::{Bytes, BytesPerSecond, FlopsPerSecond, Seconds, Watts};
 use serde::{Deserialize, Serialize};
 
@@ -199,6 +199,10 @@ pub struct Hardware {
     /// The server around the device, for the server (wall) scope; `None`: GPU scope only.
     #[serde(default)]
     pub server: Option<ServerShare>,
+    /// A board power limit below the TDP (`--power-cap`, `nvidia-smi -pl`): the compute clock
+    /// falls until the device draws at most this ([`crate::power::capped_clock`]).
+    #[serde(default)]
+    pub power_cap: Option<Watts>,
 }
 
 /// Idle power as a fraction of TDP, used where the catalog has no `idle_w` (no vendor publishes
@@ -282,6 +286,7 @@ impl Hardware {
             idle_power,
             idle_power_estimated,
             // The catalog's reference server for the device, where it has one.
+            power_cap: None,
             server: crate::catalog::servers::embedded()
                 .ok()
                 .and_then(|s| s.for_gpu(&d.name))
@@ -298,9 +303,28 @@ impl Hardware {
             &Coefficients::of(&self.arch),
             self.tdp,
             self.idle_power,
-            None,
+            self.power_cap,
             a,
         )
+    }
+
+    /// The share of its full compute clock at which the device, doing `a` at full clock with
+    /// `compute_share` of the time compute-bound, meets its power cap: 1 without a cap or when
+    /// the cap is not reached; [`crate::power::MIN_CLOCK_SHARE`] when no clock meets it (the
+    /// power is then held at the cap, an under-statement the result flags).
+    pub fn clock_under_cap(&self, a: &Activity, compute_share: f64) -> f64 {
+        match self.power_cap {
+            None => 1.0,
+            Some(cap) => capped_clock(
+                &Coefficients::of(&self.arch),
+                self.tdp,
+                self.idle_power,
+                cap,
+                a,
+                compute_share,
+            )
+            .unwrap_or(crate::power::MIN_CLOCK_SHARE),
+        }
     }
 
     /// Wall power of one device drawing `gpu` with its share of the server, where one is set.

@@ -262,12 +262,32 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         ep_comm: Seconds(m * mb.ep),
         cp_comm: Seconds(m * mb.cp),
     };
-    let step = breakdown.total().get();
-    let batch = f64::from(l.batch);
     let flops = iteration_flops(model, l, x.s);
     let n = l.gpus() as f64;
     let peak = x.k.peak;
-    let busy = (breakdown.work().get() + opt.time) / step;
+    let activity_of = |b: &Breakdown| {
+        let step = b.total().get();
+        let busy = (b.work().get() + opt.time) / step;
+        Activity {
+            busy,
+            compute: flops.executed / step / n / peak,
+            memory: b.memory_bound.get() / step * x.k.mem_rate / hw.memory_bandwidth.get(),
+        }
+    };
+    // Under a power cap the compute clock falls until the step's power fits it (crate::power::
+    // capped_clock): the compute-bound time stretches, memory-bound time and communication hold.
+    let clock = hw.clock_under_cap(
+        &activity_of(&breakdown),
+        breakdown.compute.get() / breakdown.total().get(),
+    );
+    let breakdown = Breakdown {
+        compute: breakdown.compute * (1.0 / clock),
+        ..breakdown
+    };
+    let step = breakdown.total().get();
+    let batch = f64::from(l.batch);
+    let activity = activity_of(&breakdown);
+    let busy = activity.busy;
     Estimate {
         layout: *l,
         gpus: l.gpus(),
@@ -279,11 +299,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         mfu: flops.model / step / n / peak,
         hfu: flops.executed / step / n / peak,
         busy_fraction: busy,
-        activity: Activity {
-            busy,
-            compute: flops.executed / step / n / peak,
-            memory: breakdown.memory_bound.get() / step * x.k.mem_rate / hw.memory_bandwidth.get(),
-        },
+        activity,
         model_flops: Flops(flops.model),
         executed_flops: Flops(flops.executed),
         memory: memory(model, l, hw.memory),
