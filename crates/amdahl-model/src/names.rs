@@ -82,10 +82,10 @@ mod tests {
 
     #[test]
     fn an_unknown_name_lists_the_known_ones() {
-        let e = "fp4".parse::<ComputePrecision>().unwrap_err();
+        let e = "fp6".parse::<ComputePrecision>().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown precision `fp4`: expected one of fp32, bf16, fp16, fp8"
+            "unknown precision `fp6`: expected one of fp32, bf16, fp16, fp8, tf32, fp4"
         );
         assert_eq!(
             "F16".parse::<ComputePrecision>(),

@@ -265,7 +265,7 @@ fn run_search(
         gpus,
         pp,
         kv: a.kv_precision,
-        precisions: WeightFormat::ALL.to_vec(),
+        precisions: WeightFormat::offered(hw),
         max_batch: a.search_max_batch,
         max_ttft_s: positive_ms("--max-ttft-ms", a.max_ttft_ms)?,
         max_tpot_s: positive_ms("--max-tpot-ms", a.max_tpot_ms)?,

@@ -370,3 +370,29 @@ fn the_search_finds_the_energy_optimal_cap() {
             "--search-power-cap 900 W is outside",
         ));
 }
+
+/// NVFP4 on a B200 is native fp4 arithmetic (twice the fp8 peak) and 0.5625 bytes per weight;
+/// on an H100 it is weight-only.
+#[test]
+fn fp4_serves_natively_on_blackwell() {
+    let v = json(&words(
+        "infer --model llama3-70b --system b200 --tp 2 --precision fp4 --input 1024 --output 256 --batch 64",
+    ));
+    assert_eq!(v["arithmetic"], "fp4 (native)");
+    let fp8 = json(&words(
+        "infer --model llama3-70b --system b200 --tp 2 --precision fp8 --input 1024 --output 256 --batch 64",
+    ));
+    assert!(f(&v, "ttft_s") < f(&fp8, "ttft_s"));
+    // Weights: 70.6 B parameters × 0.5625 B / 2 devices ≈ 18.5 GiB against fp8's 32.9 GiB.
+    let w = |v: &serde_json::Value| v["memory"]["weights"].as_f64().unwrap();
+    assert!(
+        (w(&v) / w(&fp8) - 0.5625).abs() < 0.01,
+        "{} {}",
+        w(&v),
+        w(&fp8)
+    );
+    let h = json(&words(
+        "infer --model llama3-8b --system h100 --precision fp4 --batch 8",
+    ));
+    assert_eq!(h["arithmetic"], "bf16 (fp4 weight-only)");
+}

@@ -683,3 +683,29 @@ fn a_power_cap_slows_a_compute_bound_step() {
     );
     assert!(power(&capped) <= 400.0 + 1e-9 && power(&free) > 400.0);
 }
+
+/// TF32 training (Ampere and later): fp32 storage, the catalog's TF32 peak; refused where the
+/// device has none. fp4 is a serving format, refused by the planner with the way out.
+#[test]
+fn tf32_trains_and_fp4_is_for_serving() {
+    let base = "plan --model llama2-7b --gpus 8 --batch 64 --zero 1 --recompute full";
+    let v = crate::support::json(&crate::support::words(&format!(
+        "{base} --system a100 --precision tf32"
+    )));
+    assert_eq!(v["layout"]["precision"], "tf32");
+    // The TF32 peak (156 TFLOP/s) bounds the executed rate.
+    let tflops = v["tflops_per_gpu"].as_f64().unwrap();
+    assert!(tflops > 20.0 && tflops < 156.0, "{tflops}");
+    for (system, precision, msg) in [
+        ("v100", "tf32", "has no tf32 arithmetic"),
+        ("b200", "fp4", "fp4 (NVFP4/MXFP4) is a serving format"),
+    ] {
+        crate::support::amdahl()
+            .args(crate::support::words(&format!(
+                "{base} --system {system} --precision {precision}"
+            )))
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains(msg));
+    }
+}

@@ -18,27 +18,44 @@ pub enum WeightFormat {
     Int8,
     /// int4 weight-only (W4A16, AWQ/GPTQ, group size 128): dequantised to bf16 inside the GEMM.
     Int4,
+    /// 4-bit float (NVFP4: E2M1 values in blocks of 16 sharing an fp8 E4M3 scale; MXFP4 is the
+    /// same with blocks of 32 and a power-of-two scale), native fp4 arithmetic on Blackwell;
+    /// weight-only (dequantised to 16 bits) elsewhere.
+    Fp4,
 }
 
 impl WeightFormat {
-    pub const ALL: [WeightFormat; 4] = [
+    pub const ALL: [WeightFormat; 5] = [
         WeightFormat::Bf16,
         WeightFormat::Fp8,
         WeightFormat::Int8,
         WeightFormat::Int4,
+        WeightFormat::Fp4,
     ];
     /// The names a user types, in the order `amdahl infer --precision` lists them: `fp16` is
     /// `bf16`'s storage (2 bytes, 16-bit arithmetic) under its other name.
-    pub const NAMES: [&'static str; 5] = ["bf16", "fp16", "fp8", "int8", "int4"];
+    pub const NAMES: [&'static str; 6] = ["bf16", "fp16", "fp8", "int8", "int4", "fp4"];
+
+    /// The formats the search and the precision what-if try on `hw`: the four of every device,
+    /// and fp4 where the device computes it natively (Blackwell).
+    pub fn offered(hw: &Hardware) -> Vec<WeightFormat> {
+        WeightFormat::ALL
+            .into_iter()
+            .filter(|w| *w != WeightFormat::Fp4 || hw.peak(ComputePrecision::Fp4).is_some())
+            .collect()
+    }
 
     /// Bytes per weight, scales included. int4 with group size 128 carries an fp16 scale and an
     /// fp16 zero point per 128 weights: 0.5 + 4/128 bytes (Lin et al. 2024, AWQ §4; Frantar et al.
-    /// 2023, GPTQ); fp8 and int8 use one scale per output channel, negligible.
+    /// 2023, GPTQ); fp8 and int8 use one scale per output channel, negligible. NVFP4 carries one
+    /// 1-byte E4M3 scale per 16 values: 0.5 + 1/16 bytes (NVIDIA, "Introducing NVFP4 for
+    /// efficient and accurate low-precision inference", 2025).
     pub fn bytes(self) -> f64 {
         match self {
             WeightFormat::Bf16 => 2.0,
             WeightFormat::Fp8 | WeightFormat::Int8 => 1.0,
             WeightFormat::Int4 => 0.5 + 4.0 / 128.0,
+            WeightFormat::Fp4 => 0.5 + 1.0 / 16.0,
         }
     }
 
@@ -48,6 +65,7 @@ impl WeightFormat {
             WeightFormat::Fp8 => "fp8",
             WeightFormat::Int8 => "int8",
             WeightFormat::Int4 => "int4",
+            WeightFormat::Fp4 => "fp4",
         }
     }
 
@@ -57,6 +75,7 @@ impl WeightFormat {
             "fp8" | "f8" => Some(WeightFormat::Fp8),
             "int8" | "i8" | "w8a16" => Some(WeightFormat::Int8),
             "int4" | "i4" | "w4a16" => Some(WeightFormat::Int4),
+            "fp4" | "nvfp4" | "mxfp4" | "f4" => Some(WeightFormat::Fp4),
             _ => None,
         }
     }
@@ -80,10 +99,16 @@ impl WeightFormat {
                 precision: ComputePrecision::Fp8,
                 native: true,
             },
-            WeightFormat::Fp8 | WeightFormat::Int8 | WeightFormat::Int4 => Arithmetic {
-                precision: sixteen,
-                native: false,
+            WeightFormat::Fp4 if hw.peak(ComputePrecision::Fp4).is_some() => Arithmetic {
+                precision: ComputePrecision::Fp4,
+                native: true,
             },
+            WeightFormat::Fp8 | WeightFormat::Int8 | WeightFormat::Int4 | WeightFormat::Fp4 => {
+                Arithmetic {
+                    precision: sixteen,
+                    native: false,
+                }
+            }
         }
     }
 }
@@ -185,5 +210,37 @@ mod tests {
         // int4 never changes the arithmetic, only the bytes: 0.53125 B per weight.
         assert!(!WeightFormat::Int4.arithmetic(&h100).native);
         assert_eq!(WeightFormat::Int4.bytes(), 0.53125);
+    }
+
+    #[test]
+    fn fp4_is_native_on_blackwell_only() {
+        let (b200, _) = crate::plan::catalog_system("b200").unwrap();
+        let (h100, _) = crate::plan::catalog_system("h100").unwrap();
+        // B200: 4.5 PFLOP/s dense fp8 (catalog), so 9 PFLOP/s dense fp4.
+        assert_eq!(b200.peak(ComputePrecision::Fp4).unwrap().tflops(), 9000.0);
+        assert!(h100.peak(ComputePrecision::Fp4).is_none());
+        assert_eq!(
+            WeightFormat::Fp4.arithmetic(&b200),
+            Arithmetic {
+                precision: ComputePrecision::Fp4,
+                native: true
+            }
+        );
+        assert!(!WeightFormat::Fp4.arithmetic(&h100).native);
+        // NVFP4: 4 bits and one fp8 scale per 16 values.
+        assert_eq!(WeightFormat::Fp4.bytes(), 0.5625);
+        assert!(WeightFormat::offered(&b200).contains(&WeightFormat::Fp4));
+        assert!(!WeightFormat::offered(&h100).contains(&WeightFormat::Fp4));
+        assert_eq!("nvfp4".parse::<WeightFormat>(), Ok(WeightFormat::Fp4));
+    }
+
+    #[test]
+    fn tf32_peaks_from_the_catalog() {
+        let (a100, _) = crate::plan::catalog_system("a100").unwrap();
+        let (v100, _) = crate::plan::catalog_system("v100").unwrap();
+        // NVIDIA A100 datasheet: 156 TFLOP/s dense TF32; Volta has no TF32.
+        assert_eq!(a100.peak(ComputePrecision::Tf32).unwrap().tflops(), 156.0);
+        assert!(v100.peak(ComputePrecision::Tf32).is_none());
+        assert_eq!(ComputePrecision::Tf32.activation_bytes(), 4.0);
     }
 }

@@ -297,9 +297,10 @@ fn tp_scaling(c: &Context, batch: u32) -> Result<Vec<TpPoint>, InferError> {
     Ok(out)
 }
 
-/// The same configuration and batch with each weight format (bf16 → fp8 → int8 → int4).
+/// The same configuration and batch with each weight format (bf16 → fp8 → int8 → int4, and fp4
+/// on a device with fp4 arithmetic).
 fn precision_whatif(c: &Context, batch: u32) -> Result<Vec<PrecisionPoint>, InferError> {
-    WeightFormat::ALL
+    WeightFormat::offered(c.hw)
         .iter()
         .map(|&w| {
             let serving = Serving {

@@ -197,6 +197,11 @@ pub enum PlanError {
     #[error("sequence parallelism needs tensor parallelism (--tp > 1)")]
     SequenceParallelWithoutTp,
     #[error(
+        "fp4 (NVFP4/MXFP4) is a serving format in amdahl: no published fp4 training recipe is \
+         modelled; plan with --precision fp8 or bf16, serve with `amdahl infer --precision fp4`"
+    )]
+    Fp4Training,
+    #[error(
         "{device} has no {precision} arithmetic; use --precision {}",
         alternatives(precision)
     )]

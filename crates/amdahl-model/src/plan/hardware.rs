@@ -24,24 +24,37 @@ pub enum ComputePrecision {
     /// Turing); same tensor-core peak as their bf16-capable successors' 16-bit column.
     Fp16,
     Fp8,
+    /// TF32 tensor-core matmuls on fp32 data (Ampere and later): fp32 storage and optimizer,
+    /// the catalog's `tf32` peak.
+    Tf32,
+    /// 4-bit float (NVFP4/MXFP4, E2M1 with block scales) on Blackwell tensor cores: a serving
+    /// format; its peak is twice the fp8 peak (NVIDIA Blackwell architecture technical brief,
+    /// 2024: B200 9 PFLOP/s dense fp4 against 4.5 fp8).
+    Fp4,
 }
 
 impl ComputePrecision {
-    pub const ALL: [ComputePrecision; 4] = [
+    pub const ALL: [ComputePrecision; 6] = [
         ComputePrecision::Fp32,
         ComputePrecision::Bf16,
         ComputePrecision::Fp16,
         ComputePrecision::Fp8,
+        ComputePrecision::Tf32,
+        ComputePrecision::Fp4,
     ];
-    /// The names of [`Self::ALL`], in order (`parse` also takes `f32`, `f16`, `f8`).
-    pub const NAMES: [&'static str; 4] = ["fp32", "bf16", "fp16", "fp8"];
+    /// The names of [`Self::ALL`], in order (`parse` also takes `f32`, `f16`, `f8`, `nvfp4`,
+    /// `mxfp4`).
+    pub const NAMES: [&'static str; 6] = ["fp32", "bf16", "fp16", "fp8", "tf32", "fp4"];
 
     /// Bytes per activation element stored and communicated. fp8 runs (Transformer Engine) keep
     /// activations and communication in bf16; only GEMM inputs are cast to fp8.
     pub fn activation_bytes(self) -> f64 {
         match self {
-            ComputePrecision::Fp32 => 4.0,
-            ComputePrecision::Bf16 | ComputePrecision::Fp16 | ComputePrecision::Fp8 => 2.0,
+            ComputePrecision::Fp32 | ComputePrecision::Tf32 => 4.0,
+            ComputePrecision::Bf16
+            | ComputePrecision::Fp16
+            | ComputePrecision::Fp8
+            | ComputePrecision::Fp4 => 2.0,
         }
     }
 
@@ -51,6 +64,8 @@ impl ComputePrecision {
             ComputePrecision::Bf16 => "bf16",
             ComputePrecision::Fp16 => "fp16",
             ComputePrecision::Fp8 => "fp8",
+            ComputePrecision::Tf32 => "tf32",
+            ComputePrecision::Fp4 => "fp4",
         }
     }
 
@@ -60,6 +75,8 @@ impl ComputePrecision {
             "bf16" => Some(ComputePrecision::Bf16),
             "fp16" | "f16" => Some(ComputePrecision::Fp16),
             "fp8" | "f8" => Some(ComputePrecision::Fp8),
+            "tf32" => Some(ComputePrecision::Tf32),
+            "fp4" | "f4" | "nvfp4" | "mxfp4" => Some(ComputePrecision::Fp4),
             _ => None,
         }
     }
@@ -97,7 +114,9 @@ pub struct GemmCurve {
 impl GemmCurve {
     /// The sustained large-GEMM fraction of the peak at precision `p`.
     pub fn efficiency(&self, p: ComputePrecision) -> f64 {
-        if p == ComputePrecision::Fp8 {
+        // fp4 GEMMs are taken to sustain the fp8 share of their peak: no published
+        // measurement separates them yet.
+        if matches!(p, ComputePrecision::Fp8 | ComputePrecision::Fp4) {
             self.fp8_efficiency
         } else {
             self.max_efficiency
@@ -187,6 +206,12 @@ pub struct Hardware {
     pub has_bf16: bool,
     /// Dense tensor-core fp8 peak, where the device has fp8.
     pub peak_fp8: Option<FlopsPerSecond>,
+    /// Dense TF32 tensor-core peak (Ampere and later).
+    #[serde(default)]
+    pub peak_tf32: Option<FlopsPerSecond>,
+    /// Dense fp4 tensor-core peak (Blackwell): twice the fp8 peak ([`ComputePrecision::Fp4`]).
+    #[serde(default)]
+    pub peak_fp4: Option<FlopsPerSecond>,
     pub memory: Bytes,
     pub memory_bandwidth: BytesPerSecond,
     /// Per-GPU, per-direction bandwidth of the intra-node link (NVLink).
@@ -279,6 +304,13 @@ impl Hardware {
                 "volta" | "turing"
             ),
             peak_fp8: d.peak(PeakPrecision::Fp8),
+            peak_tf32: d.peak(PeakPrecision::Tf32),
+            peak_fp4: d
+                .arch
+                .trim()
+                .eq_ignore_ascii_case("blackwell")
+                .then(|| d.peak(PeakPrecision::Fp8).map(|p| p * 2.0))
+                .flatten(),
             memory,
             memory_bandwidth,
             intra_node_bandwidth,
@@ -339,6 +371,8 @@ impl Hardware {
             ComputePrecision::Bf16 => self.has_bf16.then_some(self.peak_bf16),
             ComputePrecision::Fp16 => Some(self.peak_bf16),
             ComputePrecision::Fp8 => self.peak_fp8,
+            ComputePrecision::Tf32 => self.peak_tf32,
+            ComputePrecision::Fp4 => self.peak_fp4,
         }
     }
 }

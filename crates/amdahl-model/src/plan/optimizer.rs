@@ -22,10 +22,11 @@ pub use super::spec::OptimizerDtype;
 pub fn bytes_per_param(l: &Layout) -> (f64, f64, f64) {
     let moments = l.optimizer_dtype.moment_bytes();
     match l.precision {
-        ComputePrecision::Fp32 => (4.0, 4.0, moments),
-        ComputePrecision::Bf16 | ComputePrecision::Fp16 | ComputePrecision::Fp8 => {
-            (2.0, if l.fp32_grads { 4.0 } else { 2.0 }, 4.0 + moments)
-        }
+        ComputePrecision::Fp32 | ComputePrecision::Tf32 => (4.0, 4.0, moments),
+        ComputePrecision::Bf16
+        | ComputePrecision::Fp16
+        | ComputePrecision::Fp8
+        | ComputePrecision::Fp4 => (2.0, if l.fp32_grads { 4.0 } else { 2.0 }, 4.0 + moments),
     }
 }
 
@@ -35,11 +36,12 @@ pub fn bytes_per_param(l: &Layout) -> (f64, f64, f64) {
 /// model's parameters).
 pub fn step_bytes_per_param(l: &Layout) -> f64 {
     let (w, g, o) = bytes_per_param(l);
-    let low_precision_copy = if l.precision == ComputePrecision::Fp32 {
-        0.0
-    } else {
-        w
-    };
+    let low_precision_copy =
+        if matches!(l.precision, ComputePrecision::Fp32 | ComputePrecision::Tf32) {
+            0.0
+        } else {
+            w
+        };
     2.0 * g + 2.0 * o + low_precision_copy
 }
 

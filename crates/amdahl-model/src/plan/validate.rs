@@ -3,7 +3,7 @@
 
 use super::counts::{mean_routed_width, moe_fraction};
 use super::error::{divisors, nearest, nearest_divisors, nearest_multiples, PlanError};
-use super::hardware::{Hardware, Network};
+use super::hardware::{ComputePrecision, Hardware, Network};
 use super::spec::{Layout, ModelShape, Recompute, RecomputeModule};
 use super::stages::stage_layers;
 
@@ -235,6 +235,9 @@ fn validate_options(model: &ModelShape, hw: &Hardware, l: &Layout) -> Result<(),
     validate_expert_parallel(model, l)?;
     if l.tp_overlap && !(l.sp && l.tp > 1) {
         return Err(PlanError::TpOverlapWithoutSp { tp: l.tp });
+    }
+    if l.precision == ComputePrecision::Fp4 {
+        return Err(PlanError::Fp4Training);
     }
     if hw.peak(l.precision).is_none() {
         return Err(PlanError::Precision {
