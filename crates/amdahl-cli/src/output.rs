@@ -18,13 +18,8 @@ pub struct FormatArgs {
     pub csv: bool,
 }
 
-/// Which sink the user chose.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Csv,
-}
+/// Which sink the user chose (the report crate renders every result in each).
+pub use amdahl_report::render::Format;
 
 impl FormatArgs {
     pub fn format(&self) -> Format {

@@ -248,7 +248,7 @@ fn parts(s: &Saved) -> Parts {
             };
             Parts {
                 text: meter::run_summary(r),
-                csv: devices_csv(r),
+                csv: devices_csv(r).ok(),
                 svg: None,
                 nature,
             }
@@ -325,8 +325,9 @@ fn bench_parts(text: String, grid: bench::Grid, svg: Option<String>) -> Parts {
     }
 }
 
-/// The devices of a run as CSV: what was read, how, and what it contributed.
-fn devices_csv(r: &record::RunRecord) -> Option<String> {
+/// The devices of a run as CSV: what was read, how, and what it contributed (numbers as the
+/// page shows them).
+pub(crate) fn devices_csv(r: &record::RunRecord) -> Result<String, csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "id",
@@ -335,8 +336,7 @@ fn devices_csv(r: &record::RunRecord) -> Option<String> {
         "energy_j",
         "avg_power_w",
         "in_total",
-    ])
-    .ok()?;
+    ])?;
     for d in &r.devices {
         let method = d.method.as_str().to_string();
         w.write_record([
@@ -346,11 +346,10 @@ fn devices_csv(r: &record::RunRecord) -> Option<String> {
             num(d.energy_j.get()),
             num(d.avg_power_w.get()),
             d.in_total.to_string(),
-        ])
-        .ok()?;
+        ])?;
     }
-    let bytes = w.into_inner().ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A number as the page shows it: whole numbers in full with thousands separators, others with

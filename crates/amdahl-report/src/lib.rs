@@ -3,6 +3,7 @@
 //! Every function here is a pure function of data it is given; nothing measures, reads sensors or
 //! prints. The binary chooses a sink and writes the returned string where the user asked.
 
+pub mod accelerate;
 pub mod bench;
 pub mod bench_gpu;
 pub mod carbon;
@@ -19,6 +20,7 @@ pub mod infer;
 pub mod lifetime;
 pub mod meter;
 pub mod plan;
+pub mod render;
 pub mod scale;
 pub mod schema;
 pub mod surface;

@@ -3,7 +3,7 @@
 //! configs here; progress goes to stderr through a progress bar, results to stdout.
 
 use super::measure_args::PowercapArgs;
-use crate::output::{check_result, print_result, Format, FormatArgs};
+use crate::output::{check_result, print_result, FormatArgs};
 use amdahl_bench::energy::ESTIMATE_ONLY;
 use amdahl_bench::gemm::GemmConfig;
 use amdahl_bench::machine::{logical_cpus, positive_size, resolve_threads, Threads};
@@ -15,8 +15,7 @@ use amdahl_bench::{BenchProgress, Hooks, MeterProbe, Precision};
 use amdahl_meter::estimate::Target;
 use amdahl_meter::gpu::Visible;
 use amdahl_meter::{rapl, sensors};
-use amdahl_report::bench as render;
-use amdahl_report::bench::Grid;
+use amdahl_report::render::Render;
 use anyhow::{Context, Result};
 use clap::{Args as ClapArgs, Subcommand};
 use indicatif::ProgressStyle;
@@ -202,13 +201,7 @@ fn run_gemm(common: Common, precision: Vec<String>) -> Result<ExitCode> {
     amdahl_bench::gemm::validate(&cfg)?;
     let r = with_progress(st.energy, |h| amdahl_bench::gemm::run(&cfg, h))
         .context("running the GEMM benchmark")?;
-    emit(
-        &common,
-        &r,
-        render::gemm_text(&r),
-        render::gemm_grid(&r),
-        || render::gemm_svg(&r),
-    )
+    emit(&common, &r)
 }
 
 /// Sparse vs dense at each sparsity: the configuration from the flags, validated, then run and emitted.
@@ -231,13 +224,7 @@ fn run_sparse(common: Common, sparsity: Vec<f64>) -> Result<ExitCode> {
     amdahl_bench::sparse::validate(&cfg)?;
     let r = with_progress(st.energy, |h| amdahl_bench::sparse::run(&cfg, h))
         .context("running the sparse benchmark")?;
-    emit(
-        &common,
-        &r,
-        render::sparse_text(&r),
-        render::sparse_grid(&r),
-        || render::sparse_svg(&r),
-    )
+    emit(&common, &r)
 }
 
 /// STREAM and the cache sweep: the configuration from the flags, then run and emitted.
@@ -256,13 +243,7 @@ fn run_memory(common: Common) -> Result<ExitCode> {
     }
     let r = with_progress(st.energy, |h| amdahl_bench::memory::run(&cfg, h))
         .context("running the memory benchmark")?;
-    emit(
-        &common,
-        &r,
-        render::memory_text(&r),
-        render::memory_grid(&r),
-        || render::memory_svg(&r),
-    )
+    emit(&common, &r)
 }
 
 /// The roofline: one `--repeats` for its GEMM, memory and sparse kernels, the GEMM part validated, then run and emitted.
@@ -284,13 +265,7 @@ fn run_roofline(common: Common) -> Result<ExitCode> {
     amdahl_bench::gemm::validate(&cfg.gemm)?;
     let r = with_progress(st.energy, |h| amdahl_bench::roofline::run(&cfg, h))
         .context("measuring the roofline")?;
-    emit(
-        &common,
-        &r,
-        render::roofline_text(&r),
-        render::roofline_grid(&r),
-        || render::roofline_svg(&r),
-    )
+    emit(&common, &r)
 }
 
 /// Thread scaling: the configuration from the flags, then run and emitted.
@@ -309,13 +284,7 @@ fn run_scaling(common: Common) -> Result<ExitCode> {
     }
     let r = with_progress(st.energy, |h| amdahl_bench::scaling::run(&cfg, h))
         .context("running the scaling benchmark")?;
-    emit(
-        &common,
-        &r,
-        render::scaling_text(&r),
-        render::scaling_grid(&r),
-        || render::scaling_svg(&r),
-    )
+    emit(&common, &r)
 }
 
 /// Run a benchmark with a progress bar on stderr (hidden when stderr is not a terminal).
@@ -340,23 +309,14 @@ fn with_progress<T>(
     out
 }
 
-/// Write the result in the chosen format to stdout, and the SVG when asked.
-fn emit<T: Serialize>(
-    common: &Common,
-    report: &T,
-    text: String,
-    grid: Grid,
-    svg: impl FnOnce() -> String,
-) -> Result<ExitCode> {
+/// Write the result in the chosen format to stdout, and its plot when asked.
+fn emit<T: Serialize + Render>(common: &Common, report: &T) -> Result<ExitCode> {
     if let Some(path) = &common.svg {
         check_result(report)?;
-        crate::output::write_plot(path, &svg())?;
+        if let Some(svg) = report.svg() {
+            crate::output::write_plot(path, &svg)?;
+        }
     }
-    let out = match common.format.format() {
-        Format::Table => text,
-        Format::Json => amdahl_report::to_json(report).context("serialising the result")?,
-        Format::Csv => grid.csv().context("writing CSV")?,
-    };
-    print_result(report, &out)?;
+    print_result(report, &report.render(common.format.format())?)?;
     Ok(ExitCode::SUCCESS)
 }

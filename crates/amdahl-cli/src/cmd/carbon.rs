@@ -13,7 +13,7 @@ use amdahl_model::carbon::{self, embodied, from_result, ItEnergy, Statement};
 use amdahl_model::catalog::devices::{Device, PeakPrecision};
 use amdahl_model::catalog::{embodied as factors, Catalogs};
 use amdahl_model::units::{Flops, Seconds, Watts};
-use amdahl_report::{carbon as render, to_json};
+use amdahl_report::{carbon as render, render::Render, to_json};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -300,9 +300,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             render::statement_latex(&Statement::from_report(&report))
         }
         (Some(StatementFormat::Json), _) => to_json(&Statement::from_report(&report))?,
-        (None, Format::Json) => to_json(&report)?,
-        (None, Format::Csv) => render::csv(&report)?,
-        (None, Format::Table) => render::table(&report),
+        (None, format) => report.render(format)?,
     };
     print_result(&report, &text)?;
     Ok(ExitCode::SUCCESS)

@@ -1,11 +1,11 @@
 //! `amdahl detect`: every energy sensor on this machine, what it reads, and for each unusable
 //! one why and how to fix it. Always exits 0: an unusable sensor is a finding, not an error.
 
-use crate::output::{print, Format, FormatArgs};
+use crate::output::{print, FormatArgs};
 use amdahl_meter::gpu::parse_visible;
 use amdahl_meter::{rapl, sensors};
-use amdahl_report::meter::{detect_csv, detect_table};
-use anyhow::{Context, Result};
+use amdahl_report::render::Render;
+use anyhow::Result;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
@@ -27,11 +27,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         !args.no_gpu,
         &visible,
     );
-    let text = match args.format.format() {
-        Format::Table => detect_table(&d),
-        Format::Json => amdahl_report::to_json(&d).context("serialising the sensor list")?,
-        Format::Csv => detect_csv(&d).context("formatting CSV")?,
-    };
+    let text = d.render(args.format.format())?;
     print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,10 +2,11 @@
 //! α_eff, Karp–Flatt e, the chosen model, predictions and plots.
 
 use crate::domain;
-use crate::output::{self, Format, FormatArgs};
+use crate::output::{self, FormatArgs};
 use amdahl_model::scaling::analysis::WhatIfSpec;
 use amdahl_model::scaling::input::{self, Dataset};
 use amdahl_model::scaling::{analyse, builtin, FitOptions};
+use amdahl_report::render::Render;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -109,11 +110,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         output::check_result(&result)?;
         output::write_plot(path, &amdahl_report::fit::svg(&result))?;
     }
-    let text = match args.format.format() {
-        Format::Table => amdahl_report::fit::table(&result),
-        Format::Json => amdahl_report::to_json(&result)?,
-        Format::Csv => amdahl_report::fit::csv(&result)?,
-    };
+    let text = result.render(args.format.format())?;
     output::print_result(&result, &text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -12,6 +12,7 @@ use amdahl_model::infer::{
     INFER_SEARCH_SCHEMA,
 };
 use amdahl_model::units::Watts;
+use amdahl_report::render::Render;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -212,12 +213,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         charging: &charging,
     };
     let result = InferResult::new(&ctx, &e, choice)?;
-    let text = match a.format.format() {
-        Format::Json => amdahl_report::to_json(&result)?,
-        Format::Csv => amdahl_report::infer::infer_csv(&result),
-        Format::Table => amdahl_report::infer::infer_table(&result),
-    };
-    print(&text)?;
+    print(&result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
         crate::cmd::energy_note::note_energy_accuracy();
     }
@@ -296,12 +292,7 @@ fn run_search(
         pareto: outcome.pareto,
         skipped: outcome.skipped,
     };
-    let text = match a.format.format() {
-        Format::Json => amdahl_report::to_json(&result)?,
-        Format::Csv => amdahl_report::infer::search_csv(&result),
-        Format::Table => amdahl_report::infer::search_table(&result),
-    };
-    print(&text)?;
+    print(&result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
         crate::cmd::energy_note::note_energy_accuracy();
     }

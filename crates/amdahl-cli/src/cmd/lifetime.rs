@@ -5,7 +5,7 @@
 //! `amdahl carbon`.
 
 use crate::cmd::resolve::{exclusive, grid_for, load, pue_for, GridArgs};
-use crate::output::{print, Format, FormatArgs};
+use crate::output::{print, FormatArgs};
 use amdahl_model::carbon::from_result::{self, Saved};
 use amdahl_model::carbon::lifetime::{
     serving_from, training_from, Horizon, LifetimeReport, Serving, Side, Training,
@@ -13,7 +13,7 @@ use amdahl_model::carbon::lifetime::{
 use amdahl_model::carbon::Basis;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::units::Joules;
-use amdahl_report::{lifetime as render, to_json};
+use amdahl_report::{lifetime as render, render::Render};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -208,11 +208,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(path) = &a.svg {
         crate::output::write_plot(path, &render::svg(&report))?;
     }
-    let text = match a.format.format() {
-        Format::Json => to_json(&report)?,
-        Format::Csv => render::csv(&report)?,
-        Format::Table => render::table(&report),
-    };
-    print(&text)?;
+    print(&report.render(a.format.format())?)?;
     Ok(ExitCode::SUCCESS)
 }

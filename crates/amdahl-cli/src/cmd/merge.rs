@@ -1,9 +1,9 @@
 //! `amdahl merge FILES...`: sum per-node `amdahl run` results into a job total, counting each
 //! node once (see `amdahl_meter::record::merge` for the rules).
 
-use crate::output::{print_result, Format, FormatArgs};
+use crate::output::{print_result, FormatArgs};
 use amdahl_meter::record::{merge, read_record};
-use amdahl_report::meter::{merge_csv, merge_summary};
+use amdahl_report::render::Render;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,11 +34,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         crate::output::write_file(o, &amdahl_report::to_json(&m).context("serialising")?)?;
         crate::output::wrote(o);
     }
-    let text = match args.format.format() {
-        Format::Table => merge_summary(&m),
-        Format::Json => amdahl_report::to_json(&m).context("serialising the merged result")?,
-        Format::Csv => merge_csv(&m).context("formatting CSV")?,
-    };
+    let text = m.render(args.format.format())?;
     print_result(&m, &text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -13,6 +13,7 @@ use amdahl_model::plan::{
     Network, Objective, OptimizerDtype, PlanError, PlanResult, Recompute, RecomputeModule,
     RecomputeModules, SearchResult, SearchSpace, Zero3Prefetch, USABLE_FRACTION,
 };
+use amdahl_report::render::Render;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -329,12 +330,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             e.memory.capacity.gib()
         );
     }
-    let text = match a.format.format() {
-        Format::Json => amdahl_report::to_json(&result)?,
-        Format::Csv => amdahl_report::plan::plan_csv(&result),
-        Format::Table => amdahl_report::plan::plan_table(&result),
-    };
-    print_result(&result, &text)?;
+    print_result(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
         note_accuracy();
         crate::cmd::energy_note::note_energy_accuracy();
@@ -446,12 +442,7 @@ fn run_search(
     let mut result = SearchResult::new(model, hw, net, &space, &outcome, wall);
     result.grid = Some(grid);
     result.pue_source = Some(pue.source);
-    let text = match a.format.format() {
-        Format::Json => amdahl_report::to_json(&result)?,
-        Format::Csv => amdahl_report::plan::search_csv(&result),
-        Format::Table => amdahl_report::plan::search_table(&result),
-    };
-    print_result(&result, &text)?;
+    print_result(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
         note_accuracy();
         crate::cmd::energy_note::note_energy_accuracy();

@@ -8,11 +8,12 @@
 //! N, and exits with a failing command's status.
 
 use super::measure_args::{measure_baseline, Cost, CostArgs, SensorArgs};
-use crate::output::{self, Format, FormatArgs};
+use crate::output::{self, FormatArgs};
 use amdahl_meter::record::{self, Host};
 use amdahl_meter::scale::{sweep, Event, Idle, MeterExecutor, Plan, ScaleResult, Setup};
 use amdahl_meter::{estimate::Target, runner, sensors, Meter};
 use amdahl_model::catalog::Catalogs;
+use amdahl_report::render::Render;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -222,11 +223,7 @@ fn emit(args: &Args, result: &ScaleResult) -> Result<()> {
         output::check_result(result)?;
         output::write_plot(path, &amdahl_report::scale::svg(result))?;
     }
-    let text = match args.format.format() {
-        Format::Table => amdahl_report::scale::table(result),
-        Format::Json => amdahl_report::to_json(result)?,
-        Format::Csv => amdahl_report::scale::csv(result)?,
-    };
+    let text = result.render(args.format.format())?;
     output::print_result(result, &text)?;
     if let Some(o) = &args.output {
         output::wrote(o);

@@ -2,10 +2,11 @@
 //! place measured systems (`top500 --json`, `fit --json` results) on it.
 
 use crate::cmd::top500::{load, parse_n};
-use crate::output::{print_result, Format, FormatArgs};
+use crate::output::{print_result, FormatArgs};
 use amdahl_model::top500::{analyse, NCounts, Query};
+use amdahl_report::render::Render;
 use amdahl_report::surface::{
-    points_csv, points_from_json, svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec,
+    points_from_json, svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec,
 };
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -105,11 +106,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             result.points.len()
         );
     }
-    let text = match args.format.format() {
-        Format::Json => amdahl_report::to_json(&result).context("serialising the result")?,
-        Format::Csv => points_csv(&result.points).context("writing CSV")?,
-        Format::Table => result.summary(),
-    };
+    let text = result.render(args.format.format())?;
     print_result(&result, &text)?;
     Ok(ExitCode::SUCCESS)
 }

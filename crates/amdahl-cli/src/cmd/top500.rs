@@ -2,8 +2,9 @@
 //! system's HPL efficiency, non-parallel fraction 1−α_eff with the N it counts, HPCG efficiency
 //! and energy efficiency.
 
-use crate::output::{print_result, Format, FormatArgs};
+use crate::output::{print_result, FormatArgs};
 use amdahl_model::top500::{analyse, builtin_history, read_list, ListFile, NCounts, Query};
+use amdahl_report::render::Render;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -93,11 +94,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             None => bail!("no systems in {}", describe(&args.files)),
         }
     }
-    let text = match args.format.format() {
-        Format::Table => amdahl_report::top500::table(&result),
-        Format::Json => amdahl_report::to_json(&result).context("serialising the result")?,
-        Format::Csv => amdahl_report::top500::csv(&result).context("writing CSV")?,
-    };
+    let text = result.render(args.format.format())?;
     print_result(&result, &text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,11 @@
 //! `amdahl bench gpu` — cuBLAS GEMM per precision and host↔device copy bandwidth. Present in
 //! every build; without the `cuda` feature it says how to rebuild (exit 1).
 
-use crate::output::{print_result, Format, FormatArgs};
+use crate::output::{print_result, FormatArgs};
 use amdahl_bench::gpu::{GpuConfig, GpuError, GpuPrecision};
 use amdahl_bench::machine::positive_size;
 use amdahl_bench::BenchError;
-use amdahl_report::bench_gpu as render;
+use amdahl_report::render::Render;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
@@ -104,11 +104,7 @@ pub fn run(args: GpuArgs) -> Result<ExitCode> {
         amdahl_bench::gpu::run(&cfg, h).map_err(|e| BenchError::Invalid(e.to_string()))
     })
     .context("running the GPU benchmark")?;
-    let out = match args.format.format() {
-        Format::Table => render::gpu_text(&r),
-        Format::Json => amdahl_report::to_json(&r).context("serialising the result")?,
-        Format::Csv => render::gpu_grid(&r).csv().context("writing CSV")?,
-    };
+    let out = r.render(args.format.format())?;
     print_result(&r, &out)?;
     Ok(ExitCode::SUCCESS)
 }
