@@ -17,6 +17,7 @@ pub mod fit;
 pub mod font;
 pub mod html;
 pub mod infer;
+pub mod kind;
 pub mod lifetime;
 pub mod meter;
 pub mod plan;
@@ -79,6 +80,18 @@ pub fn count(x: f64) -> String {
         out.push(ch);
     }
     out
+}
+
+/// A number as the page shows it: whole numbers in full with thousands separators, others with
+/// four significant digits (what the terminal tables print): the figures of `amdahl report`'s
+/// page and its run device table. Tests read them back and compare
+/// with the JSON at a relative tolerance of 1e-3.
+pub fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        count(x)
+    } else {
+        sig(x, 4)
+    }
 }
 
 #[cfg(test)]

@@ -328,6 +328,33 @@ fn csv_lines(header: &[&str], rows: Vec<Vec<String>>) -> Result<String, csv::Err
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// The devices of a run as CSV: what was read, how, and what it contributed (numbers as
+/// `amdahl report`'s page shows them, [`crate::num`]).
+pub fn run_devices_csv(r: &RunRecord) -> Result<String, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "id",
+        "name",
+        "method",
+        "energy_j",
+        "avg_power_w",
+        "in_total",
+    ])?;
+    for d in &r.devices {
+        let method = d.method.as_str().to_string();
+        w.write_record([
+            d.id.clone(),
+            d.name.clone(),
+            method,
+            crate::num(d.energy_j.get()),
+            crate::num(d.avg_power_w.get()),
+            d.in_total.to_string(),
+        ])?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// One CSV row per node of a merged job.
 pub fn merge_csv(m: &MergeResult) -> Result<String, csv::Error> {
     let rows = m

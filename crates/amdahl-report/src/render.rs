@@ -133,7 +133,7 @@ render!(CarbonReport, carbon::table, carbon::csv);
 render!(
     record::RunRecord,
     meter::run_summary,
-    crate::html::devices_csv
+    meter::run_devices_csv
 );
 render!(record::MergeResult, meter::merge_summary, meter::merge_csv);
 render!(

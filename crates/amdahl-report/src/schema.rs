@@ -3,59 +3,16 @@
 //! The JSON amdahl writes is its contract; these schemas make it checkable. They are committed
 //! under `docs/schema/` (one file per kind, `amdahl.run/1` → `amdahl.run.1.json`) and a test
 //! regenerates them and fails when a committed file differs (`AMDAHL_UPDATE_SCHEMAS=1` rewrites
-//! them). Adding a new versioned output is one line in [`KINDS`].
+//! them). The kinds are the registry's ([`KINDS`], `crate::kind`): adding a new versioned output
+//! is one line there.
 
-use amdahl_bench::{gemm, gpu, memory, roofline, scaling as bench_scaling, sparse};
-use amdahl_meter::{meter, record, scale, sensors};
-use amdahl_model::carbon::{estimate, lifetime, statement};
+pub use crate::kind::{kind, Kind, KINDS};
+use amdahl_meter::meter;
 use amdahl_model::catalog::{self, devices::Device, grid::GridIntensity, models::ModelShape};
-use amdahl_model::infer;
-use amdahl_model::{plan::result as plan, scaling::analysis as fit, scaling::whatif, top500};
 use schemars::{generate::SchemaSettings, JsonSchema, Schema};
 use serde_json::{json, Value};
 
-/// One versioned output: its `schema` string and the type that serialises to it.
-pub struct Kind {
-    /// The `"schema"` value, e.g. `amdahl.run/1`.
-    pub id: &'static str,
-    generate: fn() -> Schema,
-}
-
-/// Every versioned output amdahl writes. To add one, add a line `Kind::of::<T>(ID),`.
-pub const KINDS: &[Kind] = &[
-    Kind::of::<fit::FitResult>(fit::SCHEMA),
-    Kind::of::<top500::Top500Result>(top500::SCHEMA),
-    Kind::of::<crate::surface::SurfaceResult>(crate::surface::SCHEMA),
-    Kind::of::<whatif::AccelerateResult>(whatif::SCHEMA),
-    Kind::of::<plan::PlanResult>(plan::PLAN_SCHEMA),
-    Kind::of::<plan::SearchResult>(plan::SEARCH_SCHEMA),
-    Kind::of::<record::RunRecord>(record::RUN_SCHEMA),
-    Kind::of::<record::MergeResult>(record::MERGE_SCHEMA),
-    Kind::of::<SampleLogLine>(meter::SAMPLES_SCHEMA),
-    Kind::of::<scale::result::ScaleResult>(scale::result::SCHEMA),
-    Kind::of::<estimate::CarbonReport>(estimate::SCHEMA),
-    Kind::of::<lifetime::LifetimeReport>(lifetime::SCHEMA),
-    Kind::of::<infer::InferResult>(infer::INFER_SCHEMA),
-    Kind::of::<infer::InferSearchResult>(infer::INFER_SEARCH_SCHEMA),
-    Kind::of::<statement::Statement>(statement::SCHEMA),
-    Kind::of::<CatalogListing>(catalog::SCHEMA),
-    Kind::of::<sensors::DetectResult>(sensors::DETECT_SCHEMA),
-    Kind::of::<gemm::GemmReport>(gemm::SCHEMA),
-    Kind::of::<sparse::SparseReport>(sparse::SCHEMA),
-    Kind::of::<memory::MemoryReport>(memory::SCHEMA),
-    Kind::of::<roofline::RooflineReport>(roofline::SCHEMA),
-    Kind::of::<bench_scaling::ScalingReport>(bench_scaling::SCHEMA),
-    Kind::of::<gpu::GpuReport>(gpu::SCHEMA),
-];
-
 impl Kind {
-    pub const fn of<T: JsonSchema>(id: &'static str) -> Self {
-        Kind {
-            id,
-            generate: root_schema::<T>,
-        }
-    }
-
     /// The committed file name under `docs/schema/`: `amdahl.run/1` → `amdahl.run.1.json`.
     pub fn file_name(&self) -> String {
         format!("{}.json", self.id.replace('/', "."))
@@ -74,14 +31,9 @@ impl Kind {
     }
 }
 
-/// The kind whose `schema` string is `id`, if any.
-pub fn kind(id: &str) -> Option<&'static Kind> {
-    KINDS.iter().find(|k| k.id == id)
-}
-
 /// The schema of what `T` serialises to (not what it would accept: fields skipped when empty
 /// are optional).
-fn root_schema<T: JsonSchema>() -> Schema {
+pub(crate) fn root_schema<T: JsonSchema>() -> Schema {
     SchemaSettings::draft2020_12()
         .for_serialize()
         .into_generator()
@@ -120,7 +72,7 @@ fn pin_schema_field(root: &mut Value, id: &str) {
 #[derive(JsonSchema)]
 #[schemars(untagged)]
 #[allow(dead_code)]
-enum CatalogListing {
+pub(crate) enum CatalogListing {
     Devices(catalog::Listing<Device>),
     Regions(catalog::Listing<GridIntensity>),
     Models(catalog::Listing<ModelShape>),
@@ -132,7 +84,7 @@ enum CatalogListing {
 #[derive(JsonSchema)]
 #[schemars(untagged)]
 #[allow(dead_code)]
-enum SampleLogLine {
+pub(crate) enum SampleLogLine {
     Header(meter::SampleLogHeader),
     Sample(meter::Sample),
 }

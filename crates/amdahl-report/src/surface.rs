@@ -193,10 +193,6 @@ fn text(v: &Value, k: &str) -> Option<String> {
     }
 }
 
-/// The schema versions `surface --from` reads: the same exact-version rule as `merge` and
-/// `carbon --from` (a future `/2` may change field meanings, so it is refused, not guessed at).
-pub const OVERLAY_SCHEMAS: [&str; 3] = ["amdahl.top500/1", "amdahl.fit/1", "amdahl.scale/1"];
-
 /// The points of one result, and how many of its entries could not be placed.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Overlay {
@@ -206,97 +202,107 @@ pub struct Overlay {
     pub skipped: usize,
 }
 
-/// Points from one `amdahl.top500/1` or `amdahl.fit/1` JSON value (or the fit inside an
-/// `amdahl.scale/1`). Entries without a usable pair are counted in [`Overlay::skipped`]: they
-/// have no place on a log plot, and the caller says how many were left out.
-pub fn points_from_json(source_name: &str, v: &Value) -> Result<Overlay, SurfaceError> {
-    let schema = v.get("schema").and_then(Value::as_str).unwrap_or("");
-    if !OVERLAY_SCHEMAS.contains(&schema) {
-        return Err(SurfaceError::UnknownSchema {
-            source_name: source_name.into(),
-            found: if schema.is_empty() {
-                "missing".into()
-            } else {
-                format!("\"{schema}\"")
-            },
-        });
-    }
-    let shape = |field| SurfaceError::Shape {
+/// The `schema` a result declares (empty when none), for the messages about its shape.
+fn schema_of(v: &Value) -> &str {
+    v.get("schema").and_then(Value::as_str).unwrap_or("")
+}
+
+fn shape(source_name: &str, v: &Value, field: &'static str) -> SurfaceError {
+    SurfaceError::Shape {
         source_name: source_name.into(),
-        schema: schema.into(),
+        schema: schema_of(v).into(),
         field,
-    };
-    let usable = |n: f64, s: f64| n > 1.0 && s > 0.0 && s <= 1.0;
-    if schema == "amdahl.scale/1" {
-        // `amdahl scale` embeds its fit as an `amdahl.fit/1` object.
-        let fit = v.get("fit").filter(|f| f.is_object()).ok_or_else(|| {
-            shape("`fit` (null when fewer than three N were measured: see `no_fit_reason`)")
-        })?;
-        points_from_json(source_name, fit)
-    } else if schema == "amdahl.top500/1" {
-        let counts = text(v, "n_counts").unwrap_or_else(|| "cores".into());
-        let group = format!("TOP500 (N = {counts})");
-        let systems = v
-            .get("systems")
+    }
+}
+
+/// Whether (N, 1−α) has a place on the log plot.
+fn usable(n: f64, s: f64) -> bool {
+    n > 1.0 && s > 0.0 && s <= 1.0
+}
+
+/// Points from an `amdahl.scale/1` result: `amdahl scale` embeds its fit as an `amdahl.fit/1`
+/// object, which is read as the fit it is (`crate::kind::overlay`).
+pub fn scale_points(source_name: &str, v: &Value) -> Result<Overlay, SurfaceError> {
+    let fit = v.get("fit").filter(|f| f.is_object()).ok_or_else(|| {
+        shape(
+            source_name,
+            v,
+            "`fit` (null when fewer than three N were measured: see `no_fit_reason`)",
+        )
+    })?;
+    crate::kind::overlay(source_name, fit)
+}
+
+/// Points from an `amdahl.top500/1` result, one per system: (N, 1−α of HPL). Read loosely (only
+/// those fields); a system without a usable pair is counted in [`Overlay::skipped`]: it has no
+/// place on a log plot, and the caller says how many were left out.
+pub fn top500_points(source_name: &str, v: &Value) -> Result<Overlay, SurfaceError> {
+    let counts = text(v, "n_counts").unwrap_or_else(|| "cores".into());
+    let group = format!("TOP500 (N = {counts})");
+    let systems = v
+        .get("systems")
+        .and_then(Value::as_array)
+        .ok_or_else(|| shape(source_name, v, "`systems`"))?;
+    let points: Vec<SurfacePoint> = systems
+        .iter()
+        .filter_map(|s| {
+            let (n, serial) = (num(s, "n")?, num(s, "serial_fraction_hpl")?);
+            usable(n, serial).then(|| SurfacePoint {
+                n,
+                serial,
+                group: group.clone(),
+                label: Some(format!(
+                    "{} {}",
+                    text(s, "name").unwrap_or_default(),
+                    text(s, "list").unwrap_or_default()
+                )),
+            })
+        })
+        .collect();
+    Ok(Overlay {
+        skipped: systems.len() - points.len(),
+        points,
+    })
+}
+
+/// Points from an `amdahl.fit/1` result: (N, Karp–Flatt e) of each series' measured points,
+/// read loosely; a fit's baseline point (e undefined at N0) is not counted as skipped.
+pub fn fit_points(source_name: &str, v: &Value) -> Result<Overlay, SurfaceError> {
+    let series = v
+        .get("series")
+        .and_then(Value::as_array)
+        .ok_or_else(|| shape(source_name, v, "`series`"))?;
+    let mut out = Overlay::default();
+    for (i, s) in series.iter().enumerate() {
+        let label = text(s, "label").unwrap_or_else(|| format!("series {}", i + 1));
+        let pts = s
+            .get("points")
             .and_then(Value::as_array)
-            .ok_or_else(|| shape("`systems`"))?;
-        let points: Vec<SurfacePoint> = systems
+            .ok_or_else(|| shape(source_name, v, "`series[].points`"))?;
+        // The baseline's Karp–Flatt e is undefined (null): not a point, and not a loss.
+        let candidates = pts
             .iter()
-            .filter_map(|s| {
-                let (n, serial) = (num(s, "n")?, num(s, "serial_fraction_hpl")?);
-                usable(n, serial).then(|| SurfacePoint {
+            .filter(|p| !p.get("karp_flatt").is_some_and(Value::is_null));
+        let total = candidates.clone().count();
+        let mut mine: Vec<SurfacePoint> = candidates
+            .filter_map(|p| {
+                let (n, e) = (num(p, "n")?, num(p, "karp_flatt")?);
+                usable(n, e).then(|| SurfacePoint {
                     n,
-                    serial,
-                    group: group.clone(),
-                    label: Some(format!(
-                        "{} {}",
-                        text(s, "name").unwrap_or_default(),
-                        text(s, "list").unwrap_or_default()
-                    )),
+                    serial: e,
+                    group: format!("{label} (Karp-Flatt e)"),
+                    label: None,
                 })
             })
             .collect();
-        Ok(Overlay {
-            skipped: systems.len() - points.len(),
-            points,
-        })
-    } else {
-        let series = v
-            .get("series")
-            .and_then(Value::as_array)
-            .ok_or_else(|| shape("`series`"))?;
-        let mut out = Overlay::default();
-        for (i, s) in series.iter().enumerate() {
-            let label = text(s, "label").unwrap_or_else(|| format!("series {}", i + 1));
-            let pts = s
-                .get("points")
-                .and_then(Value::as_array)
-                .ok_or_else(|| shape("`series[].points`"))?;
-            // The baseline's Karp–Flatt e is undefined (null): not a point, and not a loss.
-            let candidates = pts
-                .iter()
-                .filter(|p| !p.get("karp_flatt").is_some_and(Value::is_null));
-            let total = candidates.clone().count();
-            let mut mine: Vec<SurfacePoint> = candidates
-                .filter_map(|p| {
-                    let (n, e) = (num(p, "n")?, num(p, "karp_flatt")?);
-                    usable(n, e).then(|| SurfacePoint {
-                        n,
-                        serial: e,
-                        group: format!("{label} (Karp-Flatt e)"),
-                        label: None,
-                    })
-                })
-                .collect();
-            // Label a series once, at its largest N, to keep the plot readable.
-            if let Some(last) = mine.iter_mut().max_by(|a, b| a.n.total_cmp(&b.n)) {
-                last.label = Some(label);
-            }
-            out.skipped += total - mine.len();
-            out.points.extend(mine);
+        // Label a series once, at its largest N, to keep the plot readable.
+        if let Some(last) = mine.iter_mut().max_by(|a, b| a.n.total_cmp(&b.n)) {
+            last.label = Some(label);
         }
-        Ok(out)
+        out.skipped += total - mine.len();
+        out.points.extend(mine);
     }
+    Ok(out)
 }
 
 /// Colour-map resolution (pixels along N and along 1−α); the viewer interpolates between them.
@@ -462,6 +468,7 @@ fn point_labels(points: &[SurfacePoint]) -> Vec<(f64, f64, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::overlay as points_from_json;
     use serde_json::json;
 
     #[test]

@@ -313,7 +313,10 @@ pub fn estimate(args: &Options) -> Result<carbon::CarbonReport> {
     let saved = match &args.from {
         Some(path) => {
             let text = crate::input::read_text(path)?;
-            Some(from_result::read(&text, &path.display().to_string())?)
+            Some(amdahl_report::kind::energy(
+                &text,
+                &path.display().to_string(),
+            )?)
         }
         None => None,
     };

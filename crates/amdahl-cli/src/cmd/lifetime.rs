@@ -1,12 +1,13 @@
 //! `amdahl lifetime` — training once plus serving every day: energy and CO2e of each phase, the
 //! inference share, the day serving overtakes training, and between two alternatives the number
 //! of requests after which the costlier-to-train one pays back. Composes saved results (read by
-//! `carbon::from_result`, as `carbon --from` reads them); PUE and grid resolve per phase as in
+//! their kind's energy reader, `amdahl_report::kind::energy`, as `carbon --from` reads them); PUE
+//! and grid resolve per phase as in
 //! `amdahl carbon`.
 
 use crate::cmd::resolve::{exclusive, grid_for, load, pue_for, GridArgs};
 use crate::output::{print, FormatArgs};
-use amdahl_model::carbon::from_result::{self, Saved};
+use amdahl_model::carbon::from_result::Saved;
 use amdahl_model::carbon::lifetime::{
     serving_from, training_from, Horizon, LifetimeReport, Serving, Side, Training,
 };
@@ -69,7 +70,10 @@ pub struct Args {
 fn read_saved(path: &Path) -> Result<Saved> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(from_result::read(&text, &path.display().to_string())?)
+    Ok(amdahl_report::kind::energy(
+        &text,
+        &path.display().to_string(),
+    )?)
 }
 
 /// Training from --train or --train-kwh.

@@ -6,8 +6,8 @@
 
 use crate::cmd::carbon;
 use crate::output::{self, write_file};
-use amdahl_model::carbon::{from_result, Statement};
-use amdahl_report::html;
+use amdahl_model::carbon::Statement;
+use amdahl_report::{html, kind};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use std::path::{Path, PathBuf};
@@ -48,13 +48,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         let name = path.display().to_string();
         let text = crate::input::read_text(path)?;
-        let mut entry = html::read(&text, &name)?;
-        output::check_result(&entry.json)
+        let saved = kind::read(&text, &name)?;
+        output::check_result(&saved.json)
             .with_context(|| format!("{name}: the result holds a value that is not a number"))?;
-        if !args.no_statement && from_result::SUPPORTED.contains(&entry.saved.schema()) {
-            entry.statement = Some(statement(path)?);
-        }
-        entries.push(entry);
+        let statement = if !args.no_statement && saved.kind.reads_energy() {
+            Some(statement(path)?)
+        } else {
+            None
+        };
+        entries.push(html::Entry {
+            file: name,
+            saved,
+            statement,
+        });
     }
     let page = html::page(&entries, &format!("amdahl {}", env!("CARGO_PKG_VERSION")));
     write_file(&args.output, &page)?;

@@ -5,9 +5,7 @@ use crate::cmd::top500::{load, parse_n};
 use crate::output::{print_result, FormatArgs};
 use amdahl_model::top500::{analyse, NCounts, Query};
 use amdahl_report::render::Render;
-use amdahl_report::surface::{
-    points_from_json, svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec,
-};
+use amdahl_report::surface::{svg, validate, SurfacePoint, SurfaceResult, SurfaceSpec};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,14 +67,14 @@ fn points(args: &Args) -> Result<Vec<SurfacePoint>> {
             },
         );
         let v = serde_json::to_value(&r).context("serialising the built-in history")?;
-        return Ok(points_from_json("built-in history", &v)?.points);
+        return Ok(amdahl_report::kind::overlay("built-in history", &v)?.points);
     }
     let mut out = Vec::new();
     for p in &args.from {
         let (name, text) = read_source(p)?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{name}: not valid JSON (expected `amdahl top500 --json` or `amdahl fit --json` output)"))?;
-        let overlay = points_from_json(&name, &v)?;
+        let overlay = amdahl_report::kind::overlay(&name, &v)?;
         if overlay.skipped > 0 {
             eprintln!(
                 "warning: {name}: {} of {} entries have no usable (N > 1, 0 < 1-α ≤ 1) pair and are not drawn",

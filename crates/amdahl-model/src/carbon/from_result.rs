@@ -1,20 +1,20 @@
-//! IT energy from the saved JSON result of another amdahl command, dispatched on its `schema`.
+//! IT energy from the saved JSON result of another amdahl command, one reader per kind.
 //!
-//! Supported: `amdahl.run/1` (`total_energy_j`, `duration_s`; measured where every device in the
-//! total was read from a counter or an integrated power reading, estimated as soon as one was
-//! only estimated from CPU time; with the run's PUE and grid) and `amdahl.plan/1`
-//! (estimated: the predicted training run — `training.power_per_device` × `training.train_time`
+//! `amdahl.run/1` ([`read_run`]: `total_energy_j`, `duration_s`; measured where every device in
+//! the total was read from a counter or an integrated power reading, estimated as soon as one was
+//! only estimated from CPU time; with the run's PUE and grid), `amdahl.plan/1` ([`read_plan`]:
+//! estimated, the predicted training run — `training.power_per_device` × `training.train_time`
 //! × `gpus`, which is the plan's `training.it_energy` — with the plan's device and PUE) and
-//! `amdahl.infer/1` (estimated: 1,000 requests served, `energy_per_request_j` × 1,000, taking
-//! 1,000 ÷ `requests_per_s` seconds on `gpus` devices, with the result's PUE and grid). A new
-//! producer adds one arm to [`read`].
+//! `amdahl.infer/1` ([`read_infer`]: estimated, 1,000 requests served, `energy_per_request_j` ×
+//! 1,000, taking 1,000 ÷ `requests_per_s` seconds on `gpus` devices, with the result's PUE and
+//! grid). Each reads only the fields its producer's contract names, so a hand-written result with
+//! those fields works. Which schema goes to which reader is the registry of result kinds'
+//! (`amdahl_report::kind`, which also knows the meter's and the report's own types); a new
+//! producer adds a reader here and one `.energy(…)` there.
 
 use super::{CarbonError, ItEnergy};
 use crate::units::{Joules, Seconds, Watts};
 use serde_json::Value;
-
-/// Schemas `amdahl carbon --from` understands.
-pub const SUPPORTED: &[&str] = &["amdahl.run/1", "amdahl.plan/1", "amdahl.infer/1"];
 
 /// Requests an `amdahl.infer/1` result is read as: the unit `co2e_per_1000_requests_g` uses.
 pub const INFER_REQUESTS: f64 = 1000.0;
@@ -23,7 +23,7 @@ pub const INFER_REQUESTS: f64 = 1000.0;
 /// and the PUE it assumed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Saved {
-    /// The result's schema, one of [`SUPPORTED`].
+    /// The result's schema: `amdahl.run/1`, `amdahl.plan/1` or `amdahl.infer/1`.
     pub schema: &'static str,
     pub energy: ItEnergy,
     /// How many requests `energy` served, where the producer says (an inference result:
@@ -46,34 +46,6 @@ pub struct SavedGrid {
     pub g_per_kwh: f64,
     pub source: String,
     pub year: Option<u16>,
-}
-
-/// Read a result file's text (`file` names it in errors).
-pub fn read(text: &str, file: &str) -> Result<Saved, CarbonError> {
-    let err = |message: String| CarbonError::Input {
-        file: file.into(),
-        message,
-    };
-    let v: Value = serde_json::from_str(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
-    let schema = v.get("schema").and_then(Value::as_str).ok_or_else(|| {
-        err("no `schema` field; is this the --json output of an amdahl command?".into())
-    })?;
-    let d = Doc { v: &v, file };
-    match schema {
-        "amdahl.run/1" => read_run(&d),
-        "amdahl.plan/1" => read_plan(&d),
-        "amdahl.infer/1" => read_infer(&d),
-        "amdahl.infer-search/1" => Err(err(
-            "this is an `amdahl infer --search` result, a ranking of configurations rather than \
-             one; re-run `amdahl infer` without --search on the configuration you chose and pass \
-             its --json output"
-                .into(),
-        )),
-        other => Err(err(format!(
-            "schema `{other}` is not supported by `amdahl carbon --from`; supported: {}",
-            SUPPORTED.join(", ")
-        ))),
-    }
 }
 
 /// A saved result being read: its JSON and the file it came from (named in every error).
@@ -107,8 +79,8 @@ impl Doc<'_> {
 }
 
 /// `amdahl run`'s measured energy, its estimated devices named, and the grid it recorded.
-fn read_run(d: &Doc) -> Result<Saved, CarbonError> {
-    let (v, file) = (d.v, d.file);
+pub fn read_run(v: &Value, file: &str) -> Result<Saved, CarbonError> {
+    let d = &Doc { v, file };
     let err = |message: String| d.err(message);
     let number = |path: &str| d.number(path);
     let j = number("total_energy_j")?;
@@ -167,8 +139,8 @@ fn read_run(d: &Doc) -> Result<Saved, CarbonError> {
 }
 
 /// `amdahl plan`'s predicted training energy: devices × time × modelled power.
-fn read_plan(d: &Doc) -> Result<Saved, CarbonError> {
-    let (v, file) = (d.v, d.file);
+pub fn read_plan(v: &Value, file: &str) -> Result<Saved, CarbonError> {
+    let d = &Doc { v, file };
     let err = |message: String| d.err(message);
     let number = |path: &str| d.number(path);
     let text_at = |path: &str| d.text_at(path);
@@ -212,8 +184,8 @@ fn read_plan(d: &Doc) -> Result<Saved, CarbonError> {
 }
 
 /// `amdahl infer`'s predicted serving energy, per [`INFER_REQUESTS`] requests.
-fn read_infer(d: &Doc) -> Result<Saved, CarbonError> {
-    let file = d.file;
+pub fn read_infer(v: &Value, file: &str) -> Result<Saved, CarbonError> {
+    let d = &Doc { v, file };
     let err = |message: String| d.err(message);
     let number = |path: &str| d.number(path);
     let text_at = |path: &str| d.text_at(path);
@@ -306,171 +278,4 @@ fn run_caveats(v: &Value) -> Vec<String> {
         ));
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::carbon::Basis;
-
-    #[test]
-    fn run_result_with_an_estimated_device_is_estimated() {
-        let saved = read(
-            r#"{"schema":"amdahl.run/1","total_energy_j":36,"duration_s":1,"pue":1.1,
-               "devices":[{"id":"rapl:0","method":"counter","in_total":true},
-                          {"id":"estimate:ram","method":"estimate","in_total":true}],
-               "intensity":{"g_per_kwh":56.0,"region":"FR","source":"OWID","year":2023}}"#,
-            "r.json",
-        )
-        .unwrap();
-        assert_eq!(saved.energy.basis, Basis::Estimated);
-        assert!(
-            saved.energy.method.contains("memory") && !saved.energy.method.contains("estimate:"),
-            "{}",
-            saved.energy.method
-        );
-        assert_eq!(saved.pue, Some(1.1));
-        let g = saved.grid.unwrap();
-        assert_eq!(
-            (g.region.as_str(), g.g_per_kwh, g.year),
-            ("FR", 56.0, Some(2023))
-        );
-    }
-
-    /// Regression: a statement was written for a run that failed (exit 2) without a word.
-    #[test]
-    fn failed_run_carries_a_caveat() {
-        let saved = read(
-            r#"{"schema":"amdahl.run/1","total_energy_j":36,"duration_s":1,"exit_code":2}"#,
-            "r.json",
-        )
-        .unwrap();
-        assert_eq!(saved.energy.caveats.len(), 1);
-        assert!(saved.energy.caveats[0].contains("exit status 2"));
-        assert!(!saved.energy.predicted);
-        let ok = read(
-            r#"{"schema":"amdahl.run/1","total_energy_j":36,"duration_s":1,"exit_code":0}"#,
-            "r.json",
-        )
-        .unwrap();
-        assert!(ok.energy.caveats.is_empty());
-    }
-
-    #[test]
-    fn run_result_is_measured() {
-        let e = read(
-            r#"{"schema":"amdahl.run/1","total_energy_j":7.2e6,"duration_s":3600,"extra":1}"#,
-            "r.json",
-        )
-        .unwrap()
-        .energy;
-        assert_eq!(e.basis, Basis::Measured);
-        assert!((e.energy.kwh() - 2.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn plan_result_is_the_estimated_training_run() {
-        // A plan's own JSON: its IT energy is power per device × training time × devices.
-        use crate::plan::{catalog_model, catalog_system, evaluate};
-        use crate::plan::{CostInputs, Layout, PlanResult, Recompute};
-        let (hw, net) = catalog_system("a100-80gb").unwrap();
-        let m = catalog_model("megatron-39b").unwrap();
-        let l = Layout {
-            tp: 8,
-            pp: 2,
-            dp: 32,
-            batch: 1536,
-            recompute: Recompute::Full,
-            ..Layout::default()
-        };
-        let e = evaluate(&m, &hw, &net, &l).unwrap();
-        let inputs = CostInputs {
-            tokens: 1e9,
-            pue: 1.1,
-            intensity: crate::catalog::grid::lookup("world").unwrap().g_per_kwh,
-            price_per_device_hour: None,
-        };
-        let plan = PlanResult::new(&m, &hw, &net, &e, &inputs);
-        let text = serde_json::to_string(&plan).unwrap();
-        let s = read(&text, "plan.json").unwrap();
-        assert_eq!(s.energy.basis, Basis::Estimated);
-        assert!(
-            s.energy.predicted,
-            "a plan is a prediction: the statement says would"
-        );
-        assert_eq!(s.energy.count, Some(512));
-        assert_eq!(s.device.as_deref(), Some("A100 SXM4 80GB"));
-        assert_eq!(s.pue, Some(1.1));
-        let want = plan.training.it_energy.get();
-        assert!((s.energy.energy.get() / want - 1.0).abs() < 1e-12);
-        assert!(
-            (s.energy.device_hours().unwrap() / plan.training.device_hours - 1.0).abs() < 1e-12
-        );
-        assert!(s
-            .energy
-            .method
-            .contains("Megatron-39B on 512 × A100 SXM4 80GB"));
-        assert!(s.energy.method.contains("idle power estimated"));
-    }
-
-    #[test]
-    fn infer_result_is_a_thousand_requests() {
-        // 8 GPUs × 500 W ÷ 20 requests/s = 200 J per request (the hand-written contract fixture
-        // crates/amdahl-cli/tests/fixtures/infer.json); 1,000 requests = 200 kJ in 50 s.
-        let s = read(
-            r#"{"schema":"amdahl.infer/1","model":"llama3-8b","system":"h100","gpus":8,
-               "power_per_gpu_w":500,"requests_per_s":20,"energy_per_request_j":200,
-               "pue":1.1,"grid_g_per_kwh":56,"region":"FR","co2e_per_1000_requests_g":3.42}"#,
-            "i.json",
-        )
-        .unwrap();
-        assert_eq!(s.schema, "amdahl.infer/1");
-        assert_eq!(s.requests, Some(1000.0));
-        assert_eq!(s.energy.basis, Basis::Estimated);
-        assert!((s.energy.energy.get() - 200e3).abs() < 1e-6);
-        assert!((s.energy.duration.get() - 50.0).abs() < 1e-12);
-        assert_eq!(s.energy.count, Some(8));
-        assert_eq!((s.device.as_deref(), s.pue), (Some("h100"), Some(1.1)));
-        let g = s.grid.unwrap();
-        assert_eq!((g.region.as_str(), g.g_per_kwh), ("FR", 56.0));
-        assert!(
-            s.energy.method.contains("llama3-8b on 8 × h100"),
-            "{}",
-            s.energy.method
-        );
-    }
-
-    #[test]
-    fn bad_inputs_are_named() {
-        for (text, want) in [
-            ("{", "not valid JSON"),
-            (r#"{"a":1}"#, "no `schema`"),
-            (r#"{"schema":"amdahl.fit/1"}"#, "not supported"),
-            (r#"{"schema":"amdahl.plan/1"}"#, "`gpus` is missing"),
-            (
-                r#"{"schema":"amdahl.plan/1","gpus":8.5}"#,
-                "not a device count",
-            ),
-            (
-                r#"{"schema":"amdahl.run/1","duration_s":1}"#,
-                "total_energy_j",
-            ),
-            (
-                r#"{"schema":"amdahl.run/1","total_energy_j":-5,"duration_s":1}"#,
-                "positive",
-            ),
-            (r#"{"schema":"amdahl.infer-search/1"}"#, "without --search"),
-            (
-                r#"{"schema":"amdahl.infer/1","energy_per_request_j":200}"#,
-                "`requests_per_s` is missing",
-            ),
-            (
-                r#"{"schema":"amdahl.infer/1","energy_per_request_j":0,"requests_per_s":1}"#,
-                "must be positive",
-            ),
-        ] {
-            let e = read(text, "r.json").unwrap_err().to_string();
-            assert!(e.starts_with("r.json: ") && e.contains(want), "{e}");
-        }
-    }
 }
