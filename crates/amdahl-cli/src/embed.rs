@@ -2,8 +2,8 @@
 //! command line and results back into Python objects; everything in between is the CLI's own
 //! code, so a Python call gives the same numbers and the same error messages as the command.
 //!
-//! - [`call`]: a command run on an argv (`["plan", "--model", …, "--json"]`), its stdout
-//!   returned instead of printed.
+//! - [`call`]: a command run on an argv (`["plan", "--model", …, "--json"]`), its result
+//!   returned as data instead of printed (or its stdout, for a command that prints other text).
 //! - [`Tracker`]: `amdahl run`'s measurement ([`Session`], `amdahl-meter`'s) around code in this
 //!   process instead of a child.
 
@@ -46,14 +46,27 @@ pub fn exit_status(code: ExitCode) -> u8 {
         .unwrap_or(1)
 }
 
-/// Run `amdahl ARGS…` (without the program name) and return what it printed on stdout. The
-/// caller adds `--json` to get the versioned result. A command that exits non-zero without an
+/// What a command called through [`call`] gave back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// The one result it printed, as data: what `json.loads` of its `--json` gives, built
+    /// without writing or parsing JSON text.
+    Result(serde_json::Value),
+    /// Its stdout, when that was not exactly one result (a listing, or several outputs).
+    Text(String),
+}
+
+/// Run `amdahl ARGS…` (without the program name) and return the result it printed (the caller
+/// adds `--json`, so that nothing else is printed). A command that exits non-zero without an
 /// error (none of the modelling commands do) is a failure with its code.
-pub fn call(args: &[String]) -> Result<String, Failure> {
+pub fn call(args: &[String]) -> Result<Output, Failure> {
     let argv = std::iter::once("amdahl".to_string()).chain(args.iter().cloned());
-    let (outcome, stdout) = crate::output::capture(|| crate::execute(argv));
+    let (outcome, captured) = crate::output::capture_results(|| crate::execute(argv));
     match outcome {
-        Outcome::Exit(code) if code == ExitCode::SUCCESS => Ok(stdout),
+        Outcome::Exit(code) if code == ExitCode::SUCCESS => Ok(match captured.only_result() {
+            Ok(value) => Output::Result(value),
+            Err(text) => Output::Text(text),
+        }),
         Outcome::Exit(code) => Err(Failure {
             code: exit_status(code),
             message: format!(
@@ -192,6 +205,29 @@ mod tests {
         let e = call(&["plan".into(), "--nope".into()]).unwrap_err();
         assert_eq!(e.code, 2);
         assert!(e.message.contains("--nope"), "{}", e.message);
+    }
+
+    /// A command's result comes back as data, equal to its `--json` text parsed; a command that
+    /// prints a listing rather than a result comes back as its text.
+    #[test]
+    fn call_returns_the_result_as_data() {
+        let args = |a: &str| a.split(' ').map(String::from).collect::<Vec<_>>();
+        let Ok(Output::Result(v)) = call(&args("accelerate --n 64 --efficiency 0.9 --by 2 --json"))
+        else {
+            panic!("accelerate --json gave no result");
+        };
+        assert_eq!(v["schema"], "amdahl.accelerate/1");
+        let Ok(Output::Result(csv_run)) =
+            call(&args("accelerate --n 64 --efficiency 0.9 --by 2 --csv"))
+        else {
+            panic!("accelerate --csv gave no result");
+        };
+        assert_eq!(v, csv_run, "the data is the result, whatever the format");
+        let out = call(&args("catalog pue --json"));
+        assert!(
+            matches!(&out, Ok(Output::Text(t)) if t.contains("amdahl.catalog/1")),
+            "{out:?}"
+        );
     }
 
     /// The width of an SVG document's root element (`width="241pt"`).

@@ -43,7 +43,22 @@ pub fn print_result<T: serde::Serialize + ?Sized>(result: &T, text: &str) -> Res
             "the output would contain `{word}`; the inputs are outside the range the model can compute (check for extreme or tiny values)"
         );
     }
-    print(text)
+    print_unchecked(result, text)
+}
+
+/// Print `text` rendered from `result` without [`print_result`]'s check (`infer`, `lifetime`
+/// and `detect` print this way, as they always have). Under [`capture_results`] the result
+/// itself is kept too, as data.
+pub fn print_unchecked<T: serde::Serialize + ?Sized>(result: &T, text: &str) -> Result<()> {
+    if CAPTURE.with(|c| c.borrow().is_some()) {
+        let value = serde_json::to_value(result).context("keeping the result")?;
+        CAPTURE.with(|c| {
+            if let Some(c) = c.borrow_mut().as_mut() {
+                c.results.push(value);
+            }
+        });
+    }
+    write_stdout(text, true)
 }
 
 /// The check of [`print_result`] alone, for a plot written from the result before it is printed
@@ -59,25 +74,55 @@ fn non_finite_word(text: &str) -> Option<&str> {
         .find(|w| matches!(w.trim_end_matches('.'), "inf" | "-inf" | "NaN" | "-NaN"))
 }
 
-thread_local! {
-    /// Where [`print`] puts results while [`capture`] runs on this thread (the Python package
-    /// takes a command's `--json` as a return value, not from the process's stdout).
-    static CAPTURE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+/// What a command printed while [`capture_results`] ran on its thread.
+#[derive(Debug, Default)]
+pub struct Capture {
+    /// Everything it would have written to stdout.
+    pub text: String,
+    /// The results it printed, as data.
+    pub results: Vec<serde_json::Value>,
+    /// Whether it printed anything that is not a result's rendering.
+    pub other_text: bool,
 }
 
-/// Run `f` with every result [`print`] would write to stdout collected instead; returns them.
-pub fn capture<R>(f: impl FnOnce() -> R) -> (R, String) {
-    let previous = CAPTURE.with(|c| c.replace(Some(String::new())));
+impl Capture {
+    /// The one result the command printed, when its output was exactly that (`--json` of a
+    /// command that prints its result).
+    pub fn only_result(self) -> Result<serde_json::Value, String> {
+        match <[_; 1]>::try_from(self.results) {
+            Ok([value]) if !self.other_text => Ok(value),
+            _ => Err(self.text),
+        }
+    }
+}
+
+thread_local! {
+    /// Where [`print`] puts results while [`capture_results`] runs on this thread (the Python package
+    /// takes a command's result as a return value, not from the process's stdout).
+    static CAPTURE: std::cell::RefCell<Option<Capture>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Run `f` with everything [`print`] would write to stdout collected instead, and each result
+/// kept as data as well (`serde_json::Value`, what `json.loads` of its `--json` would give), so a
+/// caller (the Python package) takes results without parsing text.
+pub fn capture_results<R>(f: impl FnOnce() -> R) -> (R, Capture) {
+    let previous = CAPTURE.with(|c| c.replace(Some(Capture::default())));
     let r = f();
-    let text = CAPTURE.with(|c| c.replace(previous)).unwrap_or_default();
-    (r, text)
+    let captured = CAPTURE.with(|c| c.replace(previous)).unwrap_or_default();
+    (r, captured)
 }
 
 /// Write `text` to stdout, treating a closed pipe (`amdahl ... | head`) as success.
 pub fn print(text: &str) -> Result<()> {
+    write_stdout(text, false)
+}
+
+/// [`print`]; `result`: whether `text` is a result's rendering (see [`Capture::other_text`]).
+fn write_stdout(text: &str, result: bool) -> Result<()> {
     let captured = CAPTURE.with(|c| match c.borrow_mut().as_mut() {
-        Some(buf) => {
-            buf.push_str(text);
+        Some(c) => {
+            c.text.push_str(text);
+            c.other_text |= !result;
             true
         }
         None => false,

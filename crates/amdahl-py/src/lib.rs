@@ -1,6 +1,6 @@
 //! `amdahl._native`: the Python extension module. It only converts: Python arguments into
-//! `amdahl` command lines and tracker options, results into JSON text that the Python side
-//! (`python/amdahl/`) loads into dicts, errors into `AmdahlError`. The measuring and modelling
+//! `amdahl` command lines and tracker options, results into Python objects (`pythonize`, from
+//! the result's data: no JSON text is written or parsed), errors into `AmdahlError`. The measuring and modelling
 //! are the Rust crates' (`amdahl_cli::embed`); the GIL is released while they run, and the
 //! tracker's sampler is a Rust thread that never touches Python.
 
@@ -26,43 +26,24 @@ fn raise(f: Failure) -> PyErr {
 /// str, int, float, bool, None), built directly, so that tracking needs no `json` module.
 fn to_python<'py, T: serde::Serialize>(py: Python<'py>, value: &T) -> PyResult<Bound<'py, PyAny>> {
     let v = serde_json::to_value(value).map_err(|e| AmdahlError::new_err(e.to_string()))?;
-    json_to_python(py, &v)
+    value_to_python(py, &v)
 }
 
-fn json_to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
-    use pyo3::types::{PyBool, PyDict, PyList, PyString};
-    use serde_json::Value;
-    Ok(match v {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        // As json.loads: integers stay int, numbers written with a fraction or exponent float.
-        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => i.into_pyobject(py)?.into_any(),
-            (None, Some(u)) => u.into_pyobject(py)?.into_any(),
-            (None, None) => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
-        },
-        Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(a) => {
-            let l = PyList::empty(py);
-            for x in a {
-                l.append(json_to_python(py, x)?)?;
-            }
-            l.into_any()
-        }
-        Value::Object(o) => {
-            let d = PyDict::new(py);
-            for (k, x) in o {
-                d.set_item(k, json_to_python(py, x)?)?;
-            }
-            d.into_any()
-        }
-    })
+/// A result's data (`serde_json::Value`, as the CLI keeps it) as Python objects. Through the
+/// `Value` rather than the typed result: a tuple in a result is a JSON array, so a list here as
+/// in `json.loads`, where pythonizing the type would make it a Python tuple.
+fn value_to_python<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
+    pythonize::pythonize(py, v).map_err(|e| AmdahlError::new_err(e.to_string()))
 }
 
-/// Run `amdahl ARGS…` and return its stdout (the caller passes `--json`).
+/// Run `amdahl ARGS…` (the caller passes `--json`) and return its result as Python objects, or
+/// its stdout as a `str` when it printed something other than one result.
 #[pyfunction]
-fn call(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
-    py.detach(|| embed::call(&args)).map_err(raise)
+fn call<'py>(py: Python<'py>, args: Vec<String>) -> PyResult<Bound<'py, PyAny>> {
+    match py.detach(|| embed::call(&args)).map_err(raise)? {
+        embed::Output::Result(v) => value_to_python(py, &v),
+        embed::Output::Text(text) => Ok(pyo3::types::PyString::new(py, &text).into_any()),
+    }
 }
 
 /// The `amdahl` command itself (the wheel's console script): run it on `argv` (program name

@@ -1,7 +1,7 @@
 //! `amdahl detect`: every energy sensor on this machine, what it reads, and for each unusable
 //! one why and how to fix it. Always exits 0: an unusable sensor is a finding, not an error.
 
-use crate::output::{print, FormatArgs};
+use crate::output::{print_unchecked, FormatArgs};
 use amdahl_meter::gpu::parse_visible;
 use amdahl_meter::{rapl, sensors};
 use amdahl_report::render::Render;
@@ -28,6 +28,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
         &visible,
     );
     let text = d.render(args.format.format())?;
-    print(&text)?;
+    print_unchecked(&d, &text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@
 use crate::cmd::resolve::{load, pue, GridArgs};
 use crate::cmd::shape::{ModelArgs, SystemArgs};
 use crate::domain;
-use crate::output::{print, Format, FormatArgs};
+use crate::output::{print_unchecked, Format, FormatArgs};
 use amdahl_model::infer::{
     batch_for_rate, evaluate_at, replicas, search, setup, BatchChoice, Charging, Context,
     InferResult, InferSearchResult, KvFormat, Requests, Serving, Space, WeightFormat,
@@ -213,7 +213,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         charging: &charging,
     };
     let result = InferResult::new(&ctx, &e, choice)?;
-    print(&result.render(a.format.format())?)?;
+    print_unchecked(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
         crate::cmd::energy_note::note_energy_accuracy();
     }
@@ -292,7 +292,7 @@ fn run_search(
         pareto: outcome.pareto,
         skipped: outcome.skipped,
     };
-    print(&result.render(a.format.format())?)?;
+    print_unchecked(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
         crate::cmd::energy_note::note_energy_accuracy();
     }

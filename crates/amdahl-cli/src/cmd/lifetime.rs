@@ -6,7 +6,7 @@
 //! `amdahl carbon`.
 
 use crate::cmd::resolve::{exclusive, grid_for, load, pue_for, GridArgs};
-use crate::output::{print, FormatArgs};
+use crate::output::{print_unchecked, FormatArgs};
 use amdahl_model::carbon::from_result::Saved;
 use amdahl_model::carbon::lifetime::{
     serving_from, training_from, Horizon, LifetimeReport, Serving, Side, Training,
@@ -212,6 +212,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(path) = &a.svg {
         crate::output::write_plot(path, &render::svg(&report))?;
     }
-    print(&report.render(a.format.format())?)?;
+    print_unchecked(&report, &report.render(a.format.format())?)?;
     Ok(ExitCode::SUCCESS)
 }

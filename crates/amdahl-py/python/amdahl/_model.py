@@ -3,8 +3,9 @@
 ``--search``; a list repeats the flag), the result is the command's ``--json`` as a dict, and a
 refused input raises :class:`AmdahlError` with the message the CLI prints."""
 
-# Only what every `import amdahl` needs is imported here: json, csv and tempfile when a model
-# function runs, typing only for type checkers. A training script that only tracks pays for none
+# Only what every `import amdahl` needs is imported here: csv and tempfile when a model function
+# runs (json only for a command that prints text rather than one result), typing only for type
+# checkers. A training script that only tracks pays for none
 # of them (about 4 MB of peak RSS together; scripts/bench/python_overhead.sh).
 from __future__ import annotations
 
@@ -45,11 +46,15 @@ def flags(options: Mapping[str, Any]) -> List[str]:
 
 
 def command(name: str, args: Sequence[str] = (), **options: Any) -> Dict[str, Any]:
-    """Run ``amdahl NAME ARGS... --flags --json`` and return the parsed result."""
-    import json
-
+    """Run ``amdahl NAME ARGS... --flags --json`` and return the result (built as Python objects
+    by the extension, no JSON text in between)."""
     argv = ["--quiet", name, *args, *flags(options), "--json"]
-    return json.loads(_native.call(argv))
+    out = _native.call(argv)
+    if isinstance(out, str):  # a command that prints its --json as text, not as one result
+        import json
+
+        return json.loads(out)
+    return out
 
 
 def plan(**options: Any) -> Dict[str, Any]:
