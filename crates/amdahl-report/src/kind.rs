@@ -35,8 +35,11 @@ struct Shown {
     title: &'static str,
     /// One sentence: which of its figures are measured and which estimated.
     nature: &'static str,
-    read: fn(&Value) -> Result<Typed, serde_json::Error>,
+    read: fn(&Value) -> Result<Typed, Mismatch>,
 }
+
+/// Where and how a saved result does not match its kind's type.
+type Mismatch = serde_path_to_error::Error<serde_json::Error>;
 
 /// What `amdahl carbon --from` (and `amdahl lifetime`) does with a saved result of a kind.
 enum Energy {
@@ -54,6 +57,7 @@ type OverlayReader = fn(&str, &Value) -> Result<Overlay, SurfaceError>;
 /// To add one: `Kind::of::<T>(ID)`, and `.shown(…)`, `.energy(…)` or `.overlay(…)` for the
 /// readers that take it.
 pub const KINDS: &[Kind] = &[
+    // A run's nature depends on its devices (which were only estimated): the page words it.
     Kind::of::<record::RunRecord>(record::RUN_SCHEMA)
         .shown("Measured runs", "", |v| Ok(Typed::Run(typed(v)?)))
         .energy(from_result::read_run),
@@ -167,7 +171,7 @@ impl Kind {
         self,
         title: &'static str,
         nature: &'static str,
-        read: fn(&Value) -> Result<Typed, serde_json::Error>,
+        read: fn(&Value) -> Result<Typed, Mismatch>,
     ) -> Self {
         Kind {
             shown: Some(Shown {
@@ -225,8 +229,9 @@ pub fn kind(id: &str) -> Option<&'static Kind> {
     KINDS.iter().find(|k| k.id == id)
 }
 
-fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<Box<T>, serde_json::Error> {
-    T::deserialize(v).map(Box::new)
+/// `v` as the type `T`, an error naming the path of the field that does not match.
+fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<Box<T>, Mismatch> {
+    serde_path_to_error::deserialize(v).map(Box::new)
 }
 
 /// A saved result, parsed into the type that wrote it.
@@ -334,9 +339,19 @@ pub fn read(text: &str, file: &str) -> Result<Saved, ReadError> {
     let (kind, shown) = kind(schema)
         .and_then(|k| Some((k, k.shown.as_ref()?)))
         .ok_or_else(|| err(not_shown(schema)))?;
-    let typed = (shown.read)(&json)
-        .map_err(|e| err(format!("does not match the {} schema: {e}", kind.id)))?;
+    let typed = (shown.read)(&json).map_err(|e| err(mismatch(kind.id, &e)))?;
     Ok(Saved { kind, typed, json })
+}
+
+/// The message for a result that does not match its kind's type, with the path of the field
+/// (`training.train_time`) where it is not the whole result.
+fn mismatch(id: &str, e: &Mismatch) -> String {
+    let path = e.path().to_string();
+    if path == "." {
+        format!("does not match the {id} schema: {}", e.inner())
+    } else {
+        format!("does not match the {id} schema at `{path}`: {}", e.inner())
+    }
 }
 
 /// The kinds `amdahl report` shows, in the order it lists them.
@@ -450,6 +465,21 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// A field that does not match its type is named by its path in the result.
+    #[test]
+    fn a_mismatch_names_the_field_by_its_path() {
+        let e = crate::kind::read(
+            r#"{"schema":"amdahl.fit/1","series":[{"label":"x","points":3}]}"#,
+            "f.json",
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("does not match the amdahl.fit/1 schema at `series[0].points`: "),
+            "{e}"
+        );
     }
 
     /// `carbon --from`'s energy readers, through the registry's dispatch.
