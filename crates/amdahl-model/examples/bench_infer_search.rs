@@ -57,7 +57,11 @@ fn main() {
             top: 10,
             power_caps,
         };
-        let req = Requests { input, output };
+        let req = Requests {
+            input,
+            output,
+            beams: 1,
+        };
         let mut best = f64::INFINITY;
         let mut found = None;
         for _ in 0..5 {

@@ -86,6 +86,15 @@ pub struct Options {
         allow_negative_numbers = true
     )]
     pub output: i64,
+    /// Beam search width: each request keeps this many candidate sequences in every decode
+    /// step (its prompt prefilled once, its KV blocks shared) and returns one.
+    #[arg(
+        help_heading = "Serving",
+        long,
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
+    pub beams: i64,
     #[command(flatten, next_help_heading = "Cost")]
     pub grid: GridArgs,
     /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry) [default: local = 1.0, the
@@ -159,6 +168,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let req = Requests {
         input: count("--input", a.input)?,
         output: count("--output", a.output)?,
+        beams: count("--beams", a.beams)?,
     };
     if a.search {
         return run_search(&a, &model, &hw, &net, req, &charging);

@@ -396,3 +396,26 @@ fn fp4_serves_natively_on_blackwell() {
     ));
     assert_eq!(h["arithmetic"], "bf16 (fp4 weight-only)");
 }
+
+/// `--beams k`: every beam is a sequence of its own in each decode step, the prompt is prefilled
+/// once and its KV shared: KV = batch × (input + k × output) tokens; one output per request.
+#[test]
+fn beam_search_decodes_every_beam_and_shares_the_prompt() {
+    let base = words("infer --model llama3-8b --system h100 --batch 16 --input 512 --output 128");
+    let one = json(&base);
+    let four = json(&[&base[..], &["--beams", "4"]].concat());
+    let kv = |v: &serde_json::Value| v["memory"]["kv_cache"].as_f64().unwrap();
+    // (512 + 4 × 128) / (512 + 128) = 1.6.
+    assert!((kv(&four) / kv(&one) - 1.6).abs() < 1e-9);
+    assert!(f(&four, "tpot_s") > f(&one, "tpot_s"));
+    assert!(f(&four, "energy_per_token_j") > f(&one, "energy_per_token_j"));
+    assert!(four["max_batch"].as_u64() < one["max_batch"].as_u64());
+    // The prefill is the same: one per request, beams fork after it.
+    assert!((f(&four, "ttft_s") / f(&one, "ttft_s") - 1.0).abs() < 1e-9);
+    amdahl()
+        .args(&base)
+        .args(["--beams", "0"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--beams must be a whole number"));
+}

@@ -149,9 +149,6 @@ pub fn model_row(r: &Row) -> Result<Modelled, String> {
             "a power cap of {cap} W below the TDP is not modelled yet"
         ));
     }
-    if r.beams.is_some_and(|b| b > 1) {
-        return Err("beam search is not modelled yet".into());
-    }
     let weights = WeightFormat::parse(&r.precision)
         .ok_or_else(|| format!("precision `{}` is not a serving format", r.precision))?;
     let kv = match r.kv_precision.as_str() {
@@ -174,6 +171,7 @@ pub fn model_row(r: &Row) -> Result<Modelled, String> {
     let requests = Requests {
         input: input.round() as u32,
         output: output.round() as u32,
+        beams: r.beams.unwrap_or(1),
     };
     let s = setup_unchecked(&model, &hw, &net, serving, requests).map_err(|e| e.to_string())?;
     let e = estimate(&s, &hw, &net, r.batch);

@@ -40,11 +40,21 @@ impl Serving {
     }
 }
 
-/// The requests: prompt and generated lengths in tokens.
+/// The requests: prompt and generated lengths in tokens, and the beams each keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Requests {
     pub input: u32,
     pub output: u32,
+    /// Beam search width (1: greedy or sampling). Each of the `beams` candidates of a request is a
+    /// sequence of its own in every decode step — its query, its KV reads, its own generated KV —
+    /// while the prompt is prefilled once and its KV blocks are shared (copy-on-write,
+    /// PagedAttention: Kwon et al. 2023, §4.4); one output of `output` tokens is returned.
+    #[serde(default = "one_beam")]
+    pub beams: u32,
+}
+
+fn one_beam() -> u32 {
+    1
 }
 
 /// Memory of one device.
@@ -160,6 +170,7 @@ fn validate_serving(
         ("replicas (--gpus / (--tp × --pp))", serving.replicas),
         ("--input", req.input),
         ("--output", req.output),
+        ("--beams", req.beams),
     ] {
         if v == 0 {
             return Err(InferError::Zero {
@@ -241,7 +252,10 @@ fn prepare(
             + 2.0 * shard.mlp_width() / shard.tp);
     let logits = 4.0 * shard.vocab / shard.tp;
     let fixed = shard.weight_bytes() + input * act_per_token + logits;
-    let per_seq = (input + output) * shard.kv_per_token() + act_per_token + logits;
+    // Per request: the shared prompt's KV once, each beam's generated KV and decode activations.
+    let beams = f64::from(req.beams.max(1));
+    let per_seq =
+        (input + beams * output) * shard.kv_per_token() + beams * (act_per_token + logits);
     let room = usable - fixed;
     let max_batch = if room > per_seq {
         (room / per_seq).floor().min(f64::from(u32::MAX)) as u32
@@ -389,7 +403,9 @@ pub fn estimate(s: &Setup, hw: &Hardware, net: &Network, batch: u32) -> Evaluati
     // Prefill of the batch's prompts, and a decode step at the mean context of the generation.
     let (prefill, pre, pre_busy, _) = pipelined(s, hw, net, b, |n| Work::prefill(n, input));
     let ctx = input + output / 2.0;
-    let (tpot, dec, dec_busy, dec_p2p) = pipelined(s, hw, net, b, |n| Work::decode(n, ctx));
+    // A decode step carries every beam of the batch's requests.
+    let beams = f64::from(s.requests.beams.max(1));
+    let (tpot, dec, dec_busy, dec_p2p) = pipelined(s, hw, net, b * beams, |n| Work::decode(n, ctx));
     let steps = output - 1.0;
     let cycle = prefill + steps * tpot;
     let per_replica_tps = b * output / cycle;
@@ -413,7 +429,7 @@ pub fn estimate(s: &Setup, hw: &Hardware, net: &Network, batch: u32) -> Evaluati
     let mfu = flops_gpu / cycle / peak;
     // MBU of the decode step: bytes moved per step over the data-sheet bandwidth.
     let mbu = dec.bytes * dec_busy * f64::from(s.serving.pp) / tpot / hw.memory_bandwidth.get();
-    let kv = b * (input + output) * s.shard.kv_per_token();
+    let kv = b * (input + beams * output) * s.shard.kv_per_token();
     let weights = s.shard.weight_bytes();
     let total = s.fixed_bytes + b * s.per_seq_bytes;
     Evaluation {
@@ -447,7 +463,7 @@ pub fn estimate(s: &Setup, hw: &Hardware, net: &Network, batch: u32) -> Evaluati
             total: Bytes(total),
             usable: Bytes(s.usable),
             capacity: Bytes(s.memory_capacity),
-            kv_per_sequence: Bytes((input + output) * s.shard.kv_per_token()),
+            kv_per_sequence: Bytes((input + beams * output) * s.shard.kv_per_token()),
         },
     }
 }

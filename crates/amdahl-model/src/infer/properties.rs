@@ -18,6 +18,7 @@ fn serving(tp: u32, w: WeightFormat) -> Serving {
 const REQ: Requests = Requests {
     input: 512,
     output: 256,
+    beams: 1,
 };
 
 #[test]

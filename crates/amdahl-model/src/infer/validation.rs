@@ -41,6 +41,7 @@ fn cases() -> Vec<Case> {
         let req = Requests {
             input: num("input") as u32,
             output: num("output") as u32,
+            beams: 1,
         };
         let s =
             setup(&model, &hw, &net, serving, req).unwrap_or_else(|e| panic!("{}: {e}", get("id")));
