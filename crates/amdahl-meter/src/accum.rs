@@ -35,8 +35,12 @@ pub struct Accumulator {
     power_energy: Joules,
     /// Average power over the latest interval, for the sample log.
     pub last_power: Option<Watts>,
-    /// Why the device stopped reading, if it did.
+    /// Why the device stopped reading, if it did (kept: the total misses those intervals).
     pub lost: Option<String>,
+    /// Why the latest reading added nothing (unreadable, rejected as impossible, a backwards
+    /// step), cleared by the next good one: the exporter's `amdahl_sensor_incomplete`, which
+    /// must say whether the sensor reads *now*, not whether it ever failed.
+    pub incomplete_now: Option<String>,
     resets: u32,
     /// Largest power the device can plausibly draw; counter steps above it × the interval are
     /// glitches, not energy (None: unchecked, for estimates).
@@ -60,6 +64,7 @@ impl Accumulator {
             power_energy: Joules::ZERO,
             last_power: None,
             lost: None,
+            incomplete_now: None,
             resets: 0,
             max_power: None,
             rejected: 0,
@@ -128,6 +133,10 @@ impl Accumulator {
                     let delta = counter_delta(v0, v1, max);
                     let bad =
                         delta.and_then(|d| self.implausible(d, v1 < v0, max, units_per_joule, dt));
+                    self.incomplete_now = match (delta, &bad) {
+                        (None, _) => Some("counter went backwards with no known range".into()),
+                        (Some(_), b) => b.clone(),
+                    };
                     match delta {
                         Some(_) if bad.is_some() => {
                             self.rejected += 1;
@@ -149,20 +158,25 @@ impl Accumulator {
                     }
                 }
                 (Raw::Power(a), Raw::Power(b)) => {
+                    self.incomplete_now = None;
                     self.power_energy += trapezoid(a, b, dt);
                     self.last_power = Some(b);
                 }
                 // A source never changes kind; ignore a mismatched pair rather than guess.
                 _ => {}
             }
-        } else if let Raw::Power(p) = raw {
-            self.last_power = Some(p);
+        } else {
+            self.incomplete_now = None;
+            if let Raw::Power(p) = raw {
+                self.last_power = Some(p);
+            }
         }
         self.last = Some((t, raw));
     }
 
     /// Mark the device unreadable from now on, keeping what was measured so far.
     pub fn lose(&mut self, why: String) {
+        self.incomplete_now = Some(why.clone());
         if self.lost.is_none() {
             self.lost = Some(why);
         }

@@ -184,6 +184,15 @@ impl Meter {
         self.last_t
     }
 
+    /// The devices whose latest reading added nothing (unreadable, rejected, stepped back),
+    /// with why; a device leaves the list at its next good reading.
+    pub fn incomplete(&self) -> Vec<(String, String)> {
+        self.devices
+            .iter()
+            .filter_map(|d| Some((d.info.id.clone(), d.acc.incomplete_now.clone()?)))
+            .collect()
+    }
+
     pub fn energies(&self) -> Vec<DeviceEnergy> {
         self.devices
             .iter()

@@ -65,6 +65,16 @@ pub fn render(snap: &Snapshot) -> Result<String, std::fmt::Error> {
         Unit::Other("watts".into()),
         power.clone(),
     );
+    let ended = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+    reg.register_with_unit(
+        "amdahl_energy_ended",
+        "Energy of the cgroups, jobs, users and processes no longer exported (no process for \
+         --retain), per scope and device: a gauge (a cgroup, job or user that comes back takes \
+         its energy back), never part of amdahl_energy_joules_total, so no sum of that counter \
+         counts it twice; per device, a scope's series plus this plus unattributed equal node",
+        Unit::Joules,
+        ended.clone(),
+    );
     for s in &snap.series {
         let l = labels(
             s.scope,
@@ -73,10 +83,15 @@ pub fn render(snap: &Snapshot) -> Result<String, std::fmt::Error> {
             kind_str(s.kind),
             s.method.as_str(),
         );
-        energy.get_or_create(&l).inc_by(s.energy_j.max(0.0));
+        // From integer µJ that never decrease: the counter never does either.
+        energy.get_or_create(&l).inc_by(s.energy_j());
         if let Some(p) = s.power_w.filter(|p| p.is_finite()) {
             power.get_or_create(&l).set(p.max(0.0));
         }
+    }
+    for s in &snap.ended {
+        let l = labels(s.scope, &[], &s.device, kind_str(s.kind), s.method.as_str());
+        ended.get_or_create(&l).set(s.energy_j());
     }
     let samples = Counter::<u64>::default();
     samples.inc_by(snap.samples);
@@ -150,7 +165,7 @@ mod tests {
             device: "intel-rapl:0".into(),
             kind: DeviceKind::CpuPackage,
             method: Method::Counter,
-            energy_j: e,
+            energy_uj: (e * 1e6) as u64,
             power_w: Some(2.5),
         }
     }
@@ -166,6 +181,7 @@ mod tests {
                     1.0,
                 ),
             ],
+            ended: vec![],
             samples: 3,
             processes: 1,
             unknown_processes: 0,

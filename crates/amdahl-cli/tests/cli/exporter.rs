@@ -2,7 +2,7 @@
 //! dirs): attribution sums, bad HTTP input, slow clients, vanishing processes, cgroup v1 and v2,
 //! unreadable entries, and no command lines unless asked for.
 
-use crate::support::fake_node::{set_energy, start, trees, E, PKG_MAX};
+use crate::support::fake_node::{set_energy, start, trees, E, ENDED, PKG_MAX};
 use crate::support::real::{get, parse_metrics, request, sum, wait_for};
 use amdahl_meter::attribution::procs::fake as fproc;
 use std::io::{Read, Write};
@@ -56,8 +56,7 @@ fn node_energy_is_exact_and_the_parts_sum_to_it_through_a_wrap_and_a_lost_sensor
     );
     let m = wait_node(addr, "intel-rapl:0", 60.0);
     assert!((sum(&m, E, &[("scope", "node"), ("device", "intel-rapl:0:2")]) - 8.0).abs() < 1e-6);
-    assert!(m.iter().any(|x| x.name == "amdahl_sensor_incomplete"
-        && x.labels.get("device").map(String::as_str) == Some("intel-rapl:0:2")));
+    assert!(incomplete(&m, "intel-rapl:0:2"));
     for dev in ["intel-rapl:0", "intel-rapl:0:2"] {
         let node = sum(&m, E, &[("scope", "node"), ("device", dev)]);
         let un = sum(&m, E, &[("scope", "unattributed"), ("device", dev)]);
@@ -100,6 +99,45 @@ fn node_energy_is_exact_and_the_parts_sum_to_it_through_a_wrap_and_a_lost_sensor
     assert!(m
         .iter()
         .any(|x| x.name == "amdahl_exporter_unknown_processes" && x.value == 1.0));
+}
+
+/// Whether `amdahl_sensor_incomplete` is 1 for `device`.
+fn incomplete(m: &[crate::support::real::Metric], device: &str) -> bool {
+    m.iter().any(|x| {
+        x.name == "amdahl_sensor_incomplete"
+            && x.labels.get("device").map(String::as_str) == Some(device)
+            && x.value == 1.0
+    })
+}
+
+/// Regression: a sensor that failed to read once stayed `amdahl_sensor_incomplete` 1 forever
+/// (the meter's "lost" note is sticky, as a run's record needs); the gauge says whether the
+/// sensor reads now, and the energy across the gap is counted when it does.
+#[test]
+fn sensor_incomplete_clears_when_the_sensor_reads_again() {
+    let t = trees();
+    let (_ex, addr) = start(&t, &[]);
+    set_energy(&t.powercap(), "intel-rapl:0:2", 1_000_000);
+    wait_node(addr, "intel-rapl:0:2", 1.0);
+    let f = t.powercap().join("intel-rapl:0/intel-rapl:0:2/energy_uj");
+    std::fs::remove_file(&f).unwrap();
+    wait_for(Duration::from_secs(10), "dram to be incomplete", || {
+        incomplete(&metrics(addr), "intel-rapl:0:2").then_some(())
+    });
+    set_energy(&t.powercap(), "intel-rapl:0:2", 3_000_000);
+    let m = wait_node(addr, "intel-rapl:0:2", 3.0);
+    let m = if incomplete(&m, "intel-rapl:0:2") {
+        wait_for(Duration::from_secs(5), "dram to be complete again", || {
+            let m = metrics(addr);
+            (!incomplete(&m, "intel-rapl:0:2")).then_some(m)
+        })
+    } else {
+        m
+    };
+    assert!(
+        !m.iter().any(|x| x.name == "amdahl_sensor_incomplete"),
+        "still incomplete"
+    );
 }
 
 #[test]
@@ -312,15 +350,25 @@ fn ended_processes_and_their_cgroups_leave_after_retain() {
     for k in 0..20u32 {
         std::fs::remove_dir_all(t.proc().join((1000 + k).to_string())).unwrap();
     }
-    // After the retention their series are gone, their energy kept in `(ended)`, and the parts
-    // still sum to the node.
+    // After the retention their series are gone and their energy is in the ended gauge (never
+    // in another series of the counter, which `sum(increase(...))` would count twice), and the
+    // parts still sum to the node.
     let m = wait_for(Duration::from_secs(10), "the ended jobs to leave", || {
         let m = metrics(addr);
         (jobs(&m) == 0).then_some(m)
     });
-    assert!(sum(&m, E, &[("scope", "job"), ("job", "(ended)")]) > 0.0);
-    assert!(sum(&m, E, &[("scope", "process"), ("pid", "(ended)")]) > 0.0);
-    let cg_after = sum(&m, E, &[("scope", "cgroup"), ("device", "intel-rapl:0")]);
+    assert!(sum(&m, ENDED, &[("scope", "job")]) > 0.0);
+    assert!(sum(&m, ENDED, &[("scope", "process")]) > 0.0);
+    assert!(
+        m.iter().all(|x| x.labels.values().all(|v| v != "(ended)")),
+        "no (ended) series"
+    );
+    let cg_after = sum(&m, E, &[("scope", "cgroup"), ("device", "intel-rapl:0")])
+        + sum(
+            &m,
+            ENDED,
+            &[("scope", "cgroup"), ("device", "intel-rapl:0")],
+        );
     assert!(
         (cg_after - cg_before).abs() < 1e-6,
         "{cg_before} then {cg_after}"
@@ -360,8 +408,8 @@ fn command_lines_only_with_the_flag_and_vanishing_processes() {
         .labels
         .get("cmdline")
         .is_some_and(|c| c.contains("hunter2"))));
-    // pid 100 exits: after --retain its process and cgroup series go, their energy moves to
-    // the `(ended)` series.
+    // pid 100 exits: after --retain its process and cgroup series go, their energy is the
+    // ended gauge's.
     let cg = sum(
         &m,
         E,
@@ -376,7 +424,7 @@ fn command_lines_only_with_the_flag_and_vanishing_processes() {
         let m = wait_node(addr, "intel-rapl:0", 31.0);
         (sum(&m, E, &[("scope", "process"), ("pid", "100")]) == 0.0).then_some(m)
     });
-    let ended = sum(&m, E, &[("scope", "cgroup"), ("cgroup", "(ended)")]);
+    let ended = sum(&m, ENDED, &[("scope", "cgroup")]);
     assert!(cg > 0.0 && (ended - cg).abs() < 1e-9, "{cg} then {ended}");
 }
 

@@ -96,6 +96,18 @@ fn cluster(extra_conf: &str) -> Option<Cluster> {
     let host = short_hostname();
     let (p1, p2) = (free_port(), free_port());
     let conf = d.join("slurm.conf");
+    // Slurm's cgroup plugins (v1: the hierarchies this container mounts) when a test asks for
+    // them; cgroup.conf is read from slurm.conf's directory.
+    let proctrack = if extra_conf.contains("ProctrackType=") {
+        std::fs::write(
+            d.join("cgroup.conf"),
+            "CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\nIgnoreSystemd=yes\n",
+        )
+        .unwrap();
+        ""
+    } else {
+        "ProctrackType=proctrack/linuxproc\n"
+    };
     std::fs::write(
         &conf,
         format!(
@@ -103,7 +115,7 @@ fn cluster(extra_conf: &str) -> Option<Cluster> {
              SlurmUser=root\nSlurmdUser=root\nAuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket={sock}\n\
              StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\nSlurmctldPidFile={d}/slurmctld.pid\n\
              SlurmdPidFile={d}/slurmd.pid\nSlurmctldLogFile={d}/slurmctld.log\nSlurmdLogFile={d}/slurmd.log\n\
-             ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n\
+             {proctrack}TaskPlugin=task/none\nJobAcctGatherType=jobacct_gather/none\n\
              AccountingStorageType=accounting_storage/none\nJobCompType=jobcomp/none\n\
              SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSchedulerType=sched/builtin\n\
              ReturnToService=2\nMpiDefault=none\nSlurmdTimeout=30\n\
@@ -272,10 +284,15 @@ fn sbatch_and_srun_under_amdahl_run_and_scale() {
     assert!(!r["fit"].is_null(), "{}", r["no_fit_reason"]);
 }
 
+/// Jobs come only from the cgroups Slurm's own plugin creates (here proctrack/cgroup on cgroup
+/// v1: `/slurm/uid_0/job_N/step_batch` in the freezer hierarchy), never from the
+/// `SLURM_JOB_ID` in a process's environment, which any user can set.
 #[test]
 fn exporter_attributes_two_concurrent_jobs_separately() {
     let _one = SLURM.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(cl) = cluster("") else { return };
+    let Some(cl) = cluster("ProctrackType=proctrack/cgroup\n") else {
+        return;
+    };
     let root = fake_powercap(cl.path());
     let counter = root.join("intel-rapl:0/energy_uj");
     // The real /proc; the package counter advances 0.2 J every 50 ms (4 W).

@@ -10,14 +10,24 @@
 //!   share of the processes holding the GPU, else nothing ([`gpu`]).
 //!
 //! A process's share goes to its cgroup, its user, its Slurm job (if any) and to itself. What no
-//! process gets (idle power, kernel threads, rounding) is the `unattributed` remainder, computed
-//! as node − Σ cgroups, so for every device Σ cgroup + unattributed = node exactly, and likewise
-//! Σ user + unattributed (every process has exactly one cgroup and one user, `unknown` when its
+//! process gets (idle power, kernel threads, rounding) is the `unattributed` remainder of each
+//! interval. Every series is kept in integer microjoules and only ever grows by the non-negative
+//! share of an interval, so no counter Prometheus reads can go down (a float recomputed as
+//! node − Σ cgroups dipped by ~1e-12 J, which Prometheus reads as a counter reset and adds the
+//! whole total again). The shares of an interval are floors of exact 128-bit products, so they
+//! never sum above the interval's energy; its remainder is unattributed. For every device, at
+//! every step, in µJ exactly: Σ cgroup + ended(cgroup) + unattributed = node, and likewise for
+//! users and processes (every process has exactly one cgroup and one user, `unknown` when its
 //! `/proc` entries cannot be read). Jobs cover only processes of Slurm jobs.
 //!
 //! State stays bounded: a member (cgroup, user, job, process) with no live process for
-//! [`Options::retain_s`] leaves, its energy moved to its scope's `(ended)` series ([`ENDED`]),
-//! so the sums above still hold and no counter decreases. Formulas and limits:
+//! [`Options::retain_s`] stops being exported. Its energy is never exported again under another
+//! series (an `(ended)` series that took over the total used to count it twice in
+//! `sum(increase(...))`); it is reported in [`Snapshot::ended`], a separate gauge. A cgroup, user
+//! or job that comes back resumes its counter where it stopped (up to
+//! [`Options::remember_ended`] of them are remembered), so Prometheus, which sees a series that
+//! went stale and came back higher, counts only the new energy. A process is identified by its
+//! pid and start time (a `start` label), so it never comes back. Formulas and limits:
 //! docs/methodology.md, "Energy attribution (exporter)".
 
 pub mod gpu;
@@ -56,30 +66,64 @@ impl Partition {
 /// The label `unknown` for a cgroup or user that could not be read.
 pub const UNKNOWN: &str = "unknown";
 
+/// Joules → whole microjoules (the unit RAPL counts in); anything not a positive finite number
+/// is 0, so a glitch in a float never becomes a negative or huge step.
+fn to_uj(j: f64) -> u64 {
+    if j.is_finite() && j > 0.0 {
+        // `as` saturates at u64::MAX (≈ 1.8e13 J), far beyond any node's lifetime energy.
+        (j * 1e6).round() as u64
+    } else {
+        0
+    }
+}
+
+/// Microjoules → joules for rendering. Both steps are monotone (u64 → f64 rounds to nearest,
+/// IEEE division is correctly rounded), so a counter that grows as an integer never shrinks
+/// as a float, even beyond 2^53 µJ where not every integer is representable.
+fn uj_to_j(uj: u64) -> f64 {
+    uj as f64 / 1e6
+}
+
 /// One series: cumulative energy of one scope member on one device.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub scope: Partition,
-    /// Partition-specific labels, e.g. `[("cgroup", "/system.slice/x")]`, `[("pid","7"),("comm","sh")]`.
+    /// Partition-specific labels, e.g. `[("cgroup", "/system.slice/x")]`,
+    /// `[("pid","7"),("comm","sh"),("start","5555")]`.
     pub labels: Vec<(String, String)>,
     pub device: String,
     pub kind: DeviceKind,
     pub method: Method,
-    pub energy_j: f64,
+    /// Energy in whole microjoules (for [`Snapshot::series`]: since the exporter started, and
+    /// never less than at any earlier snapshot).
+    pub energy_uj: u64,
     /// Average power over the latest interval.
     pub power_w: Option<f64>,
+}
+
+impl Series {
+    /// [`Series::energy_uj`] in joules.
+    pub fn energy_j(&self) -> f64 {
+        uj_to_j(self.energy_uj)
+    }
 }
 
 /// Everything the exporter serves at one moment.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
+    /// Counters: node, the members exported now, unattributed.
     pub series: Vec<Series>,
+    /// Per scope (cgroup, job, user, process) and device, the energy of the members no longer
+    /// exported (no live process for `--retain`), no labels but the scope's. A gauge, not a
+    /// counter: a cgroup, user or job that comes back takes its energy back into its series.
+    pub ended: Vec<Series>,
     /// Samples taken so far.
     pub samples: u64,
     /// Processes seen in the latest sample, and how many of them had unreadable entries.
     pub processes: u64,
     pub unknown_processes: u64,
-    /// Devices whose reading is incomplete (vanished file, rejected steps), with why.
+    /// Devices whose latest reading is incomplete (unreadable file, rejected step), with why.
+    /// Filled by the caller from [`crate::Meter::incomplete`]; empty from [`Attributor`].
     pub device_notes: Vec<(String, String)>,
     /// The rule that split each GPU's energy in the latest interval.
     pub gpu_rules: Vec<(String, GpuRule)>,
@@ -88,18 +132,25 @@ pub struct Snapshot {
 /// Choices of the operator.
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
-    /// Export per-process series (pid, comm); off keeps cardinality to cgroups/jobs/users.
+    /// Export per-process series (pid, comm, start); off keeps cardinality to cgroups/jobs/users.
     pub processes: bool,
     /// Add the command line to process series (opt-in: arguments can hold secrets).
     pub cmdline: bool,
     /// Seconds a cgroup, job, user or process keeps its own series after its last process was
-    /// seen; then its energy moves to its scope's `(ended)` series (`--retain`).
+    /// seen; then it is no longer exported (`--retain`).
     pub retain_s: f64,
+    /// How many ended cgroups, jobs and users are remembered, so that one coming back resumes
+    /// its counter; beyond, the longest-ended are forgotten (one that comes back then starts
+    /// again at 0, which Prometheus reads as a counter reset).
+    pub remember_ended: usize,
 }
 
 /// The default of `--retain`: 5 minutes, Prometheus's staleness window (`lookback-delta`), so a
 /// server scraping every minute or faster reads every member's final value several times.
 pub const DEFAULT_RETAIN_S: f64 = 300.0;
+
+/// The default of [`Options::remember_ended`]: ~100 bytes each, so at most ~1 MB.
+pub const DEFAULT_REMEMBER_ENDED: usize = 10_000;
 
 impl Default for Options {
     fn default() -> Self {
@@ -107,6 +158,7 @@ impl Default for Options {
             processes: false,
             cmdline: false,
             retain_s: DEFAULT_RETAIN_S,
+            remember_ended: DEFAULT_REMEMBER_ENDED,
         }
     }
 }
@@ -129,45 +181,47 @@ fn weight_of(kind: DeviceKind) -> Weight {
 /// One member of a scope: a cgroup, user, job or process, with its labels.
 type Member = (Partition, Vec<(String, String)>);
 
-/// The label value of the per-scope series that keeps the energy of members that ended.
-pub const ENDED: &str = "(ended)";
-
-fn ended_member(scope: Partition) -> Member {
-    let l = |k: &str| (k.to_string(), ENDED.to_string());
-    let labels = match scope {
-        Partition::Cgroup => vec![l("cgroup")],
-        Partition::User => vec![l("user")],
-        Partition::Job => vec![l("job")],
-        Partition::Process => vec![l("pid"), l("comm")],
-        Partition::Node | Partition::Unattributed => Vec::new(),
-    };
-    (scope, labels)
-}
-
-/// A member's energy per device id: since the start, and in the latest interval.
+/// A member's energy per device id (µJ): since the start, and in the latest interval.
 #[derive(Debug, Default)]
 struct Account {
-    energy: BTreeMap<String, f64>,
-    delta: BTreeMap<String, f64>,
-    /// Time of the latest step in which a live process belonged to it (+∞: never retires).
+    energy: BTreeMap<String, u64>,
+    delta: BTreeMap<String, u64>,
+    /// Time of the latest step in which a live process belonged to it.
     last_live: f64,
 }
 
 impl Account {
-    fn add(&mut self, device: &str, e: f64) {
-        match self.energy.get_mut(device) {
-            Some(x) => *x += e,
-            None => {
-                self.energy.insert(device.to_string(), e);
-            }
-        }
-        match self.delta.get_mut(device) {
-            Some(x) => *x += e,
-            None => {
-                self.delta.insert(device.to_string(), e);
+    fn add(&mut self, device: &str, uj: u64) {
+        for m in [&mut self.energy, &mut self.delta] {
+            match m.get_mut(device) {
+                Some(x) => *x = x.saturating_add(uj),
+                None => {
+                    m.insert(device.to_string(), uj);
+                }
             }
         }
     }
+}
+
+/// The node side of one device (µJ).
+#[derive(Debug, Default)]
+struct DeviceTotals {
+    /// The node's counter: the highest reading of the meter so far. Deltas are taken above it,
+    /// so a reading that steps back (the meter switching from integrated power to its counter)
+    /// is neither a negative step nor counted twice when it climbs again.
+    node: u64,
+    node_delta: u64,
+    /// Σ of every interval's remainder after the shares: grows by construction.
+    unattributed: u64,
+    unattributed_delta: u64,
+}
+
+/// An ended cgroup, user or job: its energy per device, and when it ended (a sequence number,
+/// to forget the longest-ended first).
+#[derive(Debug)]
+struct Ended {
+    energy: BTreeMap<String, u64>,
+    seq: u64,
 }
 
 /// What one interval's split needs about the processes alive in it, each list in the order of
@@ -175,10 +229,10 @@ impl Account {
 struct IntervalWeights<'a> {
     /// CPU ticks in the interval, and the machine's busy ticks (never below their sum).
     cpu: &'a [u64],
-    cpu_den: f64,
+    cpu_den: u64,
     /// Resident bytes, and `MemTotal` (never below their sum).
     mem: &'a [u64],
-    mem_den: f64,
+    mem_den: u64,
     members: &'a [Vec<Member>],
     /// pid → position in the lists above.
     index: &'a HashMap<u32, usize>,
@@ -193,10 +247,14 @@ pub struct Attributor {
     /// pid → (start ticks, CPU ticks) at the previous sample.
     prev_ticks: HashMap<u32, (u64, u64)>,
     prev_busy: Option<u64>,
-    prev_energy: HashMap<String, f64>,
     prev_t: Option<f64>,
     accounts: BTreeMap<Member, Account>,
-    node_delta: HashMap<String, f64>,
+    totals: BTreeMap<String, DeviceTotals>,
+    /// (scope, device) → energy of the members no longer exported.
+    ended_energy: BTreeMap<(Partition, String), u64>,
+    /// Ended cgroups, users and jobs, to resume their counters if they come back.
+    remembered: HashMap<Member, Ended>,
+    ended_seq: u64,
     last_dt: Option<f64>,
     devices: Vec<DeviceEnergy>,
     gpu_rules: Vec<(String, GpuRule)>,
@@ -222,10 +280,12 @@ impl Attributor {
             opts,
             prev_ticks: HashMap::new(),
             prev_busy: None,
-            prev_energy: HashMap::new(),
             prev_t: None,
             accounts: BTreeMap::new(),
-            node_delta: HashMap::new(),
+            totals: BTreeMap::new(),
+            ended_energy: BTreeMap::new(),
+            remembered: HashMap::new(),
+            ended_seq: 0,
             last_dt: None,
             devices: Vec::new(),
             gpu_rules: Vec::new(),
@@ -251,7 +311,8 @@ impl Attributor {
     }
 
     /// The members a process belongs to: its cgroup, user, job (if any), and itself (if
-    /// process series are on).
+    /// process series are on; pid and start time identify it, so a recycled pid is a new
+    /// series even with the same name).
     fn members_of(&mut self, p: &ProcessInfo) -> Vec<Member> {
         let mut m = vec![
             (
@@ -273,6 +334,7 @@ impl Attributor {
             let mut pl = vec![
                 ("pid".to_string(), p.pid.to_string()),
                 ("comm".to_string(), p.comm.clone()),
+                ("start".to_string(), p.start_ticks.to_string()),
             ];
             if let Some(c) = &p.cmdline {
                 pl.push(("cmdline".into(), c.clone()));
@@ -298,43 +360,45 @@ impl Attributor {
                 vec![
                     ("pid".to_string(), pid.to_string()),
                     ("comm".to_string(), UNKNOWN.into()),
+                    ("start".to_string(), UNKNOWN.into()),
                 ],
             ));
         }
         m
     }
 
-    fn credit(&mut self, members: &[Member], device: &str, e: f64) {
-        for m in members {
-            match self.accounts.get_mut(m) {
-                Some(a) => a.add(device, e),
-                None => {
-                    let mut a = Account::default();
-                    a.add(device, e);
-                    self.accounts.insert(m.clone(), a);
+    /// The account of `m`, created (or resumed, for a remembered ended member) if absent.
+    fn account(&mut self, m: &Member) -> &mut Account {
+        if !self.accounts.contains_key(m) {
+            let mut a = Account::default();
+            if let Some(e) = self.remembered.remove(m) {
+                for (d, uj) in &e.energy {
+                    if let Some(x) = self.ended_energy.get_mut(&(m.0, d.clone())) {
+                        *x = x.saturating_sub(*uj);
+                    }
                 }
+                a.energy = e.energy;
             }
+            self.accounts.insert(m.clone(), a);
+        }
+        self.accounts.entry(m.clone()).or_default()
+    }
+
+    fn credit(&mut self, members: &[Member], device: &str, uj: u64) {
+        for m in members {
+            self.account(m).add(device, uj);
         }
     }
 
     fn mark_live(&mut self, members: &[Member], t_s: f64) {
         for m in members {
-            match self.accounts.get_mut(m) {
-                Some(a) => a.last_live = a.last_live.max(t_s),
-                None => {
-                    self.accounts.insert(
-                        m.clone(),
-                        Account {
-                            last_live: t_s,
-                            ..Account::default()
-                        },
-                    );
-                }
-            }
+            let a = self.account(m);
+            a.last_live = a.last_live.max(t_s);
         }
     }
 
-    /// Move a member's energy into its scope's `(ended)` series and forget it.
+    /// Stop exporting a member: its energy goes to the scope's ended total, and a cgroup, user
+    /// or job is remembered so it resumes its counter if it comes back.
     fn retire(&mut self, m: &Member) {
         let Some(a) = self.accounts.remove(m) else {
             return;
@@ -342,16 +406,31 @@ impl Attributor {
         if a.energy.is_empty() {
             return;
         }
-        let ended = self.accounts.entry(ended_member(m.0)).or_insert(Account {
-            last_live: f64::INFINITY,
-            ..Account::default()
-        });
-        for (d, e) in a.energy {
-            *ended.energy.entry(d).or_insert(0.0) += e;
+        for (d, uj) in &a.energy {
+            let x = self.ended_energy.entry((m.0, d.clone())).or_insert(0);
+            *x = x.saturating_add(*uj);
         }
-        for (d, e) in a.delta {
-            *ended.delta.entry(d).or_insert(0.0) += e;
+        if m.0 == Partition::Process || self.opts.remember_ended == 0 {
+            return;
         }
+        if self.remembered.len() >= self.opts.remember_ended {
+            let oldest = self
+                .remembered
+                .iter()
+                .min_by_key(|(_, e)| e.seq)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                self.remembered.remove(&k);
+            }
+        }
+        self.ended_seq += 1;
+        self.remembered.insert(
+            m.clone(),
+            Ended {
+                energy: a.energy,
+                seq: self.ended_seq,
+            },
+        );
     }
 
     /// Take in the meter's cumulative energies at time `t_s` (seconds): read the processes now
@@ -361,7 +440,6 @@ impl Attributor {
         let busy = self.view.busy_ticks();
         let procs = self.read_processes();
         let cpu = self.interval_cpu_ticks(&procs);
-        self.retire_recycled_pids(&procs);
         let (mem, mem_den) = self.resident_bytes(&procs);
         let cpu_den = self.cpu_denominator(busy, &cpu);
         let members: Vec<Vec<Member>> = procs.iter().map(|p| self.members_of(p)).collect();
@@ -386,6 +464,10 @@ impl Attributor {
         let dt = self.prev_t.map(|t0| t_s - t0).filter(|d| *d > 0.0);
         for a in self.accounts.values_mut() {
             a.delta.clear();
+        }
+        for t in self.totals.values_mut() {
+            t.node_delta = 0;
+            t.unattributed_delta = 0;
         }
         self.gpu_rules.clear();
         let mut unseen: Vec<Vec<Member>> = Vec::new();
@@ -414,7 +496,8 @@ impl Attributor {
     }
 
     /// CPU ticks of each process in this interval. A pid seen before with the same start time
-    /// continues; a new one ran entirely inside the interval (after the first step).
+    /// continues; a new one (or a recycled pid: a later start time) ran entirely inside the
+    /// interval (after the first step).
     fn interval_cpu_ticks(&self, procs: &[ProcessInfo]) -> Vec<u64> {
         let first = self.prev_busy.is_none() && self.prev_ticks.is_empty();
         procs
@@ -427,62 +510,28 @@ impl Attributor {
             .collect()
     }
 
-    /// A recycled pid: the old process's series ends now, before the new one's energy could
-    /// land in it (same pid and name give the same labels).
-    fn retire_recycled_pids(&mut self, procs: &[ProcessInfo]) {
-        let recycled: Vec<u32> = procs
-            .iter()
-            .filter(|p| {
-                self.prev_ticks
-                    .get(&p.pid)
-                    .is_some_and(|&(start, _)| start != p.start_ticks)
-            })
-            .map(|p| p.pid)
-            .collect();
-        if recycled.is_empty() {
-            return;
-        }
-        let old: Vec<Member> = self
-            .accounts
-            .keys()
-            .filter(|(s, l)| {
-                *s == Partition::Process
-                    && l.first()
-                        .and_then(|(_, pid)| pid.parse::<u32>().ok())
-                        .is_some_and(|p| recycled.contains(&p))
-            })
-            .cloned()
-            .collect();
-        for m in &old {
-            self.retire(m);
-        }
-    }
-
     /// Each process's resident bytes and their denominator, `MemTotal` but never below their
     /// sum (per-process and machine counters are read apart and can disagree, and shares must
     /// never exceed 1 in total).
-    fn resident_bytes(&self, procs: &[ProcessInfo]) -> (Vec<u64>, f64) {
+    fn resident_bytes(&self, procs: &[ProcessInfo]) -> (Vec<u64>, u64) {
         let page = self.view.page_size();
         let mem: Vec<u64> = procs
             .iter()
             .map(|p| p.rss_pages.saturating_mul(page))
             .collect();
-        let den = self
-            .view
-            .mem_total_bytes()
-            .unwrap_or(0)
-            .max(mem.iter().sum()) as f64;
+        let sum = mem.iter().fold(0u64, |a, b| a.saturating_add(*b));
+        let den = self.view.mem_total_bytes().unwrap_or(0).max(sum);
         (mem, den)
     }
 
     /// The machine's busy ticks in this interval, never below the processes' sum (as for
     /// [`Attributor::resident_bytes`]'s denominator).
-    fn cpu_denominator(&self, busy: Option<u64>, cpu: &[u64]) -> f64 {
+    fn cpu_denominator(&self, busy: Option<u64>, cpu: &[u64]) -> u64 {
         let dbusy = match (self.prev_busy, busy) {
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => 0,
         };
-        dbusy.max(cpu.iter().sum()) as f64
+        dbusy.max(cpu.iter().fold(0u64, |a, b| a.saturating_add(*b)))
     }
 
     /// What the GPU source says about each GPU's processes; asked only when a GPU is metered.
@@ -496,54 +545,68 @@ impl Attributor {
         }
     }
 
-    /// Record device `d`'s increase since the previous step and split it among the members by
-    /// the weight its kind follows; members of GPU processes `/proc` does not show go to
-    /// `unseen`.
+    /// Record device `d`'s increase since the previous step, split it among the members by
+    /// the weight its kind follows, and add what nobody got to unattributed; members of GPU
+    /// processes `/proc` does not show go to `unseen`.
     fn split_device(
         &mut self,
         d: &DeviceEnergy,
         w: &IntervalWeights,
         unseen: &mut Vec<Vec<Member>>,
     ) {
-        let e = d.energy_j.get();
-        let prev = self.prev_energy.insert(d.id.clone(), e).unwrap_or(0.0);
-        let de = (e - prev).max(0.0);
-        self.node_delta.insert(d.id.clone(), de);
-        match weight_of(d.kind) {
+        let now = to_uj(d.energy_j.get());
+        let t = self.totals.entry(d.id.clone()).or_default();
+        let de = now.saturating_sub(t.node);
+        t.node = t.node.max(now);
+        t.node_delta = de;
+        let credited = match weight_of(d.kind) {
             Weight::Cpu => self.split_by_weight(&d.id, de, w.cpu, w.cpu_den, w.members),
             Weight::Memory => self.split_by_weight(&d.id, de, w.mem, w.mem_den, w.members),
             Weight::Gpu => self.split_gpu(&d.id, de, w, unseen),
+        };
+        if let Some(t) = self.totals.get_mut(&d.id) {
+            // Never negative: the shares are at most `de` in all (their split functions).
+            let rest = de.saturating_sub(credited);
+            t.unattributed = t.unattributed.saturating_add(rest);
+            t.unattributed_delta = rest;
         }
     }
 
-    /// Credit `de` to each process's members in proportion to its weight over `den`.
+    /// Credit each process's members ⌊de · weight / den⌋ µJ (exact in 128 bits); returns the
+    /// µJ credited, at most `de` (each share is also capped by what is left, for the case of
+    /// weights whose true sum overflowed `den`).
     fn split_by_weight(
         &mut self,
         device: &str,
-        de: f64,
+        de: u64,
         weights: &[u64],
-        den: f64,
+        den: u64,
         members: &[Vec<Member>],
-    ) {
-        if de <= 0.0 || den <= 0.0 {
-            return;
+    ) -> u64 {
+        if de == 0 || den == 0 {
+            return 0;
         }
+        let mut left = de;
         for (w, ms) in weights.iter().zip(members) {
-            if *w > 0 {
-                self.credit(ms, device, de * (*w as f64 / den));
+            let share = u128::from(de) * u128::from(*w) / u128::from(den);
+            let share = u64::try_from(share).unwrap_or(u64::MAX).min(left);
+            if share > 0 {
+                self.credit(ms, device, share);
+                left -= share;
             }
         }
+        de - left
     }
 
     /// Credit a GPU's `de` by the rule [`gpu_weights`] picks from its usage (noted in
-    /// `gpu_rules`), unattributed without one.
+    /// `gpu_rules`), nothing without one; returns the µJ credited, at most `de`.
     fn split_gpu(
         &mut self,
         device: &str,
-        de: f64,
+        de: u64,
         w: &IntervalWeights,
         unseen: &mut Vec<Vec<Member>>,
-    ) {
+    ) -> u64 {
         let (rule, weights) = w
             .gpu_usage
             .get(device)
@@ -551,11 +614,23 @@ impl Attributor {
             .unwrap_or((GpuRule::Unattributed, Vec::new()));
         self.gpu_rules.push((device.to_string(), rule));
         let den: f64 = weights.iter().map(|(_, w)| w).sum();
-        if de <= 0.0 || den <= 0.0 {
-            return;
+        // Also NaN: a weight that is not a number gives nothing rather than garbage.
+        if de == 0 || den.is_nan() || den <= 0.0 {
+            return 0;
         }
+        let mut left = de;
         for (pid, wt) in weights {
-            let share = de * (wt / den);
+            // Floors of a float product, capped by what is left: never above `de` in all.
+            let share = ((de as f64) * (wt / den)).floor();
+            let share = if share.is_finite() && share > 0.0 {
+                (share as u64).min(left)
+            } else {
+                0
+            };
+            if share == 0 {
+                continue;
+            }
+            left -= share;
             match w.index.get(&pid).and_then(|&i| w.members.get(i)) {
                 Some(ms) => self.credit(ms, device, share),
                 None => {
@@ -565,11 +640,11 @@ impl Attributor {
                 }
             }
         }
+        de - left
     }
 
     /// Liveness, then retention: a member no live process has belonged to for longer than
-    /// `retain_s` leaves, its energy kept in its scope's `(ended)` series so every scope
-    /// still sums to the node and no counter goes backwards.
+    /// `retain_s` is no longer exported ([`Attributor::retire`]).
     fn retire_idle_members<'m>(&mut self, live: impl Iterator<Item = &'m Vec<Member>>, t_s: f64) {
         for ms in live {
             self.mark_live(ms, t_s);
@@ -586,82 +661,69 @@ impl Attributor {
         }
     }
 
-    /// The series now: node per device, every scope member, and the unattributed remainder.
-    pub fn snapshot(&self) -> Snapshot {
-        let dev = |id: &str| self.devices.iter().find(|d| d.id == id);
-        let mut series = Vec::new();
-        for d in &self.devices {
-            series.push(Series {
-                scope: Partition::Node,
-                labels: Vec::new(),
-                device: d.id.clone(),
-                kind: d.kind,
-                method: d.method,
-                energy_j: d.energy_j.get(),
-                power_w: self.node_power(&d.id),
-            });
+    fn device(&self, id: &str) -> Option<&DeviceEnergy> {
+        self.devices.iter().find(|d| d.id == id)
+    }
+
+    fn power(&self, delta_uj: u64) -> Option<f64> {
+        self.last_dt.map(|dt| uj_to_j(delta_uj) / dt)
+    }
+
+    /// A series of device `d` with no labels but its scope's.
+    fn plain(&self, scope: Partition, d: &DeviceEnergy, uj: u64, delta: Option<u64>) -> Series {
+        Series {
+            scope,
+            labels: Vec::new(),
+            device: d.id.clone(),
+            kind: d.kind,
+            method: d.method,
+            energy_uj: uj,
+            power_w: delta.and_then(|x| self.power(x)),
         }
-        // Σ cgroup members per device, total and in the latest interval.
-        let mut attributed: HashMap<&str, (f64, f64)> = HashMap::new();
+    }
+
+    /// The series now: node per device, every member exported, the unattributed remainder, and
+    /// the ended energy per scope.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut series = Vec::new();
+        let mut unattributed = Vec::new();
+        for d in &self.devices {
+            let t = self.totals.get(&d.id);
+            let (node, dn) = t.map_or((0, 0), |t| (t.node, t.node_delta));
+            let (un, du) = t.map_or((0, 0), |t| (t.unattributed, t.unattributed_delta));
+            series.push(self.plain(Partition::Node, d, node, Some(dn)));
+            unattributed.push(self.plain(Partition::Unattributed, d, un, Some(du)));
+        }
         for ((scope, labels), a) in &self.accounts {
-            for (id, e) in &a.energy {
-                let Some(d) = dev(id) else { continue };
-                let de = a.delta.get(id).copied().unwrap_or(0.0);
-                if *scope == Partition::Cgroup {
-                    let s = attributed.entry(id.as_str()).or_insert((0.0, 0.0));
-                    s.0 += e;
-                    s.1 += de;
-                }
+            for (id, uj) in &a.energy {
+                let Some(d) = self.device(id) else { continue };
                 series.push(Series {
-                    scope: *scope,
                     labels: labels.clone(),
-                    device: id.clone(),
-                    kind: d.kind,
-                    method: d.method,
-                    energy_j: *e,
-                    power_w: self.last_dt.map(|dt| de / dt),
+                    ..self.plain(*scope, d, *uj, Some(a.delta.get(id).copied().unwrap_or(0)))
                 });
             }
         }
-        for d in &self.devices {
-            let (total, now) = attributed.get(d.id.as_str()).copied().unwrap_or((0.0, 0.0));
-            series.push(Series {
-                scope: Partition::Unattributed,
-                labels: Vec::new(),
-                device: d.id.clone(),
-                kind: d.kind,
-                method: d.method,
-                energy_j: (d.energy_j.get() - total).max(0.0),
-                power_w: self
-                    .node_power(&d.id)
-                    .zip(self.last_dt)
-                    .map(|(p, dt)| (p - now / dt).max(0.0)),
-            });
-        }
+        series.extend(unattributed);
+        let ended = self
+            .ended_energy
+            .iter()
+            .filter_map(|((scope, id), uj)| Some(self.plain(*scope, self.device(id)?, *uj, None)))
+            .collect();
         Snapshot {
             series,
+            ended,
             samples: self.samples,
             processes: self.processes,
             unknown_processes: self.unknown_processes,
-            device_notes: self
-                .devices
-                .iter()
-                .filter_map(|d| Some((d.id.clone(), d.note.clone()?)))
-                .collect(),
+            device_notes: Vec::new(),
             gpu_rules: self.gpu_rules.clone(),
         }
     }
 
-    /// Members (cgroups, users, jobs, processes, `(ended)` series) held now: bounded by the
-    /// live ones plus those within `retain_s` of their end.
+    /// Members (cgroups, users, jobs, processes) held now: bounded by the live ones plus those
+    /// within `retain_s` of their end (and at most [`Options::remember_ended`] ended ones).
     pub fn members(&self) -> usize {
         self.accounts.len()
-    }
-
-    /// The node's average power over the latest interval on device `id`.
-    fn node_power(&self, id: &str) -> Option<f64> {
-        let dt = self.last_dt?;
-        Some(self.node_delta.get(id).copied().unwrap_or(0.0) / dt)
     }
 }
 

@@ -2,8 +2,18 @@
 //! benchmark use fake `/proc` trees in temp dirs (the real file layout, proc(5)).
 //!
 //! Per process: `PID/stat` (CPU ticks, resident pages, start time, command name), `PID/status`
-//! (`Uid:`), `PID/cgroup` (cgroup v1 or v2 path) and, only to find `SLURM_JOB_ID`, `PID/environ`
-//! (never exported). Machine-wide: `stat` (busy ticks) and `meminfo` (`MemTotal`).
+//! (`Uid:`) and `PID/cgroup` (cgroup v1 or v2 path, and from it the Slurm job). Machine-wide:
+//! `stat` (busy ticks) and `meminfo` (`MemTotal`). A process's files are read as bytes: its
+//! name is whatever it set (`prctl(PR_SET_NAME)`, its executable's name) and a cgroup's name
+//! whatever its creator chose, neither need be UTF-8, and a process must not escape attribution
+//! by its name (a non-UTF-8 name made the whole `stat` unreadable, so its CPU time went to
+//! `unattributed`).
+//!
+//! **Trust.** Every process can choose its name, its command line and its environment, so none
+//! of them decides who is charged. The cgroup path is written by whoever may create cgroups
+//! there: root, systemd, and the Slurm daemons under Slurm's own hierarchy, which is where the
+//! job comes from ([`job_from_cgroup_file`]); a process's `SLURM_JOB_ID` is never read (any
+//! user can set it to someone else's job). The uid is the kernel's.
 
 use crate::{procfs, small_file};
 use std::cell::RefCell;
@@ -26,7 +36,7 @@ pub struct ProcessInfo {
     pub rss_pages: u64,
     pub uid: Option<u32>,
     pub cgroup: Option<String>,
-    /// Slurm job id from the cgroup path (`.../job_42/...`) or the process's `SLURM_JOB_ID`.
+    /// Slurm job id from a cgroup path in Slurm's own hierarchy ([`job_from_cgroup_file`]).
     pub job: Option<String>,
     /// Only read with `--expose-cmdline` (arguments can hold secrets).
     pub cmdline: Option<String>,
@@ -49,7 +59,7 @@ pub trait ProcView: Send {
 ///
 /// Only `stat` changes every sample (CPU ticks, resident pages); a process's user, cgroup, job
 /// and command line rarely change, and reading them is most of the cost (`status` is ~1.4 kB of
-/// kernel-generated text, `environ` maps the process's memory). So they are kept per process —
+/// kernel-generated text). So they are kept per process —
 /// a pid with its start time — and read again when the command name changes (an `exec`, which
 /// is also when Slurm's and systemd's freshly moved tasks start their program) or after
 /// [`ProcFs::refresh`] (10 s by default), which bounds how late a move between cgroups or a
@@ -97,6 +107,12 @@ impl ProcFs {
     fn read(&self, rel: impl AsRef<Path>) -> Option<String> {
         small_file::read(&self.root.join(rel), small_file::TABLE).ok()
     }
+    /// A process's file as text, any byte that is not UTF-8 replaced (U+FFFD): the numbers in
+    /// it are ASCII, and a name that is not UTF-8 must not make them unreadable.
+    fn read_lossy(&self, rel: impl AsRef<Path>) -> Option<String> {
+        let b = small_file::read_bytes(&self.root.join(rel), small_file::TABLE).ok()?;
+        Some(String::from_utf8_lossy(&b).into_owned())
+    }
 }
 
 impl ProcView for ProcFs {
@@ -126,7 +142,7 @@ impl ProcView for ProcFs {
     }
     fn process(&self, pid: u32, with_cmdline: bool) -> Option<ProcessInfo> {
         let dir = PathBuf::from(pid.to_string());
-        let stat = self.read(dir.join("stat"))?;
+        let stat = self.read_lossy(dir.join("stat"))?;
         let s = procfs::parse_pid_stat(&stat)?;
         let start_ticks = parse_start_ticks(&stat)?;
         let comm = parse_comm(&stat).unwrap_or_default();
@@ -144,16 +160,9 @@ impl ProcView for ProcFs {
         let k = match kept {
             Some(k) => k,
             None => {
-                let cgroup = self.read(dir.join("cgroup")).and_then(|t| parse_cgroup(&t));
-                let job = cgroup.as_deref().and_then(job_from_cgroup).or_else(|| {
-                    job_from_environ(
-                        &small_file::read_bytes(
-                            &self.root.join(&dir).join("environ"),
-                            small_file::TABLE,
-                        )
-                        .ok()?,
-                    )
-                });
+                let cgroup_file = self.read_lossy(dir.join("cgroup"));
+                let cgroup = cgroup_file.as_deref().and_then(parse_cgroup);
+                let job = cgroup_file.as_deref().and_then(job_from_cgroup_file);
                 let cmdline = if with_cmdline {
                     small_file::read_bytes(&self.root.join(&dir).join("cmdline"), small_file::TABLE)
                         .ok()
@@ -166,7 +175,9 @@ impl ProcView for ProcFs {
                     comm: comm.clone(),
                     read_at: Instant::now(),
                     with_cmdline,
-                    uid: self.read(dir.join("status")).and_then(|t| parse_uid(&t)),
+                    uid: self
+                        .read_lossy(dir.join("status"))
+                        .and_then(|t| parse_uid(&t)),
                     cgroup,
                     job,
                     cmdline,
@@ -250,23 +261,54 @@ pub fn parse_cgroup(text: &str) -> Option<String> {
     v2.or(named).or(first)
 }
 
-/// A Slurm job id in a cgroup path: Slurm's cgroup plugins put a job's tasks under
-/// `job_<id>` (v1: `/slurm/uid_U/job_J/step_S`; v2: `/system.slice/slurmstepd.scope/job_J/...`).
-pub fn job_from_cgroup(path: &str) -> Option<String> {
-    path.split('/').find_map(|c| {
-        let id = c.strip_prefix("job_")?;
-        (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then(|| id.to_string())
+/// The Slurm job of a process from its whole `PID/cgroup` file: the job directory that Slurm's
+/// cgroup plugins create, anchored where only they can write, on any line.
+///
+/// * cgroup v2 (`cgroup/v2`): `/system.slice/slurmstepd.scope/job_J/step_S/user/task_T`, or
+///   `<nodename>_slurmstepd.scope` with several slurmd per host (Slurm's cgroup_v2 guide; the
+///   scope sits in systemd's root-owned `system.slice`, delegated to slurmd).
+/// * cgroup v1 (`cgroup/v1`: task/cgroup, proctrack/cgroup, jobacct_gather/cgroup):
+///   `/slurm/uid_U/job_J/step_S/...` in each controller's hierarchy, or `/slurm_<nodename>/...`
+///   with several slurmd (the plugins build `"%s/uid_%u"`, `"%s/job_%u"` under the root
+///   `slurm` cgroup; only root can create cgroups in a v1 hierarchy).
+///
+/// A `job_N` anywhere else is not a job: a user may create any name inside a cgroup delegated
+/// to them (`/user.slice/user-1000.slice/user@1000.service/…/job_4242`). Leading `/..`
+/// components (a path seen from another cgroup namespace) are skipped; named v1 hierarchies
+/// (`name=…`) are not Slurm's and are ignored.
+pub fn job_from_cgroup_file(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let mut f = line.splitn(3, ':');
+        let (_, ctrl, path) = (f.next()?, f.next()?, f.next()?);
+        if ctrl.starts_with("name=") {
+            return None;
+        }
+        job_from_cgroup(path.trim_end())
     })
 }
 
-/// `SLURM_JOB_ID` from a NUL-separated `environ` (set by Slurm in every task of a job). Only
-/// this one variable is looked at; the environment is never stored or exported.
-pub fn job_from_environ(environ: &[u8]) -> Option<String> {
-    environ.split(|&b| b == 0).find_map(|kv| {
-        let id = kv.strip_prefix(b"SLURM_JOB_ID=")?;
-        (!id.is_empty() && id.iter().all(u8::is_ascii_digit))
-            .then(|| String::from_utf8_lossy(id).into_owned())
-    })
+/// The job of one cgroup path under Slurm's hierarchy ([`job_from_cgroup_file`]), else None.
+pub fn job_from_cgroup(path: &str) -> Option<String> {
+    let mut parts = path.split('/').skip_while(|c| c.is_empty() || *c == "..");
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let job = |c: Option<&str>| {
+        c.and_then(|c| c.strip_prefix("job_"))
+            .filter(|id| numeric(id))
+            .map(str::to_string)
+    };
+    let is_slurm_scope =
+        |c: &str| c == "slurmstepd.scope" || (c.ends_with("_slurmstepd.scope") && c.len() > 17);
+    match parts.next()? {
+        "system.slice" if parts.next().is_some_and(is_slurm_scope) => job(parts.next()),
+        root if root == "slurm" || root.strip_prefix("slurm_").is_some_and(|n| !n.is_empty()) => {
+            let uid = parts.next()?.strip_prefix("uid_")?;
+            if !numeric(uid) {
+                return None;
+            }
+            job(parts.next())
+        }
+        _ => None,
+    }
 }
 
 /// `cmdline` with its NUL separators as spaces, bounded to 256 characters (a label, not a log).
@@ -373,17 +415,92 @@ mod tests {
     }
 
     #[test]
-    fn slurm_job_from_cgroup_or_environ() {
+    fn slurm_job_only_from_slurms_own_cgroup_hierarchy() {
+        let job = |p: &str| job_from_cgroup(p);
+        // The layouts Slurm's plugins write (v2, several slurmd, v1, from another namespace).
+        for (path, want) in [
+            (
+                "/system.slice/slurmstepd.scope/job_17/step_0/user/task_0",
+                "17",
+            ),
+            (
+                "/system.slice/slurmstepd.scope/job_17/step_batch/slurm",
+                "17",
+            ),
+            (
+                "/system.slice/node3_slurmstepd.scope/job_18/step_extern",
+                "18",
+            ),
+            ("/slurm/uid_1000/job_19/step_0/task_0", "19"),
+            ("/slurm_node3/uid_0/job_20/step_batch", "20"),
+            ("/../../system.slice/slurmstepd.scope/job_21/step_0", "21"),
+        ] {
+            assert_eq!(job(path).as_deref(), Some(want), "{path}");
+        }
+        // Regression: any `job_N` component counted, so a user's own delegated cgroup named
+        // job_4242 charged them to job 4242.
+        for path in [
+            "/user.slice/user-1000.slice/user@1000.service/app.slice/job_4242",
+            "/user.slice/user-1000.slice/user@1000.service/system.slice/slurmstepd.scope/job_4242",
+            "/job_4242",
+            "/system.slice/job_4242",
+            "/system.slice/evil.scope/job_4242",
+            "/system.slice/_slurmstepd.scope/job_4242",
+            "/slurm/job_4242",
+            "/slurm/uid_x/job_4242",
+            "/slurmx/uid_0/job_4242",
+            "/slurm/uid_0/job_x/step_0",
+            "/system.slice/slurmstepd.scope/job_/step_0",
+            "",
+        ] {
+            assert_eq!(job(path), None, "{path}");
+        }
+        // Any controller line may carry it (v1 sites without jobacct_gather/cgroup have Slurm's
+        // cgroups only in freezer, cpuset, memory); named hierarchies are not Slurm's.
+        let v1 = "12:memory:/slurm/uid_0/job_7/step_0\n4:cpu,cpuacct:/user.slice\n1:name=systemd:/user.slice\n";
+        assert_eq!(job_from_cgroup_file(v1).as_deref(), Some("7"));
         assert_eq!(
-            job_from_cgroup("/system.slice/slurmstepd.scope/job_17/step_0/user/task_0").as_deref(),
-            Some("17")
+            job_from_cgroup_file("1:name=evil:/slurm/uid_0/job_7/step_0\n0::/user.slice\n"),
+            None
         );
-        assert_eq!(job_from_cgroup("/slurm/uid_0/job_x/step_0"), None);
         assert_eq!(
-            job_from_environ(b"PATH=/bin\0SLURM_JOB_ID=99\0HOME=/root\0").as_deref(),
-            Some("99")
+            job_from_cgroup_file("0::/system.slice/slurmstepd.scope/job_8/step_0\n").as_deref(),
+            Some("8")
         );
-        assert_eq!(job_from_environ(b"SLURM_JOB_ID=\0"), None);
+    }
+
+    /// Regression: a process named with bytes that are not UTF-8 vanished from attribution
+    /// (`stat` read as a string failed), and so did one whose cgroup name was not UTF-8.
+    #[test]
+    fn a_process_whose_name_is_not_utf8_is_still_read() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        fake::machine(root, 0, 1000).unwrap();
+        fake::process(root, 7, "x", 5, 3, Some(1000), Some("0::/a\n"), &[]).unwrap();
+        let d = root.join("7");
+        let stat = b"7 (\xff\xfe)x) S 1 7 7 0 -1 0 0 0 0 0 40 2 0 0 20 0 1 0 1234 0 9\n".to_vec();
+        std::fs::write(d.join("stat"), &stat).unwrap();
+        std::fs::write(
+            d.join("status"),
+            b"Name:\t\xff\xfe\nUid:\t1000\t1000\t1000\t1000\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("cgroup"),
+            b"0::/system.slice/slurmstepd.scope/job_9/step_0/\xff\n",
+        )
+        .unwrap();
+        let p = ProcFs::new(root)
+            .process(7, false)
+            .expect("process 7 is read");
+        assert_eq!((p.ticks, p.rss_pages, p.start_ticks), (42, 9, 1234));
+        assert_eq!(p.comm, "\u{fffd}\u{fffd})x");
+        assert_eq!(p.uid, Some(1000));
+        assert_eq!(p.job.as_deref(), Some("9"));
+        assert_eq!(
+            p.cgroup.as_deref(),
+            Some("/system.slice/slurmstepd.scope/job_9/step_0/\u{fffd}")
+        );
     }
 
     #[test]

@@ -114,6 +114,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             processes: !args.no_process_series,
             cmdline: args.expose_cmdline,
             retain_s: args.retain.as_secs_f64(),
+            ..Options::default()
         },
     );
     if let Some(g) = gpu_usage(&args) {
@@ -126,7 +127,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         args.interval,
         Box::new(move |meter, sample| {
             attributor.step(sample.t_s.get(), &meter.energies());
-            let snap = attributor.snapshot();
+            let mut snap = attributor.snapshot();
+            snap.device_notes = meter.incomplete();
             let mut g = out.lock().unwrap_or_else(|p| p.into_inner());
             g.pending = Some(snap);
         }),

@@ -10,6 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 pub const E: &str = "amdahl_energy_joules_total";
+/// The gauge of the energy of members no longer exported.
+pub const ENDED: &str = "amdahl_energy_ended_joules";
 pub const PKG_MAX: u64 = 50_000_000; // 50 J range, so a test can wrap it quickly.
 
 pub struct Trees {
