@@ -6,7 +6,8 @@
 //! rendered from it when a scrape asks and kept until the next snapshot, so a node scraped every
 //! 15 s renders once per scrape, not once per 1 s sample (rendering ~290 kB for 500 processes
 //! costs more than sampling them: scripts/bench/exporter.sh); the server thread runs hyper on a single-threaded tokio runtime, each connection a task of its own
-//! ([`http`]: at most [`http::MAX_CONNECTIONS`] at once, every request bounded in size and time),
+//! ([`http`]: at most [`http::MAX_CONNECTIONS`] at once, idle ones giving way to newcomers,
+//! every request bounded in size and time),
 //! so a client that sends or reads slowly holds only its own connection; the main thread waits
 //! for the stop.
 
@@ -97,6 +98,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
+    raise_fd_limit();
     let d = sensors::discover(sensors::Options {
         powercap_root: args.powercap.powercap_root.clone(),
         reader: rapl::fs_reader(),
@@ -143,6 +145,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let served = serve(&args, &shared);
     s.stop().context("stopping the sampler")?;
     served.map(|_| ExitCode::SUCCESS)
+}
+
+/// Raise the soft limit on open files to the hard limit. The soft limit is only a default
+/// (1024 under systemd, often 256 in a login shell) and the hard limit the policy; the server's
+/// sockets are bounded ([`http`]: at most [`http::MAX_CONNECTIONS`] + [`http::MAX_REFUSING`]),
+/// but the RAPL files, `/proc` and NVML need descriptors too, and with 256 a flood of sockets
+/// once left the sensors unreadable. Failing to raise it changes nothing, so it is not an error.
+fn raise_fd_limit() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return;
+    };
+    // An unlimited hard limit is refused above fs.nr_open (1,048,576 by default, proc(5)).
+    for want in [hard, 1 << 20] {
+        if want > soft && setrlimit(Resource::RLIMIT_NOFILE, want, hard).is_ok() {
+            return;
+        }
+    }
 }
 
 /// Per-process GPU usage from NVML, for splitting GPU energy. None without a driver or with

@@ -72,6 +72,15 @@ pub fn set_energy(root: &Path, zone: &str, uj: u64) {
 
 /// Start the exporter on an ephemeral loopback port; returns it and its address.
 pub fn start(t: &Trees, extra: &[&str]) -> (Running, SocketAddr) {
+    start_with(t, extra, |_| {})
+}
+
+/// [`start`], with `adjust` applied to the command first (limits, environment).
+pub fn start_with(
+    t: &Trees,
+    extra: &[&str],
+    adjust: impl FnOnce(&mut Command),
+) -> (Running, SocketAddr) {
     let ready = t.dir.path().join("ready");
     let _ = std::fs::remove_file(&ready);
     let mut c = Command::new(assert_cmd::cargo::cargo_bin("amdahl"));
@@ -90,6 +99,7 @@ pub fn start(t: &Trees, extra: &[&str]) -> (Running, SocketAddr) {
     .arg("--proc-root")
     .arg(t.proc())
     .args(extra);
+    adjust(&mut c);
     let r = spawn(c, &t.dir.path().join("exporter.log"));
     let addr = wait_for(Duration::from_secs(20), "the exporter's ready file", || {
         std::fs::read_to_string(&ready).ok()?.trim().parse().ok()
