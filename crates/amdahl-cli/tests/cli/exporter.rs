@@ -576,3 +576,47 @@ fn once_prints_openmetrics_with_help_and_type() {
     assert!(text.contains("# HELP amdahl_power_watts"), "{text}");
     assert!(text.trim_end().ends_with("# EOF"), "{text}");
 }
+
+/// Regression: a --proc-root that does not exist was accepted and the exporter served a node
+/// with no processes (every joule unattributed, silently).
+#[test]
+fn a_missing_proc_root_is_a_usage_error() {
+    let t = trees();
+    let out = crate::support::amdahl()
+        .args(["exporter", "--once", "--interval", "50ms", "--no-gpu"])
+        .arg("--powercap-root")
+        .arg(t.powercap())
+        .arg("--proc-root")
+        .arg(t.dir.path().join("no-such-proc"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--proc-root") && err.contains("no-such-proc"),
+        "{err}"
+    );
+}
+
+/// Regression: SIGHUP (a closed terminal, `systemctl reload`) and SIGUSR1 killed the exporter
+/// without its clean stop (their default action). They are ignored; SIGTERM still stops it,
+/// with status 0.
+#[test]
+fn sighup_and_sigusr1_do_not_stop_the_exporter() {
+    let t = trees();
+    let (mut ex, addr) = start(&t, &[]);
+    let pid = ex.0.id() as i32;
+    for sig in [libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2] {
+        // SAFETY: kill(2) on our own child's pid, which is alive (we hold it unreaped).
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(get(addr, "/metrics").0, 200, "after signal {sig}");
+    }
+    assert!(ex.0.try_wait().unwrap().is_none(), "the exporter stopped");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = wait_for(Duration::from_secs(10), "the exporter to stop", || {
+        ex.0.try_wait().unwrap()
+    });
+    assert!(status.success(), "{status:?}");
+}

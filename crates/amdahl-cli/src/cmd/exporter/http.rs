@@ -101,7 +101,11 @@ impl Response {
     }
 }
 
-pub type Handler = Arc<dyn Fn(&Request) -> Response + Send + Sync>;
+/// An answer, now or once the handler has it (the metrics text may first need rendering, which
+/// runs off the server thread so other connections are served meanwhile).
+pub type Reply = std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>>;
+
+pub type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
 
 /// The shared body as bytes hyper can send without copying it.
 struct SharedBody(Arc<String>);
@@ -389,7 +393,7 @@ async fn serve_connection(mut stream: tokio::net::TcpStream, handler: Handler, c
     let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         lock(&s).set(id, Phase::Answer);
         let r = answer(&req, &handler);
-        std::future::ready(Ok::<_, std::convert::Infallible>(to_hyper(r)))
+        async move { Ok::<_, std::convert::Infallible>(to_hyper(r.await)) }
     });
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
@@ -445,14 +449,14 @@ async fn linger(mut stream: tokio::net::TcpStream) {
     let _ = tokio::time::timeout(LINGER_TIME, drain).await;
 }
 
-fn answer(req: &hyper::Request<hyper::body::Incoming>, handler: &Handler) -> Response {
+fn answer(req: &hyper::Request<hyper::body::Incoming>, handler: &Handler) -> Reply {
     let target = req
         .uri()
         .path_and_query()
         .map(|p| p.as_str())
         .unwrap_or("/");
     if target.len() > MAX_URL {
-        return Response::text(414, "URI too long\n");
+        return Box::pin(std::future::ready(Response::text(414, "URI too long\n")));
     }
     handler(&Request {
         method: req.method().as_str(),

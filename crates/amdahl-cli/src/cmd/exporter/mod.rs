@@ -3,7 +3,8 @@
 //! OpenMetrics text on `/metrics` for Prometheus.
 //!
 //! Threads: the sampler takes a snapshot of the attribution once per interval; the text is
-//! rendered from it when a scrape asks and kept until the next snapshot, so a node scraped every
+//! rendered from it when a scrape asks (on tokio's blocking pool, off the server thread) and kept
+//! until the next snapshot, so a node scraped every
 //! 15 s renders once per scrape, not once per 1 s sample (rendering ~290 kB for 500 processes
 //! costs more than sampling them: scripts/bench/exporter.sh); the server thread runs hyper on a single-threaded tokio runtime, each connection a task of its own
 //! ([`http`]: at most [`http::MAX_CONNECTIONS`] at once, idle ones giving way to newcomers,
@@ -79,16 +80,26 @@ pub struct Args {
     pub ready_file: Option<PathBuf>,
 }
 
-/// The latest snapshot not rendered yet, and the text last rendered.
+/// The latest snapshot not rendered yet, and the text last rendered, each with the number of
+/// the sample it came from (renders can finish out of order; the newest text wins).
 #[derive(Default)]
 struct Metrics {
-    pending: Option<Snapshot>,
-    text: Arc<String>,
+    pending: Option<(u64, Snapshot)>,
+    text: (u64, Arc<String>),
+    taken: u64,
 }
 
 type Shared = Arc<Mutex<Metrics>>;
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if !args.proc_root.is_dir() {
+        eprintln!(
+            "error: --proc-root {} is not a directory (the proc filesystem, normally /proc; in a \
+             container, the host's /proc bind-mounted read-only)",
+            args.proc_root.display()
+        );
+        return Ok(ExitCode::from(2));
+    }
     if !args.listen.ip().is_loopback() && !args.allow_remote && !args.once {
         eprintln!(
             "error: --listen {} is not a loopback address; the metrics name users, Slurm jobs and \
@@ -132,13 +143,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let mut snap = attributor.snapshot();
             snap.device_notes = meter.incomplete();
             let mut g = out.lock().unwrap_or_else(|p| p.into_inner());
-            g.pending = Some(snap);
+            g.taken += 1;
+            g.pending = Some((g.taken, snap));
         }),
     );
     if args.once {
         std::thread::sleep(args.interval);
         s.stop().context("stopping the sampler")?;
-        let text = current(&shared);
+        if let Some((n, snap)) = take_pending(&shared) {
+            store(&shared, n, render(&snap));
+        }
+        let text = latest(&shared);
         crate::output::print(&text)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -174,17 +189,50 @@ fn gpu_usage(args: &Args) -> Option<Box<dyn GpuUsageSource>> {
     amdahl_meter::attribution::gpu::nvml_usage().ok()
 }
 
-/// The metrics text of the latest sample, rendered now if no scrape has asked since it was taken
-/// (a failed render keeps the previous text and says why on stderr).
-fn current(shared: &Shared) -> Arc<String> {
-    let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(snap) = g.pending.take() {
-        match amdahl_report::exporter::render(&snap) {
-            Ok(text) => g.text = Arc::new(text),
-            Err(e) => eprintln!("amdahl: warning: rendering the metrics: {e}"),
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Metrics> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn take_pending(shared: &Shared) -> Option<(u64, Snapshot)> {
+    lock(shared).pending.take()
+}
+
+fn latest(shared: &Shared) -> Arc<String> {
+    Arc::clone(&lock(shared).text.1)
+}
+
+/// Render a snapshot (None, with a warning on stderr, if it fails: the previous text stays).
+fn render(snap: &Snapshot) -> Option<String> {
+    match amdahl_report::exporter::render(snap) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("amdahl: warning: rendering the metrics: {e}");
+            None
         }
     }
-    Arc::clone(&g.text)
+}
+
+/// Keep the text of sample `n` unless a newer one is kept already.
+fn store(shared: &Shared, n: u64, text: Option<String>) {
+    let mut g = lock(shared);
+    if let Some(t) = text.filter(|_| n > g.text.0) {
+        g.text = (n, Arc::new(t));
+    }
+}
+
+/// The metrics text of the latest sample. A sample not rendered yet is rendered now, by the
+/// scrape that finds it, on tokio's blocking pool: rendering 30,000 processes' series took
+/// ~760 ms, which on the server's one thread stalled every other connection. Scrapes arriving
+/// meanwhile get the previous sample's text; rendering stays once per scrape, not per sample.
+async fn current(shared: Shared) -> Arc<String> {
+    let Some((n, snap)) = take_pending(&shared) else {
+        return latest(&shared);
+    };
+    let s = Arc::clone(&shared);
+    let job = tokio::task::spawn_blocking(move || store(&s, n, render(&snap)));
+    // A render that panicked or was cancelled leaves the previous text.
+    let _ = job.await;
+    latest(&shared)
 }
 
 fn serve(args: &Args, shared: &Shared) -> Result<()> {
@@ -210,9 +258,20 @@ fn serve(args: &Args, shared: &Shared) -> Result<()> {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .context("installing signal handlers")?;
     }
+    // SIGHUP (a closed terminal, `systemctl reload`, a log rotator) and SIGUSR1/2 (sent by
+    // mistake, or by tools probing a daemon) terminate a process by default, killing the
+    // exporter without its clean stop; it has nothing to reload, so they are noted and ignored.
+    let ignored = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGUSR1,
+        signal_hook::consts::SIGUSR2,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&ignored))
+            .context("installing signal handlers")?;
+    }
     let metrics = Arc::clone(shared);
-    let handler: http::Handler =
-        Arc::new(move |req: &http::Request| answer(req, &current(&metrics)));
+    let handler: http::Handler = Arc::new(move |req: &http::Request| answer(req, &metrics));
     // The server blocks on its own thread; this one watches for the stop and leaves (the
     // process then exits, ending that thread and any connection still open).
     let (tx, rx) = std::sync::mpsc::channel();
@@ -237,19 +296,25 @@ fn serve(args: &Args, shared: &Shared) -> Result<()> {
 
 /// Answer one request: `/metrics` (GET, HEAD), `/` (a pointer to it), 405 for other methods
 /// there, 404 elsewhere. Oversized or malformed requests never get here ([`http`]).
-fn answer(req: &http::Request, metrics: &Arc<String>) -> http::Response {
+fn answer(req: &http::Request, shared: &Shared) -> http::Reply {
     use http::Response;
     let path = req.target.split(['?', '#']).next().unwrap_or("");
     let readable = matches!(req.method, "GET" | "HEAD");
-    match (path, readable) {
-        ("/metrics", true) => Response {
-            status: 200,
-            headers: vec![(
-                "Content-Type",
-                amdahl_report::exporter::CONTENT_TYPE.to_string(),
-            )],
-            body: Arc::clone(metrics),
-        },
+    let now = |r: Response| -> http::Reply { Box::pin(std::future::ready(r)) };
+    now(match (path, readable) {
+        ("/metrics", true) => {
+            let shared = Arc::clone(shared);
+            return Box::pin(async move {
+                Response {
+                    status: 200,
+                    headers: vec![(
+                        "Content-Type",
+                        amdahl_report::exporter::CONTENT_TYPE.to_string(),
+                    )],
+                    body: current(shared).await,
+                }
+            });
+        }
         ("/", true) => Response::text(
             200,
             "amdahl exporter: energy per node, cgroup, Slurm job, user and process at /metrics\n",
@@ -260,5 +325,5 @@ fn answer(req: &http::Request, metrics: &Arc<String>) -> http::Response {
             r
         }
         _ => Response::text(404, "not found: metrics are at /metrics\n"),
-    }
+    })
 }
