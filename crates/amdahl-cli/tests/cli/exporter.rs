@@ -620,3 +620,30 @@ fn sighup_and_sigusr1_do_not_stop_the_exporter() {
     });
     assert!(status.success(), "{status:?}");
 }
+
+/// `--max-process-series 1`: of the two busy processes only the busier has its own series, the
+/// other's energy is in `pid="other"`, and processes still sum to the node.
+#[test]
+fn max_process_series_bounds_the_process_series() {
+    let t = trees();
+    let (_ex, addr) = start(&t, &["--max-process-series", "1"]);
+    let mut m = Vec::new();
+    for step in 1..=3u64 {
+        fproc::machine(&t.proc(), 100 * step, 1_000_000).unwrap();
+        fproc::set_ticks(&t.proc(), 100, "trainer", 30 * step, 1000).unwrap();
+        fproc::set_ticks(&t.proc(), 200, "solver", 20 * step, 500).unwrap();
+        set_energy(&t.powercap(), "intel-rapl:0", 10_000_000 * step);
+        m = wait_node(addr, "intel-rapl:0", 10.0 * step as f64);
+    }
+    let pids: std::collections::BTreeSet<&str> = m
+        .iter()
+        .filter(|x| x.name == E && x.labels.get("scope").map(String::as_str) == Some("process"))
+        .filter_map(|x| x.labels.get("pid").map(String::as_str))
+        .collect();
+    assert!(pids.len() <= 2 && pids.contains("other"), "{pids:?}");
+    let dev = ("device", "intel-rapl:0");
+    let procs = sum(&m, E, &[("scope", "process"), dev]);
+    let un = sum(&m, E, &[("scope", "unattributed"), dev]);
+    let node = sum(&m, E, &[("scope", "node"), dev]);
+    assert!((procs + un - node).abs() < 1e-6, "{procs} + {un} vs {node}");
+}

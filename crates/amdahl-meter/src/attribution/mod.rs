@@ -37,7 +37,7 @@ use crate::meter::DeviceEnergy;
 use crate::source::{DeviceKind, Method};
 use gpu::{gpu_weights, GpuRule, GpuUsage, GpuUsageSource};
 use procs::{ProcView, ProcessInfo};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Which partition of the node a series belongs to (the `scope` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -65,6 +65,19 @@ impl Partition {
 
 /// The label `unknown` for a cgroup or user that could not be read.
 pub const UNKNOWN: &str = "unknown";
+
+/// A process's own member: pid, command name and start time (and command line if read).
+fn process_member(p: &ProcessInfo) -> Member {
+    let mut pl = vec![
+        ("pid".to_string(), p.pid.to_string()),
+        ("comm".to_string(), p.comm.clone()),
+        ("start".to_string(), p.start_ticks.to_string()),
+    ];
+    if let Some(c) = &p.cmdline {
+        pl.push(("cmdline".into(), c.clone()));
+    }
+    (Partition::Process, pl)
+}
 
 /// Joules → whole microjoules (the unit RAPL counts in); anything not a positive finite number
 /// is 0, so a glitch in a float never becomes a negative or huge step.
@@ -139,6 +152,9 @@ pub struct Options {
     /// Seconds a cgroup, job, user or process keeps its own series after its last process was
     /// seen; then it is no longer exported (`--retain`).
     pub retain_s: f64,
+    /// At most this many processes have a series of their own (`--max-process-series`); the
+    /// others are charged to one `pid="other"` series. None: no bound.
+    pub max_process_series: Option<usize>,
     /// How many ended cgroups, jobs and users are remembered, so that one coming back resumes
     /// its counter; beyond, the longest-ended are forgotten (one that comes back then starts
     /// again at 0, which Prometheus reads as a counter reset).
@@ -148,6 +164,18 @@ pub struct Options {
 /// The default of `--retain`: 5 minutes, Prometheus's staleness window (`lookback-delta`), so a
 /// server scraping every minute or faster reads every member's final value several times.
 pub const DEFAULT_RETAIN_S: f64 = 300.0;
+
+/// The default of `--max-process-series`: 30,000 processes made a 19 MB scrape; 1,000 keep it
+/// near 0.6 MB while showing every process of an ordinary node.
+pub const DEFAULT_MAX_PROCESS_SERIES: usize = 1000;
+
+/// The label value of the series that holds the processes beyond `--max-process-series`.
+pub const OTHER: &str = "other";
+
+fn other_process() -> Member {
+    let l = |k: &str| (k.to_string(), OTHER.to_string());
+    (Partition::Process, vec![l("pid"), l("comm"), l("start")])
+}
 
 /// The default of [`Options::remember_ended`]: ~100 bytes each, so at most ~1 MB.
 pub const DEFAULT_REMEMBER_ENDED: usize = 10_000;
@@ -159,6 +187,7 @@ impl Default for Options {
             cmdline: false,
             retain_s: DEFAULT_RETAIN_S,
             remember_ended: DEFAULT_REMEMBER_ENDED,
+            max_process_series: Some(DEFAULT_MAX_PROCESS_SERIES),
         }
     }
 }
@@ -259,6 +288,8 @@ pub struct Attributor {
     devices: Vec<DeviceEnergy>,
     gpu_rules: Vec<(String, GpuRule)>,
     users: HashMap<u32, String>,
+    /// Live processes that gave their series up: charged to `other` for good.
+    demoted: HashSet<Member>,
     samples: u64,
     processes: u64,
     unknown_processes: u64,
@@ -290,6 +321,7 @@ impl Attributor {
             devices: Vec::new(),
             gpu_rules: Vec::new(),
             users: HashMap::new(),
+            demoted: HashSet::new(),
             samples: 0,
             processes: 0,
             unknown_processes: 0,
@@ -313,7 +345,7 @@ impl Attributor {
     /// The members a process belongs to: its cgroup, user, job (if any), and itself (if
     /// process series are on; pid and start time identify it, so a recycled pid is a new
     /// series even with the same name).
-    fn members_of(&mut self, p: &ProcessInfo) -> Vec<Member> {
+    fn members_of(&mut self, p: &ProcessInfo, own_series: &HashSet<u32>) -> Vec<Member> {
         let mut m = vec![
             (
                 Partition::Cgroup,
@@ -331,17 +363,66 @@ impl Attributor {
             m.push((Partition::Job, vec![("job".to_string(), j.clone())]));
         }
         if self.opts.processes {
-            let mut pl = vec![
-                ("pid".to_string(), p.pid.to_string()),
-                ("comm".to_string(), p.comm.clone()),
-                ("start".to_string(), p.start_ticks.to_string()),
-            ];
-            if let Some(c) = &p.cmdline {
-                pl.push(("cmdline".into(), c.clone()));
+            if own_series.contains(&p.pid) {
+                m.push(process_member(p));
+            } else {
+                m.push(other_process());
             }
-            m.push((Partition::Process, pl));
         }
         m
+    }
+
+    /// Which live processes have a series of their own this step (all without a bound). Those
+    /// that have one keep it; free room goes to the others by CPU time; one with more than
+    /// twice the CPU time of the smallest one held takes its place (at most 16 a step). A
+    /// process waiting for room is charged to `other` meanwhile (what it used before it gets a
+    /// series stays there). One that gave way is charged to `other` for the rest of its life:
+    /// its series ends as an ended member's does (its energy into the ended gauge), and no
+    /// series ever comes back under its labels, which Prometheus could not tell from the old.
+    /// CPU time ranks them: it is what splits CPU energy, and it is known for every process.
+    fn own_series(&mut self, procs: &[ProcessInfo]) -> HashSet<u32> {
+        let Some(n) = self.opts.max_process_series.filter(|_| self.opts.processes) else {
+            return procs.iter().map(|p| p.pid).collect();
+        };
+        let keys: Vec<Member> = procs.iter().map(process_member).collect();
+        let live: HashSet<&Member> = keys.iter().collect();
+        self.demoted.retain(|k| live.contains(k));
+        let other = other_process();
+        let held = self
+            .accounts
+            .keys()
+            .filter(|m| m.0 == Partition::Process && **m != other)
+            .count();
+        let mut own: Vec<(u64, &Member, u32)> = Vec::new();
+        let mut waiting: Vec<(u64, &Member, u32)> = Vec::new();
+        for (p, k) in procs.iter().zip(&keys) {
+            if self.accounts.contains_key(k) {
+                own.push((p.ticks, k, p.pid));
+            } else if !self.demoted.contains(k) {
+                waiting.push((p.ticks, k, p.pid));
+            }
+        }
+        waiting.sort_unstable_by_key(|w| std::cmp::Reverse(w.0));
+        own.sort_unstable_by_key(|w| std::cmp::Reverse(w.0));
+        let mut room = n.saturating_sub(held);
+        let (mut chosen, mut gone) = (Vec::new(), Vec::new());
+        for w in waiting {
+            if room > 0 {
+                room -= 1;
+                chosen.push(w);
+            } else if gone.len() < 16 && own.last().is_some_and(|s| w.0 > s.0.saturating_mul(2)) {
+                if let Some(s) = own.pop() {
+                    gone.push(s.1.clone());
+                }
+                chosen.push(w);
+            }
+        }
+        let pids: HashSet<u32> = own.iter().chain(&chosen).map(|x| x.2).collect();
+        for k in gone {
+            self.retire(&k);
+            self.demoted.insert(k);
+        }
+        pids
     }
 
     /// The members of a GPU process that `/proc` does not show (another pid namespace, or it
@@ -371,6 +452,10 @@ impl Attributor {
     fn account(&mut self, m: &Member) -> &mut Account {
         if !self.accounts.contains_key(m) {
             let mut a = Account::default();
+            if *m == other_process() {
+                // Never retires: processes keep coming and going in it.
+                a.last_live = f64::INFINITY;
+            }
             if let Some(e) = self.remembered.remove(m) {
                 for (d, uj) in &e.energy {
                     if let Some(x) = self.ended_energy.get_mut(&(m.0, d.clone())) {
@@ -442,7 +527,8 @@ impl Attributor {
         let cpu = self.interval_cpu_ticks(&procs);
         let (mem, mem_den) = self.resident_bytes(&procs);
         let cpu_den = self.cpu_denominator(busy, &cpu);
-        let members: Vec<Vec<Member>> = procs.iter().map(|p| self.members_of(p)).collect();
+        let own = self.own_series(&procs);
+        let members: Vec<Vec<Member>> = procs.iter().map(|p| self.members_of(p, &own)).collect();
         self.processes = procs.len() as u64;
         self.unknown_processes = procs
             .iter()

@@ -779,13 +779,19 @@ mod churn {
     /// members are remembered, not across a gap either), the parts make the node exactly at
     /// every step, and Prometheus's `increase` summed over any scope's series plus unattributed
     /// is the node's increase to the µJ: nothing counted twice, nothing lost.
-    fn run(steps: &[Step], retain_s: f64, remember: bool) -> Result<(), TestCaseError> {
+    fn run(
+        steps: &[Step],
+        retain_s: f64,
+        remember: bool,
+        max_process_series: Option<usize>,
+    ) -> Result<(), TestCaseError> {
         let world = Arc::new(Mutex::new(World::default()));
         let opts = Options {
             processes: true,
             cmdline: false,
             retain_s,
             remember_ended: if remember { DEFAULT_REMEMBER_ENDED } else { 1 },
+            max_process_series,
         };
         let mut a = Attributor::new(Box::new(MemView(Arc::clone(&world))), opts);
         let (mut t, mut pkg, mut dram, mut start) = (0.0, 0.0, 0.0, 0u64);
@@ -814,6 +820,19 @@ mod churn {
                 if let Some(b) = seen {
                     prop_assert!(v >= b, "step {i}: {k:?} went from {b} to {v} µJ");
                 }
+            }
+            if let Some(n) = max_process_series {
+                let own: HashSet<&Vec<(String, String)>> = snap
+                    .series
+                    .iter()
+                    .filter(|x| x.scope == Partition::Process && x.labels[0].1 != OTHER)
+                    .map(|x| &x.labels)
+                    .collect();
+                prop_assert!(
+                    own.len() <= n,
+                    "step {i}: {} process series over {n}",
+                    own.len()
+                );
             }
             increase(&mut inc, &mut last, &snap);
             prev = now;
@@ -844,8 +863,55 @@ mod churn {
             steps in prop::collection::vec(step(), 1..50),
             retain_s in prop_oneof![Just(0.0), 0.0..30.0f64, Just(300.0)],
             remember in any::<bool>(),
+            max_process_series in prop::option::of(0..4usize),
         ) {
-            run(&steps, retain_s, remember)?;
+            run(&steps, retain_s, remember, max_process_series)?;
+        }
+    }
+}
+
+/// `--max-process-series`: 10 processes, 3 series of their own, by CPU time; the rest in
+/// `other`, and a newcomer with over twice the CPU time of the smallest takes its place.
+#[test]
+fn process_series_are_bounded_by_cpu_time_with_the_rest_in_other() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    let mut a = Attributor::new(
+        Box::new(ProcFs::new(root)),
+        Options {
+            processes: true,
+            max_process_series: Some(3),
+            ..Options::default()
+        },
+    );
+    let mut busy = 0;
+    for k in 0..4u64 {
+        busy += 1000;
+        fake::machine(root, busy, 1000).unwrap();
+        for pid in 1..=10u32 {
+            let ticks = u64::from(pid) * 10 * k;
+            fake::process(root, pid, "w", ticks, 0, Some(0), Some("0::/x\n"), &[]).unwrap();
+        }
+        if k == 3 {
+            // A newcomer far busier than any.
+            fake::process(root, 99, "hog", 500, 0, Some(0), Some("0::/x\n"), &[]).unwrap();
+        }
+        a.step(
+            k as f64,
+            &[dev("pkg", DeviceKind::CpuPackage, 100.0 * k as f64)],
+        );
+        let s = a.snapshot();
+        let own: Vec<String> = s
+            .series
+            .iter()
+            .filter(|x| x.scope == Partition::Process && x.labels[0].1 != OTHER)
+            .map(|x| x.labels[0].1.clone())
+            .collect();
+        assert!(own.len() <= 3, "step {k}: {own:?}");
+        assert_partition(&s, Partition::Process, "pkg");
+        if k == 3 {
+            assert!(own.contains(&"99".to_string()), "{own:?}");
+            assert!(find(&s, Partition::Process, OTHER, "pkg") > 0.0);
         }
     }
 }

@@ -62,6 +62,10 @@ pub struct Args {
     /// Leave out per-process series (keep cgroup, job and user series only).
     #[arg(long)]
     pub no_process_series: bool,
+    /// At most this many processes get a series of their own (by CPU time); the others are
+    /// summed in one `pid="other"` series.
+    #[arg(long, default_value_t = amdahl_meter::attribution::DEFAULT_MAX_PROCESS_SERIES, value_name = "N")]
+    pub max_process_series: usize,
     /// Add each process's command line as a label (off by default: arguments can hold secrets).
     #[arg(long)]
     pub expose_cmdline: bool,
@@ -127,6 +131,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             processes: !args.no_process_series,
             cmdline: args.expose_cmdline,
             retain_s: args.retain.as_secs_f64(),
+            max_process_series: Some(args.max_process_series),
             ..Options::default()
         },
     );
