@@ -175,27 +175,18 @@ where
     PossibleValuesParser::new(values).try_map(|s| s.parse::<T>())
 }
 
-/// A time span as `run`, `scale` and `exporter` take it: `1s`, `250ms`, `0.5s`, `2m`, `1h`, or a
-/// bare number of seconds; must be > 0.
+/// A time span as `run`, `scale` and `exporter` take it: a humantime spelling (`1s`, `250ms`,
+/// `0.5s`, `2m`, `1h 30m`) or a bare number of seconds, as [`seconds`] reads it; must be > 0.
 pub fn duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration (examples: 1s, 250ms, 0.5s, 2m)"))?;
-    let secs = v * scale;
-    if !(secs.is_finite() && secs > 0.0) {
+    // One grammar for every duration flag: [`seconds`] (a plain number, or humantime's).
+    let secs = seconds(s).map_err(|e| {
+        if e.starts_with("must be") {
+            format!("`{s}`: the duration must be greater than zero")
+        } else {
+            e
+        }
+    })?;
+    if secs <= 0.0 {
         return Err(format!("`{s}`: the duration must be greater than zero"));
     }
     // About 31 years: beyond it the value is a typo, and timers would overflow.
@@ -315,5 +306,8 @@ mod tests {
         assert!(duration("1e300s").is_err());
         assert_eq!(duration_or_zero("0s"), Ok(Duration::ZERO));
         assert!(interval("5ms").is_err());
+        // humantime's grammar, the same as every other duration flag's: spans add up.
+        assert_eq!(duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(duration("0.5s"), Ok(Duration::from_millis(500)));
     }
 }
