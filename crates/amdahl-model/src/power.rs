@@ -48,7 +48,7 @@ pub struct Coefficients {
 pub const ACTIVE: [(&str, f64); 2] = [("hopper", 0.40), ("blackwell", 0.57)];
 
 /// The busy draw of a generation without measurements in the set (Volta, Ampere, CDNA, …): the
-/// mean of the fitted generations, marked as such wherever it is used.
+/// mean of the fitted generations; `amdahl infer` says so in its notes.
 pub const ACTIVE_UNFITTED: f64 = 0.485;
 
 /// Added at the full dense peak and at the full data-sheet bandwidth, every generation alike.

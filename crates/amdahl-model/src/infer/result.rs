@@ -190,6 +190,18 @@ impl InferResult {
                 sv.tp / c.model.kv_heads.max(1)
             ));
         }
+        if crate::power::active_of(&c.hw.arch).is_none() {
+            notes.push(format!(
+                "power: the energy validation set has no measurement of a {} device; its busy \
+                 draw is the mean of the fitted generations ({:.3} × TDP), not fitted for it",
+                if c.hw.arch.is_empty() {
+                    "this"
+                } else {
+                    c.hw.arch.as_str()
+                },
+                crate::power::ACTIVE_UNFITTED
+            ));
+        }
         if c.hw.idle_power_estimated {
             notes.push(format!(
                 "idle power {:.0} W is 1/8 of TDP, an estimate; measure it and pass --idle-w",
