@@ -177,6 +177,10 @@ pub struct Options {
     /// pipeline parallelism (BLOOM). Needs --zero 1.
     #[arg(help_heading = "Layout", long)]
     pub grad_all_reduce: bool,
+    /// LoRA fine-tuning of rank R: frozen base weights (no weight gradients, no gradients or
+    /// optimizer state for them), the backward still through every layer; adapters not counted.
+    #[arg(help_heading = "Layout", long, value_name = "R", value_parser = crate::domain::count)]
+    pub lora_rank: Option<u32>,
     /// How ZeRO-3 gathers weights ahead of use, which bounds its overlap with --overlap: per
     /// layer (FSDP) or per weight matrix (DeepSpeed ZeRO-3 of 2021).
     #[arg(
@@ -278,6 +282,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         bail!("--gpus must be at least 1");
     }
     if a.search {
+        if a.lora_rank.is_some() {
+            bail!("--lora-rank plans one layout: the search plans full training; drop --search or --lora-rank");
+        }
         return run_search(&a, &model, &hw, &net, inputs, (grid, pue));
     }
     let dp = match a.dp {
@@ -313,6 +320,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         } else {
             RecomputeModules::new(&a.recompute_modules)
         },
+        lora_rank: a.lora_rank,
     };
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;

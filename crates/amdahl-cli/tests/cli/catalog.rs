@@ -316,7 +316,7 @@ fn energy_validation_set_is_printed_with_its_held_out_errors() {
     );
     assert!(text.contains("busy hopper 0.40, blackwell 0.57"), "{text}");
     assert!(
-        text.contains("not expressible yet: 21 of 220 rows"),
+        text.contains("not expressible yet: 18 of 220 rows"),
         "{text}"
     );
     let v = crate::support::json(&["catalog", "validation", "--energy"]);

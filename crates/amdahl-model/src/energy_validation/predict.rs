@@ -207,9 +207,6 @@ fn model_training_row(r: &Row, quantity: Quantity) -> Result<Modelled, String> {
     if r.model == "resnet50" {
         return Err("a convolutional network: amdahl models decoder-only transformers".into());
     }
-    if r.id.contains("lora") {
-        return Err("LoRA fine-tuning (`plan --lora-rank`) is not modelled yet".into());
-    }
     if quantity != Quantity::NodeWallPower {
         return Err(format!(
             "`{}` of a training run is not predicted yet",
@@ -225,11 +222,13 @@ fn model_training_row(r: &Row, quantity: Quantity) -> Result<Modelled, String> {
         seq: r.input_tokens.map_or(model.seq, |s| s.round() as u32),
         ..model
     };
-    let (tp, pp) = (r.tp.unwrap_or(1), r.pp.unwrap_or(1));
+    let (tp, pp, cp) = (r.tp.unwrap_or(1), r.pp.unwrap_or(1), r.cp.unwrap_or(1));
     let base = Layout {
         tp,
         pp,
-        dp: r.gpus / (tp * pp),
+        cp,
+        dp: r.gpus / (tp * pp * cp),
+        lora_rank: r.lora_rank,
         mbs: r.mbs.unwrap_or(1),
         batch: r.batch,
         precision,

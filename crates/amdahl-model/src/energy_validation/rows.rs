@@ -21,6 +21,8 @@ pub struct Row {
     pub input_tokens: Option<f64>,
     pub output_tokens: Option<f64>,
     pub mbs: Option<u32>,
+    pub cp: Option<u32>,
+    pub lora_rank: Option<u32>,
     pub beams: Option<u32>,
     pub framework: String,
     pub framework_version: String,

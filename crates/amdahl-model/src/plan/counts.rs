@@ -157,6 +157,16 @@ impl ModelShape {
         3.0 * (f64::from(self.layers) * layer + self.logit_flops(batch))
     }
 
+    /// Model FLOPs of one LoRA fine-tuning iteration: the backward of the frozen dense GEMMs and
+    /// of the output layer is their data gradient alone (1× the forward); core attention, which
+    /// has no weights, keeps its 2× backward (adapters not counted).
+    pub fn lora_model_flops(&self, batch: f64) -> f64 {
+        let g = self.layer_gemms(batch);
+        let dense = g[0] + g[3] + g[4];
+        let attention = g[1] + g[2];
+        f64::from(self.layers) * (2.0 * dense + 3.0 * attention) + 2.0 * self.logit_flops(batch)
+    }
+
     /// Megatron's closed form with full recomputation, F = 96·B·s·l·h²·(1 + s/(6h) +
     /// V/(16·l·h)) (Narayanan et al. 2021, SC21, eq. 3). Used to turn published iteration
     /// times into TFLOP/s exactly as the papers did; assumes ffn = 4h and no GQA.
@@ -273,5 +283,18 @@ pub fn mean_dispatched_copies(m: &ModelShape) -> f64 {
     match &m.moe {
         Some(e) if e.routes() => moe_fraction(m) * f64::from(e.top_k) * e.capacity_factor,
         _ => 0.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lora_drops_the_weight_gradients_of_the_dense_gemms() {
+        // Full training is 3 forwards of every GEMM, LoRA 2 for the dense ones and the output
+        // layer (forward and data gradient); core attention keeps its 2× backward, so LoRA's
+        // model FLOPs are a little above 2/3 of full training's.
+        let m = crate::plan::catalog_model("gpt3-175b").unwrap();
+        let ratio = m.lora_model_flops(1.0) / m.model_flops(1.0);
+        assert!(ratio > 2.0 / 3.0 && ratio < 0.7, "{ratio}");
     }
 }

@@ -21,6 +21,14 @@ pub use super::spec::OptimizerDtype;
 ///   fp32 master copy (4) and the moments.
 pub fn bytes_per_param(l: &Layout) -> (f64, f64, f64) {
     let moments = l.optimizer_dtype.moment_bytes();
+    // LoRA: frozen base weights, stored as the run stores them, with no gradient or state.
+    if l.lora_rank.is_some() {
+        let weights = match l.precision {
+            ComputePrecision::Fp32 | ComputePrecision::Tf32 => 4.0,
+            _ => 2.0,
+        };
+        return (weights, 0.0, 0.0);
+    }
     match l.precision {
         ComputePrecision::Fp32 | ComputePrecision::Tf32 => (4.0, 4.0, moments),
         ComputePrecision::Bf16
@@ -35,6 +43,10 @@ pub fn bytes_per_param(l: &Layout) -> (f64, f64, f64) {
 /// weights (Megatron `optimizer.step()`: `clip_grad_norm` + fused multi-tensor Adam + copy to the
 /// model's parameters).
 pub fn step_bytes_per_param(l: &Layout) -> f64 {
+    // LoRA updates only the adapters (not counted): the base weights are never stepped.
+    if l.lora_rank.is_some() {
+        return 0.0;
+    }
     let (w, g, o) = bytes_per_param(l);
     let low_precision_copy =
         if matches!(l.precision, ComputePrecision::Fp32 | ComputePrecision::Tf32) {

@@ -470,6 +470,8 @@ fn search_cell(
                                     overlap_pp: v > 1,
                                     // A framework's behaviour, never a better choice.
                                     grad_all_reduce: false,
+                                    // The search plans full training (LoRA: one layout).
+                                    lora_rank: None,
                                 };
                                 if v > 1 && microbatches % u64::from(c.pp) != 0 {
                                     acc.rejected.interleave_microbatches += 1;

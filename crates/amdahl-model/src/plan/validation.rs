@@ -292,6 +292,7 @@ fn best_estimate(
                     optimizer_dtype: k.optimizer_dtype,
                     overlap_pp: run.overlap_pp,
                     grad_all_reduce: run.grad_all_reduce,
+                    lora_rank: None,
                 };
                 if let Err(e) = validate(model, hw, net, &layout, Some(run.gpus)) {
                     last_err = Some(e);

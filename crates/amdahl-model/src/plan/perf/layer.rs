@@ -63,7 +63,10 @@ pub fn layer(x: &Setting) -> LayerTimes {
         Recompute::Full => fwd_gemm,
     };
     // Backward: a data-gradient and a weight-gradient GEMM per forward GEMM.
-    let gemm = fwd_gemm + 2.0 * dense_fwd + attn_bwd + recompute_gemm;
+    // The backward of a dense GEMM is its data gradient and its weight gradient; LoRA's frozen
+    // weights need only the data gradient (the adapters' own GEMMs are not counted).
+    let backward_dense = if x.l.lora_rank.is_some() { 1.0 } else { 2.0 };
+    let gemm = fwd_gemm + backward_dense * dense_fwd + attn_bwd + recompute_gemm;
     let el = elementwise(x);
     let mem = 3.0 * el.fwd + el.recompute + el.cast_fwd + el.cast_bwd;
     LayerTimes {

@@ -321,7 +321,11 @@ pub struct IterationFlops {
 pub fn iteration_flops(model: &ModelShape, l: &Layout, s: f64) -> IterationFlops {
     let batch = f64::from(l.batch);
     let modules = l.recompute_modules;
-    let model_flops = model.model_flops(batch);
+    let model_flops = if l.lora_rank.is_some() {
+        model.lora_model_flops(batch)
+    } else {
+        model.model_flops(batch)
+    };
     let g_all = model.layer_gemms(batch);
     let recompute_flops = f64::from(model.layers)
         * (match l.recompute {

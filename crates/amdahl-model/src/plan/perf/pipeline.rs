@@ -64,6 +64,8 @@ pub fn pipeline(
     let (p, v) = (f64::from(l.pp), f64::from(l.interleave));
     // Output layer and loss, on the last stage.
     let logits = x.local.logit_flops(x.b) / t;
+    // Forward, data gradient and weight gradient; a frozen (LoRA) output layer skips the last.
+    let logit_passes = if x.l.lora_rank.is_some() { 2.0 } else { 3.0 };
     let logit_mem = 3.0 * 12.0 * x.s * x.b * f64::from(model.vocab) / t / x.k.mem_rate;
     let stages = stage_layers(model.layers, l.pp)
         .unwrap_or_else(|| vec![model.layers.div_ceil(l.pp.max(1)); l.pp.max(1) as usize]);
@@ -72,7 +74,12 @@ pub fn pipeline(
         let n = f64::from(n);
         let tail = i == last;
         StageParts {
-            compute: n * lt.gemm + if tail { 3.0 * x.k.gemm16(logits) } else { 0.0 },
+            compute: n * lt.gemm
+                + if tail {
+                    logit_passes * x.k.gemm16(logits)
+                } else {
+                    0.0
+                },
             mem: n * lt.mem + if tail { logit_mem } else { 0.0 },
             tp: n * tp.layer,
             cp: n * cp.layer,
