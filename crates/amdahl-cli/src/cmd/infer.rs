@@ -209,6 +209,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             BatchChoice::MaxLoad,
         ),
     };
+    check_cap(&s, &hw, &net, e.batch)?;
     if let BatchChoice::Rate { requests_per_s } = choice {
         eprintln!(
             "amdahl: batch {} is the smallest that sustains {requests_per_s} requests/s ({:.3} requests/s)",
@@ -231,6 +232,34 @@ pub fn run(args: Args) -> Result<ExitCode> {
         crate::output::write_plot(p, &amdahl_report::infer::infer_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A power cap the decode's memory traffic alone exceeds, even at the lowest clock, is refused
+/// with the lowest cap that works (rather than reported as power held at the cap).
+fn check_cap(
+    s: &amdahl_model::infer::Setup,
+    hw: &amdahl_model::plan::Hardware,
+    net: &amdahl_model::plan::Network,
+    batch: u32,
+) -> Result<()> {
+    let Some(cap) = hw.power_cap else {
+        return Ok(());
+    };
+    let free = amdahl_model::plan::Hardware {
+        power_cap: None,
+        ..hw.clone()
+    };
+    let e = evaluate_at(s, &free, net, batch)?;
+    if !hw.cap_is_reachable(&e.activity_decode, e.decode_compute_s / e.tpot_s) {
+        bail!(
+            "--power-cap {:.0} W is below what the decode draws at the lowest clock amdahl models \
+             (uncapped it draws {:.0} W, mostly streaming memory, which a lower clock does not \
+             slow): raise --power-cap, lower --batch, or choose a narrower --kv-precision",
+            cap.get(),
+            e.power_decode_w
+        );
+    }
+    Ok(())
 }
 
 /// `--search-power-cap W,W,…`: each between the device's idle power and its TDP.

@@ -324,6 +324,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;
+    if let Some(cap) = hw.power_cap {
+        let free = Hardware {
+            power_cap: None,
+            ..hw.clone()
+        };
+        let full = evaluate(&model, &free, &net, &layout)?;
+        let compute_share = full.breakdown.compute.get() / full.step_time.get();
+        if !hw.cap_is_reachable(&full.activity, compute_share) {
+            bail!(
+                "--power-cap {:.0} W is below what this step draws at the lowest clock amdahl \
+                 models (its memory traffic alone): raise --power-cap",
+                cap.get()
+            );
+        }
+    }
     let mut result = PlanResult::new(&model, &hw, &net, &e, &inputs);
     result.grid = Some(grid);
     result.pue_source = Some(pue.source);

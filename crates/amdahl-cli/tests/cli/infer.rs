@@ -317,6 +317,16 @@ fn a_power_cap_trades_prefill_time_for_energy() {
     // The TDP itself is no cap.
     let at_tdp = json(&[&base[..], &["--power-cap", "700"]].concat());
     assert!(at_tdp["power_cap_w"].is_null());
+    // A cap the decode's memory traffic cannot meet at any clock is refused, not reported as
+    // power held at the cap.
+    amdahl()
+        .args(&base)
+        .args(["--power-cap", "120"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "below what the decode draws at the lowest clock",
+        ));
     // Out of range, and the search's caps without --search.
     for cap in ["50", "800"] {
         amdahl()

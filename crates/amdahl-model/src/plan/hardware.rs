@@ -340,10 +340,27 @@ impl Hardware {
         )
     }
 
+    /// Whether some clock meets the power cap for a pass doing `a` at full clock (always, without
+    /// a cap): `plan` and `infer` refuse a cap their work cannot meet instead of reporting power
+    /// held at the cap.
+    pub fn cap_is_reachable(&self, a: &Activity, compute_share: f64) -> bool {
+        self.power_cap.is_none_or(|cap| {
+            capped_clock(
+                &Coefficients::of(&self.arch),
+                self.tdp,
+                self.idle_power,
+                cap,
+                a,
+                compute_share,
+            )
+            .is_some()
+        })
+    }
+
     /// The share of its full compute clock at which the device, doing `a` at full clock with
     /// `compute_share` of the time compute-bound, meets its power cap: 1 without a cap or when
     /// the cap is not reached; [`crate::power::MIN_CLOCK_SHARE`] when no clock meets it (the
-    /// power is then held at the cap, an under-statement the result flags).
+    /// power is then held at the cap: callers check [`Hardware::cap_is_reachable`] first).
     pub fn clock_under_cap(&self, a: &Activity, compute_share: f64) -> f64 {
         match self.power_cap {
             None => 1.0,
