@@ -49,6 +49,7 @@ pub struct Modelled {
     pub published: f64,
     tdp: Watts,
     idle: Watts,
+    cap: Option<Watts>,
     /// Time shares of the cycle and what a device does in each: prefill, decode.
     phases: [(f64, Activity); 2],
     gpus: f64,
@@ -66,7 +67,7 @@ impl Modelled {
         let k = f.coefficients(&self.arch);
         self.phases
             .iter()
-            .map(|(w, a)| w * device_power(&k, self.tdp, self.idle, None, a).get())
+            .map(|(w, a)| w * device_power(&k, self.tdp, self.idle, self.cap, a).get())
             .sum()
     }
 
@@ -88,7 +89,9 @@ impl Modelled {
     /// power per GPU minus the idle share, over the TDP, and its three regressors. `None` for
     /// rows that do not measure power.
     pub fn regression(&self) -> Option<Term> {
-        if self.quantity != Quantity::PowerPerGpu {
+        // A capped row's power is held at its cap, not the linear model: it checks the cap model,
+        // it does not fit the coefficients.
+        if self.quantity != Quantity::PowerPerGpu || self.cap.is_some() {
             return None;
         }
         let tdp = self.tdp.get();
@@ -143,12 +146,12 @@ pub fn model_row(r: &Row) -> Result<Modelled, String> {
     }
     let model = catalog_model(&r.model)
         .map_err(|_| format!("model `{}` is not in the catalog", r.model))?;
-    let (hw, net) = row_system(r)?;
-    if let Some(cap) = r.power_cap_w.filter(|c| *c < hw.tdp.get()) {
-        return Err(format!(
-            "a power cap of {cap} W below the TDP is not modelled yet"
-        ));
-    }
+    let (mut hw, net) = row_system(r)?;
+    // A cap below the TDP runs the device at the clock the cap leaves (crate::power).
+    hw.power_cap = r
+        .power_cap_w
+        .filter(|c| *c < hw.tdp.get())
+        .map(crate::units::Watts);
     let weights = WeightFormat::parse(&r.precision)
         .ok_or_else(|| format!("precision `{}` is not a serving format", r.precision))?;
     let kv = match r.kv_precision.as_str() {
@@ -187,6 +190,7 @@ pub fn model_row(r: &Row) -> Result<Modelled, String> {
         published,
         tdp: hw.tdp,
         idle: hw.idle_power,
+        cap: hw.power_cap,
         phases: [
             (e.prefill_batch_s / cycle, e.activity_prefill),
             (steps * e.tpot_s / cycle, e.activity_decode),
@@ -254,6 +258,7 @@ fn model_training_row(r: &Row, quantity: Quantity) -> Result<Modelled, String> {
         published: r.value,
         tdp: hw.tdp,
         idle: hw.idle_power,
+        cap: hw.power_cap,
         phases: [(1.0, e.activity), (0.0, Activity::default())],
         gpus: f64::from(r.gpus),
         tokens_per_s: e.tokens_per_s,
