@@ -135,7 +135,11 @@ pub fn grid_for(args: &GridArgs, saved: Option<&Saved>, c: &Catalogs) -> Result<
 /// (so scope and name come along), else the recorded figure with its recorded source.
 fn saved_grid(g: &SavedGrid, c: &Catalogs) -> Result<GridIntensity> {
     match c.grid.lookup(&g.region) {
-        Ok(entry) if (entry.g_per_kwh.get() - g.g_per_kwh).abs() < 1e-9 => Ok(entry),
+        // Named as the saved result's, so the output says the grid was not the default.
+        Ok(mut entry) if (entry.g_per_kwh.get() - g.g_per_kwh).abs() < 1e-9 => {
+            entry.name = format!("{}, as in the saved result", entry.name);
+            Ok(entry)
+        }
         _ => {
             // `amdahl run` records the scope at the end of the source: "… (direct)".
             let scope = if g.source.ends_with("(direct)") {

@@ -527,3 +527,49 @@ fn compare_against_a_zero_emission_grid_has_no_ratio_not_nan() {
     assert!(v["compare"][0]["ratio"].is_null(), "{}", v["compare"][0]);
     assert!(v["compare"][0]["co2e_kg"].as_f64().unwrap() > 0.0);
 }
+
+/// Issue "numbers and statements that agree", item 12: `carbon --from plan.json` and `lifetime
+/// --train plan.json` charged a US plan at the world mean (436 g/kWh); the plan's own grid
+/// (United States, 369.5 g/kWh) is used unless --region or --intensity overrides it, and the
+/// output says it came from the saved result.
+#[test]
+fn a_saved_plans_grid_is_the_one_charged() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    let out = amdahl()
+        .args([
+            "plan",
+            "--model",
+            "llama2-7b",
+            "--system",
+            "h100",
+            "--gpus",
+            "16",
+            "--tp",
+            "2",
+            "--batch",
+            "64",
+            "--recompute",
+            "full",
+            "--region",
+            "US",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&plan, &out.stdout).unwrap();
+    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let planned_kg = p["training"]["emissions"].as_f64().unwrap() / 1e3;
+    let v = json(&["carbon", "--from", plan.to_str().unwrap()]);
+    assert_eq!(v["intensity"]["g_per_kwh"], 369.5);
+    assert!(v["intensity"]["name"]
+        .as_str()
+        .unwrap()
+        .contains("as in the saved result"));
+    let kg = num(&v, "co2e_kg");
+    assert!((kg / planned_kg - 1.0).abs() < 1e-9, "{kg} vs {planned_kg}");
+    // --region still overrides it.
+    let fr = json(&["carbon", "--from", plan.to_str().unwrap(), "--region", "FR"]);
+    assert_eq!(fr["intensity"]["g_per_kwh"], 56.0);
+}

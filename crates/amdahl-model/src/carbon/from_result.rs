@@ -179,8 +179,39 @@ pub fn read_plan(v: &Value, file: &str) -> Result<Saved, CarbonError> {
         device,
         pue: Some(number("training.pue")?),
         pue_source: text_at("pue_source"),
-        grid: None,
+        // The grid the plan charged (`grid`, with its region code); the intensity alone where an
+        // older plan recorded no `grid` object. Ignoring it charged a US plan at the world mean.
+        grid: plan_grid(d)?,
     })
+}
+
+/// The grid a saved plan recorded: its `grid` object, else its `training.intensity`.
+fn plan_grid(d: &Doc) -> Result<Option<SavedGrid>, CarbonError> {
+    if d.v.get("grid").is_some_and(Value::is_object) {
+        return Ok(Some(SavedGrid {
+            region: d
+                .text_at("grid.code")
+                .unwrap_or_else(|| "amdahl plan".into()),
+            g_per_kwh: d.number("grid.g_per_kwh")?,
+            source: d
+                .text_at("grid.source")
+                .unwrap_or_else(|| "as recorded by `amdahl plan`".into()),
+            year: d
+                .v
+                .pointer("/grid/year")
+                .and_then(Value::as_u64)
+                .and_then(|y| u16::try_from(y).ok()),
+        }));
+    }
+    Ok(d.v
+        .pointer("/training/intensity")
+        .and_then(Value::as_f64)
+        .map(|g| SavedGrid {
+            region: "amdahl plan".into(),
+            g_per_kwh: g,
+            source: "as recorded by `amdahl plan`".into(),
+            year: None,
+        }))
 }
 
 /// `amdahl infer`'s predicted serving energy, per [`INFER_REQUESTS`] requests.
