@@ -46,6 +46,7 @@ fn main() {
             intensity,
             price_per_device_hour: None,
         },
+        power_caps: Vec::new(),
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     long_context(cores, intensity);
@@ -134,6 +135,7 @@ fn long_context(cores: usize, intensity: amdahl_model::units::GramsPerKwh) {
             intensity,
             price_per_device_hour: None,
         },
+        power_caps: Vec::new(),
     };
     println!("Llama 3 405B at s = 131,072 on 16,384 H100, batch 128, CP <= 16, TP overlap");
     for threads in [1, cores] {

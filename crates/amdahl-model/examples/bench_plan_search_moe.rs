@@ -50,6 +50,7 @@ fn main() {
             intensity,
             price_per_device_hour: None,
         },
+        power_caps: Vec::new(),
     };
     let mut deep64 = model.clone();
     deep64.name = "DeepSeek-V3-size, 64 layers".into();

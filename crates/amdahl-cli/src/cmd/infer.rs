@@ -11,7 +11,6 @@ use amdahl_model::infer::{
     InferResult, InferSearchResult, KvFormat, Requests, Serving, Space, WeightFormat,
     INFER_SEARCH_SCHEMA,
 };
-use amdahl_model::units::Watts;
 use amdahl_report::render::Render;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -262,24 +261,6 @@ fn check_cap(
     Ok(())
 }
 
-/// `--search-power-cap W,W,…`: each between the device's idle power and its TDP.
-fn search_caps(hw: &amdahl_model::plan::Hardware, caps: &[f64]) -> Result<Vec<Watts>> {
-    let (idle, tdp) = (hw.idle_power.get(), hw.tdp.get());
-    caps.iter()
-        .map(|&c| {
-            if c > idle && c <= tdp {
-                Ok(Watts(c))
-            } else {
-                bail!(
-                    "--search-power-cap {c} W is outside the {}'s range: above its idle power \
-                     ({idle:.0} W) and at most its TDP ({tdp:.0} W)",
-                    hw.name
-                )
-            }
-        })
-        .collect()
-}
-
 fn run_search(
     a: &Options,
     model: &amdahl_model::plan::ModelShape,
@@ -305,7 +286,7 @@ fn run_search(
         max_ttft_s: positive_ms("--max-ttft-ms", a.max_ttft_ms)?,
         max_tpot_s: positive_ms("--max-tpot-ms", a.max_tpot_ms)?,
         top: a.top,
-        power_caps: search_caps(hw, &a.search_power_cap)?,
+        power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
     };
     let start = Instant::now();
     let outcome = search(model, hw, net, req, &space, charging)?;

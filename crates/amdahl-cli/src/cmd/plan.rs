@@ -217,6 +217,10 @@ pub struct Options {
     /// Layouts to list.
     #[arg(help_heading = "Search", long, default_value_t = 10)]
     pub top: usize,
+    /// Board power limits to search over, in W, comma-separated (with --search): every layout
+    /// is evaluated under each cap (the objective, e.g. --objective energy, picks the best).
+    #[arg(help_heading = "Search", long, value_delimiter = ',', value_parser = crate::domain::positive, value_name = "W,W,…")]
+    pub search_power_cap: Vec<f64>,
     /// Also consider jobs on fewer devices (every whole number of nodes up to --gpus).
     #[arg(help_heading = "Search", long)]
     pub up_to: bool,
@@ -280,6 +284,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let (inputs, grid, pue) = cost_of(&a, &c)?;
     if a.gpus == 0 {
         bail!("--gpus must be at least 1");
+    }
+    if !a.search && !a.search_power_cap.is_empty() {
+        bail!("--search-power-cap applies to --search; add --search, or give one cap with --power-cap");
     }
     if a.search {
         if a.lora_rank.is_some() {
@@ -416,8 +423,9 @@ fn run_search(
         objective: a.objective,
         top_k: a.top,
         cost: inputs,
+        power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
     };
-    let total = space_size(model, net, &space);
+    let total = space_size(model, net, &space) * space.power_caps.len().max(1) as u64;
     let progress = AtomicU64::new(0);
     let start = Instant::now();
     let outcome = std::thread::scope(|s| {

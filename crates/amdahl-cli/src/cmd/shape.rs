@@ -340,3 +340,21 @@ impl SystemArgs {
         Ok((hw, net))
     }
 }
+
+/// `--search-power-cap W,W,…`: each between the device's idle power and its TDP.
+pub fn search_caps(hw: &Hardware, caps: &[f64]) -> Result<Vec<Watts>> {
+    let (idle, tdp) = (hw.idle_power.get(), hw.tdp.get());
+    caps.iter()
+        .map(|&c| {
+            if c > idle && c <= tdp {
+                Ok(Watts(c))
+            } else {
+                bail!(
+                    "--search-power-cap {c} W is outside the {}'s range: above its idle power \
+                     ({idle:.0} W) and at most its TDP ({tdp:.0} W)",
+                    hw.name
+                )
+            }
+        })
+        .collect()
+}

@@ -745,3 +745,38 @@ fn lora_freezes_the_base_weights() {
         .code(1)
         .stderr(predicates::str::contains("--lora-rank plans one layout"));
 }
+
+/// `plan --search --search-power-cap`: every layout under every cap, each ranked layout naming
+/// its cap; without --search the flag is refused.
+#[test]
+fn the_search_tries_every_layout_under_every_cap() {
+    let base = crate::support::words(
+        "plan --model llama2-7b --system h100 --gpus 8 --batch 64 --search --objective energy \
+         --top 3",
+    );
+    let free = crate::support::json(&base);
+    let capped =
+        crate::support::json(&[&base[..], &["--search-power-cap", "300,500,700"]].concat());
+    let evaluated = |v: &serde_json::Value| v["evaluated"].as_u64().unwrap();
+    assert_eq!(evaluated(&capped), 3 * evaluated(&free));
+    // Caps below the TDP are named in the label ("… cap300W"); the 700 W one is no cap.
+    let labels: Vec<&str> = capped["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert!(labels.iter().any(|l| l.contains(" cap")), "{labels:?}");
+    // Energy-ranked, a cap can only help: the best capped layout uses no more energy.
+    let energy = |v: &serde_json::Value| v["top"][0]["energy_kwh"].as_f64().unwrap();
+    assert!(energy(&capped) <= energy(&free) * (1.0 + 1e-9));
+    crate::support::amdahl()
+        .args(crate::support::words(
+            "plan --model llama2-7b --system h100 --gpus 8 --batch 64 --search-power-cap 300",
+        ))
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "--search-power-cap applies to --search",
+        ));
+}

@@ -101,7 +101,8 @@ proptest! {
                 intensity: world(),
                 price_per_device_hour: None,
             },
-        };
+        power_caps: Vec::new(),
+    };
         let out = search(&m, &hw, &net, &space, &AtomicU64::new(0));
         prop_assert_eq!(out.evaluated, out.fitting + out.rejected.total());
         for c in out.top.iter().chain(out.pareto.iter()) {

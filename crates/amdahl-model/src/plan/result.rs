@@ -110,7 +110,11 @@ impl RankedLayout {
     fn new(rank: usize, c: &PlanCandidate) -> Self {
         RankedLayout {
             rank,
-            label: c.estimate.layout.label(),
+            // A layout searched under a power cap (`--search-power-cap`) names its cap.
+            label: match c.power_cap_w {
+                Some(w) => format!("{} cap{w:.0}W", c.estimate.layout.label()),
+                None => c.estimate.layout.label(),
+            },
             layout: c.estimate.layout,
             gpus: c.estimate.gpus,
             score: c.score,

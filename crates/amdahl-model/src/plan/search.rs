@@ -13,6 +13,7 @@ use super::perf::{estimate, Estimate};
 use super::spec::ModelShape;
 use super::spec::{Layout, Recompute};
 use super::stages::stage_layers;
+use crate::units::Watts;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -81,6 +82,9 @@ pub struct SearchSpace {
     pub objective: Objective,
     pub top_k: usize,
     pub cost: CostInputs,
+    /// Board power limits to try (`--search-power-cap`); empty: the device as it is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub power_caps: Vec<Watts>,
 }
 
 fn one() -> u32 {
@@ -95,6 +99,9 @@ pub struct PlanCandidate {
     pub cost: Cost,
     /// The objective's value (seconds, joules or device-hours/price).
     pub score: f64,
+    /// The power limit the layout ran under (`--search-power-cap`; `None`: the TDP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_cap_w: Option<f64>,
 }
 
 /// Why layouts were rejected.
@@ -494,6 +501,7 @@ fn search_cell(
                                     estimate: e,
                                     cost: k,
                                     score: score(space.objective, &k),
+                                    power_cap_w: hw.power_cap.map(|c| c.get()),
                                 };
                                 acc.push_front(cand);
                                 acc.push_top(cand, space.top_k);
@@ -519,15 +527,35 @@ pub fn search(
     space.precisions.retain(|p| hw.peak(*p).is_some());
     let k = space.top_k;
     let cells = cells(model, net, &space);
-    let acc = cells
-        .par_iter()
-        .fold(Acc::default, |mut acc, c| {
-            let before = acc.evaluated;
-            search_cell(model, hw, net, &space, c, &mut acc);
-            progress.fetch_add(acc.evaluated - before, AtomicOrdering::Relaxed);
-            acc
+    // Every layout under every cap: the device as it is, or one copy per cap (a cap at the TDP
+    // is no cap).
+    let devices: Vec<Hardware> = if space.power_caps.is_empty() {
+        vec![hw.clone()]
+    } else {
+        space
+            .power_caps
+            .iter()
+            .map(|c| Hardware {
+                power_cap: (*c < hw.tdp).then_some(*c),
+                ..hw.clone()
+            })
+            .collect()
+    };
+    let acc = devices
+        .iter()
+        .map(|hw| {
+            cells
+                .par_iter()
+                .fold(Acc::default, |mut acc, c| {
+                    let before = acc.evaluated;
+                    search_cell(model, hw, net, &space, c, &mut acc);
+                    progress.fetch_add(acc.evaluated - before, AtomicOrdering::Relaxed);
+                    acc
+                })
+                .reduce(Acc::default, |a, b| a.merge(b, k))
         })
-        .reduce(Acc::default, |a, b| a.merge(b, k));
+        .reduce(|a, b| a.merge(b, k))
+        .unwrap_or_default();
     let mut top = acc.top;
     top.sort_by(rank);
     top.truncate(k);
