@@ -767,6 +767,8 @@ fn the_search_tries_every_layout_under_every_cap() {
         .map(|r| r["label"].as_str().unwrap())
         .collect();
     assert!(labels.iter().any(|l| l.contains(" cap")), "{labels:?}");
+    assert!(capped["top"][0]["power_cap_w"].is_f64() || !labels[0].contains(" cap"));
+    assert!(free["top"][0]["power_cap_w"].is_null());
     // Energy-ranked, a cap can only help: the best capped layout uses no more energy.
     let energy = |v: &serde_json::Value| v["top"][0]["energy_kwh"].as_f64().unwrap();
     assert!(energy(&capped) <= energy(&free) * (1.0 + 1e-9));

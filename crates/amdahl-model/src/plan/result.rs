@@ -104,6 +104,9 @@ pub struct RankedLayout {
     pub energy_kwh: f64,
     pub emissions_kg: f64,
     pub breakdown: Breakdown,
+    /// The power limit the layout ran under (`--search-power-cap`); absent: the TDP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_cap_w: Option<f64>,
 }
 
 impl RankedLayout {
@@ -127,6 +130,7 @@ impl RankedLayout {
             energy_kwh: c.cost.facility_energy.kwh(),
             emissions_kg: c.cost.emissions.kg(),
             breakdown: c.estimate.breakdown,
+            power_cap_w: c.power_cap_w,
         }
     }
 }
