@@ -104,7 +104,7 @@ pub struct RankedLayout {
     pub energy_kwh: f64,
     pub emissions_kg: f64,
     pub breakdown: Breakdown,
-    /// The power limit the layout ran under (`--search-power-cap`); absent: the TDP.
+    /// The power limit the layout ran under (with `--search-power-cap`; absent without).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_cap_w: Option<f64>,
 }

@@ -99,7 +99,8 @@ pub struct PlanCandidate {
     pub cost: Cost,
     /// The objective's value (seconds, joules or device-hours/price).
     pub score: f64,
-    /// The power limit the layout ran under (`--search-power-cap`; `None`: the TDP).
+    /// The power limit the layout ran under, the TDP for an uncapped pass (with
+    /// `--search-power-cap`; absent without), as `infer --search` reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_cap_w: Option<f64>,
 }
@@ -411,12 +412,15 @@ fn score(objective: Objective, c: &Cost) -> f64 {
     }
 }
 
+/// `cap_w`: the power cap this pass runs under, as candidates report it (`None` without
+/// `--search-power-cap`; the TDP for the uncapped pass of a cap search).
 fn search_cell(
     model: &ModelShape,
     hw: &Hardware,
     net: &Network,
     space: &SearchSpace,
     c: &Cell,
+    cap_w: Option<f64>,
     acc: &mut Acc,
 ) {
     let size = cell_size(model, c, space);
@@ -501,7 +505,7 @@ fn search_cell(
                                     estimate: e,
                                     cost: k,
                                     score: score(space.objective, &k),
-                                    power_cap_w: hw.power_cap.map(|c| c.get()),
+                                    power_cap_w: cap_w,
                                 };
                                 acc.push_front(cand);
                                 acc.push_top(cand, space.top_k);
@@ -544,11 +548,13 @@ pub fn search(
     let acc = devices
         .iter()
         .map(|hw| {
+            let cap_w =
+                (!space.power_caps.is_empty()).then(|| hw.power_cap.unwrap_or(hw.tdp).get());
             cells
                 .par_iter()
                 .fold(Acc::default, |mut acc, c| {
                     let before = acc.evaluated;
-                    search_cell(model, hw, net, &space, c, &mut acc);
+                    search_cell(model, hw, net, &space, c, cap_w, &mut acc);
                     progress.fetch_add(acc.evaluated - before, AtomicOrdering::Relaxed);
                     acc
                 })
