@@ -11,7 +11,7 @@ use amdahl_model::plan::{
     data_parallel_degree, evaluate, search, space_size, usable, validate, validate_model,
     validation_set, ComputePrecision, CostInputs, ErrorSummary, Hardware, Layout, ModelShape,
     Network, Objective, OptimizerDtype, PlanError, PlanResult, Recompute, RecomputeModule,
-    RecomputeModules, SearchResult, SearchSpace, Zero3Prefetch, USABLE_FRACTION,
+    RecomputeModules, SearchOutcome, SearchResult, SearchSpace, Zero3Prefetch, USABLE_FRACTION,
 };
 use amdahl_report::render::Render;
 use anyhow::{anyhow, bail, Context, Result};
@@ -425,22 +425,8 @@ fn run_search(
         cost: inputs,
         power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
     };
-    let total = space_size(model, net, &space) * space.power_caps.len().max(1) as u64;
-    let progress = AtomicU64::new(0);
     let start = Instant::now();
-    let outcome = std::thread::scope(|s| {
-        let worker = s.spawn(|| search(model, hw, net, &space, &progress));
-        if !crate::output::quiet() {
-            let bar = crate::output::progress_bar(Some(total));
-            while !worker.is_finished() {
-                bar.set_position(progress.load(Ordering::Relaxed));
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            bar.finish_and_clear();
-        }
-        worker.join()
-    })
-    .map_err(|_| anyhow!("the search thread failed"))?;
+    let outcome = search_with_progress(model, hw, net, &space)?;
     let wall = start.elapsed().as_secs_f64();
     if outcome.fitting == 0 {
         // No layout at all (e.g. every --search-mbs larger than the batch): there is no memory
@@ -482,6 +468,31 @@ fn run_search(
         crate::output::write_plot(p, &amdahl_report::plan::search_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The search on a worker thread, with a progress bar over its layouts × caps (unless
+/// `--quiet`).
+fn search_with_progress(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    space: &SearchSpace,
+) -> Result<SearchOutcome> {
+    let total = space_size(model, net, space) * space.power_caps.len().max(1) as u64;
+    let progress = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        let worker = s.spawn(|| search(model, hw, net, space, &progress));
+        if !crate::output::quiet() {
+            let bar = crate::output::progress_bar(Some(total));
+            while !worker.is_finished() {
+                bar.set_position(progress.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            bar.finish_and_clear();
+        }
+        worker.join()
+    })
+    .map_err(|_| anyhow!("the search thread failed"))
 }
 
 /// One line under a table on how far its numbers can be trusted: the planner at hand predicts

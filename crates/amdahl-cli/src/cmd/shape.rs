@@ -320,16 +320,8 @@ impl SystemArgs {
         }
         hw.server = self.server_share(c, &hw)?;
         if let Some(cap) = self.power_cap {
-            let (idle, tdp) = (hw.idle_power.get(), hw.tdp.get());
-            if !(cap > idle && cap <= tdp) {
-                bail!(
-                    "--power-cap {cap} W is outside the {}'s range: above its idle power ({idle:.0} W{}) \
-                     and at most its TDP ({tdp:.0} W)",
-                    hw.name,
-                    if hw.idle_power_estimated { ", an estimate: set --idle-w" } else { "" }
-                );
-            }
-            hw.power_cap = (cap < tdp).then_some(Watts(cap));
+            let cap = cap_in_range(&hw, "--power-cap", cap)?;
+            hw.power_cap = (cap < hw.tdp).then_some(cap);
         }
         if !(hw.idle_power.get() >= 0.0 && hw.idle_power.get() <= hw.tdp.get()) {
             bail!(
@@ -341,20 +333,27 @@ impl SystemArgs {
     }
 }
 
+/// A power cap the device can run under: above its idle power, at most its TDP.
+fn cap_in_range(hw: &Hardware, flag: &str, cap: f64) -> Result<Watts> {
+    let (idle, tdp) = (hw.idle_power.get(), hw.tdp.get());
+    if cap > idle && cap <= tdp {
+        return Ok(Watts(cap));
+    }
+    bail!(
+        "{flag} {cap} W is outside the {}'s range: above its idle power ({idle:.0} W{}) and at \
+         most its TDP ({tdp:.0} W)",
+        hw.name,
+        if hw.idle_power_estimated {
+            ", an estimate: set --idle-w"
+        } else {
+            ""
+        }
+    )
+}
+
 /// `--search-power-cap W,W,…`: each between the device's idle power and its TDP.
 pub fn search_caps(hw: &Hardware, caps: &[f64]) -> Result<Vec<Watts>> {
-    let (idle, tdp) = (hw.idle_power.get(), hw.tdp.get());
     caps.iter()
-        .map(|&c| {
-            if c > idle && c <= tdp {
-                Ok(Watts(c))
-            } else {
-                bail!(
-                    "--search-power-cap {c} W is outside the {}'s range: above its idle power \
-                     ({idle:.0} W) and at most its TDP ({tdp:.0} W)",
-                    hw.name
-                )
-            }
-        })
+        .map(|&c| cap_in_range(hw, "--search-power-cap", c))
         .collect()
 }

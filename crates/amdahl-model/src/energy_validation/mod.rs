@@ -11,12 +11,11 @@ mod fit;
 mod predict;
 mod rows;
 
-pub use fit::fit;
+pub use fit::{fit, PowerFit};
 pub use predict::Quantity;
 pub use rows::EnergySetError;
 
 use crate::stats::{median, sorted};
-pub use fit::PowerFit;
 use fit::Term;
 use rows::Row;
 use serde::{Deserialize, Serialize};

@@ -4,7 +4,7 @@
 
 use super::charging::Charging;
 use super::error::InferError;
-use super::model::{estimate, setup, Requests, Serving};
+use super::model::{estimate, setup, Requests, Serving, Setup};
 use super::precision::{KvFormat, WeightFormat};
 use crate::plan::error::divisors;
 use crate::plan::{Hardware, ModelShape, Network};
@@ -59,6 +59,72 @@ pub struct Outcome {
     pub skipped: Vec<String>,
 }
 
+/// What the search has seen so far: the candidates within the limits, how many it evaluated, and
+/// the best latencies (named when nothing meets the limits).
+struct Tally {
+    all: Vec<ServingCandidate>,
+    evaluated: u64,
+    best_ttft: f64,
+    best_tpot: f64,
+}
+
+/// Every batch of one configuration (TP × weight format) under every cap of the space.
+fn evaluate_setup(
+    s: &Setup,
+    hw: &Hardware,
+    net: &Network,
+    space: &Space,
+    charging: &Charging,
+    tally: &mut Tally,
+) {
+    let sv = s.serving;
+    let arithmetic = s.arithmetic.describe(sv.weights);
+    // The memory a configuration needs does not depend on the cap: one setup, every cap.
+    let caps: Vec<Option<Watts>> = if space.power_caps.is_empty() {
+        vec![hw.power_cap]
+    } else {
+        space
+            .power_caps
+            .iter()
+            .map(|c| (*c < hw.tdp).then_some(*c))
+            .collect()
+    };
+    for cap in caps {
+        let capped = Hardware {
+            power_cap: cap,
+            ..hw.clone()
+        };
+        for b in 1..=s.max_batch.min(space.max_batch) {
+            let e = estimate(s, &capped, net, b);
+            tally.evaluated += 1;
+            tally.best_ttft = tally.best_ttft.min(e.ttft_s);
+            tally.best_tpot = tally.best_tpot.min(e.tpot_s);
+            if space.max_ttft_s.is_some_and(|m| e.ttft_s > m)
+                || space.max_tpot_s.is_some_and(|m| e.tpot_s > m)
+            {
+                continue;
+            }
+            tally.all.push(ServingCandidate {
+                tp: sv.tp,
+                pp: sv.pp,
+                replicas: sv.replicas,
+                precision: sv.weights,
+                arithmetic: arithmetic.clone(),
+                batch: b,
+                ttft_s: e.ttft_s,
+                tpot_s: e.tpot_s,
+                output_tokens_per_s: e.output_tokens_per_s,
+                requests_per_s: e.requests_per_s,
+                power_per_gpu_w: e.power_per_gpu_w,
+                energy_per_token_j: e.energy_per_token_j,
+                co2e_per_1000_requests_g: charging.co2e_g(e.energy_per_request_j * 1000.0),
+                memory_per_gpu_bytes: e.memory.total.get(),
+                power_cap_w: (!space.power_caps.is_empty()).then(|| cap.unwrap_or(hw.tdp).get()),
+            });
+        }
+    }
+}
+
 /// Enumerate and rank. Fails when nothing fits or nothing meets the limits, saying the best
 /// latencies found.
 pub fn search(
@@ -69,10 +135,13 @@ pub fn search(
     space: &Space,
     charging: &Charging,
 ) -> Result<Outcome, InferError> {
-    let mut all: Vec<ServingCandidate> = Vec::new();
+    let mut tally = Tally {
+        all: Vec::new(),
+        evaluated: 0,
+        best_ttft: f64::INFINITY,
+        best_tpot: f64::INFINITY,
+    };
     let mut skipped = Vec::new();
-    let mut evaluated = 0u64;
-    let (mut best_ttft, mut best_tpot) = (f64::INFINITY, f64::INFINITY);
     let mut first_error: Option<InferError> = None;
     for tp in divisors(u64::from(net.gpus_per_node)) {
         let tp = tp as u32;
@@ -97,57 +166,15 @@ pub fn search(
                     continue;
                 }
             };
-            let arithmetic = s.arithmetic.describe(w);
-            // The memory a configuration needs does not depend on the cap: one setup, every cap.
-            let caps: Vec<Option<Watts>> = if space.power_caps.is_empty() {
-                vec![hw.power_cap]
-            } else {
-                space
-                    .power_caps
-                    .iter()
-                    .map(|c| (*c < hw.tdp).then_some(*c))
-                    .collect()
-            };
-            for cap in caps {
-                let capped = Hardware {
-                    power_cap: cap,
-                    ..hw.clone()
-                };
-                for b in 1..=s.max_batch.min(space.max_batch) {
-                    let e = estimate(&s, &capped, net, b);
-                    evaluated += 1;
-                    best_ttft = best_ttft.min(e.ttft_s);
-                    best_tpot = best_tpot.min(e.tpot_s);
-                    if space.max_ttft_s.is_some_and(|m| e.ttft_s > m)
-                        || space.max_tpot_s.is_some_and(|m| e.tpot_s > m)
-                    {
-                        continue;
-                    }
-                    all.push(ServingCandidate {
-                        tp,
-                        pp: space.pp,
-                        replicas,
-                        precision: w,
-                        arithmetic: arithmetic.clone(),
-                        batch: b,
-                        ttft_s: e.ttft_s,
-                        tpot_s: e.tpot_s,
-                        output_tokens_per_s: e.output_tokens_per_s,
-                        requests_per_s: e.requests_per_s,
-                        power_per_gpu_w: e.power_per_gpu_w,
-                        energy_per_token_j: e.energy_per_token_j,
-                        co2e_per_1000_requests_g: charging.co2e_g(e.energy_per_request_j * 1000.0),
-                        memory_per_gpu_bytes: e.memory.total.get(),
-                        power_cap_w: if space.power_caps.is_empty() {
-                            None
-                        } else {
-                            Some(cap.unwrap_or(hw.tdp).get())
-                        },
-                    });
-                }
-            }
+            evaluate_setup(&s, hw, net, space, charging, &mut tally);
         }
     }
+    let Tally {
+        mut all,
+        evaluated,
+        best_ttft,
+        best_tpot,
+    } = tally;
     if evaluated == 0 {
         return Err(first_error.unwrap_or(InferError::Zero {
             what: "--gpus (no TP × PP divides it)",
