@@ -225,6 +225,25 @@ pub fn watts(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The power of one device in watts, within what any device draws: from 0.5 W (below the
+/// smallest accelerators, e.g. Google's 2 W Coral Edge TPU) to 30 kW (above the largest single
+/// device, Cerebras's 23 kW CS-3 wafer-scale system, 2024 data sheet). `--tdp-w 1e-9` gave
+/// 2.4e-13 J/token and `1e308` printed `inf J`: a typo, not a device.
+pub fn device_watts(s: &str) -> Result<f64, String> {
+    const RANGE: std::ops::RangeInclusive<f64> = 0.5..=30_000.0;
+    let w = finite(s)?;
+    if RANGE.contains(&w) {
+        Ok(w)
+    } else {
+        Err(format!(
+            "{s} W is not the power of one device: give watts between {} and {} (a GPU draws \
+             ~300-1200 W)",
+            RANGE.start(),
+            RANGE.end()
+        ))
+    }
+}
+
 /// A byte regex (the command's output need not be UTF-8), with the regex crate's own message
 /// (it points at the offending character) when it does not compile.
 pub fn progress_regex(s: &str) -> Result<regex::bytes::Regex, String> {

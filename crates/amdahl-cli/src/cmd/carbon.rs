@@ -51,7 +51,7 @@ pub struct Options {
     #[arg(help_heading = "Job", allow_negative_numbers = true, long, value_name = "H", value_parser = domain::positive, requires = "count")]
     pub device_hours: Option<f64>,
     /// Average power per device in watts.
-    #[arg(help_heading = "Job", allow_negative_numbers = true, long, value_name = "W", value_parser = domain::positive)]
+    #[arg(help_heading = "Job", allow_negative_numbers = true, long, value_name = "W", value_parser = domain::device_watts)]
     pub power: Option<f64>,
     /// Average utilisation in (0, 1]: power = device TDP × utilisation.
     #[arg(
@@ -142,6 +142,18 @@ fn power(args: &Options, device: Option<&Device>) -> Result<(Watts, String)> {
     ])?;
     if let Some(w) = args.power {
         check_positive("--power", w)?;
+        // An average above the board limit is not a reading of that device (a node's power,
+        // or W per server, given per device): say so, and keep the user's figure.
+        if let Some(tdp) = device.and_then(|d| d.tdp.map(|t| (d, t))) {
+            if w > tdp.1.get() {
+                eprintln!(
+                    "warning: --power {w} W is above the {}'s TDP ({} W): a device cannot average \
+                     more than its power limit; is it the power of a whole node? give W per device",
+                    tdp.0.name,
+                    tdp.1.get()
+                );
+            }
+        }
         return Ok((Watts(w), format!("{w} W average per device, given")));
     }
     let d = device.context("give --power W, or --device NAME so its TDP can be used")?;
@@ -358,6 +370,17 @@ pub fn estimate(args: &Options) -> Result<carbon::CarbonReport> {
         }
         _ => None,
     };
+    // A job longer than the service life charges more than one device's whole manufacture:
+    // possible (a long run on old hardware), more often a wrong --lifetime-years or duration.
+    let life = Seconds::from_days(args.lifetime_years * 365.25);
+    if embodied.is_some() && it.duration.get() > life.get() {
+        eprintln!(
+            "warning: the job lasts {:.0} % of the {}-year service life (--lifetime-years); its \
+             embodied share is more than the devices' whole manufacture",
+            100.0 * it.duration.get() / life.get(),
+            args.lifetime_years
+        );
+    }
     let mut report = carbon::estimate(
         &it,
         device.map(|d| d.name.as_str()),

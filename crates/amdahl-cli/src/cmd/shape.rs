@@ -9,6 +9,10 @@ use amdahl_model::units::{BytesPerSecond, Seconds, Watts};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 
+/// The options that name a whole shape: the shape flags cannot refine them (they used to be
+/// ignored silently with --model). --seq and the attention, embedding and MoE flags can.
+const SHAPE_SOURCES: [&str; 2] = ["model", "model_file"];
+
 /// Which transformer.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {
@@ -24,26 +28,27 @@ pub struct ModelArgs {
     /// Transformer layers (with --hidden, --heads, --seq, --vocab).
     #[arg(long, requires_all = ["hidden", "heads", "seq", "vocab"])]
     pub layers: Option<u32>,
-    /// Hidden size (model width).
-    #[arg(long)]
+    /// Hidden size (model width), with --layers; a --model's or --model-file's shape is its own
+    /// (edit a --model-file to change it).
+    #[arg(long, conflicts_with_all = SHAPE_SOURCES)]
     pub hidden: Option<u32>,
-    /// Attention heads.
-    #[arg(long)]
+    /// Attention heads, with --layers.
+    #[arg(long, conflicts_with_all = SHAPE_SOURCES)]
     pub heads: Option<u32>,
-    /// Key/value heads (grouped-query attention); default: --heads.
-    #[arg(long)]
+    /// Key/value heads (grouped-query attention), with --layers; default: --heads.
+    #[arg(long, conflicts_with_all = SHAPE_SOURCES)]
     pub kv_heads: Option<u32>,
-    /// MLP width; default 4 × hidden.
-    #[arg(long)]
+    /// MLP width, with --layers; default 4 × hidden.
+    #[arg(long, conflicts_with_all = SHAPE_SOURCES)]
     pub ffn: Option<u32>,
-    /// Gated (SwiGLU) MLP with three matrices.
-    #[arg(long)]
+    /// Gated (SwiGLU) MLP with three matrices, with --layers.
+    #[arg(long, conflicts_with_all = SHAPE_SOURCES)]
     pub gated: bool,
     /// Sequence length in tokens (also overrides a --model's or --model-file's).
     #[arg(long)]
     pub seq: Option<u32>,
-    /// Vocabulary size.
-    #[arg(long)]
+    /// Vocabulary size, with --layers.
+    #[arg(long, conflicts_with_all = SHAPE_SOURCES)]
     pub vocab: Option<u32>,
     /// Per-head width where it is not hidden / heads (PaLM: 256); applies to any model.
     #[arg(long, value_parser = crate::domain::count)]
@@ -106,7 +111,7 @@ pub struct SystemArgs {
     #[arg(long, value_parser = crate::domain::non_negative)]
     pub idle_w: Option<f64>,
     /// Device TDP in W.
-    #[arg(long, value_parser = crate::domain::positive)]
+    #[arg(long, value_parser = crate::domain::device_watts)]
     pub tdp_w: Option<f64>,
     /// Board power limit per device in W (as `nvidia-smi -pl` sets it): the compute clock falls
     /// until the device draws at most this; memory bandwidth holds. Between the idle power and

@@ -573,3 +573,38 @@ fn a_saved_plans_grid_is_the_one_charged() {
     let fr = json(&["carbon", "--from", plan.to_str().unwrap(), "--region", "FR"]);
     assert_eq!(fr["intensity"]["g_per_kwh"], 56.0);
 }
+
+/// Issue 23 item 14: figures no device can produce are flagged, not passed silently. An H100
+/// SXM's TDP is 700 W (NVIDIA data sheet): 2,000 W "per device" is a node's power. A 6-year job
+/// on a 5-year life charges 120 % of the manufacture. The figures themselves are kept.
+#[test]
+fn power_above_the_tdp_and_a_job_longer_than_the_life_are_warned_about() {
+    amdahl()
+        .args(words(
+            "carbon --device h100 --count 8 --hours 10 --power 2000 --json",
+        ))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "above the H100 SXM5 80GB's TDP (700 W)",
+        ));
+    let out = amdahl()
+        .args(words(
+            "carbon --device h100 --count 1 --days 2191.5 --power 500 --lifetime-years 5 --json",
+        ))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "lasts 120 % of the 5-year service life",
+        ));
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    // 500 W × 2,191.5 days × 24 h = 26,298 kWh, kept as given.
+    within(num(&v, "energy_kwh"), 26_298.0, 1e-6);
+    amdahl()
+        .args([
+            "carbon", "--device", "h100", "--hours", "1", "--power", "1e308",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not the power of one device"));
+}

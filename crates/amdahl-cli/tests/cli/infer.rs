@@ -429,3 +429,39 @@ fn beam_search_decodes_every_beam_and_shares_the_prompt() {
         .code(1)
         .stderr(predicate::str::contains("--beams must be a whole number"));
 }
+
+/// Issue 23 item 14: inputs no device has, or that a catalogued model would silently ignore,
+/// are usage errors (exit 2) that say what to give instead. Before: `--tdp-w 1e-9` printed
+/// 2.4e-13 J/token, `--tdp-w 1e308` `inf J` with exit 0, and `--hidden` beside `--model` was
+/// dropped without a word.
+#[test]
+fn absurd_power_and_ignored_shape_flags_are_refused() {
+    for tdp in ["1e-9", "1e308", "0", "inf"] {
+        let e = refused(&[&L70[..], &["--tdp-w", tdp]].concat());
+        assert!(e.contains("--tdp-w"), "{tdp}: {e}");
+    }
+    let e = refused(&[&L70[..], &["--tdp-w", "1e-9"]].concat());
+    assert!(e.contains("between 0.5 and 30000"), "{e}");
+    for (flag, value) in [
+        ("--hidden", "100"),
+        ("--heads", "8"),
+        ("--kv-heads", "2"),
+        ("--ffn", "4096"),
+        ("--vocab", "1000"),
+    ] {
+        let e = refused(&[&L70[..], &[flag, value]].concat());
+        assert!(e.contains(flag) && e.contains("--model"), "{flag}: {e}");
+        let e = refused(&["infer", "--model-file", "m.json", flag, value]);
+        assert!(e.contains("--model-file"), "{flag}: {e}");
+    }
+    // A catalogued model's --seq is still the run's choice (it overrides).
+    let v = json(&words(
+        "infer --model llama3-8b --system h100 --seq 4096 --batch 1",
+    ));
+    assert_eq!(v["model"]["seq"], 4096, "{}", v["model"]);
+    // A TDP a device can have still works (700 W is the H100 SXM's; NVIDIA data sheet).
+    let v = json(&words(
+        "infer --model llama3-8b --system h100 --tdp-w 700 --batch 1",
+    ));
+    assert!(f(&v, "energy_per_token_j") > 0.0);
+}
