@@ -229,6 +229,8 @@ impl NativeTracker {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AmdahlError", m.py().get_type::<AmdahlError>())?;
+    // The crate's version is the CLI's and the records' (`amdahl_version`): one number.
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(call, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_class::<NativeTracker>()?;

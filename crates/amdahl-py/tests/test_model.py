@@ -85,3 +85,15 @@ def test_the_console_command_is_the_cli(amdahl_cmd):
     assert out.returncode == 0 and out.stdout.startswith("amdahl ")
     bad = cli(amdahl_cmd, "plan", "--nope")
     assert bad.returncode == 2 and "--nope" in bad.stderr
+
+
+def test_version_is_the_clis_and_names_the_distribution(amdahl_cmd):
+    # One version for the package, the command and the records; the installed distribution is
+    # `amdahl-ml` (PyPI's `amdahl` is another project that also installs a module `amdahl`).
+    from importlib import metadata
+
+    out = subprocess.run([amdahl_cmd, "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["amdahl", amdahl.__version__]
+    assert metadata.version("amdahl-ml") == amdahl.__version__
+    with pytest.raises(metadata.PackageNotFoundError):
+        metadata.version("amdahl")

@@ -381,7 +381,11 @@ fn statement(s: &Statement, m: &Markup) -> String {
             num(y, 3)
         ));
     }
-    out.push_str(". Computed with amdahl.\n");
+    // The version lets a reader reproduce the figure: models and catalogs change between releases.
+    out.push_str(&format!(
+        ". Computed with amdahl {}.\n",
+        env!("CARGO_PKG_VERSION")
+    ));
     out
 }
 

@@ -6,8 +6,8 @@ which this package installs too); results are the commands' versioned JSON schem
 See docs/usage/python.md.
 """
 
-from ._native import AmdahlError
+from ._native import AmdahlError, __version__
 from ._model import carbon, fit, infer, plan
 from ._tracker import Tracker, track
 
-__all__ = ["AmdahlError", "Tracker", "track", "plan", "infer", "fit", "carbon"]
+__all__ = ["__version__", "AmdahlError", "Tracker", "track", "plan", "infer", "fit", "carbon"]
