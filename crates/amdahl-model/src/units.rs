@@ -219,6 +219,29 @@ pub fn shown(x: &f64) -> String {
     }
 }
 
+/// Format a number for humans with `sig` significant digits, switching to scientific notation for
+/// very small or very large magnitudes (α_eff values of 1e-7 next to efficiencies of 0.78).
+pub fn sig(x: f64, sig: usize) -> String {
+    if !x.is_finite() {
+        return if x.is_nan() {
+            "-".into()
+        } else if x > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let mag = x.abs().log10().floor() as i32;
+    if !(-3..7).contains(&mag) {
+        return format!("{:.*e}", sig.saturating_sub(1), x);
+    }
+    let decimals = (sig as i32 - 1 - mag).max(0) as usize;
+    format!("{:.*}", decimals, x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

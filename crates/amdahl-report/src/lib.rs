@@ -38,28 +38,9 @@ pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, serde_json::Err
     Ok(s)
 }
 
-/// Format a number for humans with `sig` significant digits, switching to scientific notation for
-/// very small or very large magnitudes (α_eff values of 1e-7 next to efficiencies of 0.78).
-pub fn sig(x: f64, sig: usize) -> String {
-    if !x.is_finite() {
-        return if x.is_nan() {
-            "-".into()
-        } else if x > 0.0 {
-            "inf".into()
-        } else {
-            "-inf".into()
-        };
-    }
-    if x == 0.0 {
-        return "0".into();
-    }
-    let mag = x.abs().log10().floor() as i32;
-    if !(-3..7).contains(&mag) {
-        return format!("{:.*e}", sig.saturating_sub(1), x);
-    }
-    let decimals = (sig as i32 - 1 - mag).max(0) as usize;
-    format!("{:.*}", decimals, x)
-}
+/// Significant-digit formatting lives with the units: the model's own texts (a statement's
+/// method) round as the tables do.
+pub use amdahl_model::units::sig;
 
 /// A whole count for humans, every digit kept and grouped by thousands (1e8 → "100,000,000"):
 /// request counts and days read better in full than as "1.00000e8". Other values go through

@@ -209,7 +209,7 @@ fn out_of_domain_flags_are_usage_errors() {
     usage(
         &["carbon", "--hours", "1", "--power", "-300"],
         "--power",
-        "must be a positive number",
+        "not the power of one device",
     );
     usage(
         &["carbon", "--hours", "1", "--power", "1e308x"],
@@ -253,7 +253,8 @@ fn pue_above_its_documented_bound_is_refused() {
 fn power_1e308_is_an_error_not_inf() {
     // Regression: finite inputs whose product overflows stop at the output sink (exit 1).
     fails(
-        &words("carbon --hours 1e300 --power 1e308 --count 4000000000"),
+        // (1e308 W per device is now refused at the flag: a device draws at most 30 kW.)
+        &words("carbon --hours 1e300 --power 1000 --count 4000000000"),
         "non-finite",
     );
 }
@@ -607,4 +608,48 @@ fn power_above_the_tdp_and_a_job_longer_than_the_life_are_warned_about() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("not the power of one device"));
+}
+
+/// Issue 23 item 13: the statement of an `infer` result is worded as a prediction ("would"),
+/// rounds as the tables do, says it covers 1,000 requests, and quotes the grid's recorded year.
+/// Before: "ran … was estimated", `17.038179376550822 J`, and "year not given" beside a 2022 grid.
+#[test]
+fn the_statement_of_a_serving_estimate_is_a_rounded_prediction_with_the_grids_year() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("infer.json");
+    let out = amdahl()
+        .args(words(
+            "infer --model llama3-8b --system h100 --batch 64 --region FR --json",
+        ))
+        .assert()
+        .success();
+    std::fs::write(&path, &out.get_output().stdout).unwrap();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let year = v["grid"]["year"]
+        .as_u64()
+        .expect("infer records its grid's year");
+    let out = amdahl()
+        .args([
+            "carbon",
+            "--from",
+            path.to_str().unwrap(),
+            "--statement",
+            "md",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains("The computation would run on 1 × H100"),
+        "{text}"
+    );
+    assert!(text.contains("prediction of 1,000 requests"), "{text}");
+    assert!(text.contains(&format!(", {year}, ")), "{text}");
+    assert!(
+        !text.contains("year not given") && !text.contains(" ran "),
+        "{text}"
+    );
+    // No raw f64 (15-17 digits): at most 4 significant ones, so at most 8 after the point.
+    let long = regex::Regex::new(r"\.\d{9,}").unwrap();
+    assert!(!long.is_match(&text), "{text}");
 }

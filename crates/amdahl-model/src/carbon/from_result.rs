@@ -13,11 +13,13 @@
 //! producer adds a reader here and one `.energy(…)` there.
 
 use super::{CarbonError, ItEnergy};
-use crate::units::{Joules, Seconds, Watts};
+use crate::units::{sig, Joules, Seconds, Watts};
 use serde_json::Value;
 
 /// Requests an `amdahl.infer/1` result is read as: the unit `co2e_per_1000_requests_g` uses.
 pub const INFER_REQUESTS: f64 = 1000.0;
+// `read_infer`'s text says "1,000 requests".
+const _: () = assert!(INFER_REQUESTS == 1000.0);
 
 /// What a saved result says: its IT energy, and where it knows them the device (a catalog name)
 /// and the PUE it assumed.
@@ -181,21 +183,24 @@ pub fn read_plan(v: &Value, file: &str) -> Result<Saved, CarbonError> {
         pue_source: text_at("pue_source"),
         // The grid the plan charged (`grid`, with its region code); the intensity alone where an
         // older plan recorded no `grid` object. Ignoring it charged a US plan at the world mean.
-        grid: plan_grid(d)?,
+        grid: recorded_grid(d, "amdahl plan", "/training/intensity")?,
     })
 }
 
-/// The grid a saved plan recorded: its `grid` object, else its `training.intensity`.
-fn plan_grid(d: &Doc) -> Result<Option<SavedGrid>, CarbonError> {
+/// The grid a saved plan or serving estimate recorded: its `grid` object (code, intensity,
+/// year, source), else the bare intensity at `intensity_at` of an older result.
+fn recorded_grid(
+    d: &Doc,
+    tool: &str,
+    intensity_at: &str,
+) -> Result<Option<SavedGrid>, CarbonError> {
     if d.v.get("grid").is_some_and(Value::is_object) {
         return Ok(Some(SavedGrid {
-            region: d
-                .text_at("grid.code")
-                .unwrap_or_else(|| "amdahl plan".into()),
+            region: d.text_at("grid.code").unwrap_or_else(|| tool.into()),
             g_per_kwh: d.number("grid.g_per_kwh")?,
             source: d
                 .text_at("grid.source")
-                .unwrap_or_else(|| "as recorded by `amdahl plan`".into()),
+                .unwrap_or_else(|| format!("as recorded by `{tool}`")),
             year: d
                 .v
                 .pointer("/grid/year")
@@ -204,12 +209,12 @@ fn plan_grid(d: &Doc) -> Result<Option<SavedGrid>, CarbonError> {
         }));
     }
     Ok(d.v
-        .pointer("/training/intensity")
+        .pointer(intensity_at)
         .and_then(Value::as_f64)
         .map(|g| SavedGrid {
-            region: "amdahl plan".into(),
+            region: tool.into(),
             g_per_kwh: g,
-            source: "as recorded by `amdahl plan`".into(),
+            source: format!("as recorded by `{tool}`"),
             year: None,
         }))
 }
@@ -241,23 +246,29 @@ pub fn read_infer(v: &Value, file: &str) -> Result<Saved, CarbonError> {
     // The model and system may be plain names or objects with a `name`.
     let name = |key: &str| text_at(key).or_else(|| text_at(&format!("{key}.name")));
     let device = name("system").or_else(|| name("device"));
+    // The statement quotes this text: rounded as the tables round, and saying that the
+    // figures are those of 1,000 requests (a raw `196.4238052073119 J` was printed).
     let method = format!(
-        "`amdahl infer` prediction ({file}): {} on {count} × {}, {} J per request, {:.0} W \
-             per device, {} requests/s",
+        "`amdahl infer` prediction of 1,000 requests ({file}): {} on {count} × {}, {} J per \
+         request, {:.0} W per device, {} requests/s",
         name("model").as_deref().unwrap_or("a model"),
         device.as_deref().unwrap_or("devices"),
-        per_request,
+        sig(per_request, 4),
         power.get(),
-        rate,
+        sig(rate, 4),
     );
     let mut energy = ItEnergy::from_power(count, Seconds(INFER_REQUESTS / rate), power, method)
         .map_err(|e| err(e.to_string()))?;
     energy.energy = Joules(per_request * INFER_REQUESTS);
-    let grid = Some(SavedGrid {
-        region: name("region").unwrap_or_else(|| "amdahl infer".into()),
-        g_per_kwh: number("grid_g_per_kwh")?,
-        source: text_at("grid_source").unwrap_or_else(|| "as recorded by `amdahl infer`".into()),
-        year: None,
+    // A prediction: the statement says "would run", not "ran" (it said "ran … was estimated").
+    energy.predicted = true;
+    // Its `grid` object (with the year: "year not given" was printed beside a recorded 2022);
+    // an older result's `region` and bare intensity otherwise.
+    let grid = recorded_grid(d, "amdahl infer", "/grid_g_per_kwh")?.map(|mut g| {
+        if d.v.get("grid").is_none() {
+            g.region = name("region").unwrap_or(g.region);
+        }
+        g
     });
     Ok(Saved {
         schema: "amdahl.infer/1",
