@@ -68,21 +68,41 @@ fn nature(s: &Saved) -> String {
     let Typed::Run(r) = &s.typed else {
         return s.kind.nature().to_string();
     };
-    let estimated: Vec<&str> = r
-        .devices
-        .iter()
-        .filter(|d| d.in_total && matches!(d.method, amdahl_meter::Method::Estimate))
-        .map(|d| d.id.as_str())
-        .collect();
     if r.devices.is_empty() {
-        "Measured by another rank: this record holds no devices.".to_string()
-    } else if estimated.is_empty() {
-        "Measured: every device in the total was read from an energy counter or a power reading during the run; PUE and grid intensity are assumed values (see provenance).".to_string()
-    } else {
-        format!(
-            "Partly estimated: {} had no readable counter and were estimated from CPU time × TDP share; the other devices were measured. PUE and grid intensity are assumed values.",
-            estimated.join(", ")
+        return "Measured by another rank: this record holds no devices.".to_string();
+    }
+    let in_total = r.devices.iter().filter(|d| d.in_total).map(|d| {
+        (
+            d.id.as_str(),
+            matches!(d.method, amdahl_meter::Method::Estimate),
         )
+    });
+    run_nature(in_total)
+}
+
+/// The caption of a run from its devices in the total, (id, estimated): measured, partly
+/// estimated (naming both sides), or estimated throughout — an all-estimate run was called
+/// "partly estimated … the other devices were measured".
+fn run_nature<'a>(devices: impl Iterator<Item = (&'a str, bool)>) -> String {
+    let (estimated, measured): (Vec<_>, Vec<_>) = devices.partition(|d| d.1);
+    let ids = |v: &[(&str, bool)]| v.iter().map(|d| d.0).collect::<Vec<_>>().join(", ");
+    const ASSUMED: &str = "PUE and grid intensity are assumed values (see provenance).";
+    match (estimated.is_empty(), measured.is_empty()) {
+        (true, _) => format!(
+            "Measured: every device in the total was read from an energy counter or a power \
+             reading during the run; {ASSUMED}"
+        ),
+        (false, true) => format!(
+            "Estimated, not measured: no device in the total had a readable counter; {} were \
+             estimated from their use (CPU time × TDP share, RAM × W per GB). {ASSUMED}",
+            ids(&estimated)
+        ),
+        (false, false) => format!(
+            "Partly estimated: {} had no readable counter and were estimated from their use; {} \
+             were measured. {ASSUMED}",
+            ids(&estimated),
+            ids(&measured)
+        ),
     }
 }
 
@@ -453,6 +473,25 @@ fn csv_table(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_is_called_measured_partly_estimated_or_estimated_by_its_devices() {
+        let measured = run_nature([("rapl:package-0", false)].into_iter());
+        assert!(measured.starts_with("Measured: every device"), "{measured}");
+        let partly = run_nature([("rapl:package-0", false), ("estimate:ram", true)].into_iter());
+        assert!(
+            partly.starts_with("Partly estimated: estimate:ram had no readable counter")
+                && partly.contains("; rapl:package-0 were measured"),
+            "{partly}"
+        );
+        let all = run_nature([("estimate:cpu", true), ("estimate:ram", true)].into_iter());
+        assert!(
+            all.starts_with("Estimated, not measured:")
+                && all.contains("estimate:cpu, estimate:ram were estimated")
+                && !all.contains("measured."),
+            "{all}"
+        );
+    }
 
     #[test]
     fn key_figures_flatten_objects_and_skip_arrays() {
