@@ -77,6 +77,11 @@ impl Units {
     pub fn mark(&self, prev: (f64, f64), now: (f64, f64), start_unix_s: f64) {
         let units = self.done();
         if units == self.marked.swap(units, Ordering::Relaxed) && units > 0 {
+            // No new unit; the energy drawn still bounds the projection from below.
+            self.projector
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .measured(now.0, now.1);
             return;
         }
         let at = f64::from_bits(self.changed_at.load(Ordering::Relaxed)) - start_unix_s;
@@ -93,10 +98,11 @@ impl Units {
             energy_j: e,
         };
         // A poisoned lock only means a panic elsewhere mid-update; the sums stay usable.
-        self.projector
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .observe(m);
+        let mut projector = self.projector.lock().unwrap_or_else(|e| e.into_inner());
+        if units > 0 && at < 0.0 {
+            projector.note_stale(units);
+        }
+        projector.observe(m);
     }
     pub fn projection(&self) -> Result<Projection, ProjectionError> {
         self.projector
@@ -159,8 +165,18 @@ impl Work {
 /// appended to for days costs the same. None while the file does not exist or holds no number.
 pub fn read_progress_file(path: &Path) -> Option<(u64, f64)> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path).ok()?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking, and regular files only: a FIFO put in its place after `amdahl run` checked
+    // it must not stall the sampler (opening a FIFO for reading blocks until a writer comes).
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
     let meta = f.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
     let len = meta.len();
     let mtime = meta
         .modified()
@@ -187,6 +203,19 @@ pub fn last_count(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_in_place_of_the_progress_file_is_no_count_and_no_hang() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Without O_NONBLOCK this open would wait for a writer forever.
+        assert_eq!(read_progress_file(&p), None);
+    }
 
     #[test]
     fn progress_file_counts() {

@@ -53,6 +53,9 @@ pub struct Projection {
     pub co2e_interval_kg: Option<[f64; 2]>,
     /// How the figures were made (see docs/methodology.md, "Projection").
     pub method: String,
+    /// Counts that went back or predate the run: the projection holds, but says so.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -78,6 +81,13 @@ pub struct Projector {
     /// Σ ΔE²/Δu and Σ Δt²/Δu, for the variance about the ratio estimate.
     sum_e2: f64,
     sum_t2: f64,
+    /// The latest finite (seconds, joules) of any mark, ignored ones included: what was measured
+    /// so far, below which no projection may fall.
+    measured: Option<(f64, f64)>,
+    /// The first time the count went back: (from, to).
+    went_back: Option<(u64, u64)>,
+    /// A count that was reached before the run started (a progress file's time before it).
+    stale: Option<u64>,
 }
 
 impl Projector {
@@ -91,7 +101,9 @@ impl Projector {
         if !(m.t_s.is_finite() && m.energy_j.is_finite()) {
             return;
         }
-        if self.last.is_some_and(|l| m.units < l.units) {
+        self.measured = Some((m.t_s, m.energy_j));
+        if let Some(l) = self.last.filter(|l| m.units < l.units) {
+            self.went_back.get_or_insert((l.units, m.units));
             return;
         }
         self.last = Some(m);
@@ -116,6 +128,37 @@ impl Projector {
         self.sum_e2 += de * de / du;
         self.sum_t2 += dt * dt / du;
         self.boundary = Some(m);
+    }
+
+    /// What the run has measured at a sample that marked no new unit: the projection's floor.
+    pub fn measured(&mut self, t_s: f64, energy_j: f64) {
+        if t_s.is_finite() && energy_j.is_finite() {
+            self.measured = Some((t_s, energy_j));
+        }
+    }
+
+    /// The count `units` was reached before the run started: likely a progress file left by an
+    /// earlier run. It is still used (a resumed job counts on), with a warning.
+    pub fn note_stale(&mut self, units: u64) {
+        self.stale.get_or_insert(units);
+    }
+
+    /// What a reader of the projection must know: counts that went back or predate the run.
+    fn warnings(&self, unit: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some((from, to)) = self.went_back {
+            out.push(format!(
+                "the {unit} count went back from {from} to {to} (a restarted job, or a progress \
+                 file rewritten?); counts below {from} are ignored"
+            ));
+        }
+        if let Some(n) = self.stale {
+            out.push(format!(
+                "the {unit} count {n} was reached before the run started (a progress file left \
+                 by an earlier run?); the projection counts on from it"
+            ));
+        }
+        out
     }
 
     /// The whole run of `total` units (None: unknown), the unit named `unit` in messages.
@@ -161,18 +204,25 @@ impl Projector {
                 "ratio estimate of per-unit cost after a warm-up unit; 95 % Student-t prediction interval",
             )
         };
+        // Never below what was measured: a count that went back (or a finished count from a
+        // stale file) projected 99 J after 356 J had been measured, and 0 s and 0 J.
+        let (t_now, e_now) = self.measured.unwrap_or((last.t_s, last.energy_j));
+        let floor = |x: f64, now: f64| x.max(now);
+        let floor_int =
+            |i: Option<[f64; 2]>, now: f64| i.map(|[lo, hi]| [lo.max(now), hi.max(now)]);
         Ok(Projection {
             unit: unit.into(),
             units_done: last.units,
             units_total: total,
             units_observed: self.sum_u as u64,
-            duration_s: duration,
-            duration_interval_s: t_int,
-            energy_j: energy,
-            energy_interval_j: e_int,
+            duration_s: floor(duration, t_now),
+            duration_interval_s: floor_int(t_int, t_now),
+            energy_j: floor(energy, e_now),
+            energy_interval_j: floor_int(e_int, e_now),
             co2e_kg: 0.0,
             co2e_interval_kg: None,
             method: method.into(),
+            warnings: self.warnings(unit),
         })
     }
 }
@@ -236,6 +286,47 @@ mod tests {
             });
         }
         out
+    }
+
+    /// Issue 23 item 8: 356 J measured, 99 J projected when the count went back; 0 s and 0 J
+    /// from a stale progress file already at the total. The projection is never below what was
+    /// measured, and says why its count is odd.
+    #[test]
+    fn a_count_that_goes_back_or_predates_the_run_never_projects_below_the_measured() {
+        let mut p = Projector::new();
+        for m in marks(&[10.0; 9], 0.0) {
+            p.observe(m);
+        }
+        // The job restarts and counts from 1 while energy keeps being measured: 356 J at 30 s.
+        p.observe(Mark {
+            units: 1,
+            t_s: 30.0,
+            energy_j: 356.0,
+        });
+        let r = p.project("step", Some(10)).unwrap();
+        // Without the floor: 90 J at 9 steps + 1 step × 10 J = 100 J, 10 s.
+        assert_eq!((r.energy_j, r.duration_s), (356.0, 30.0));
+        let [lo, hi] = r.energy_interval_j.unwrap();
+        assert!(lo >= 356.0 && hi >= lo, "{lo}..{hi}");
+        assert_eq!(r.warnings.len(), 1);
+        assert!(
+            r.warnings[0].contains("went back from 9 to 1"),
+            "{:?}",
+            r.warnings
+        );
+
+        // A stale file already at the total: the first mark is 900 of 900 at t = 0.
+        let mut p = Projector::new();
+        p.note_stale(900);
+        p.observe(Mark {
+            units: 900,
+            t_s: 0.0,
+            energy_j: 0.0,
+        });
+        p.measured(5.0, 120.0);
+        let r = p.project("step", Some(900)).unwrap();
+        assert_eq!((r.energy_j, r.duration_s), (120.0, 5.0));
+        assert!(r.warnings[0].contains("900 was reached before the run started"));
     }
 
     #[test]

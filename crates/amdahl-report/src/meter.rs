@@ -192,6 +192,9 @@ pub fn run_summary(r: &RunRecord) -> String {
     {
         out.push_str(&format!("note: {}: {}\n", d.0.id, d.1));
     }
+    for w in r.projection.iter().flat_map(|p| &p.warnings) {
+        out.push_str(&format!("warning: projection: {w}\n"));
+    }
     out
 }
 

@@ -98,6 +98,20 @@ fn validate(args: &Args) -> Result<()> {
     if args.baseline.is_some() && matches!(args.scope, ScopeArg::Process) {
         bail!("--baseline measures the idle machine and applies to --scope machine only");
     }
+    // A FIFO (or a device) would block the read at every sample: `--progress-file FIFO` hung
+    // before the command started, deaf to SIGINT/SIGTERM. A file yet to be created is fine.
+    if let Some(p) = &args.progress.progress_file {
+        if let Ok(m) = std::fs::metadata(p) {
+            if !m.is_file() {
+                bail!(
+                    "--progress-file {}: not a regular file (a FIFO, a device or a directory); \
+                     give a file the command appends its step count to, or use \
+                     --progress-regex to count steps in its output",
+                    p.display()
+                );
+            }
+        }
+    }
     Ok(())
 }
 

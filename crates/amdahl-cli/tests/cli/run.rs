@@ -198,6 +198,23 @@ fn bad_input_fails_before_the_command_starts() {
         .assert()
         .code(1)
         .stderr(contains("unknown grid region `atlantis`").and(contains("did you mean")));
+    // Issue 23 item 7: a FIFO as --progress-file hung before the command started (opening a FIFO
+    // for reading waits for a writer) and ignored SIGINT/SIGTERM. Now refused at once; the
+    // timeout turns a regression into a failure, not a stuck suite.
+    let fifo = t.path().join("progress.fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--total-steps", "10", "--progress-file"])
+        .arg(&fifo)
+        .args(["--", "sh", "-c", &touch])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(1)
+        .stderr(contains("not a regular file").and(contains("--progress-regex")));
     assert!(!marker.exists(), "the command ran despite bad input");
 }
 
@@ -546,6 +563,50 @@ fn a_progress_file_projects_the_whole_run() {
     let [lo, hi] =
         [&p["energy_interval_j"][0], &p["energy_interval_j"][1]].map(|v| v.as_f64().unwrap());
     assert!(lo <= e && e <= hi);
+}
+
+/// Issue 23 item 8: a progress file left by an earlier run, already at the total, projected 0 s
+/// and 0 J while the run drew energy. The projection is at least what was measured (3 J here:
+/// 3 advances of 1 J), and the stale count is a warning, on stderr and in the record.
+#[test]
+fn a_stale_progress_file_never_projects_below_the_measured_energy() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let (out, progress) = (t.path().join("r.json"), t.path().join("progress"));
+    std::fs::write(&progress, "900\n").unwrap();
+    // The file's time must lie before the run's start.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let script = format!(
+        "f={r}/intel-rapl:0/energy_uj; for k in 1 2 3; do sleep 0.05; v=$(cat $f); \
+         echo $((v + 1000000)) > $f.t; mv $f.t $f; done; sleep 0.1",
+        r = root.display(),
+    );
+    amdahl(&root)
+        .args([
+            "run",
+            "--no-gpu",
+            "--interval",
+            "20ms",
+            "--total-steps",
+            "900",
+        ])
+        .arg("--progress-file")
+        .arg(&progress)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .assert()
+        .success()
+        .stderr(contains(
+            "warning: projection: the step count 900 was reached before the run started",
+        ));
+    let r = json(&out);
+    assert_eq!(r["total_energy_j"], 3.0);
+    let p = &r["projection"];
+    assert_eq!(p["energy_j"], 3.0, "{p}");
+    assert!(p["duration_s"].as_f64().unwrap() >= r["duration_s"].as_f64().unwrap() - 0.05);
+    assert!(p["warnings"][0].as_str().unwrap().contains("earlier run"));
 }
 
 #[test]
