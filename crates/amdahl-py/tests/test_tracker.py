@@ -267,7 +267,7 @@ def test_a_tracker_never_stopped_is_written_at_exit(powercap, tmp_path):
 def test_process_scope_charges_this_process(tmp_path, monkeypatch):
     # No RAPL: the CPU is estimated from this process's CPU time (a busy loop of ~0.3 s).
     monkeypatch.setenv("AMDAHL_POWERCAP_ROOT", str(tmp_path / "none"))
-    with amdahl.Tracker(no_gpu=True, interval="50ms", cpu_tdp=100.0) as t:
+    with amdahl.Tracker(scope="process", no_gpu=True, interval="50ms", cpu_tdp=100.0) as t:
         end = time.process_time() + 0.3
         while time.process_time() < end:
             pass
@@ -277,3 +277,16 @@ def test_process_scope_charges_this_process(tmp_path, monkeypatch):
     assert 0.2 <= r["cpu_time_s"] <= 0.6, r["cpu_time_s"]
     cpu = next(d for d in r["devices"] if d["kind"] == "cpu")
     assert cpu["energy_j"] > 0
+
+
+def test_the_default_scope_is_the_machine_as_amdahl_run_and_codecarbon(powercap):
+    # Issue 23 item 11: over a fake counter moving 5.5 J the tracker reported 0.18-2.2 J (its
+    # CPU-time share) where `amdahl run` reported 5.5 J. Both now charge the machine by default.
+    with amdahl.Tracker(no_gpu=True, interval="10ms") as t:
+        powercap.burn(5.5, 0.2, 11)
+        time.sleep(0.03)
+    r = t.record
+    assert r["scope"] == "machine"
+    package = next(d for d in r["devices"] if d["id"] == "intel-rapl:0")
+    assert package["energy_j"] == pytest.approx(5.5, abs=1e-6)
+    assert "process_share" not in r or r["process_share"] is None

@@ -47,8 +47,9 @@ class Tracker:
     The options are ``amdahl run``'s (see docs/usage/run.md): ``region`` (grid, e.g. ``"FR"``),
     ``pue``, ``output`` (the JSON record), ``codecarbon_csv``, ``project`` (the record's
     ``project`` and the CodeCarbon row's ``project_name``), ``prometheus`` (textfile),
-    ``log`` (sample log), ``interval`` (seconds or ``"250ms"``), ``scope`` (``"process"``: this
-    process and its children, the default; ``"machine"``: the whole node), ``intensity``,
+    ``log`` (sample log), ``interval`` (seconds or ``"250ms"``), ``scope`` (``"machine"``: the whole
+    node, the default, as ``amdahl run`` and CodeCarbon's ``EmissionsTracker`` measure;
+    ``"process"``: this process and its children, by their CPU-time share), ``intensity``,
     ``catalog``, ``cpu_tdp``, ``no_gpu``, ``powercap_root``, ``baseline``. For projection:
     ``total_steps`` / ``total_epochs`` (or :meth:`set_total`), and ``log_every=N`` logs the
     projection to the ``amdahl`` logger every N steps (and every epoch when epochs are counted).
@@ -63,7 +64,7 @@ class Tracker:
         interval: Union[float, str] = 1.0,
         *,
         project: Optional[str] = None,
-        scope: str = "process",
+        scope: str = "machine",
         intensity: Optional[float] = None,
         prometheus: Union[str, "os.PathLike[str]", None] = None,
         log: Union[str, "os.PathLike[str]", None] = None,
