@@ -421,6 +421,23 @@ pub fn parse_record(text: &str, path: &Path) -> Result<RunRecord, MeterError> {
     if !r.started_unix_s.is_finite() {
         return Err(bad("`started_unix_s` is not a finite number".into()));
     }
+    // A PUE is total facility energy over IT energy: at least 1 (The Green Grid, WP #49). A
+    // `pue: 0` record had merged as zero kWh and zero emissions.
+    if r.pue < 1.0 {
+        return Err(bad(format!(
+            "`pue` is {}; a PUE is at least 1 (facility energy over IT energy)",
+            r.pue
+        )));
+    }
+    // merge sums `energy_kwh` and `co2e_g` as given: they must follow from the total.
+    let kwh = r.total_energy_j.kwh() * r.pue;
+    if (r.energy_kwh - kwh).abs() > 1e-9 * kwh.max(1e-12) {
+        return Err(bad(format!(
+            "`energy_kwh` is {} but `total_energy_j` × `pue` is {kwh} kWh (was the file edited by \
+             hand?)",
+            r.energy_kwh
+        )));
+    }
     // merge counts device rows, carbon --from the total: they must agree.
     let sum: f64 = r
         .devices
@@ -649,10 +666,20 @@ fn one_copy_per_run(
 
 /// Machine-scope records first, then by start time: a whole-machine reading is counted before
 /// the process-scope records it would otherwise be counted again with (step 4 of [`merge`]).
+///
+/// Within a scope the longer record comes first: of two overlapping readings of one counter the
+/// one that covers more is kept (by start time, a 19.8 J record kept and a 1,980 J one that
+/// contained it dropped). Then by start time, for a stable order.
 fn sort_machine_scope_first(records: &mut [(PathBuf, RunRecord)]) {
     records.sort_by(|a, b| {
         (a.1.scope != MeasurementScope::Machine)
             .cmp(&(b.1.scope != MeasurementScope::Machine))
+            .then(b.1.duration_s.get().total_cmp(&a.1.duration_s.get()))
+            .then(
+                b.1.total_energy_j
+                    .get()
+                    .total_cmp(&a.1.total_energy_j.get()),
+            )
             .then(a.1.started_unix_s.total_cmp(&b.1.started_unix_s))
     });
 }
@@ -903,6 +930,54 @@ mod tests {
         assert_eq!(m.total_energy_j, Joules(200.0));
     }
 
+    /// Issue 23 item 9: of two overlapping machine-scope records of one machine, the one that
+    /// started first (19.8 J over 1 s) was kept and the one that covered the run (1,980 J over
+    /// 100 s) dropped. The longer reading of the shared counter is the one counted.
+    #[test]
+    fn merge_keeps_the_longer_of_two_overlapping_readings_of_one_counter() {
+        let short = {
+            let mut r = rec("a", Role::Measured, 0, &[dev(DeviceKind::CpuPackage, 19.8)]);
+            r.duration_s = Seconds(1.0);
+            r
+        };
+        let long = {
+            let mut r = rec(
+                "a",
+                Role::Measured,
+                0,
+                &[dev(DeviceKind::CpuPackage, 1980.0)],
+            );
+            r.duration_s = Seconds(100.0);
+            r.started_unix_s = short.started_unix_s + 0.5;
+            r
+        };
+        for order in [vec![short.clone(), long.clone()], vec![long, short]] {
+            let m = merge(named(order));
+            assert_eq!(m.total_energy_j, Joules(1980.0));
+            assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
+        }
+    }
+
+    #[test]
+    fn a_record_with_pue_0_or_a_kwh_that_does_not_follow_is_refused() {
+        let r = rec(
+            "a",
+            Role::Measured,
+            0,
+            &[dev(DeviceKind::CpuPackage, 360.0)],
+        );
+        let text = |r: &RunRecord| serde_json::to_string(r).unwrap();
+        assert!(parse_record(&text(&r), Path::new("r.json")).is_ok());
+        let mut zero = r.clone();
+        zero.pue = 0.0;
+        let e = parse_record(&text(&zero), Path::new("r.json")).unwrap_err();
+        assert!(e.to_string().contains("a PUE is at least 1"), "{e}");
+        let mut off = r;
+        off.energy_kwh *= 100.0;
+        let e = parse_record(&text(&off), Path::new("r.json")).unwrap_err();
+        assert!(e.to_string().contains("`energy_kwh`"), "{e}");
+    }
+
     #[test]
     fn merge_counts_one_record_given_three_times_once() {
         let mut ctx = ctx("a", Role::Measured, 0);
@@ -956,7 +1031,8 @@ mod tests {
         let mut y = rec("a", Role::Measured, 0, &[est(202.0)]);
         y.cluster.job_id = None;
         let m = merge(named(vec![x, y]));
-        assert_eq!(m.total_energy_j, Joules(22.0));
+        // Once, and the larger reading of the two windows (equal here): never the smaller.
+        assert_eq!(m.total_energy_j, Joules(202.0));
     }
 
     #[test]
