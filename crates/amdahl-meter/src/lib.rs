@@ -14,6 +14,7 @@ pub mod cpu_power;
 mod error;
 pub mod estimate;
 pub mod gpu;
+pub mod hwmon;
 pub mod meter;
 #[cfg(feature = "nvml")]
 pub mod nvml;
