@@ -320,6 +320,7 @@ mod tests {
             visible: amdahl_meter::gpu::Visible::All,
             hwmon_root: root.join("no-hwmon"),
             amd_visible: amdahl_meter::hwmon::AmdVisible::all(),
+            amd_smi: false,
             target: Target::Machine,
         })
         .sources

@@ -8,6 +8,7 @@
 //! JSON result, the CodeCarbon CSV, the Prometheus textfile, the sample log).
 
 pub mod accum;
+pub mod amdsmi;
 pub mod attribution;
 pub mod cluster;
 pub mod cpu_power;

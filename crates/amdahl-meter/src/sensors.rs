@@ -25,6 +25,9 @@ pub struct Options {
     pub hwmon_root: PathBuf,
     /// Which AMD GPUs `ROCR_VISIBLE_DEVICES` / `HIP_VISIBLE_DEVICES` leave.
     pub amd_visible: AmdVisible,
+    /// Open AMD SMI (`libamd_smi.so`) for AMD GPUs' energy counters where it loads (with
+    /// `gpus`; false in tests that must not find a real ROCm).
+    pub amd_smi: bool,
     pub target: Target,
 }
 
@@ -98,6 +101,40 @@ fn gpus(opts: &Options, notes: &mut Vec<String>, sources: &mut Vec<Box<dyn Energ
     }
 }
 
+/// AMD SMI's energy counters for the AMD GPUs hwmon would meter, where the library opens
+/// (ROCm installed); returns the ids it took, which hwmon then leaves alone.
+fn amd_smi(
+    hw: &hwmon::Scan,
+    hw_use: &HwmonUse,
+    open: bool,
+    notes: &mut Vec<String>,
+    sources: &mut Vec<Box<dyn EnergySource>>,
+) -> Vec<String> {
+    let amd: Vec<&hwmon::Sensor> = hw
+        .sensors
+        .iter()
+        .filter(|s| s.usable() && hw_use.admits(s) && s.driver == "amdgpu")
+        .collect();
+    if !open || amd.is_empty() {
+        return Vec::new();
+    }
+    match crate::amdsmi::AmdSmi::open() {
+        Ok(smi) => {
+            let (src, n) = crate::amdsmi::AmdSmiSource::new(smi, &amd);
+            notes.extend(n);
+            let ids = src.as_ref().map(|s| s.ids()).unwrap_or_default();
+            if let Some(s) = src {
+                sources.push(Box::new(s));
+            }
+            ids
+        }
+        Err(e) => {
+            notes.push(format!("AMD SMI not used: {e}"));
+            Vec::new()
+        }
+    }
+}
+
 /// Pick the sources: readable RAPL zones, NVML GPUs, and estimates for what no counter covers
 /// (CPU unless a package or psys reads; RAM unless dram or psys reads).
 pub fn discover(opts: Options) -> Discovery {
@@ -143,7 +180,10 @@ pub fn discover(opts: Options) -> Discovery {
         sources.push(Box::new(src));
     }
     gpus(&opts, &mut notes, &mut sources);
-    if let Some(src) = HwmonSource::from_scan(&hw, opts.reader.clone(), |s| hw_use.admits(s)) {
+    let by_smi = amd_smi(&hw, &hw_use, opts.amd_smi, &mut notes, &mut sources);
+    if let Some(src) = HwmonSource::from_scan(&hw, opts.reader.clone(), |s| {
+        hw_use.admits(s) && !by_smi.contains(&s.info.id)
+    }) {
         sources.push(Box::new(src));
     }
     if !cpu_covered || !ram_covered {
@@ -355,6 +395,8 @@ pub struct DetectOptions {
     pub visible: Visible,
     pub hwmon_root: PathBuf,
     pub amd_visible: AmdVisible,
+    /// Try AMD SMI for the AMD GPUs found.
+    pub amd_smi: bool,
 }
 
 /// Describe every sensor: what it reads, or why it cannot and how to fix that.
@@ -367,10 +409,16 @@ pub fn detect(o: &DetectOptions) -> DetectResult {
         .any(|z| z.usable() && matches!(z.kind, Some(DeviceKind::CpuPackage | DeviceKind::Psys)));
     sensors.extend(nvml_reports(o.gpus, &o.visible));
     let hw = hwmon::scan(&o.hwmon_root, &o.reader, &o.amd_visible);
-    sensors.extend(hwmon::detect::reports(
-        &hw,
-        &HwmonUse::new(o.gpus, rapl_cpu),
-    ));
+    let hw_use = HwmonUse::new(o.gpus, rapl_cpu);
+    sensors.extend(hwmon::detect::reports(&hw, &hw_use));
+    if o.amd_smi {
+        let amd: Vec<&hwmon::Sensor> = hw
+            .sensors
+            .iter()
+            .filter(|s| s.usable() && hw_use.admits(s) && s.driver == "amdgpu")
+            .collect();
+        sensors.extend(crate::amdsmi::reports(&amd));
+    }
     sensors.push(SensorReport {
         sensor: "estimate".into(),
         device: "cpu, ram".into(),

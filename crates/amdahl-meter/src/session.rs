@@ -399,6 +399,7 @@ mod tests {
                 visible: Visible::All,
                 hwmon_root: powercap_root.join("no-hwmon"),
                 amd_visible: crate::hwmon::AmdVisible::all(),
+                amd_smi: false,
                 target: Target::Machine,
             },
             cpu_tdp_note: None,

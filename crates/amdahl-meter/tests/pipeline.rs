@@ -69,6 +69,7 @@ fn permission_denied_zone_is_left_out_with_the_fix() {
         visible: Visible::All,
         hwmon_root: t.path().join("no-hwmon"),
         amd_visible: amdahl_meter::hwmon::AmdVisible::all(),
+        amd_smi: false,
         target: amdahl_meter::estimate::Target::Machine,
     });
     assert!(

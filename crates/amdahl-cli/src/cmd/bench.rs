@@ -145,6 +145,7 @@ fn energy_probe(p: &PowercapArgs) -> MeterProbe {
         visible: Visible::All,
         hwmon_root: p.hwmon_root.clone(),
         amd_visible: amdahl_meter::hwmon::AmdVisible::all(),
+        amd_smi: false,
         target: Target::Machine,
     });
     // The zones again, for their problems alone (discover's warnings mix in the estimate's).

@@ -97,6 +97,7 @@ impl SensorArgs {
             visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
             hwmon_root: self.powercap.hwmon_root.clone(),
             amd_visible: AmdVisible::from_env(|k| std::env::var(k).ok()),
+            amd_smi: true,
             target,
         };
         (options, note)

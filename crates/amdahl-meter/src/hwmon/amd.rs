@@ -194,6 +194,7 @@ fn sensor(chip: &Chip, reader: &FileReader, index: usize, pair: Option<usize>) -
         return Some(Sensor {
             info: info(id, DeviceKind::Gpu, name, Reading::PowerUw),
             driver: chip.name.clone(),
+            pci: chip.pci.address.clone(),
             covers: "nothing readable".into(),
             path: chip.attrs.join("power1_average"),
             reading: Reading::PowerUw,
@@ -224,6 +225,7 @@ fn sensor(chip: &Chip, reader: &FileReader, index: usize, pair: Option<usize>) -
     Some(Sensor {
         info: info(id, DeviceKind::Gpu, name, reading),
         driver: chip.name.clone(),
+        pci: chip.pci.address.clone(),
         covers: covers.into(),
         path,
         reading,

@@ -13,7 +13,7 @@
 //! `CPU power` and `power2_input` labelled `IO power`, µW, disjoint rails: both are added.
 //!
 //! Any other chip's channel is added only where its label says it is the CPU (`CPU`, `SoC`,
-//! `package`); otherwise what it covers is unknown and it is listed, not added. AWS Graviton
+//! `socket` — as amd_energy's `Esocket0` —, `package`); otherwise what it covers is unknown and it is listed, not added. AWS Graviton
 //! exposes no power sensor at all: the CPU-time estimate is used, and says so.
 
 use super::{info, read_value, Chip, Domain, Reading, Sensor, Use};
@@ -119,6 +119,7 @@ fn grace_sensor(
             reading,
         ),
         driver: chip.name.clone(),
+        pci: chip.pci.address.clone(),
         covers,
         package: format!("grace:{area}:{n}"),
         path,
@@ -146,8 +147,10 @@ fn generic(chip: &Chip, reader: &FileReader, kind: &str, n: u32) -> Option<Senso
         .unwrap_or_default();
     let status = read_value(reader, &path);
     let lower = label.to_lowercase();
-    let cpu =
-        chip.name == "apm_xgene" || ["cpu", "soc", "package"].iter().any(|w| lower.contains(w));
+    let cpu = chip.name == "apm_xgene"
+        || ["cpu", "soc", "socket", "package"]
+            .iter()
+            .any(|w| lower.contains(w));
     let shown = if label.is_empty() {
         format!("{kind}{n}")
     } else {
@@ -170,6 +173,7 @@ fn generic(chip: &Chip, reader: &FileReader, kind: &str, n: u32) -> Option<Senso
             reading,
         ),
         driver: chip.name.clone(),
+        pci: chip.pci.address.clone(),
         covers: if cpu {
             format!("`{shown}` (the CPU, by its label)")
         } else {

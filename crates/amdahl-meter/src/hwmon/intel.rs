@@ -118,6 +118,7 @@ fn card_sensors(card: &Chip, reader: &FileReader, driver: &str, k: usize) -> Vec
         out.push(Sensor {
             info: info(id, DeviceKind::Gpu, name(card), reading),
             driver: driver.into(),
+            pci: card.pci.address.clone(),
             covers: if is_card {
                 "the whole card (every tile, its memory)".into()
             } else {
@@ -155,6 +156,7 @@ fn tile_sensor(t: &Chip, reader: &FileReader, k: usize, card_ok: bool) -> Option
             reading,
         ),
         driver: t.name.clone(),
+        pci: t.pci.address.clone(),
         covers: format!("tile {n} of the card"),
         path,
         reading,

@@ -72,6 +72,8 @@ pub struct Sensor {
     pub info: DeviceInfo,
     /// The chip's `name` (`amdgpu`, `i915`, `xe`, `power_meter`, ...).
     pub driver: String,
+    /// The parent's PCI address (`0000:c1:00.0`), empty when not a PCI device.
+    pub pci: String,
     /// What the reading covers, in words, for `detect` and the docs.
     pub covers: String,
     pub path: PathBuf,

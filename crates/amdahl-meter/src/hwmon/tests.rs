@@ -38,6 +38,7 @@ fn options(t: &Path, hwmon: &Path) -> Options {
         visible: Visible::All,
         hwmon_root: hwmon.to_path_buf(),
         amd_visible: AmdVisible::all(),
+        amd_smi: false,
         target: Target::Machine,
     }
 }
@@ -386,6 +387,7 @@ fn permission_denied_says_how_to_fix_it() {
         visible: Visible::All,
         hwmon_root: root,
         amd_visible: AmdVisible::all(),
+        amd_smi: false,
     });
     let row = r.sensors.iter().find(|x| x.device == "amdgpu:0").unwrap();
     assert_eq!(row.status, "unusable");
@@ -474,6 +476,7 @@ mod property {
                 Reading::PowerUw,
             ),
             driver: "amdgpu".into(),
+            pci: String::new(),
             covers: String::new(),
             path: PathBuf::new(),
             reading: Reading::PowerUw,

@@ -123,6 +123,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
         hwmon_root: args.powercap.hwmon_root.clone(),
         amd_visible: AmdVisible::from_env(|k| std::env::var(k).ok()),
+        amd_smi: true,
         target: Target::Machine,
     });
     for w in &d.warnings {
