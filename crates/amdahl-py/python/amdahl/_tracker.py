@@ -49,7 +49,8 @@ class Tracker:
     ``project`` and the CodeCarbon row's ``project_name``), ``prometheus`` (textfile),
     ``log`` (sample log), ``interval`` (seconds or ``"250ms"``), ``scope`` (``"process"``: this
     process and its children, the default; ``"machine"``: the whole node), ``intensity``,
-    ``catalog``, ``cpu_tdp``, ``no_gpu``, ``powercap_root``, ``baseline``. For projection:
+    ``catalog``, ``cpu_tdp``, ``no_gpu``, ``powercap_root``, ``hwmon_root``, ``baseline``. For
+    projection:
     ``total_steps`` / ``total_epochs`` (or :meth:`set_total`), and ``log_every=N`` logs the
     projection to the ``amdahl`` logger every N steps (and every epoch when epochs are counted).
     """
@@ -71,6 +72,7 @@ class Tracker:
         cpu_tdp: Optional[float] = None,
         no_gpu: bool = False,
         powercap_root: Union[str, "os.PathLike[str]", None] = None,
+        hwmon_root: Union[str, "os.PathLike[str]", None] = None,
         baseline: Optional[str] = None,
         total_steps: Optional[int] = None,
         total_epochs: Optional[int] = None,
@@ -92,6 +94,7 @@ class Tracker:
             "cpu_tdp": cpu_tdp,
             "no_gpu": no_gpu,
             "powercap_root": powercap_root,
+            "hwmon_root": hwmon_root,
             "baseline": baseline,
         }
         if log_every is not None and (isinstance(log_every, bool) or int(log_every) < 1):
