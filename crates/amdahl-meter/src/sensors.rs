@@ -228,7 +228,7 @@ pub fn discover(opts: Options) -> Discovery {
 /// `amdahl detect`'s view of one sensor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SensorReport {
-    /// `rapl`, `nvml`, `amdgpu`, `i915`, `xe`, `grace`, `hwmon`, `estimate`.
+    /// `rapl`, `nvml`, `amdgpu`, `amdsmi`, `i915`, `xe`, `grace`, `hwmon`, `estimate`.
     pub sensor: String,
     pub device: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -249,7 +249,8 @@ pub const DETECT_SCHEMA: &str = "amdahl.detect/1";
 pub struct DetectResult {
     pub schema: String,
     pub powercap_root: String,
-    /// Where the hwmon chips were looked for.
+    /// Where the hwmon chips were looked for (empty in results saved before hwmon sensors).
+    #[serde(default)]
     pub hwmon_root: String,
     pub in_container: bool,
     pub sensors: Vec<SensorReport>,
