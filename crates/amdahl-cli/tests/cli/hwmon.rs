@@ -299,3 +299,47 @@ fn run_reads_amd_smi_energy_counters_where_the_library_loads() {
         "integrated-power"
     );
 }
+
+/// `bench` on a Grace node without RAPL: joules per FLOP from the two sockets' integrated power.
+/// At a constant 2 × 150 W the probe's energy over a case is 300 W × the time between its reads,
+/// which holds every timed repeat: so J per run lies between 300 W × the fastest repeat and
+/// 300 W × the slowest (50 % above it for the reads' own time on a loaded machine).
+#[test]
+fn bench_energy_per_flop_from_grace_sockets() {
+    let t = tempfile::tempdir().unwrap();
+    let h = t.path().join("hwmon");
+    for s in 0..2 {
+        fake::grace(&h, &format!("hwmon{s}"), "Grace", s, 150_000_000).unwrap();
+    }
+    let out = amdahl(t.path())
+        .args([
+            "bench",
+            "gemm",
+            "--quick",
+            "--precision",
+            "fp32",
+            "--sizes",
+            "512",
+        ])
+        .args(["--repeats", "20", "--threads", "1", "--json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["energy"]["status"], "measured", "{}", v["energy"]);
+    let src = v["energy"]["source"].as_str().unwrap();
+    assert!(
+        src.contains("grace:socket0") && src.contains("grace:socket1"),
+        "{src}"
+    );
+    for r in v["rows"].as_array().unwrap() {
+        let per_run = r["energy"]["joules_per_run"].as_f64().unwrap();
+        let (min, max) = (
+            r["seconds"]["min"].as_f64().unwrap(),
+            r["seconds"]["max"].as_f64().unwrap(),
+        );
+        assert!(
+            per_run >= 0.99 * 300.0 * min && per_run <= 1.5 * 300.0 * max,
+            "{per_run} J per run, repeats {min}..{max} s: {r}"
+        );
+    }
+}

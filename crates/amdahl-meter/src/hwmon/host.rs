@@ -115,7 +115,11 @@ fn grace_sensor(
         info: info(
             id,
             DeviceKind::CpuPackage,
-            format!("NVIDIA Grace {area} socket {n}"),
+            match area {
+                "Grace" => format!("NVIDIA Grace socket {n}"),
+                "Module" => format!("NVIDIA Grace Hopper module {n}"),
+                rail => format!("NVIDIA Grace socket {n} {rail} rail"),
+            },
             reading,
         ),
         driver: chip.name.clone(),
