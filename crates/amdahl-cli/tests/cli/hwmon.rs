@@ -51,12 +51,18 @@ fn run_measures_amd_gpus_by_integrated_power() {
     )
     .unwrap();
     let out = t.path().join("r.json");
+    let cc = t.path().join("emissions.csv");
     amdahl(t.path())
         .args(["run", "--interval", "50ms", "-o"])
         .arg(&out)
+        .arg("--codecarbon-csv")
+        .arg(&cc)
         .args(["--", "sleep", "0.6"])
         .assert()
         .success();
+    // The CodeCarbon row names the GPUs as AMD SMI's market name, which CodeCarbon writes.
+    let csv = std::fs::read_to_string(&cc).unwrap();
+    assert!(csv.contains("AMD Instinct MI300X"), "{csv}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     for (id, w) in [("amdgpu:0", 500.0), ("amdgpu:1", 250.0)] {
         let d = device(&r, id).unwrap_or_else(|| panic!("{id} in {r}"));
@@ -236,6 +242,15 @@ fn exporter_serves_amd_gpu_energy() {
     // 400 W over the one interval of --once (100 ms, plus scheduling): 40 J, within a factor
     // the loaded CI machine's wake-ups allow.
     assert!(j > 30.0 && j < 120.0, "{j} J\n{text}");
+    let rule = m.iter().find(|x| {
+        x.name == "amdahl_gpu_attribution_rule"
+            && x.labels.get("device").map(String::as_str) == Some("amdgpu:0")
+    });
+    assert_eq!(
+        rule.and_then(|x| x.labels.get("rule")).map(String::as_str),
+        Some("unattributed"),
+        "{text}"
+    );
 }
 
 /// With a (fake) `libamd_smi.so` on the loader path, the GPU it has a counter for is read as a
@@ -298,6 +313,24 @@ fn run_reads_amd_smi_energy_counters_where_the_library_loads() {
         device(&r, "amdgpu:1").unwrap()["method"],
         "integrated-power"
     );
+    // detect says which GPU AMD SMI reads.
+    let out = amdahl(t.path())
+        .env("LD_LIBRARY_PATH", t.path())
+        .env("FAKE_AMDSMI_GPUS", "0000:05:00.0=64000,0000:26:00.0=0")
+        .args(["detect", "--json"])
+        .output()
+        .unwrap();
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let smi = |id: &str| {
+        d["sensors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["sensor"] == "amdsmi" && x["device"] == id)
+            .map(|x| x["status"].clone())
+    };
+    assert_eq!(smi("amdgpu:0"), Some("ok".into()), "{d}");
+    assert_eq!(smi("amdgpu:1"), Some("ignored".into()), "{d}");
 }
 
 /// `bench` on a Grace node without RAPL: joules per FLOP from the two sockets' integrated power.
