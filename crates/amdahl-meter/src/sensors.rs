@@ -135,8 +135,40 @@ fn amd_smi(
     }
 }
 
-/// Pick the sources: readable RAPL zones, NVML GPUs, and estimates for what no counter covers
-/// (CPU unless a package or psys reads; RAM unless dram or psys reads).
+/// Whether a metered APU's socket power (MI300A) holds the CPU package RAPL reads: then RAPL's
+/// packages (and psys, which holds them) leave, so the socket is counted once.
+fn apu_covers_cpu(gpus: bool, hw: &hwmon::Scan, notes: &mut Vec<String>) -> bool {
+    let apu = gpus && hw.covers_cpu_package();
+    if apu {
+        notes.push(
+            "RAPL packages not added: the APU's socket power (amdgpu power1_average, \"on APUs this \
+             includes the CPU\") already covers the CPU"
+                .into(),
+        );
+    }
+    apu
+}
+
+/// The hwmon chips a run adds, with AMD SMI's counters in place of hwmon for the AMD GPUs it
+/// reads.
+fn hwmon_sources(
+    hw: &hwmon::Scan,
+    hw_use: &HwmonUse,
+    opts: &Options,
+    notes: &mut Vec<String>,
+    sources: &mut Vec<Box<dyn EnergySource>>,
+) {
+    let by_smi = amd_smi(hw, hw_use, opts.gpus && opts.amd_smi, notes, sources);
+    if let Some(src) = HwmonSource::from_scan(hw, opts.reader.clone(), |s| {
+        hw_use.admits(s) && !by_smi.contains(&s.info.id)
+    }) {
+        sources.push(Box::new(src));
+    }
+}
+
+/// Pick the sources: readable RAPL zones, NVML GPUs, hwmon chips (AMD/Intel GPUs; Grace, Altra
+/// where RAPL does not cover the CPU), and estimates for what no counter covers (CPU unless a
+/// package, psys or host sensor reads; RAM unless dram, psys or a sensor covering it reads).
 pub fn discover(opts: Options) -> Discovery {
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
@@ -162,16 +194,7 @@ pub fn discover(opts: Options) -> Discovery {
     let hw = hwmon::scan(&opts.hwmon_root, &opts.reader, &opts.amd_visible);
     let hw_use = HwmonUse::new(opts.gpus, rapl_cpu);
     warnings.extend(hw_use.warnings(&hw));
-    // An APU's socket power (MI300A) already holds the CPU package RAPL reads: RAPL's packages
-    // (and psys, which holds them) leave, so the socket is counted once.
-    let apu = opts.gpus && hw.covers_cpu_package();
-    if apu {
-        notes.push(
-            "RAPL packages not added: the APU's socket power (amdgpu power1_average, \"on APUs this \
-             includes the CPU\") already covers the CPU"
-                .into(),
-        );
-    }
+    let apu = apu_covers_cpu(opts.gpus, &hw, &mut notes);
     let cpu_covered = rapl_cpu || apu || hw_use.covers_cpu(&hw);
     let ram_covered = covered(&[DeviceKind::Dram, DeviceKind::Psys]) || hw_use.covers_host(&hw);
     if let Some(src) = rapl::RaplSource::from_scan_where(&scan, opts.reader.clone(), |k| {
@@ -180,12 +203,7 @@ pub fn discover(opts: Options) -> Discovery {
         sources.push(Box::new(src));
     }
     gpus(&opts, &mut notes, &mut sources);
-    let by_smi = amd_smi(&hw, &hw_use, opts.amd_smi, &mut notes, &mut sources);
-    if let Some(src) = HwmonSource::from_scan(&hw, opts.reader.clone(), |s| {
-        hw_use.admits(s) && !by_smi.contains(&s.info.id)
-    }) {
-        sources.push(Box::new(src));
-    }
+    hwmon_sources(&hw, &hw_use, &opts, &mut notes, &mut sources);
     if !cpu_covered || !ram_covered {
         let tdp = if cpu_covered {
             None
