@@ -376,3 +376,80 @@ fn bench_energy_per_flop_from_grace_sockets() {
         );
     }
 }
+
+/// A Max 1550 whose card counter the measured command moves by exactly 8 J (1 J → 9 J): the
+/// record has the card as a counter with those 8 J, and neither tile (inside the card).
+#[test]
+fn run_measures_an_intel_card_counter_exactly_and_not_its_tiles() {
+    let t = tempfile::tempdir().unwrap();
+    amdahl_meter::rapl::fake::standard(&t.path().join("powercap")).unwrap();
+    let h = t.path().join("hwmon");
+    let card = fake::i915(
+        &h,
+        0,
+        "0000:3a:00.0",
+        0x0bd5,
+        1_000_000,
+        &[400_000, 600_000],
+    )
+    .unwrap();
+    let out = t.path().join("r.json");
+    let script = format!(
+        "sleep 0.2; echo 9000000 > {}/energy1_input; sleep 0.2",
+        card.display()
+    );
+    amdahl(t.path())
+        .args(["run", "--interval", "50ms", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .assert()
+        .success();
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let d = device(&r, "i915:0").unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(d["method"], "counter");
+    assert_eq!(d["name"], "Intel Data Center GPU Max 1550");
+    assert_eq!(d["energy_j"].as_f64(), Some(8.0), "{d}");
+    assert!(device(&r, "i915:0:gt0").is_none() && device(&r, "i915:0:gt1").is_none());
+}
+
+/// The exporter on a Grace node: each socket's node energy is served (and split by CPU time
+/// like a RAPL package).
+#[test]
+fn exporter_serves_grace_socket_energy() {
+    let t = tempfile::tempdir().unwrap();
+    let h = t.path().join("hwmon");
+    for s in 0..2 {
+        fake::grace(&h, &format!("hwmon{s}"), "Grace", s, 200_000_000).unwrap();
+    }
+    let proc = t.path().join("proc");
+    amdahl_meter::attribution::procs::fake::machine(&proc, 0, 1_000_000).unwrap();
+    let out = amdahl(t.path())
+        .args([
+            "exporter",
+            "--once",
+            "--no-gpu",
+            "--interval",
+            "100ms",
+            "--proc-root",
+        ])
+        .arg(&proc)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let m = parse_metrics(&text);
+    for dev in ["grace:socket0", "grace:socket1"] {
+        let j = sum(
+            &m,
+            crate::support::fake_node::E,
+            &[("scope", "node"), ("device", dev)],
+        );
+        // 200 W over --once's one 100 ms interval: 20 J, within what a loaded machine's late
+        // wake-ups allow.
+        assert!(j > 15.0 && j < 60.0, "{dev}: {j} J\n{text}");
+    }
+}
