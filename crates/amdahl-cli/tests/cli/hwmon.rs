@@ -453,3 +453,33 @@ fn exporter_serves_grace_socket_energy() {
         assert!(j > 15.0 && j < 60.0, "{dev}: {j} J\n{text}");
     }
 }
+
+/// `scale` through an Intel card counter: each run adds N J to `energy1_input` (RAPL stands
+/// still), so every point's energy is exactly N J.
+#[test]
+fn scale_meters_an_intel_card_counter() {
+    let t = tempfile::tempdir().unwrap();
+    amdahl_meter::rapl::fake::standard(&t.path().join("powercap")).unwrap();
+    let h = t.path().join("hwmon");
+    let card = fake::i915(&h, 0, "0000:3a:00.0", 0x0bd5, 1_000_000, &[]).unwrap();
+    let f = card.join("energy1_input");
+    let work = format!(
+        "sleep 0.{{n}}; echo $(( $(cat {f}) + {{n}}000000 )) > {f}",
+        f = f.display()
+    );
+    let out = t.path().join("scale.json");
+    amdahl(t.path())
+        .args([
+            "scale", "--n", "1,2", "--runs", "1", "--warmup", "0", "--idle", "50ms",
+        ])
+        .arg("-o")
+        .arg(&out)
+        .args(["--json", "--", "sh", "-c", &work])
+        .assert()
+        .success();
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let pts = r["points"].as_array().unwrap();
+    for (p, n) in pts.iter().zip([1.0, 2.0]) {
+        assert_eq!(p["energy_j"]["median"].as_f64(), Some(n), "{p}");
+    }
+}
