@@ -10,6 +10,10 @@
 //! energy channels carry labels: `card` (the whole card) and `pkg` (the GPU package, inside the
 //! card). The card is used where present, else the package.
 //!
+//! i915 registers hwmon for discrete GPUs only (`/* hwmon is available only for dGfx */` at the
+//! top of `i915_hwmon_register`), so an integrated GPU, whose power is inside the RAPL package,
+//! never shows up here to be counted twice; xe is taken to do the same (not checked here).
+//!
 //! Both drivers extend the 32-bit hardware register (which wraps) to a 64-bit sum on every read
 //! (`accum_energy += reg - reg_val_prev`, or `UINT_MAX - prev + reg` past the wrap), so the file
 //! itself does not wrap; a decrease is a reset (driver reload) and is counted as one.
