@@ -316,8 +316,11 @@ mod tests {
             powercap_root: root.to_path_buf(),
             reader,
             cpu_tdp: Some(Watts(100.0)),
-            nvml: false,
+            gpus: false,
             visible: amdahl_meter::gpu::Visible::All,
+            hwmon_root: root.join("no-hwmon"),
+            amd_visible: amdahl_meter::hwmon::AmdVisible::all(),
+            amd_smi: false,
             target: Target::Machine,
         })
         .sources

@@ -13,6 +13,15 @@ pub enum MeterError {
          (or a udev rule / `setfacl -m u:$USER:r` for a lasting fix)"
     )]
     PermissionDenied { path: PathBuf },
+    /// hwmon files are world-readable by default (hwmon sysfs-interface: 0444), so EACCES means a
+    /// hardened or containerised /sys.
+    #[error(
+        "permission denied reading {path}: hwmon sensors are normally readable by everyone, so \
+         this /sys is restricted. Fix: run as root, or `sudo chmod a+r {path}` (until reboot; a \
+         udev rule makes it last); in a container, bind-mount /sys/class/hwmon and the devices it \
+         links to read-only"
+    )]
+    HwmonPermission { path: PathBuf },
     #[error("reading {path}: {source}")]
     Io {
         path: PathBuf,

@@ -8,12 +8,14 @@
 //! JSON result, the CodeCarbon CSV, the Prometheus textfile, the sample log).
 
 pub mod accum;
+pub mod amdsmi;
 pub mod attribution;
 pub mod cluster;
 pub mod cpu_power;
 mod error;
 pub mod estimate;
 pub mod gpu;
+pub mod hwmon;
 pub mod meter;
 #[cfg(feature = "nvml")]
 pub mod nvml;

@@ -145,10 +145,20 @@ pub struct RaplSource {
 impl RaplSource {
     /// Build from a scan, keeping only usable zones. None when nothing is readable.
     pub fn from_scan(scan: &Scan, reader: FileReader) -> Option<Self> {
+        Self::from_scan_where(scan, reader, |_| true)
+    }
+
+    /// [`RaplSource::from_scan`] keeping only zones whose kind `keep` admits (an APU's socket
+    /// power already holds the packages).
+    pub fn from_scan_where(
+        scan: &Scan,
+        reader: FileReader,
+        keep: impl Fn(DeviceKind) -> bool,
+    ) -> Option<Self> {
         let zones: Vec<_> = scan
             .zones
             .iter()
-            .filter(|z| z.usable())
+            .filter(|z| z.usable() && z.kind.is_some_and(&keep))
             .filter_map(|z| {
                 let kind = z.kind?;
                 Some((

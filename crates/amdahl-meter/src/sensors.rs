@@ -2,6 +2,7 @@
 
 use crate::estimate::{EstimateSource, ProbeSource, Target};
 use crate::gpu::Visible;
+use crate::hwmon::{self, AmdVisible, HwmonSource, HwmonUse};
 use crate::rapl::{self, FileReader, Scan};
 use crate::source::{DeviceKind, EnergySource};
 use crate::MeterError;
@@ -15,9 +16,18 @@ pub struct Options {
     pub reader: FileReader,
     /// The CPU's TDP for the estimate; None: the CodeCarbon fallback, with a warning.
     pub cpu_tdp: Option<Watts>,
-    /// Open NVML (false in tests and with `--no-gpu`).
-    pub nvml: bool,
+    /// Open the GPU meters: NVML and the AMD/Intel hwmon chips (false in tests and with
+    /// `--no-gpu`).
+    pub gpus: bool,
+    /// Which NVIDIA GPUs `CUDA_VISIBLE_DEVICES` leaves.
     pub visible: Visible,
+    /// Where the hwmon chips are (`/sys/class/hwmon`; a fake tree in tests).
+    pub hwmon_root: PathBuf,
+    /// Which AMD GPUs `ROCR_VISIBLE_DEVICES` / `HIP_VISIBLE_DEVICES` leave.
+    pub amd_visible: AmdVisible,
+    /// Open AMD SMI (`libamd_smi.so`) for AMD GPUs' energy counters where it loads (with
+    /// `gpus`; false in tests that must not find a real ROCm).
+    pub amd_smi: bool,
     pub target: Target,
 }
 
@@ -70,7 +80,7 @@ pub fn no_powercap_fix(root: &Path) -> String {
 }
 
 fn gpus(opts: &Options, notes: &mut Vec<String>, sources: &mut Vec<Box<dyn EnergySource>>) {
-    if !opts.nvml {
+    if !opts.gpus {
         return;
     }
     #[cfg(feature = "nvml")]
@@ -91,8 +101,74 @@ fn gpus(opts: &Options, notes: &mut Vec<String>, sources: &mut Vec<Box<dyn Energ
     }
 }
 
-/// Pick the sources: readable RAPL zones, NVML GPUs, and estimates for what no counter covers
-/// (CPU unless a package or psys reads; RAM unless dram or psys reads).
+/// AMD SMI's energy counters for the AMD GPUs hwmon would meter, where the library opens
+/// (ROCm installed); returns the ids it took, which hwmon then leaves alone.
+fn amd_smi(
+    hw: &hwmon::Scan,
+    hw_use: &HwmonUse,
+    open: bool,
+    notes: &mut Vec<String>,
+    sources: &mut Vec<Box<dyn EnergySource>>,
+) -> Vec<String> {
+    let amd: Vec<&hwmon::Sensor> = hw
+        .sensors
+        .iter()
+        .filter(|s| s.usable() && hw_use.admits(s) && s.driver == "amdgpu")
+        .collect();
+    if !open || amd.is_empty() {
+        return Vec::new();
+    }
+    match crate::amdsmi::AmdSmi::open() {
+        Ok(smi) => {
+            let (src, n) = crate::amdsmi::AmdSmiSource::new(smi, &amd);
+            notes.extend(n);
+            let ids = src.as_ref().map(|s| s.ids()).unwrap_or_default();
+            if let Some(s) = src {
+                sources.push(Box::new(s));
+            }
+            ids
+        }
+        Err(e) => {
+            notes.push(format!("AMD SMI not used: {e}"));
+            Vec::new()
+        }
+    }
+}
+
+/// Whether a metered APU's socket power (MI300A) holds the CPU package RAPL reads: then RAPL's
+/// packages (and psys, which holds them) leave, so the socket is counted once.
+fn apu_covers_cpu(gpus: bool, hw: &hwmon::Scan, notes: &mut Vec<String>) -> bool {
+    let apu = gpus && hw.covers_cpu_package();
+    if apu {
+        notes.push(
+            "RAPL packages not added: the APU's socket power (amdgpu power1_average, \"on APUs this \
+             includes the CPU\") already covers the CPU"
+                .into(),
+        );
+    }
+    apu
+}
+
+/// The hwmon chips a run adds, with AMD SMI's counters in place of hwmon for the AMD GPUs it
+/// reads.
+fn hwmon_sources(
+    hw: &hwmon::Scan,
+    hw_use: &HwmonUse,
+    opts: &Options,
+    notes: &mut Vec<String>,
+    sources: &mut Vec<Box<dyn EnergySource>>,
+) {
+    let by_smi = amd_smi(hw, hw_use, opts.gpus && opts.amd_smi, notes, sources);
+    if let Some(src) = HwmonSource::from_scan(hw, opts.reader.clone(), |s| {
+        hw_use.admits(s) && !by_smi.contains(&s.info.id)
+    }) {
+        sources.push(Box::new(src));
+    }
+}
+
+/// Pick the sources: readable RAPL zones, NVML GPUs, hwmon chips (AMD/Intel GPUs; Grace, Altra
+/// where RAPL does not cover the CPU), and estimates for what no counter covers (CPU unless a
+/// package, psys or host sensor reads; RAM unless dram, psys or a sensor covering it reads).
 pub fn discover(opts: Options) -> Discovery {
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
@@ -114,12 +190,20 @@ pub fn discover(opts: Options) -> Discovery {
             .iter()
             .any(|z| z.usable() && z.kind.is_some_and(|x| k.contains(&x)))
     };
-    let cpu_covered = covered(&[DeviceKind::CpuPackage, DeviceKind::Psys]);
-    let ram_covered = covered(&[DeviceKind::Dram, DeviceKind::Psys]);
-    if let Some(src) = rapl::RaplSource::from_scan(&scan, opts.reader.clone()) {
+    let rapl_cpu = covered(&[DeviceKind::CpuPackage, DeviceKind::Psys]);
+    let hw = hwmon::scan(&opts.hwmon_root, &opts.reader, &opts.amd_visible);
+    let hw_use = HwmonUse::new(opts.gpus, rapl_cpu);
+    warnings.extend(hw_use.warnings(&hw));
+    let apu = apu_covers_cpu(opts.gpus, &hw, &mut notes);
+    let cpu_covered = rapl_cpu || apu || hw_use.covers_cpu(&hw);
+    let ram_covered = covered(&[DeviceKind::Dram, DeviceKind::Psys]) || hw_use.covers_host(&hw);
+    if let Some(src) = rapl::RaplSource::from_scan_where(&scan, opts.reader.clone(), |k| {
+        !(apu && matches!(k, DeviceKind::CpuPackage | DeviceKind::Psys))
+    }) {
         sources.push(Box::new(src));
     }
     gpus(&opts, &mut notes, &mut sources);
+    hwmon_sources(&hw, &hw_use, &opts, &mut notes, &mut sources);
     if !cpu_covered || !ram_covered {
         let tdp = if cpu_covered {
             None
@@ -162,7 +246,7 @@ pub fn discover(opts: Options) -> Discovery {
 /// `amdahl detect`'s view of one sensor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SensorReport {
-    /// `rapl`, `nvml`, `estimate`.
+    /// `rapl`, `nvml`, `amdgpu`, `amdsmi`, `i915`, `xe`, `grace`, `hwmon`, `estimate`.
     pub sensor: String,
     pub device: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -183,6 +267,9 @@ pub const DETECT_SCHEMA: &str = "amdahl.detect/1";
 pub struct DetectResult {
     pub schema: String,
     pub powercap_root: String,
+    /// Where the hwmon chips were looked for (empty in results saved before hwmon sensors).
+    #[serde(default)]
+    pub hwmon_root: String,
     pub in_container: bool,
     pub sensors: Vec<SensorReport>,
 }
@@ -318,11 +405,39 @@ fn nvml_reports(nvml: bool, visible: &Visible) -> Vec<SensorReport> {
     v
 }
 
+/// What `amdahl detect` looks at.
+pub struct DetectOptions {
+    pub powercap_root: PathBuf,
+    pub reader: FileReader,
+    /// Open the GPU meters (NVML, AMD/Intel hwmon chips).
+    pub gpus: bool,
+    pub visible: Visible,
+    pub hwmon_root: PathBuf,
+    pub amd_visible: AmdVisible,
+    /// Try AMD SMI for the AMD GPUs found.
+    pub amd_smi: bool,
+}
+
 /// Describe every sensor: what it reads, or why it cannot and how to fix that.
-pub fn detect(root: &Path, reader: &FileReader, nvml: bool, visible: &Visible) -> DetectResult {
-    let scan = rapl::scan(root, reader);
+pub fn detect(o: &DetectOptions) -> DetectResult {
+    let scan = rapl::scan(&o.powercap_root, &o.reader);
     let mut sensors = rapl_reports(&scan);
-    sensors.extend(nvml_reports(nvml, visible));
+    let rapl_cpu = scan
+        .zones
+        .iter()
+        .any(|z| z.usable() && matches!(z.kind, Some(DeviceKind::CpuPackage | DeviceKind::Psys)));
+    sensors.extend(nvml_reports(o.gpus, &o.visible));
+    let hw = hwmon::scan(&o.hwmon_root, &o.reader, &o.amd_visible);
+    let hw_use = HwmonUse::new(o.gpus, rapl_cpu);
+    sensors.extend(hwmon::detect::reports(&hw, &hw_use));
+    if o.amd_smi {
+        let amd: Vec<&hwmon::Sensor> = hw
+            .sensors
+            .iter()
+            .filter(|s| s.usable() && hw_use.admits(s) && s.driver == "amdgpu")
+            .collect();
+        sensors.extend(crate::amdsmi::reports(&amd));
+    }
     sensors.push(SensorReport {
         sensor: "estimate".into(),
         device: "cpu, ram".into(),
@@ -337,7 +452,8 @@ pub fn detect(root: &Path, reader: &FileReader, nvml: bool, visible: &Visible) -
     });
     DetectResult {
         schema: DETECT_SCHEMA.into(),
-        powercap_root: root.display().to_string(),
+        powercap_root: o.powercap_root.display().to_string(),
+        hwmon_root: o.hwmon_root.display().to_string(),
         in_container: in_container(),
         sensors,
     }

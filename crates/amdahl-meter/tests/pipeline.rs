@@ -65,8 +65,11 @@ fn permission_denied_zone_is_left_out_with_the_fix() {
         powercap_root: t.path().to_path_buf(),
         reader,
         cpu_tdp: None,
-        nvml: false,
+        gpus: false,
         visible: Visible::All,
+        hwmon_root: t.path().join("no-hwmon"),
+        amd_visible: amdahl_meter::hwmon::AmdVisible::all(),
+        amd_smi: false,
         target: amdahl_meter::estimate::Target::Machine,
     });
     assert!(

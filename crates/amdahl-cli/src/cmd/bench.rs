@@ -141,8 +141,11 @@ fn energy_probe(p: &PowercapArgs) -> MeterProbe {
         powercap_root: p.powercap_root.clone(),
         reader: rapl::fs_reader(),
         cpu_tdp: None,
-        nvml: false,
+        gpus: false,
         visible: Visible::All,
+        hwmon_root: p.hwmon_root.clone(),
+        amd_visible: amdahl_meter::hwmon::AmdVisible::all(),
+        amd_smi: false,
         target: Target::Machine,
     });
     // The zones again, for their problems alone (discover's warnings mix in the estimate's).

@@ -3,6 +3,7 @@
 
 use crate::output::{print_unchecked, FormatArgs};
 use amdahl_meter::gpu::parse_visible;
+use amdahl_meter::hwmon::AmdVisible;
 use amdahl_meter::{rapl, sensors};
 use amdahl_report::render::Render;
 use anyhow::Result;
@@ -12,7 +13,7 @@ use std::process::ExitCode;
 pub struct Args {
     #[command(flatten)]
     pub powercap: super::measure_args::PowercapArgs,
-    /// Do not open NVML.
+    /// Do not look at GPUs (NVML, AMD/Intel hwmon chips).
     #[arg(long)]
     pub no_gpu: bool,
     #[command(flatten)]
@@ -20,13 +21,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
-    let visible = parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref());
-    let d = sensors::detect(
-        &args.powercap.powercap_root,
-        &rapl::fs_reader(),
-        !args.no_gpu,
-        &visible,
-    );
+    let d = sensors::detect(&sensors::DetectOptions {
+        powercap_root: args.powercap.powercap_root.clone(),
+        reader: rapl::fs_reader(),
+        gpus: !args.no_gpu,
+        visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
+        hwmon_root: args.powercap.hwmon_root.clone(),
+        amd_visible: AmdVisible::from_env(|k| std::env::var(k).ok()),
+        amd_smi: true,
+    });
     let text = d.render(args.format.format())?;
     print_unchecked(&d, &text)?;
     Ok(ExitCode::SUCCESS)

@@ -5,6 +5,7 @@
 use super::resolve::{self, GridArgs};
 use amdahl_meter::estimate::Target;
 use amdahl_meter::gpu::parse_visible;
+use amdahl_meter::hwmon::{self, AmdVisible};
 use amdahl_meter::record::Intensity;
 use amdahl_meter::Meter;
 use amdahl_meter::{procfs, rapl, sensors};
@@ -24,19 +25,23 @@ pub struct SensorArgs {
     /// [default: from the device catalog when /proc/cpuinfo names a known CPU].
     #[arg(long, value_name = "W", value_parser = crate::domain::watts)]
     pub cpu_tdp: Option<f64>,
-    /// Do not open NVML (no GPU measurement).
+    /// Do not measure GPUs (neither NVML nor the AMD/Intel hwmon chips).
     #[arg(long)]
     pub no_gpu: bool,
 }
 
 /// Where the RAPL counters are: `--powercap-root DIR` or `AMDAHL_POWERCAP_ROOT` (a bind-mounted
-/// /sys/class/powercap in a container, a fake tree in tests). Shared with `amdahl bench`,
+/// /sys/class/powercap in a container, a fake tree in tests), and the hwmon chips (AMD/Intel
+/// GPUs, Grace, Altra): `--hwmon-root DIR` or `AMDAHL_HWMON_ROOT`. Shared with `amdahl bench`,
 /// `detect` and `exporter`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PowercapArgs {
     /// Root of the powercap tree (RAPL).
     #[arg(long, env = "AMDAHL_POWERCAP_ROOT", default_value = rapl::DEFAULT_ROOT, value_name = "DIR")]
     pub powercap_root: PathBuf,
+    /// Root of the hwmon class (AMD and Intel GPUs, NVIDIA Grace, Ampere Altra power sensors).
+    #[arg(long, env = "AMDAHL_HWMON_ROOT", default_value = hwmon::DEFAULT_ROOT, value_name = "DIR")]
+    pub hwmon_root: PathBuf,
 }
 
 /// What turns measured joules into kWh and CO2e, as `run` and `scale` take it: the grid, the PUE
@@ -88,8 +93,11 @@ impl SensorArgs {
             powercap_root: self.powercap.powercap_root.clone(),
             reader: rapl::fs_reader(),
             cpu_tdp: tdp,
-            nvml: !self.no_gpu,
+            gpus: !self.no_gpu,
             visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
+            hwmon_root: self.powercap.hwmon_root.clone(),
+            amd_visible: AmdVisible::from_env(|k| std::env::var(k).ok()),
+            amd_smi: true,
             target,
         };
         (options, note)

@@ -157,7 +157,8 @@ fn run(command: &str, cwd: &Path) -> (i32, String) {
         .env("LANG", "C.UTF-8")
         .env("TZ", "UTC")
         .env("NO_COLOR", "1")
-        .env("AMDAHL_POWERCAP_ROOT", "/nonexistent/amdahl-docs-powercap");
+        .env("AMDAHL_POWERCAP_ROOT", "/nonexistent/amdahl-docs-powercap")
+        .env("AMDAHL_HWMON_ROOT", "/nonexistent/amdahl-docs-hwmon");
     let out = c.output().unwrap();
     let code = out.status.code().unwrap_or(-1);
     (code, String::from_utf8_lossy(&out.stdout).into_owned())

@@ -16,6 +16,7 @@ mod docs;
 mod exporter;
 mod faults;
 mod fit;
+mod hwmon;
 mod infer;
 mod lifetime;
 mod merge;

@@ -50,7 +50,8 @@ class Tracker:
     ``log`` (sample log), ``interval`` (seconds or ``"250ms"``), ``scope`` (``"machine"``: the whole
     node, the default, as ``amdahl run`` and CodeCarbon's ``EmissionsTracker`` measure;
     ``"process"``: this process and its children, by their CPU-time share), ``intensity``,
-    ``catalog``, ``cpu_tdp``, ``no_gpu``, ``powercap_root``, ``baseline``. For projection:
+    ``catalog``, ``cpu_tdp``, ``no_gpu``, ``powercap_root``, ``hwmon_root``, ``baseline``. For
+    projection:
     ``total_steps`` / ``total_epochs`` (or :meth:`set_total`), and ``log_every=N`` logs the
     projection to the ``amdahl`` logger every N steps (and every epoch when epochs are counted).
     """
@@ -72,6 +73,7 @@ class Tracker:
         cpu_tdp: Optional[float] = None,
         no_gpu: bool = False,
         powercap_root: Union[str, "os.PathLike[str]", None] = None,
+        hwmon_root: Union[str, "os.PathLike[str]", None] = None,
         baseline: Optional[str] = None,
         total_steps: Optional[int] = None,
         total_epochs: Optional[int] = None,
@@ -93,6 +95,7 @@ class Tracker:
             "cpu_tdp": cpu_tdp,
             "no_gpu": no_gpu,
             "powercap_root": powercap_root,
+            "hwmon_root": hwmon_root,
             "baseline": baseline,
         }
         if log_every is not None and (isinstance(log_every, bool) or int(log_every) < 1):

@@ -18,6 +18,7 @@ use amdahl_meter::attribution::gpu::GpuUsageSource;
 use amdahl_meter::attribution::{procs::ProcFs, Attributor, Options, Snapshot};
 use amdahl_meter::estimate::Target;
 use amdahl_meter::gpu::parse_visible;
+use amdahl_meter::hwmon::AmdVisible;
 use amdahl_meter::{rapl, sampler, sensors, Meter};
 use anyhow::{anyhow, Context, Result};
 use std::net::SocketAddr;
@@ -118,8 +119,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         powercap_root: args.powercap.powercap_root.clone(),
         reader: rapl::fs_reader(),
         cpu_tdp: None,
-        nvml: !args.no_gpu,
+        gpus: !args.no_gpu,
         visible: parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
+        hwmon_root: args.powercap.hwmon_root.clone(),
+        amd_visible: AmdVisible::from_env(|k| std::env::var(k).ok()),
+        amd_smi: true,
         target: Target::Machine,
     });
     for w in &d.warnings {
