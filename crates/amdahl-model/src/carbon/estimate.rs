@@ -96,6 +96,28 @@ pub struct CarbonReport {
     pub transfer: Option<Transfer>,
 }
 
+/// A note when the compared grids are not all of the chosen grid's scope: a direct (combustion)
+/// figure leaves out the upstream emissions a life-cycle one counts, so their ratio is not a like
+/// for like comparison (e.g. an EPA eGRID subregion against a country's life-cycle average).
+pub fn mixed_scopes(grid: &GridIntensity, compare: &[GridIntensity]) -> Option<String> {
+    let other: Vec<&str> = compare
+        .iter()
+        .filter(|c| c.scope != grid.scope)
+        .map(|c| c.code.as_str())
+        .collect();
+    (!other.is_empty()).then(|| {
+        format!(
+            "the chosen grid {} is {} but {} {} not ({}): direct figures count combustion only, \
+             life-cycle ones add upstream emissions, so those ratios mix two bases",
+            grid.code,
+            grid.scope.name(),
+            other.join(", "),
+            if other.len() == 1 { "is" } else { "are" },
+            grid.scope.name(),
+        )
+    })
+}
+
 /// Turn IT energy into facility energy and emissions on `grid`, with the same job on the
 /// `compare` grids alongside.
 pub fn estimate(
@@ -110,6 +132,10 @@ pub fn estimate(
     let operational: GramsCo2e = facility * grid.g_per_kwh;
     let embodied_g = embodied.as_ref().map(|e| e.co2e).unwrap_or(GramsCo2e::ZERO);
     let total = operational + embodied_g;
+    let mut caveats = it.caveats.clone();
+    if let Some(note) = mixed_scopes(&grid, &compare) {
+        caveats.push(note);
+    }
     let compare = compare
         .into_iter()
         .map(|g| {
@@ -127,7 +153,7 @@ pub fn estimate(
         basis: it.basis,
         method: it.method.clone(),
         predicted: it.predicted,
-        caveats: it.caveats.clone(),
+        caveats,
         device: device.map(String::from),
         count: it.count,
         duration_s: it.duration.get(),
@@ -247,6 +273,30 @@ mod tests {
         );
         assert!((r.compare[0].ratio.unwrap() - 0.5).abs() < 1e-12);
         assert!((r.compare[1].co2e_kg - 8.0 * r.co2e_kg).abs() < 1e-9);
+    }
+
+    /// Regression (issue 23, item 19): an eGRID subregion (direct, CO2 only) compared with a
+    /// country's life-cycle average must say the two bases differ, not print a bare ratio.
+    #[test]
+    fn mixed_scope_comparison_is_flagged() {
+        let it = ItEnergy::from_power(1, Seconds::from_hours(1.0), Watts(1000.0), "").unwrap();
+        let srvc = crate::catalog::grid::lookup("SRVC").unwrap();
+        let us = crate::catalog::grid::lookup("US").unwrap();
+        let egrid_us = crate::catalog::grid::lookup("US-EGRID").unwrap();
+        let pue = || Pue::new(1.0, "").unwrap();
+        let r = estimate(
+            &it,
+            None,
+            pue(),
+            srvc.clone(),
+            None,
+            vec![us, egrid_us.clone()],
+        );
+        assert_eq!(r.caveats.len(), 1, "{:?}", r.caveats);
+        assert!(r.caveats[0].contains("SRVC is direct") && r.caveats[0].contains("US is not"));
+        // Same scope on both sides: no note.
+        let r = estimate(&it, None, pue(), srvc, None, vec![egrid_us]);
+        assert!(r.caveats.is_empty(), "{:?}", r.caveats);
     }
 
     #[test]
