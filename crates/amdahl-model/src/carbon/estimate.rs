@@ -5,7 +5,7 @@
 
 use super::network::{Move, NetworkIntensity, Transfer};
 use super::{Basis, CarbonError, Embodied, Equivalents, ItEnergy};
-use crate::catalog::grid::GridIntensity;
+use crate::catalog::grid::{GridIntensity, GridScope};
 use crate::units::{GramsCo2e, Joules};
 use serde::{Deserialize, Serialize};
 
@@ -106,14 +106,18 @@ pub fn mixed_scopes(grid: &GridIntensity, compare: &[GridIntensity]) -> Option<S
         .map(|c| c.code.as_str())
         .collect();
     (!other.is_empty()).then(|| {
+        let theirs = match grid.scope {
+            GridScope::Direct => GridScope::Lifecycle,
+            GridScope::Lifecycle => GridScope::Direct,
+        };
         format!(
-            "the chosen grid {} is {} but {} {} not ({}): direct figures count combustion only, \
+            "the chosen grid {} is {} but {} {} {}: direct figures count combustion only, \
              life-cycle ones add upstream emissions, so those ratios mix two bases",
             grid.code,
             grid.scope.name(),
             other.join(", "),
             if other.len() == 1 { "is" } else { "are" },
-            grid.scope.name(),
+            theirs.name(),
         )
     })
 }
@@ -293,7 +297,9 @@ mod tests {
             vec![us, egrid_us.clone()],
         );
         assert_eq!(r.caveats.len(), 1, "{:?}", r.caveats);
-        assert!(r.caveats[0].contains("SRVC is direct") && r.caveats[0].contains("US is not"));
+        assert!(
+            r.caveats[0].contains("SRVC is direct") && r.caveats[0].contains("US is lifecycle")
+        );
         // Same scope on both sides: no note.
         let r = estimate(&it, None, pue(), srvc, None, vec![egrid_us]);
         assert!(r.caveats.is_empty(), "{:?}", r.caveats);

@@ -80,7 +80,8 @@ pub struct Subnational {
     /// ISO alpha-2 of the country it belongs to.
     pub country: String,
     pub name: String,
-    /// `egrid subregion`, `province`, `state`, `territory`, or `… national` for a same-source total.
+    /// `eGRID subregion`, `province`, `state`, `territory`, or `… national total` for the source's
+    /// national figure.
     pub kind: String,
     pub g_per_kwh: GramsPerKwh,
     /// The figure as the source publishes it, in `published_unit` (`lb/MWh` or `g/kWh`).
@@ -448,9 +449,14 @@ impl Grid {
         let country = self
             .country_by_alpha2(&s.country)
             .map_or(s.country.as_str(), |c| c.name.as_str());
+        let name = if s.kind.ends_with("national total") {
+            format!("{} ({})", s.name, s.kind)
+        } else {
+            format!("{} ({}, {})", s.name, s.kind, country)
+        };
         GridIntensity {
             code: s.code.clone(),
-            name: format!("{} ({}, {})", s.name, s.kind, country),
+            name,
             g_per_kwh: s.g_per_kwh,
             year: Some(s.year),
             scope: s.scope,
@@ -475,10 +481,14 @@ impl Grid {
             }),
             _ => {
                 let grid = match self.grid_row(&r.grid)? {
-                    GridRow::Country(c) => Self::country_intensity(c),
+                    GridRow::Country(c) => {
+                        let mut g = Self::country_intensity(c);
+                        g.name = format!("{} grid", g.name);
+                        g
+                    }
                     GridRow::Sub(s) => {
                         let mut g = self.subnational_intensity(s);
-                        g.name = format!("{} {}", s.code, g.name);
+                        g.name = format!("grid of {} {} ({})", s.kind, s.code, s.name);
                         g
                     }
                 };
@@ -490,7 +500,7 @@ impl Grid {
                 });
                 Some(GridIntensity {
                     code: r.id.clone(),
-                    name: format!("{place} on the {} grid", grid.name),
+                    name: format!("{place} on the {}", grid.name),
                     g_per_kwh: grid.g_per_kwh,
                     year: grid.year,
                     scope: grid.scope,
@@ -843,7 +853,7 @@ mod tests {
             let national = g
                 .subnational()
                 .iter()
-                .find(|n| n.country == s.country && n.kind.ends_with("national"))
+                .find(|n| n.country == s.country && n.kind.ends_with("national total"))
                 .unwrap_or_else(|| panic!("no same-source national row for {}", s.code));
             assert_eq!(
                 (national.scope, national.year, &national.source),
