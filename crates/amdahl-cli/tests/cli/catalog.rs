@@ -377,3 +377,43 @@ fn subnational_grids_and_the_regions_on_them() {
         .code(1)
         .stderr(predicate::str::contains("CA-QC"));
 }
+
+/// A user file in the format of data/subnational.csv replaces a sub-national row by code, and the
+/// cloud regions on that grid follow it; a bad unit names file, line and column.
+#[test]
+fn user_subnational_file_overrides_and_regions_follow() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("sub.csv");
+    let head = "code,country,name,kind,g_per_kwh,published,published_unit,year,scope,source\n";
+    std::fs::write(
+        &f,
+        format!("{head}SRVC,US,SERC Virginia/Carolina,eGRID subregion,250,551.2,lb/MWh,2023,direct,my eGRID2023 copy\n"),
+    )
+    .unwrap();
+    let v = json(&[
+        "catalog",
+        "regions",
+        "aws:us-east-1",
+        "--catalog",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(v["items"][0]["g_per_kwh"].as_f64(), Some(250.0));
+    assert_eq!(v["items"][0]["year"], 2023);
+    assert!(v["items"][0]["source"]
+        .as_str()
+        .unwrap()
+        .contains("my eGRID2023 copy"));
+    std::fs::write(
+        &f,
+        format!("{head}SRVC,US,x,eGRID subregion,250,551.2,lb/kWh,2023,direct,s\n"),
+    )
+    .unwrap();
+    amdahl()
+        .args(["catalog", "regions", "--catalog", f.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "{}: line 2, column `published_unit`",
+            f.display()
+        )));
+}

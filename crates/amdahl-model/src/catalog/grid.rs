@@ -274,14 +274,31 @@ impl Grid {
                     format!("`{published_unit}` is not lb/MWh, g/kWh or kg/MWh"),
                 ));
             }
+            let g_per_kwh = intensity(r, "g_per_kwh")?
+                .ok_or_else(|| r.err("g_per_kwh", "is empty; every grid needs a value"))?;
+            let published = r.positive("published")?;
+            // The stored figure must be the published one converted (rounding to 0.1 g/kWh or
+            // 0.5 % allowed): catches a lb/MWh figure typed as g/kWh and the reverse.
+            let converted = match published_unit.as_str() {
+                "lb/MWh" => published * G_PER_KWH_PER_LB_PER_MWH,
+                _ => published,
+            };
+            if (g_per_kwh.get() - converted).abs() > (0.05_f64).max(0.005 * converted) + 1e-9 {
+                return Err(r.err(
+                    "g_per_kwh",
+                    format!(
+                        "{} is not {published} {published_unit} converted ({converted:.1} g/kWh)",
+                        g_per_kwh.get()
+                    ),
+                ));
+            }
             Ok(Subnational {
                 code,
                 country: r.text("country")?.to_ascii_uppercase(),
                 name: r.text("name")?,
                 kind: r.text("kind")?,
-                g_per_kwh: intensity(r, "g_per_kwh")?
-                    .ok_or_else(|| r.err("g_per_kwh", "is empty; every grid needs a value"))?,
-                published: r.positive("published")?,
+                g_per_kwh,
+                published,
                 published_unit,
                 year: r.year("year")?,
                 scope: scope(r)?
@@ -883,6 +900,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("scope"), "{e}");
+        // 622.987 lb/MWh stored as if it were g/kWh: refused, the conversion named.
+        let raw = format!("{head}X1,US,x,eGRID subregion,622.987,622.987,lb/MWh,2022,direct,s\n");
+        let e = Grid::parse_subnational(&raw, "f.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("g_per_kwh") && e.contains("282.6 g/kWh"), "{e}");
     }
 
     #[test]
