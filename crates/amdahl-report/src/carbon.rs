@@ -120,6 +120,10 @@ pub fn table(r: &CarbonReport) -> String {
     if !r.compare.is_empty() {
         out.push('\n');
         out.push_str(&compare_table(r));
+        let compared: Vec<_> = r.compare.iter().map(|c| c.intensity.clone()).collect();
+        if let Some(note) = amdahl_model::carbon::estimate::mixed_scopes(&r.intensity, &compared) {
+            out.push_str(&format!("note: {note}\n"));
+        }
     }
     if let Some(t) = &r.transfer {
         out.push_str(&moving(r, t));

@@ -653,3 +653,54 @@ fn the_statement_of_a_serving_estimate_is_a_rounded_prediction_with_the_grids_ye
     let long = regex::Regex::new(r"\.\d{9,}").unwrap();
     assert!(!long.is_match(&text), "{text}");
 }
+
+/// Issue 23, item 19: `--region aws:us-east-1` charges Northern Virginia's grid (EPA eGRID2022
+/// subregion SRVC, 622.987 lb CO2/MWh = 282.6 g/kWh, direct), not a US average; the statement
+/// names the subregion and its source; comparing it with the US country row (life-cycle) says the
+/// two bases differ, and with the eGRID US total (373.4 g/kWh, same basis) it is 24 % lower.
+#[test]
+fn aws_us_east_1_is_charged_at_the_srvc_subregion() {
+    let run = "carbon --hours 10 --power 1000 --count 1 --no-embodied --region aws:us-east-1";
+    let v = json(&words(&format!("{run} --compare US-EGRID,US")));
+    within(num(&v["intensity"], "g_per_kwh"), 282.6, 0.05 / 282.6);
+    assert_eq!(v["intensity"]["scope"], "direct");
+    assert_eq!(v["intensity"]["year"], 2022);
+    // 10 kWh × 282.6 g/kWh = 2.826 kg.
+    within(num(&v, "co2e_kg"), 2.826, 1e-3);
+    let c = v["compare"].as_array().unwrap();
+    within(c[0]["ratio"].as_f64().unwrap(), 373.4 / 282.6, 1e-3);
+    // The statement is about the chosen grid only: no caution for the comparison.
+    assert_eq!(
+        v["caveats"].as_array().map(Vec::len),
+        Some(0),
+        "{}",
+        v["caveats"]
+    );
+    amdahl()
+        .args(words(&format!("{run} --compare US")))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "note: the chosen grid aws:us-east-1 is direct",
+        ));
+    amdahl()
+        .args(words(&format!("{run} --statement md")))
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("on the grid of eGRID subregion SRVC, SERC Virginia/Carolina")
+                .and(predicate::str::contains("EPA eGRID2022"))
+                .and(predicate::str::contains("direct")),
+        );
+}
+
+#[test]
+fn unknown_subnational_region_suggests() {
+    amdahl()
+        .args(words(
+            "carbon --hours 1 --power 100 --count 1 --region SRVX",
+        ))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("did you mean").and(predicate::str::contains("SRVC")));
+}

@@ -59,6 +59,10 @@ fn listings_as_json() {
         "aws:eu-west-3",
         "gcp:europe-west1",
         "azure:francecentral",
+        "SRVC",
+        "US-EGRID",
+        "CA-QC",
+        "AU-NSW",
     ] {
         assert!(codes.contains(&c), "{c} missing");
     }
@@ -340,4 +344,76 @@ fn energy_validation_set_is_printed_with_its_held_out_errors() {
     ] {
         amdahl().args(bad).assert().code(1);
     }
+}
+
+/// Issue 23, item 19: the sub-national rows are listed with source and year, and a cloud region
+/// shows the grid it maps to.
+#[test]
+fn subnational_grids_and_the_regions_on_them() {
+    let v = json(&["catalog", "regions", "SRVC"]);
+    let srvc = &v["items"][0];
+    assert_eq!(srvc["code"], "SRVC");
+    assert!((srvc["g_per_kwh"].as_f64().unwrap() - 282.6).abs() < 0.05);
+    assert_eq!(srvc["year"], 2022);
+    assert!(srvc["source"].as_str().unwrap().contains("eGRID2022"));
+    amdahl()
+        .args(["catalog", "regions", "gcp:northamerica-northeast1"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("on the grid of province CA-QC (Quebec)")
+                .and(predicate::str::contains("National Inventory Report"))
+                .and(predicate::str::contains("2019")),
+        );
+    // Every listed row has a year and a source.
+    let all = json(&["catalog", "regions"]);
+    for x in all["items"].as_array().unwrap() {
+        assert!(x["year"].as_u64().is_some(), "{x}");
+        assert!(!x["source"].as_str().unwrap().is_empty(), "{x}");
+    }
+    amdahl()
+        .args(["catalog", "regions", "CA-QCX"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("CA-QC"));
+}
+
+/// A user file in the format of data/subnational.csv replaces a sub-national row by code, and the
+/// cloud regions on that grid follow it; a bad unit names file, line and column.
+#[test]
+fn user_subnational_file_overrides_and_regions_follow() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("sub.csv");
+    let head = "code,country,name,kind,g_per_kwh,published,published_unit,year,scope,source\n";
+    std::fs::write(
+        &f,
+        format!("{head}SRVC,US,SERC Virginia/Carolina,eGRID subregion,250,551.2,lb/MWh,2023,direct,my eGRID2023 copy\n"),
+    )
+    .unwrap();
+    let v = json(&[
+        "catalog",
+        "regions",
+        "aws:us-east-1",
+        "--catalog",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(v["items"][0]["g_per_kwh"].as_f64(), Some(250.0));
+    assert_eq!(v["items"][0]["year"], 2023);
+    assert!(v["items"][0]["source"]
+        .as_str()
+        .unwrap()
+        .contains("my eGRID2023 copy"));
+    std::fs::write(
+        &f,
+        format!("{head}SRVC,US,x,eGRID subregion,250,551.2,lb/kWh,2023,direct,s\n"),
+    )
+    .unwrap();
+    amdahl()
+        .args(["catalog", "regions", "--catalog", f.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!(
+            "{}: line 2, column `published_unit`",
+            f.display()
+        )));
 }

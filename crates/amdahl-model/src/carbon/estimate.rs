@@ -5,7 +5,7 @@
 
 use super::network::{Move, NetworkIntensity, Transfer};
 use super::{Basis, CarbonError, Embodied, Equivalents, ItEnergy};
-use crate::catalog::grid::GridIntensity;
+use crate::catalog::grid::{GridIntensity, GridScope};
 use crate::units::{GramsCo2e, Joules};
 use serde::{Deserialize, Serialize};
 
@@ -94,6 +94,33 @@ pub struct CarbonReport {
     /// With `--data-gb`: the data shipped to each `compare` site (charged to the chosen grid).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transfer: Option<Transfer>,
+}
+
+/// A note for the comparison table when the compared grids are not all of the chosen grid's scope:
+/// a direct (combustion) figure leaves out the upstream emissions a life-cycle one counts, so their
+/// ratio is not like for like (e.g. an EPA eGRID subregion against a country's life-cycle
+/// average). Not a caveat of the estimate itself, which uses one grid.
+pub fn mixed_scopes(grid: &GridIntensity, compare: &[GridIntensity]) -> Option<String> {
+    let other: Vec<&str> = compare
+        .iter()
+        .filter(|c| c.scope != grid.scope)
+        .map(|c| c.code.as_str())
+        .collect();
+    (!other.is_empty()).then(|| {
+        let theirs = match grid.scope {
+            GridScope::Direct => GridScope::Lifecycle,
+            GridScope::Lifecycle => GridScope::Direct,
+        };
+        format!(
+            "the chosen grid {} is {} but {} {} {}: direct figures count combustion only, \
+             life-cycle ones add upstream emissions, so those ratios mix two bases",
+            grid.code,
+            grid.scope.name(),
+            other.join(", "),
+            if other.len() == 1 { "is" } else { "are" },
+            theirs.name(),
+        )
+    })
 }
 
 /// Turn IT energy into facility energy and emissions on `grid`, with the same job on the
@@ -247,6 +274,23 @@ mod tests {
         );
         assert!((r.compare[0].ratio.unwrap() - 0.5).abs() < 1e-12);
         assert!((r.compare[1].co2e_kg - 8.0 * r.co2e_kg).abs() < 1e-9);
+    }
+
+    /// Regression (issue 23, item 19): an eGRID subregion (direct, CO2 only) compared with a
+    /// country's life-cycle average must say the two bases differ, not print a bare ratio.
+    #[test]
+    fn mixed_scope_comparison_is_flagged() {
+        let srvc = crate::catalog::grid::lookup("SRVC").unwrap();
+        let us = crate::catalog::grid::lookup("US").unwrap();
+        let egrid_us = crate::catalog::grid::lookup("US-EGRID").unwrap();
+        let note = mixed_scopes(&srvc, &[us, egrid_us.clone()]).unwrap();
+        assert!(
+            note.contains("SRVC is direct") && note.contains("US is lifecycle"),
+            "{note}"
+        );
+        assert!(!note.contains("US-EGRID"), "{note}");
+        // Same scope on both sides: no note.
+        assert_eq!(mixed_scopes(&srvc, &[egrid_us]), None);
     }
 
     #[test]

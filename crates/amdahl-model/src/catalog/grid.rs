@@ -1,5 +1,6 @@
-//! Grid carbon intensity per country (ISO 3166 alpha-2, alpha-3, name), per cloud region (mapped to a
-//! country grid, or with the provider's own published value) and the world default.
+//! Grid carbon intensity per country (ISO 3166 alpha-2, alpha-3, name), per sub-national grid (EPA
+//! eGRID subregions, Canadian provinces, Australian states), per cloud region (mapped to a
+//! sub-national or country grid, or with the provider's own published value) and the world default.
 
 use super::{normalise, suggest, table, CatalogError};
 use crate::units::GramsPerKwh;
@@ -10,6 +11,11 @@ const COUNTRIES_FILE: &str = "data/grid.csv";
 const COUNTRIES_TEXT: &str = include_str!("../../../../data/grid.csv");
 const REGIONS_FILE: &str = "data/regions.csv";
 const REGIONS_TEXT: &str = include_str!("../../../../data/regions.csv");
+const SUBNATIONAL_FILE: &str = "data/subnational.csv";
+const SUBNATIONAL_TEXT: &str = include_str!("../../../../data/subnational.csv");
+
+/// Grams per pound: eGRID publishes lb/MWh, and 1 lb/MWh = 453.59237 g / 1,000 kWh.
+pub const G_PER_KWH_PER_LB_PER_MWH: f64 = 0.453_592_37;
 
 /// Highest plausible grid intensity: pure lignite generation is ~1,100-1,200 g/kWh lifecycle
 /// (IPCC AR5 WG3 Annex III, Table A.III.2), so 2,000 leaves headroom while catching unit mistakes
@@ -65,16 +71,53 @@ pub struct Country {
     pub licence: String,
 }
 
+/// A grid below the national level (an EPA eGRID subregion, a province, a state), or the national
+/// figure of the same source (`US-EGRID`, `CA-NIR`, `AU-EMAPS`) to compare it with.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Subnational {
+    /// `SRVC` (eGRID subregion acronym) or an ISO 3166-2 code (`CA-QC`, `AU-NSW`).
+    pub code: String,
+    /// ISO alpha-2 of the country it belongs to.
+    pub country: String,
+    pub name: String,
+    /// `eGRID subregion`, `province`, `state`, `territory`, or `… national total` for the source's
+    /// national figure.
+    pub kind: String,
+    pub g_per_kwh: GramsPerKwh,
+    /// The figure as the source publishes it, in `published_unit` (`lb/MWh` or `g/kWh`).
+    pub published: f64,
+    pub published_unit: String,
+    pub year: u16,
+    pub scope: GridScope,
+    pub source: String,
+    pub licence: String,
+}
+
+impl Subnational {
+    /// `published` converted to g/kWh (lb/MWh × 0.45359237), to check `g_per_kwh` against.
+    pub fn published_g_per_kwh(&self) -> Option<f64> {
+        match self.published_unit.as_str() {
+            "lb/MWh" => Some(self.published * G_PER_KWH_PER_LB_PER_MWH),
+            "g/kWh" | "kg/MWh" => Some(self.published),
+            _ => None,
+        }
+    }
+}
+
 /// A cloud region: where it is and, when the provider publishes one, its own intensity.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CloudRegion {
     /// `provider:region`, e.g. `aws:eu-west-3`.
     pub id: String,
     pub location: String,
-    /// ISO alpha-2 of the country grid the region draws from.
+    /// The grid the region draws from: a sub-national code (`SRVC`, `CA-QC`) or a country's ISO
+    /// alpha-2.
     pub grid: String,
-    /// The provider's published intensity; `None` means "use the country grid".
+    /// The provider's published intensity used as the region's; `None` means "use the grid".
     pub g_per_kwh: Option<GramsPerKwh>,
+    /// The provider's own figure where the default is the grid's (Google's, for a GCP region on a
+    /// sub-national grid): named in the source, never multiplied.
+    pub provider_g_per_kwh: Option<GramsPerKwh>,
     pub scope: Option<GridScope>,
     pub year: u16,
     pub source: String,
@@ -139,11 +182,18 @@ fn check(g: f64) -> Result<(), String> {
     }
 }
 
-/// Countries and cloud regions.
+/// Countries, sub-national grids and cloud regions.
 #[derive(Debug, Clone, Default)]
 pub struct Grid {
     countries: Vec<Country>,
+    subnational: Vec<Subnational>,
     regions: Vec<CloudRegion>,
+}
+
+/// What a cloud region's `grid` names.
+enum GridRow<'a> {
+    Country(&'a Country),
+    Sub(&'a Subnational),
 }
 
 fn intensity(r: &table::Row, column: &str) -> Result<Option<GramsPerKwh>, CatalogError> {
@@ -195,6 +245,70 @@ impl Grid {
         })
     }
 
+    /// Parse a sub-national grids CSV (the format of `data/subnational.csv`).
+    pub fn parse_subnational(text: &str, file: &str) -> Result<Vec<Subnational>, CatalogError> {
+        let req = &[
+            "code",
+            "country",
+            "name",
+            "kind",
+            "g_per_kwh",
+            "published",
+            "published_unit",
+            "year",
+            "scope",
+            "source",
+        ];
+        table::parse(text, file, req, |r| {
+            let code = r.text("code")?.to_ascii_uppercase();
+            if code.contains(':') {
+                return Err(r.err(
+                    "code",
+                    format!("`{code}` has a `:`, which marks cloud regions"),
+                ));
+            }
+            let published_unit = r.text("published_unit")?;
+            if !matches!(published_unit.as_str(), "lb/MWh" | "g/kWh" | "kg/MWh") {
+                return Err(r.err(
+                    "published_unit",
+                    format!("`{published_unit}` is not lb/MWh, g/kWh or kg/MWh"),
+                ));
+            }
+            let g_per_kwh = intensity(r, "g_per_kwh")?
+                .ok_or_else(|| r.err("g_per_kwh", "is empty; every grid needs a value"))?;
+            let published = r.positive("published")?;
+            // The stored figure must be the published one converted (rounding to 0.1 g/kWh or
+            // 0.5 % allowed): catches a lb/MWh figure typed as g/kWh and the reverse.
+            let converted = match published_unit.as_str() {
+                "lb/MWh" => published * G_PER_KWH_PER_LB_PER_MWH,
+                _ => published,
+            };
+            if (g_per_kwh.get() - converted).abs() > (0.05_f64).max(0.005 * converted) + 1e-9 {
+                return Err(r.err(
+                    "g_per_kwh",
+                    format!(
+                        "{} is not {published} {published_unit} converted ({converted:.1} g/kWh)",
+                        g_per_kwh.get()
+                    ),
+                ));
+            }
+            Ok(Subnational {
+                code,
+                country: r.text("country")?.to_ascii_uppercase(),
+                name: r.text("name")?,
+                kind: r.text("kind")?,
+                g_per_kwh,
+                published,
+                published_unit,
+                year: r.year("year")?,
+                scope: scope(r)?
+                    .ok_or_else(|| r.err("scope", "is empty; say lifecycle or direct"))?,
+                source: r.text("source")?,
+                licence: r.cell("licence").to_string(),
+            })
+        })
+    }
+
     /// Parse a cloud-regions CSV (the format of `data/regions.csv`).
     pub fn parse_regions(text: &str, file: &str) -> Result<Vec<CloudRegion>, CatalogError> {
         let req = &[
@@ -221,6 +335,7 @@ impl Grid {
                 location: r.cell("location").to_string(),
                 grid: r.text("grid")?.to_ascii_uppercase(),
                 g_per_kwh: g,
+                provider_g_per_kwh: intensity(r, "provider_g_per_kwh")?,
                 scope,
                 year: r.year("year")?,
                 source: r.text("source")?,
@@ -236,6 +351,10 @@ impl Grid {
         table::merge_by(&mut self.regions, user, |r| r.id.clone());
     }
 
+    pub fn merge_subnational(&mut self, user: Vec<Subnational>) {
+        table::merge_by(&mut self.subnational, user, |s| s.code.clone());
+    }
+
     /// Every region without its own value must point at a known country grid; a world row must exist.
     pub fn validate(&self, file: &str) -> Result<(), CatalogError> {
         if self.world().is_none() {
@@ -244,8 +363,16 @@ impl Grid {
                 message: "no world row (alpha3 WLD) in the grid catalog".into(),
             });
         }
+        for s in &self.subnational {
+            if self.country_by_alpha2(&s.country).is_none() {
+                return Err(CatalogError::File {
+                    file: file.into(),
+                    message: format!("grid `{}` names unknown country `{}`", s.code, s.country),
+                });
+            }
+        }
         for r in &self.regions {
-            if r.g_per_kwh.is_none() && self.country_by_alpha2(&r.grid).is_none() {
+            if r.g_per_kwh.is_none() && self.grid_row(&r.grid).is_none() {
                 return Err(CatalogError::File {
                     file: file.into(),
                     message: format!("region `{}` points at unknown grid `{}`", r.id, r.grid),
@@ -263,6 +390,10 @@ impl Grid {
         &self.regions
     }
 
+    pub fn subnational(&self) -> &[Subnational] {
+        &self.subnational
+    }
+
     fn world(&self) -> Option<&Country> {
         self.countries.iter().find(|c| c.alpha3 == "WLD")
     }
@@ -273,11 +404,24 @@ impl Grid {
             .find(|c| !c.alpha2.is_empty() && c.alpha2.eq_ignore_ascii_case(a2))
     }
 
+    fn subnational_by_code(&self, code: &str) -> Option<&Subnational> {
+        self.subnational
+            .iter()
+            .find(|s| s.code.eq_ignore_ascii_case(code))
+    }
+
+    /// A region's `grid`: a sub-national code first (`SRVC`), else a country's alpha-2.
+    fn grid_row(&self, code: &str) -> Option<GridRow<'_>> {
+        self.subnational_by_code(code)
+            .map(GridRow::Sub)
+            .or_else(|| self.country_by_alpha2(code).map(GridRow::Country))
+    }
+
     /// The country (and cloud provider and region) of a resolved grid code, as CodeCarbon 3.x
     /// fills its CSV: `FR` → France, FRA; `aws:eu-west-3` → the country of the region's grid,
     /// plus provider `aws` and region `eu-west-3`. None for `world` and custom intensities.
     pub fn location(&self, code: &str) -> Option<Location> {
-        let (cloud, alpha2) = match code.split_once(':') {
+        let (cloud, grid) = match code.split_once(':') {
             Some((provider, region)) => {
                 let r = self.regions.iter().find(|r| r.id == code)?;
                 (
@@ -286,6 +430,10 @@ impl Grid {
                 )
             }
             None => (None, code),
+        };
+        let alpha2 = match self.grid_row(grid)? {
+            GridRow::Sub(s) => s.country.as_str(),
+            GridRow::Country(c) => c.alpha2.as_str(),
         };
         let country = self.country_by_alpha2(alpha2)?;
         Some(Location {
@@ -314,6 +462,25 @@ impl Grid {
         }
     }
 
+    fn subnational_intensity(&self, s: &Subnational) -> GridIntensity {
+        let country = self
+            .country_by_alpha2(&s.country)
+            .map_or(s.country.as_str(), |c| c.name.as_str());
+        let name = if s.kind.ends_with("national total") {
+            format!("{} ({})", s.name, s.kind)
+        } else {
+            format!("{} ({}, {})", s.name, s.kind, country)
+        };
+        GridIntensity {
+            code: s.code.clone(),
+            name,
+            g_per_kwh: s.g_per_kwh,
+            year: Some(s.year),
+            scope: s.scope,
+            source: s.source.clone(),
+        }
+    }
+
     fn region_intensity(&self, r: &CloudRegion) -> Option<GridIntensity> {
         let place = if r.location.is_empty() {
             r.id.clone()
@@ -330,20 +497,38 @@ impl Grid {
                 source: r.source.clone(),
             }),
             _ => {
-                let c = self.country_by_alpha2(&r.grid)?;
+                let grid = match self.grid_row(&r.grid)? {
+                    GridRow::Country(c) => {
+                        let mut g = Self::country_intensity(c);
+                        g.name = format!("{} grid", g.name);
+                        g
+                    }
+                    GridRow::Sub(s) => {
+                        let mut g = self.subnational_intensity(s);
+                        g.name = format!("grid of {} {} ({})", s.kind, s.code, s.name);
+                        g
+                    }
+                };
+                let provider = r.provider_g_per_kwh.map_or(String::new(), |p| {
+                    format!(
+                        "; the provider publishes {} g/kWh for this region (not used)",
+                        p.get()
+                    )
+                });
                 Some(GridIntensity {
                     code: r.id.clone(),
-                    name: format!("{place} on the {} grid", c.name),
-                    g_per_kwh: c.g_per_kwh,
-                    year: Some(c.year),
-                    scope: c.scope,
-                    source: format!("{}; region: {}", c.source, r.source),
+                    name: format!("{place} on the {}", grid.name),
+                    g_per_kwh: grid.g_per_kwh,
+                    year: grid.year,
+                    scope: grid.scope,
+                    source: format!("{}; region: {}{provider}", grid.source, r.source),
                 })
             }
         }
     }
 
-    /// Every entry resolved: the world row, countries by name, then cloud regions by id.
+    /// Every entry resolved: the world row, countries by name, sub-national grids (by country,
+    /// in file order), then cloud regions by id.
     pub fn all(&self) -> Vec<GridIntensity> {
         let mut out: Vec<GridIntensity> = self
             .world()
@@ -357,11 +542,15 @@ impl Grid {
             .collect();
         countries.sort_by(|a, b| a.name.cmp(&b.name));
         out.extend(countries.into_iter().map(Self::country_intensity));
+        let mut subs: Vec<&Subnational> = self.subnational.iter().collect();
+        subs.sort_by(|a, b| a.country.cmp(&b.country));
+        out.extend(subs.into_iter().map(|s| self.subnational_intensity(s)));
         out.extend(self.regions.iter().filter_map(|r| self.region_intensity(r)));
         out
     }
 
-    /// Resolve a code: ISO alpha-2 (`FR`), alpha-3 (`FRA`), a country name (`France`), a cloud region
+    /// Resolve a code: ISO alpha-2 (`FR`), alpha-3 (`FRA`), a country name (`France`), a sub-national
+    /// grid (eGRID subregion `SRVC`, ISO 3166-2 `CA-QC`, `AU-NSW`, or its name), a cloud region
     /// (`aws:eu-west-3`, or `eu-west-3` when only one provider has it) or `world`. Case-insensitive.
     pub fn lookup(&self, code: &str) -> Result<GridIntensity, CatalogError> {
         let q = code.trim();
@@ -384,6 +573,12 @@ impl Grid {
                 })
                 .map(Self::country_intensity)
                 .or_else(|| {
+                    self.subnational
+                        .iter()
+                        .find(|s| s.code.eq_ignore_ascii_case(q) || normalise(&s.name) == key)
+                        .map(|s| self.subnational_intensity(s))
+                })
+                .or_else(|| {
                     let mut bare = self
                         .regions
                         .iter()
@@ -402,6 +597,11 @@ impl Grid {
                 self.countries
                     .iter()
                     .flat_map(|c| [c.alpha2.as_str(), c.alpha3.as_str(), c.name.as_str()])
+                    .chain(
+                        self.subnational
+                            .iter()
+                            .flat_map(|s| [s.code.as_str(), s.name.as_str()]),
+                    )
                     .chain(self.regions.iter().map(|r| r.id.as_str()))
                     .chain(std::iter::once("world"))
                     .filter(|s| !s.is_empty()),
@@ -416,6 +616,7 @@ pub fn embedded() -> Result<&'static Grid, CatalogError> {
     CELL.get_or_init(|| {
         let grid = Grid {
             countries: Grid::parse_countries(COUNTRIES_TEXT, COUNTRIES_FILE)?,
+            subnational: Grid::parse_subnational(SUBNATIONAL_TEXT, SUBNATIONAL_FILE)?,
             regions: Grid::parse_regions(REGIONS_TEXT, REGIONS_FILE)?,
         };
         grid.validate(REGIONS_FILE)?;
@@ -511,6 +712,200 @@ mod tests {
             assert_eq!(g.lookup(&c.alpha2).unwrap(), by3, "{}", c.alpha2);
             assert_eq!(g.lookup(&c.name.to_uppercase()).unwrap(), by3, "{}", c.name);
         }
+    }
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    /// Issue 23, item 19: AWS us-east-1 (Northern Virginia) draws from EPA eGRID subregion SRVC
+    /// (eGRID2022: 622.987 lb CO2/MWh = 282.6 g/kWh), not from a US average.
+    #[test]
+    fn aws_us_east_1_is_the_srvc_subregion_not_the_us_mean() {
+        let r = lookup("aws:us-east-1").unwrap();
+        assert!(
+            close(r.g_per_kwh.get(), 622.987 * 0.453_592_37, 0.05),
+            "{r:?}"
+        );
+        assert_eq!((r.year, r.scope), (Some(2022), GridScope::Direct));
+        assert!(
+            r.name.contains("SRVC") && r.name.contains("SERC Virginia/Carolina"),
+            "{}",
+            r.name
+        );
+        assert!(
+            r.source.contains("eGRID2022") && r.source.contains("AWS Regions"),
+            "{}",
+            r.source
+        );
+        // Against the US total of the same source and scope (823.149 lb/MWh = 373.4 g/kWh),
+        // Northern Virginia is 24 % lower.
+        let us = lookup("US-EGRID").unwrap();
+        assert!(close(us.g_per_kwh.get(), 373.4, 0.05), "{us:?}");
+        assert_eq!(us.scope, GridScope::Direct);
+        let below = 1.0 - r.g_per_kwh.get() / us.g_per_kwh.get();
+        assert!(close(below, 0.243, 0.002), "{below}");
+        // The country row (OWID/Ember, life-cycle) is a different figure on a different basis.
+        let country = lookup("US").unwrap();
+        assert_eq!(country.scope, GridScope::Lifecycle);
+        assert!((country.g_per_kwh.get() - r.g_per_kwh.get()).abs() > 50.0);
+        // Azure's and Google's Virginia regions resolve to the same grid.
+        for id in ["azure:eastus", "azure:eastus2", "gcp:us-east4", "us-east4"] {
+            assert_eq!(lookup(id).unwrap().g_per_kwh, r.g_per_kwh, "{id}");
+        }
+    }
+
+    #[test]
+    fn subnational_grids_by_code_and_name() {
+        let srvc = lookup("SRVC").unwrap();
+        assert_eq!(srvc.code, "SRVC");
+        assert_eq!(lookup("srvc").unwrap(), srvc);
+        assert_eq!(lookup("SERC Virginia/Carolina").unwrap(), srvc);
+        // NIR 2021 edition, 2019 data: Quebec 1.5, Ontario 30, Alberta 670 g CO2 eq/kWh.
+        let qc = lookup("CA-QC").unwrap();
+        assert_eq!((qc.g_per_kwh, qc.year), (GramsPerKwh(1.5), Some(2019)));
+        assert_eq!(lookup("ca-on").unwrap().g_per_kwh, GramsPerKwh(30.0));
+        assert_eq!(lookup("Alberta").unwrap().g_per_kwh, GramsPerKwh(670.0));
+        // Electricity Maps 2024, life-cycle: New South Wales 541, Tasmania 133.
+        let nsw = lookup("New South Wales").unwrap();
+        assert_eq!(
+            (nsw.code.as_str(), nsw.g_per_kwh),
+            ("AU-NSW", GramsPerKwh(541.0))
+        );
+        assert_eq!(nsw.scope, GridScope::Lifecycle);
+        assert_eq!(lookup("AU-TAS").unwrap().g_per_kwh, GramsPerKwh(133.0));
+    }
+
+    #[test]
+    fn cloud_regions_on_subnational_grids() {
+        let cases = [
+            ("gcp:us-central1", "MROW"),
+            ("azure:centralus", "MROW"),
+            ("gcp:us-west1", "NWPP"),
+            ("aws:us-west-2", "NWPP"),
+            ("azure:westus2", "NWPP"),
+            ("aws:us-east-2", "RFCW"),
+            ("gcp:us-east5", "RFCW"),
+            ("aws:ca-central-1", "CA-QC"),
+            ("gcp:northamerica-northeast1", "CA-QC"),
+            ("gcp:northamerica-northeast2", "CA-ON"),
+            ("azure:canadacentral", "CA-ON"),
+            ("aws:ap-southeast-2", "AU-NSW"),
+            ("gcp:australia-southeast1", "AU-NSW"),
+            ("azure:australiaeast", "AU-NSW"),
+            ("gcp:australia-southeast2", "AU-VIC"),
+        ];
+        for (id, grid) in cases {
+            let r = lookup(id).unwrap();
+            let g = lookup(grid).unwrap();
+            assert_eq!(
+                (r.g_per_kwh, r.scope, r.year),
+                (g.g_per_kwh, g.scope, g.year),
+                "{id}"
+            );
+            assert!(r.name.contains(grid), "{id}: {}", r.name);
+        }
+        // The grid's figure is the default; Google's own (430 g/kWh for us-central1, 2023) is
+        // named in the source but not used.
+        let c1 = lookup("gcp:us-central1").unwrap();
+        assert!(
+            close(c1.g_per_kwh.get(), 936.485 * 0.453_592_37, 0.05),
+            "{c1:?}"
+        );
+        assert!(
+            c1.source
+                .contains("publishes 430 g/kWh for this region (not used)"),
+            "{}",
+            c1.source
+        );
+        // A GCP region without a sub-national grid keeps Google's figure (europe-west1: 122).
+        assert_eq!(
+            lookup("gcp:europe-west1").unwrap().g_per_kwh,
+            GramsPerKwh(122.0)
+        );
+    }
+
+    #[test]
+    fn unknown_subnational_code_suggests_nearest() {
+        let e = lookup("SRVX").unwrap_err().to_string();
+        assert!(e.contains("SRVC"), "{e}");
+        let e = lookup("Quebc").unwrap_err().to_string();
+        assert!(e.contains("Quebec"), "{e}");
+        // US states are not rows (eGRID subregions are): the nearest codes are offered.
+        let e = lookup("US-EGRD").unwrap_err().to_string();
+        assert!(e.contains("US-EGRID"), "{e}");
+    }
+
+    #[test]
+    fn location_of_a_subnational_grid_is_its_country() {
+        let g = embedded().unwrap();
+        for code in ["SRVC", "aws:us-east-1"] {
+            assert_eq!(g.location(code).unwrap().country_iso_code, "USA", "{code}");
+        }
+        assert_eq!(
+            g.location("gcp:northamerica-northeast1")
+                .unwrap()
+                .country_iso_code,
+            "CAN"
+        );
+        assert_eq!(g.location("AU-NSW").unwrap().country_iso_code, "AUS");
+    }
+
+    /// Every sub-national row has a source and a year; its g/kWh is the published figure
+    /// converted (lb/MWh × 0.45359237, rounded to 0.1); every country with sub-national rows has
+    /// a national row of the same source, scope and year to compare them with.
+    #[test]
+    fn every_subnational_row_is_sourced_and_converted() {
+        let g = embedded().unwrap();
+        assert!(g.subnational().len() >= 45, "{}", g.subnational().len());
+        for s in g.subnational() {
+            assert!(!s.source.is_empty() && !s.licence.is_empty(), "{}", s.code);
+            assert!((2019..=2024).contains(&s.year), "{}", s.code);
+            let published = s.published_g_per_kwh().unwrap();
+            assert!(
+                close(s.g_per_kwh.get(), published, 0.05 + 1e-9),
+                "{}: {published}",
+                s.code
+            );
+            let national = g
+                .subnational()
+                .iter()
+                .find(|n| n.country == s.country && n.kind.ends_with("national total"))
+                .unwrap_or_else(|| panic!("no same-source national row for {}", s.code));
+            assert_eq!(
+                (national.scope, national.year, &national.source),
+                (s.scope, s.year, &s.source),
+                "{}",
+                s.code
+            );
+        }
+        // eGRID rows are direct (CO2 from combustion only), as EPA computes output rates.
+        assert!(g
+            .subnational()
+            .iter()
+            .filter(|s| s.country == "US")
+            .all(|s| s.scope == GridScope::Direct && s.published_unit == "lb/MWh"));
+    }
+
+    #[test]
+    fn subnational_file_errors_name_the_column() {
+        let head = "code,country,name,kind,g_per_kwh,published,published_unit,year,scope,source\n";
+        let bad_unit = format!("{head}X1,US,x,egrid subregion,1,1,lb/kWh,2022,direct,s\n");
+        let e = Grid::parse_subnational(&bad_unit, "f.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("published_unit"), "{e}");
+        let no_scope = format!("{head}X1,US,x,egrid subregion,1,1,g/kWh,2022,,s\n");
+        let e = Grid::parse_subnational(&no_scope, "f.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("scope"), "{e}");
+        // 622.987 lb/MWh stored as if it were g/kWh: refused, the conversion named.
+        let raw = format!("{head}X1,US,x,eGRID subregion,622.987,622.987,lb/MWh,2022,direct,s\n");
+        let e = Grid::parse_subnational(&raw, "f.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("g_per_kwh") && e.contains("282.6 g/kWh"), "{e}");
     }
 
     #[test]

@@ -69,6 +69,7 @@ impl<T: serde::Serialize> Listing<T> {
 pub enum Kind {
     Devices,
     Countries,
+    Subnational,
     Regions,
     Models,
     Pue,
@@ -82,6 +83,8 @@ impl Kind {
             Some(Kind::Devices)
         } else if has("alpha2") && has("g_per_kwh") {
             Some(Kind::Countries)
+        } else if has("code") && has("published_unit") {
+            Some(Kind::Subnational)
         } else if has("id") && has("grid") {
             Some(Kind::Regions)
         } else if has("params") {
@@ -125,7 +128,7 @@ impl Catalogs {
             file: file.into(),
             message: format!(
                 "cannot tell which catalog this is from its header `{headers}`; \
-                 copy the header of one of data/devices.csv, grid.csv, regions.csv, models.csv, pue.csv"
+                 copy the header of one of data/devices.csv, grid.csv, subnational.csv, regions.csv, models.csv, pue.csv"
             ),
         })?;
         match kind {
@@ -133,13 +136,16 @@ impl Catalogs {
             Kind::Countries => self
                 .grid
                 .merge_countries(grid::Grid::parse_countries(text, file)?),
+            Kind::Subnational => self
+                .grid
+                .merge_subnational(grid::Grid::parse_subnational(text, file)?),
             Kind::Regions => self
                 .grid
                 .merge_regions(grid::Grid::parse_regions(text, file)?),
             Kind::Models => self.models.merge(models::Models::parse(text, file)?),
             Kind::Pue => self.pue.merge(pue::PuePresets::parse(text, file)?),
         }
-        // Regions refer to country grids: check the merged catalog still resolves every region.
+        // Regions refer to country and sub-national grids: check the merged catalog still resolves every region.
         self.grid.validate(file)?;
         Ok(kind)
     }
