@@ -29,7 +29,17 @@ impl Router {
             Router::LeastLoaded => "least-loaded",
         }
     }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "round-robin" => Some(Router::RoundRobin),
+            "least-loaded" => Some(Router::LeastLoaded),
+            _ => None,
+        }
+    }
 }
+
+crate::names::from_str_by_parse!(Router, "router");
 
 /// One request's life in the run.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -238,7 +248,12 @@ impl Engine<'_> {
         let devices = f64::from(self.setup.serving.tp) * f64::from(self.setup.serving.pp);
         run.energy_idle_j = reps
             .iter()
-            .map(|r| (span - r.busy_s).max(0.0) * self.hw.idle_power.get() * devices)
+            .map(|r| {
+                // Busy time summed iteration by iteration can exceed the span by rounding.
+                let idle = span - r.busy_s;
+                let idle = if idle > 1e-9 * span { idle } else { 0.0 };
+                idle * self.hw.idle_power.get() * devices
+            })
             .sum();
     }
 }

@@ -83,9 +83,10 @@ pub struct ServeResult {
     pub ttft_p50_s: f64,
     pub ttft_p90_s: f64,
     pub ttft_p99_s: f64,
-    pub tpot_p50_s: f64,
-    pub tpot_p90_s: f64,
-    pub tpot_p99_s: f64,
+    /// `None` when every request generated one token.
+    pub tpot_p50_s: Option<f64>,
+    pub tpot_p90_s: Option<f64>,
+    pub tpot_p99_s: Option<f64>,
     pub e2e_p50_s: f64,
     pub e2e_p90_s: f64,
     pub e2e_p99_s: f64,
@@ -166,10 +167,11 @@ impl ServeResult {
         let duration = (run.end_s - run.first_arrival_s).max(1e-12);
         let last_arrival = recs.last().map_or(0.0, |r| r.arrival_s);
         let arrival_span = last_arrival - run.first_arrival_s;
-        let offered = if arrival_span > 0.0 {
-            (n - 1.0).max(1.0) / arrival_span
+        // n arrivals span n − 1 gaps; a single request (or all at once) has no rate of its own.
+        let offered = if arrival_span > 0.0 && recs.len() > 1 {
+            (n - 1.0) / arrival_span
         } else {
-            f64::INFINITY
+            n / duration
         };
         let energy = run.energy_busy_j + run.energy_idle_j;
         let per_req_total = energy / n;
@@ -240,9 +242,9 @@ impl ServeResult {
             ttft_p50_s: p(&ttft, 0.5),
             ttft_p90_s: p(&ttft, 0.9),
             ttft_p99_s: p(&ttft, 0.99),
-            tpot_p50_s: p(&tpot, 0.5),
-            tpot_p90_s: p(&tpot, 0.9),
-            tpot_p99_s: p(&tpot, 0.99),
+            tpot_p50_s: quantile(&tpot, 0.5),
+            tpot_p90_s: quantile(&tpot, 0.9),
+            tpot_p99_s: quantile(&tpot, 0.99),
             e2e_p50_s: p(&e2e, 0.5),
             e2e_p90_s: p(&e2e, 0.9),
             e2e_p99_s: p(&e2e, 0.99),
