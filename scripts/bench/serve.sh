@@ -18,5 +18,5 @@ for i in 1 2 3 4 5; do
   "$BIN" serve --model llama3-70b --system h100 --tp 8 --rate 11 --requests 10000 \
     --input-dist lognormal:1024:0.8 --output-dist lognormal:256:0.8 --json > /dev/null
   e=$(date +%s.%N)
-  echo "  wall $(echo "($e - $s) * 1000" | bc) ms"
+  python3 -c "import sys; print(f\"  wall {(float(sys.argv[2]) - float(sys.argv[1])) * 1e3:7.1f} ms\")" "$s" "$e"
 done

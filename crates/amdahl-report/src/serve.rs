@@ -107,9 +107,10 @@ fn figures(r: &ServeResult) -> Table {
         (
             "completed",
             format!(
-                "{} requests/s over {} s",
+                "{} requests/s over {} s (the last {} s after the last arrival)",
                 sig(r.completed_requests_per_s, 4),
-                sig(r.duration_s, 4)
+                sig(r.duration_s, 4),
+                sig(r.drain_s, 3)
             ),
         ),
         (

@@ -69,8 +69,12 @@ pub struct ServeResult {
     pub clamped_requests: u32,
     pub mean_input_tokens: f64,
     pub mean_output_tokens: f64,
-    /// First arrival to last token.
+    /// First arrival to last token: what a benchmark client measures (vLLM's
+    /// benchmarks/benchmark_serving.py divides completed requests and tokens by it).
     pub duration_s: f64,
+    /// Last arrival to last token: the tail of the run in which no request arrives (long with
+    /// long-tailed output lengths or a backlog), which lowers the rates below.
+    pub drain_s: f64,
     /// Requests over the span of arrivals.
     pub offered_requests_per_s: f64,
     /// Requests completed over `duration_s`: the capacity when overloaded.
@@ -234,6 +238,7 @@ impl ServeResult {
             mean_input_tokens: in_tokens / n,
             mean_output_tokens: out_tokens / n,
             duration_s: duration,
+            drain_s: (run.end_s - last_arrival).max(0.0),
             offered_requests_per_s: offered,
             completed_requests_per_s: recs.len() as f64 / duration,
             output_tokens_per_s: out_tokens / duration,
