@@ -127,7 +127,12 @@ render!(
     infer::search_csv,
     infer::search_svg
 );
-render!(srv::ServeResult, serve::serve_table, serve::serve_csv);
+render!(
+    srv::ServeResult,
+    serve::serve_table,
+    serve::serve_csv,
+    serve::serve_svg
+);
 render!(
     LifetimeReport,
     lifetime::table,

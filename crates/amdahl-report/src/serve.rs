@@ -3,6 +3,7 @@
 
 use crate::escape::csv_unquoted;
 use crate::sig;
+use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
 use amdahl_model::serve::{RequestRecord, ServeResult};
 use std::fmt::Write;
@@ -244,4 +245,45 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
         );
     }
     out
+}
+
+/// The figure: the latency CDFs (TTFT and TPOT in ms, log scale) and the queue over time
+/// (requests waiting and running, all replicas).
+pub fn serve_svg(r: &ServeResult) -> String {
+    let mut cdf = Plot::new(
+        format!("{}: latency CDF", r.model),
+        Axis::new(Scale::Log10, "latency (ms)"),
+        Axis::new(Scale::Linear, "fraction of requests").range(0.0, 1.0),
+    );
+    let positive = |x: f64| x > 0.0 && x.is_finite();
+    cdf.series.push(
+        Series::new("time to first token", PALETTE[0], Style::Line).points(
+            r.latency_quantiles
+                .iter()
+                .filter(|p| positive(p.ttft_s))
+                .map(|p| (p.ttft_s * 1e3, p.q)),
+        ),
+    );
+    cdf.series.push(
+        Series::new("time per output token", PALETTE[1], Style::Line).points(
+            r.latency_quantiles
+                .iter()
+                .filter_map(|p| p.tpot_s.filter(|&t| positive(t)).map(|t| (t * 1e3, p.q))),
+        ),
+    );
+    let mut queue = Plot::new(
+        "requests over time",
+        Axis::new(Scale::Linear, "time (s)"),
+        Axis::new(Scale::Linear, "requests").counts(),
+    );
+    let t0 = r.timeline.first().map_or(0.0, |s| s.t_s);
+    queue.series.push(
+        Series::new("waiting", PALETTE[2], Style::Line)
+            .points(r.timeline.iter().map(|s| (s.t_s - t0, s.waiting as f64))),
+    );
+    queue.series.push(
+        Series::new("running", PALETTE[3], Style::Line)
+            .points(r.timeline.iter().map(|s| (s.t_s - t0, s.running as f64))),
+    );
+    figure(&[cdf, queue], 520.0, 380.0)
 }

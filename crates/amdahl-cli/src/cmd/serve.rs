@@ -124,6 +124,9 @@ pub struct Options {
     /// joules, preemptions.
     #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub per_request: Option<PathBuf>,
+    /// Write an SVG plot here: the TTFT and TPOT CDFs, and requests waiting and running over time.
+    #[arg(help_heading = "Output", long)]
+    pub svg: Option<PathBuf>,
 }
 
 fn lengths(s: &str) -> Result<Lengths, String> {
@@ -172,6 +175,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         wrote(path);
     }
     print_result(&result, &result.render(a.format.format())?)?;
+    if let Some(p) = &a.svg {
+        crate::output::write_plot(p, &amdahl_report::serve::serve_svg(&result))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

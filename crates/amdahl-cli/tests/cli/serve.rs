@@ -80,6 +80,27 @@ fn json_contract_and_the_per_request_energies_sum_to_the_run() {
 }
 
 #[test]
+fn the_figure_draws_the_latency_cdfs_and_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("serve.svg");
+    amdahl()
+        .args(L8)
+        .args(["--rate", "50", "--svg", svg.to_str().unwrap()])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for want in [
+        "<svg",
+        "latency CDF",
+        "time to first token",
+        "time per output token",
+        "waiting",
+    ] {
+        assert!(text.contains(want), "{want}");
+    }
+}
+
+#[test]
 fn the_same_seed_gives_the_same_json_and_another_seed_does_not() {
     let run = |seed: &str| {
         let out = amdahl()

@@ -27,6 +27,15 @@ pub struct EnergyDistribution {
     pub p99: f64,
 }
 
+/// One point of the latency distributions: the `q` quantile of each (the CDF read sideways).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Quantiles {
+    pub q: f64,
+    pub ttft_s: f64,
+    pub tpot_s: Option<f64>,
+    pub e2e_s: f64,
+}
+
 /// `infer`'s steady-state answer for the same configuration at the workload's mean lengths: its
 /// latencies of one lone request (the limit of the simulation at a low rate) and the rate its
 /// largest batch (at most `max_num_seqs`) sustains.
@@ -125,6 +134,8 @@ pub struct ServeResult {
     pub kwh_per_1000_requests: f64,
     pub co2e_per_1000_requests_g: f64,
     pub timeline: Vec<Sample>,
+    /// The latency CDFs at q = 0, 0.01, …, 0.99, 0.999, 1.
+    pub latency_quantiles: Vec<Quantiles>,
     pub notes: Vec<String>,
 }
 
@@ -279,6 +290,16 @@ impl ServeResult {
             kwh_per_1000_requests: kwh_1000,
             co2e_per_1000_requests_g: c.charging.co2e_g(per_req_total * 1000.0),
             timeline: thin(&run.samples),
+            latency_quantiles: (0..100)
+                .map(|i| f64::from(i) / 100.0)
+                .chain([0.999, 1.0])
+                .map(|q| Quantiles {
+                    q,
+                    ttft_s: p(&ttft, q),
+                    tpot_s: quantile(&tpot, q),
+                    e2e_s: p(&e2e, q),
+                })
+                .collect(),
             notes,
         }
     }
