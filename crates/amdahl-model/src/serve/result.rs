@@ -165,6 +165,8 @@ fn p(xs: &[f64], q: f64) -> f64 {
 }
 
 impl ServeResult {
+    /// The summary of `run`. Long only for the struct literal: one line per field of the
+    /// contract; the parts with logic are the functions below.
     pub fn new(c: &Context, run: &Run, d: Described) -> Self {
         let recs = &run.records;
         let n = recs.len().max(1) as f64;
@@ -199,29 +201,14 @@ impl ServeResult {
         let overloaded = run.waiting_at_last_arrival as f64 > OVERLOAD_QUEUE_SHARE * n
             && run.waiting_at_last_arrival > 1;
         let unloaded = unloaded(c, in_tokens / n, out_tokens / n);
-        let mut notes = Vec::new();
-        if overloaded {
-            notes.push(overload_note(
-                run,
-                offered,
-                recs.len() as f64 / duration,
-                unloaded.as_ref(),
-            ));
-        }
-        if d.clamped > 0 {
-            notes.push(format!(
-                "{} of {} requests drew lengths beyond the {}-token context and were cut to fit it",
-                d.clamped,
-                recs.len(),
-                c.model.seq
-            ));
-        }
-        if c.hw.idle_power_estimated {
-            notes.push(format!(
-                "idle power {:.0} W is 1/8 of TDP, an estimate; measure it and pass --idle-w",
-                c.hw.idle_power.get()
-            ));
-        }
+        let completed = recs.len() as f64 / duration;
+        let notes = notes(
+            c,
+            run,
+            &d,
+            overloaded.then_some((offered, completed)),
+            unloaded.as_ref(),
+        );
         let kwh_1000 = per_req_total * 1000.0 * c.charging.pue / JOULES_PER_KWH;
         ServeResult {
             schema: SERVE_SCHEMA.into(),
@@ -251,7 +238,7 @@ impl ServeResult {
             duration_s: duration,
             drain_s: (run.end_s - last_arrival).max(0.0),
             offered_requests_per_s: offered,
-            completed_requests_per_s: recs.len() as f64 / duration,
+            completed_requests_per_s: completed,
             output_tokens_per_s: out_tokens / duration,
             goodput_requests_per_s: good / duration,
             slo_attainment: good / n,
@@ -290,19 +277,54 @@ impl ServeResult {
             kwh_per_1000_requests: kwh_1000,
             co2e_per_1000_requests_g: c.charging.co2e_g(per_req_total * 1000.0),
             timeline: thin(&run.samples),
-            latency_quantiles: (0..100)
-                .map(|i| f64::from(i) / 100.0)
-                .chain([0.999, 1.0])
-                .map(|q| Quantiles {
-                    q,
-                    ttft_s: p(&ttft, q),
-                    tpot_s: quantile(&tpot, q),
-                    e2e_s: p(&e2e, q),
-                })
-                .collect(),
+            latency_quantiles: quantiles(&ttft, &tpot, &e2e),
             notes,
         }
     }
+}
+
+/// The notes under the table: overload (with the offered and completed rates), lengths cut to the
+/// context, an estimated idle power.
+fn notes(
+    c: &Context,
+    run: &Run,
+    d: &Described,
+    overload: Option<(f64, f64)>,
+    unloaded: Option<&Unloaded>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some((offered, completed)) = overload {
+        notes.push(overload_note(run, offered, completed, unloaded));
+    }
+    if d.clamped > 0 {
+        notes.push(format!(
+            "{} of {} requests drew lengths beyond the {}-token context and were cut to fit it",
+            d.clamped,
+            run.records.len(),
+            c.model.seq
+        ));
+    }
+    if c.hw.idle_power_estimated {
+        notes.push(format!(
+            "idle power {:.0} W is 1/8 of TDP, an estimate; measure it and pass --idle-w",
+            c.hw.idle_power.get()
+        ));
+    }
+    notes
+}
+
+/// The latency CDFs at q = 0, 0.01, …, 0.99, 0.999, 1 (each list sorted).
+fn quantiles(ttft: &[f64], tpot: &[f64], e2e: &[f64]) -> Vec<Quantiles> {
+    (0..100)
+        .map(|i| f64::from(i) / 100.0)
+        .chain([0.999, 1.0])
+        .map(|q| Quantiles {
+            q,
+            ttft_s: p(ttft, q),
+            tpot_s: quantile(tpot, q),
+            e2e_s: p(e2e, q),
+        })
+        .collect()
 }
 
 /// `infer` at the mean lengths: a lone request's TTFT and TPOT, and the rate of the largest batch
