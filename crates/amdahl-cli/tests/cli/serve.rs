@@ -201,6 +201,26 @@ fn a_trace_is_served_and_bad_traces_name_file_row_and_field() {
 }
 
 #[test]
+fn too_many_requests_is_an_error_not_an_allocation_failure() {
+    amdahl()
+        .args([
+            "serve",
+            "--model",
+            "llama3-8b",
+            "--system",
+            "h100",
+            "--rate",
+            "1",
+        ])
+        .args(["--requests", "4000000000"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--requests must be from 1 to 1,000,000",
+        ));
+}
+
+#[test]
 fn more_replicas_than_gpus_is_an_error_that_says_how_many_fit() {
     amdahl()
         .args([

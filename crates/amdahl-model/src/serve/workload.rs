@@ -57,6 +57,10 @@ impl Arrivals {
     }
 }
 
+/// The most requests one run generates: ~100 bytes of state each plus the timeline, and about
+/// 4 s of simulation per million (scripts/bench/serve.sh), so a typo cannot ask for gigabytes.
+pub const MAX_REQUESTS: u32 = 1_000_000;
+
 /// A generated workload: `requests` arrivals with lengths drawn from the two distributions, all
 /// from one seeded ChaCha8 stream (the same seed gives the same requests on every platform).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -77,11 +81,11 @@ pub fn generate(
     model: &str,
 ) -> Result<(Vec<Request>, u32), ServeError> {
     g.arrivals.check()?;
-    if g.requests == 0 {
+    if g.requests == 0 || g.requests > MAX_REQUESTS {
         return Err(ServeError::Flag {
             what: "--requests",
-            want: "at least 1",
-            got: "0".into(),
+            want: "from 1 to 1,000,000",
+            got: g.requests.to_string(),
         });
     }
     let (lo_in, lo_out) = (g.input.min(), g.output.min());
