@@ -58,7 +58,7 @@ impl Arrivals {
 }
 
 /// The most requests one run generates: ~100 bytes of state each plus the timeline, and about
-/// 4 s of simulation per million (scripts/bench/serve.sh), so a typo cannot ask for gigabytes.
+/// 40 ms of simulation per 10,000 (examples/bench_serve.rs), so a typo cannot ask for gigabytes.
 pub const MAX_REQUESTS: u32 = 1_000_000;
 
 /// A generated workload: `requests` arrivals with lengths drawn from the two distributions, all
