@@ -62,7 +62,8 @@ impl Arrivals {
 pub const MAX_REQUESTS: u32 = 1_000_000;
 
 /// A generated workload: `requests` arrivals with lengths drawn from the two distributions, all
-/// from one seeded ChaCha8 stream (the same seed gives the same requests on every platform).
+/// from one seeded ChaCha8 stream (a portable generator: the same seed gives the same random
+/// bits everywhere, and the same requests wherever the float maths of the draws agrees).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Generated {
     pub arrivals: Arrivals,
