@@ -261,3 +261,33 @@ fn bad_flags_are_usage_errors() {
             .contains("--max-num-seqs")
     );
 }
+
+#[test]
+fn report_shows_a_saved_run_and_carbon_from_says_what_to_pass_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("serve.json");
+    let out = amdahl()
+        .args(L8)
+        .args(["--rate", "20", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&saved, &out.stdout).unwrap();
+    let html = dir.path().join("report.html");
+    amdahl()
+        .args([
+            "report",
+            saved.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Serving simulations"));
+    amdahl()
+        .args(["carbon", "--from", saved.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("amdahl infer --json"));
+}
