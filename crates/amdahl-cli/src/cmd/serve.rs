@@ -87,7 +87,7 @@ pub struct Options {
     #[arg(help_heading = "Workload", long, value_parser = domain::positive, requires = "rate")]
     pub cv: Option<f64>,
     /// Requests from a CSV file with columns arrival_s,input_tokens,output_tokens (sorted by
-    /// arrival).
+    /// arrival), or JSON Lines with those fields (a file whose first character is `{`).
     #[arg(help_heading = "Workload", long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Requests to simulate with --rate.

@@ -151,10 +151,96 @@ impl Gaps {
     }
 }
 
-/// Read a trace: CSV with a header naming `arrival_s`, `input_tokens` and `output_tokens` (any
+/// Read a trace: JSON Lines when its first character is `{` (one object per line with the
+/// fields `arrival_s`, `input_tokens`, `output_tokens`), else CSV ([`parse_csv_trace`]). The same
+/// checks and messages either way.
+pub fn parse_trace(file: &str, text: &str) -> Result<Vec<Request>, ServeError> {
+    if text.trim_start().starts_with('{') {
+        parse_jsonl_trace(file, text)
+    } else {
+        parse_csv_trace(file, text)
+    }
+}
+
+/// One request per non-empty line, `{"arrival_s": 0.5, "input_tokens": 100, "output_tokens": 20}`.
+fn parse_jsonl_trace(file: &str, text: &str) -> Result<Vec<Request>, ServeError> {
+    let mut out: Vec<Request> = Vec::new();
+    let rows = text.lines().filter(|l| !l.trim().is_empty());
+    for (i, line) in rows.enumerate() {
+        let row = i + 1;
+        let err = |field: &'static str, value: String, why: &'static str| ServeError::TraceField {
+            file: file.into(),
+            row,
+            field,
+            value,
+            why,
+        };
+        let v: serde_json::Value = serde_json::from_str(line)
+            .map_err(|_| err("row", line.chars().take(60).collect(), "not a JSON object"))?;
+        let field = |name: &'static str| {
+            v.get(name)
+                .ok_or_else(|| err(name, String::new(), "the field is missing"))
+        };
+        let a = field("arrival_s")?;
+        let arrival = a
+            .as_f64()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| err("arrival_s", a.to_string(), "not a number of seconds"))?;
+        let tokens = |name: &'static str| {
+            let t = field(name)?;
+            t.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| err(name, t.to_string(), "not a whole number of tokens ≥ 1"))
+        };
+        let r = Request {
+            arrival_s: arrival,
+            input_tokens: tokens("input_tokens")?,
+            output_tokens: tokens("output_tokens")?,
+        };
+        push_checked(file, row, &mut out, r, &a.to_string())?;
+    }
+    if out.is_empty() {
+        return Err(ServeError::TraceEmpty { file: file.into() });
+    }
+    Ok(out)
+}
+
+/// Append `r` after checking its arrival: not negative, not before the previous row's.
+fn push_checked(
+    file: &str,
+    row: usize,
+    out: &mut Vec<Request>,
+    r: Request,
+    shown: &str,
+) -> Result<(), ServeError> {
+    if r.arrival_s < 0.0 {
+        return Err(ServeError::TraceField {
+            file: file.into(),
+            row,
+            field: "arrival_s",
+            value: shown.into(),
+            why: "arrivals must be at or after 0 s",
+        });
+    }
+    if let Some(prev) = out.last() {
+        if r.arrival_s < prev.arrival_s {
+            return Err(ServeError::TraceUnsorted {
+                file: file.into(),
+                row,
+                arrival: r.arrival_s,
+                previous: prev.arrival_s,
+            });
+        }
+    }
+    out.push(r);
+    Ok(())
+}
+
+/// Read a CSV trace: a header naming `arrival_s`, `input_tokens` and `output_tokens` (any
 /// order, other columns ignored); arrivals non-negative and sorted, lengths whole numbers ≥ 1.
 /// `file` names the source in errors; rows are counted from 1 after the header.
-pub fn parse_trace(file: &str, text: &str) -> Result<Vec<Request>, ServeError> {
+pub fn parse_csv_trace(file: &str, text: &str) -> Result<Vec<Request>, ServeError> {
     let mut rdr = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .flexible(true)
@@ -200,24 +286,6 @@ pub fn parse_trace(file: &str, text: &str) -> Result<Vec<Request>, ServeError> {
             .ok()
             .filter(|x: &f64| x.is_finite())
             .ok_or_else(|| field_err(row, "arrival_s", a, "not a number of seconds"))?;
-        if arrival < 0.0 {
-            return Err(field_err(
-                row,
-                "arrival_s",
-                a,
-                "arrivals must be at or after 0 s",
-            ));
-        }
-        if let Some(prev) = out.last() {
-            if arrival < prev.arrival_s {
-                return Err(ServeError::TraceUnsorted {
-                    file: file.into(),
-                    row,
-                    arrival,
-                    previous: prev.arrival_s,
-                });
-            }
-        }
         let tokens = |c: usize, field: &'static str| {
             let v = get(c, field)?;
             v.parse::<u32>()
@@ -225,11 +293,12 @@ pub fn parse_trace(file: &str, text: &str) -> Result<Vec<Request>, ServeError> {
                 .filter(|&n| n >= 1)
                 .ok_or_else(|| field_err(row, field, v, "not a whole number of tokens ≥ 1"))
         };
-        out.push(Request {
+        let r = Request {
             arrival_s: arrival,
             input_tokens: tokens(ci, "input_tokens")?,
             output_tokens: tokens(co, "output_tokens")?,
-        });
+        };
+        push_checked(file, row, &mut out, r, a)?;
     }
     if out.is_empty() {
         return Err(ServeError::TraceEmpty { file: file.into() });
@@ -266,6 +335,36 @@ mod tests {
         let e = err("arrival_s,input_tokens,output_tokens\n0,1\n");
         assert!(e.contains("row 1") && e.contains("missing"), "{e}");
         assert!(err("arrival_s,input_tokens,output_tokens\n").contains("no requests"));
+    }
+
+    #[test]
+    fn a_jsonl_trace_reads_with_the_same_checks() {
+        let t = parse_trace(
+            "t.jsonl",
+            "{\"arrival_s\": 0, \"input_tokens\": 5, \"output_tokens\": 2}\n\n\
+             {\"arrival_s\": 1.5, \"input_tokens\": 7, \"output_tokens\": 3, \"id\": \"x\"}\n",
+        )
+        .unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[1].input_tokens, 7);
+        let err = |text: &str| parse_trace("t.jsonl", text).unwrap_err().to_string();
+        let e = err(
+            "{\"arrival_s\": 2, \"input_tokens\": 5, \"output_tokens\": 2}\n\
+                     {\"arrival_s\": 1, \"input_tokens\": 5, \"output_tokens\": 2}",
+        );
+        assert!(e.contains("t.jsonl: row 2") && e.contains("sort"), "{e}");
+        let e = err("{\"arrival_s\": 0, \"input_tokens\": 5}");
+        assert!(
+            e.contains("row 1, field `output_tokens`") && e.contains("missing"),
+            "{e}"
+        );
+        let e = err("{\"arrival_s\": -1, \"input_tokens\": 5, \"output_tokens\": 2}");
+        assert!(e.contains("after 0 s"), "{e}");
+        let e = err("{\"arrival_s\": 0, \"input_tokens\": 1.5, \"output_tokens\": 2}");
+        assert!(
+            e.contains("`input_tokens`") && e.contains("whole number"),
+            "{e}"
+        );
     }
 
     #[test]
