@@ -90,6 +90,8 @@ enum Command {
     Plan(cmd::plan::Args),
     /// Predict serving latency, throughput, energy per token and carbon; search TP, batch, precision.
     Infer(cmd::infer::Args),
+    /// Simulate a server under a stream of requests: tail latency, goodput, energy per request.
+    Serve(cmd::serve::Args),
     /// Run a command at several degrees of parallelism; fit its scaling and energy per job.
     Scale(cmd::scale::Args),
     /// Serve node energy per cgroup, Slurm job, user and process to Prometheus (/metrics).
@@ -170,6 +172,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Merge(a) => cmd::merge::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Infer(a) => cmd::infer::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Scale(a) => cmd::scale::run(a),

@@ -16,6 +16,7 @@ pub mod plan;
 pub mod power;
 pub mod projection;
 pub mod scaling;
+pub mod serve;
 pub mod stats;
 pub mod surface;
 pub mod top500;

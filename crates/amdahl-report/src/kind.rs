@@ -14,7 +14,9 @@ use crate::surface::{self, Overlay, SurfaceError};
 use amdahl_bench::{gemm, gpu, memory, roofline, scaling as bench_scaling, sparse};
 use amdahl_meter::{meter, record, scale::result as scale_result, sensors};
 use amdahl_model::carbon::{estimate, from_result, lifetime as life, statement, CarbonError};
-use amdahl_model::{catalog, infer as inf, plan::result as plan_result, scaling, top500 as t5};
+use amdahl_model::{
+    catalog, infer as inf, plan::result as plan_result, scaling, serve as srv, top500 as t5,
+};
 use schemars::{JsonSchema, Schema};
 use serde_json::Value;
 
@@ -116,6 +118,16 @@ pub const KINDS: &[Kind] = &[
             "this is an `amdahl infer --search` result, a ranking of configurations rather than \
              one; re-run `amdahl infer` without --search on the configuration you chose and pass \
              its --json output",
+        ),
+    Kind::of::<srv::ServeResult>(srv::SERVE_SCHEMA)
+        .shown(
+            "Serving simulations",
+            "Estimated: a discrete-event simulation whose iteration times and power are the serving model's predictions; nothing was measured.",
+            |v| Ok(Typed::Serve(typed(v)?)),
+        )
+        .refuses_energy(
+            "this is an `amdahl serve` result; `carbon --from` and `lifetime` do not read it yet: \
+             pass an `amdahl infer --json` result of the same configuration",
         ),
     Kind::of::<life::LifetimeReport>(life::SCHEMA).shown(
         "Lifetime costs",
@@ -246,6 +258,7 @@ pub enum Typed {
     PlanSearch(Box<plan_result::SearchResult>),
     Infer(Box<inf::InferResult>),
     InferSearch(Box<inf::InferSearchResult>),
+    Serve(Box<srv::ServeResult>),
     Lifetime(Box<life::LifetimeReport>),
     Gemm(Box<gemm::GemmReport>),
     Sparse(Box<sparse::SparseReport>),
@@ -268,6 +281,7 @@ impl Typed {
             Typed::PlanSearch(r) => r.as_ref(),
             Typed::Infer(r) => r.as_ref(),
             Typed::InferSearch(r) => r.as_ref(),
+            Typed::Serve(r) => r.as_ref(),
             Typed::Lifetime(r) => r.as_ref(),
             Typed::Gemm(r) => r.as_ref(),
             Typed::Sparse(r) => r.as_ref(),

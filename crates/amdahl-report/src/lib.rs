@@ -24,6 +24,7 @@ pub mod plan;
 pub mod render;
 pub mod scale;
 pub mod schema;
+pub mod serve;
 pub mod surface;
 pub mod svg;
 pub mod table;

@@ -6,12 +6,16 @@
 //! kind's renderers are named once, in its `impl Render` below, instead of in a `match` in every
 //! command and again in the page.
 
-use crate::{accelerate, bench, bench_gpu, carbon, fit, infer, lifetime, meter, plan, scale};
+use crate::{
+    accelerate, bench, bench_gpu, carbon, fit, infer, lifetime, meter, plan, scale, serve,
+};
 use crate::{surface, top500};
 use amdahl_bench::{gemm, gpu, memory, roofline, scaling as bench_scaling, sparse};
 use amdahl_meter::{record, scale::result as scale_result, sensors};
 use amdahl_model::carbon::{estimate::CarbonReport, lifetime::LifetimeReport};
-use amdahl_model::{infer as inf, plan::result as plan_result, scaling, top500 as t5};
+use amdahl_model::{
+    infer as inf, plan::result as plan_result, scaling, serve as srv, top500 as t5,
+};
 
 /// Which sink the user chose: a human table (the default), `--json` or `--csv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +126,12 @@ render!(
     infer::search_table,
     infer::search_csv,
     infer::search_svg
+);
+render!(
+    srv::ServeResult,
+    serve::serve_table,
+    serve::serve_csv,
+    serve::serve_svg
 );
 render!(
     LifetimeReport,

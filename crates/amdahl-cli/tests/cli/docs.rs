@@ -345,6 +345,7 @@ doc_tests! {
     usage_report => "docs/usage/report.md",
     usage_run => "docs/usage/run.md",
     usage_scale => "docs/usage/scale.md",
+    usage_serve => "docs/usage/serve.md",
     usage_top500 => "docs/usage/top500.md",
 }
 

@@ -226,6 +226,21 @@ fn models(c: &mut Checker, tmp: &Path) {
         amdahl().args(infer).args(["--search", "--json"]),
     );
     c.stdout(
+        "amdahl.serve/1",
+        amdahl().args([
+            "serve",
+            "--model",
+            "llama3-8b",
+            "--system",
+            "h100",
+            "--rate",
+            "5",
+            "--requests",
+            "50",
+            "--json",
+        ]),
+    );
+    c.stdout(
         "amdahl.lifetime/1",
         amdahl().args([
             "lifetime",

@@ -23,8 +23,8 @@ mod validation;
 
 pub use error::InferError;
 pub use model::{
-    batch_for_rate, estimate, evaluate_at, replicas, setup, setup_unchecked, Evaluation,
-    InferMemory, Requests, Serving, Setup, USABLE_MEMORY,
+    batch_for_rate, estimate, evaluate_at, iteration, replicas, setup, setup_unchecked, Evaluation,
+    InferMemory, Iteration, Requests, Serving, Setup, USABLE_MEMORY,
 };
 pub use precision::{Arithmetic, KvFormat, WeightFormat};
 pub use result::{

@@ -345,10 +345,20 @@ fn pipelined(
     seqs: f64,
     work: impl Fn(f64) -> Work,
 ) -> (f64, Pass, f64, f64) {
+    let m = seqs.min(f64::from(s.serving.pp));
+    microbatched(s, hw, net, m, &work(seqs / m))
+}
+
+/// [`pipelined`] with the microbatch's work given: `m` microbatches of work `w` each.
+fn microbatched(
+    s: &Setup,
+    hw: &Hardware,
+    net: &Network,
+    m: f64,
+    w: &Work,
+) -> (f64, Pass, f64, f64) {
     let pp = f64::from(s.serving.pp);
-    let m = seqs.min(pp);
-    let w = work(seqs / m);
-    let one = throttled(s, hw, pass(&s.shard, &s.device, net, &w), m / pp);
+    let one = throttled(s, hw, pass(&s.shard, &s.device, net, w), m / pp);
     let hop = if s.serving.pp > 1 {
         let span = u64::from(s.serving.tp) * u64::from(s.serving.pp);
         let link = if span <= u64::from(net.gpus_per_node) {
@@ -361,6 +371,38 @@ fn pipelined(
         0.0
     };
     (pp * one.time + hop, one, m / pp, hop)
+}
+
+/// One iteration of a replica: its wall time, and the power and activity of each of its devices.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Iteration {
+    pub time: f64,
+    /// Board power of one device of the replica over the iteration (the shared power model).
+    pub power_w: f64,
+    pub activity: Activity,
+}
+
+/// One iteration of a continuous-batching engine doing `w` in all: any mix of prefill chunks and
+/// decode steps, summed ([`Work`] is additive: tokens, rows, attention pairs and cached tokens
+/// read). It is the pass [`estimate`] times for a batch's prefill or decode step: the rows split
+/// into min(rows, pp) microbatches over the pipeline, each stage's pass from the step model under
+/// the power cap, and the device's power from the power model. `amdahl serve` times every
+/// iteration with it, so a lone request's prefill takes exactly `infer`'s TTFT.
+pub fn iteration(s: &Setup, hw: &Hardware, net: &Network, w: &Work) -> Iteration {
+    let m = w.rows.max(1.0).min(f64::from(s.serving.pp));
+    let micro = Work {
+        tokens: w.tokens / m,
+        rows: w.rows / m,
+        pairs: w.pairs / m,
+        kv_read: w.kv_read / m,
+    };
+    let (time, one, busy, _) = microbatched(s, hw, net, m, &micro);
+    let activity = activity(s, hw, &one, busy);
+    Iteration {
+        time,
+        power_w: hw.power(&activity).get(),
+        activity,
+    }
 }
 
 /// What one device does in pass `p`, for the power model: its share `busy` of the pipeline

@@ -1,0 +1,251 @@
+//! `amdahl serve`: simulate an LLM server under a stream of requests — continuous batching,
+//! tail latency, goodput and energy per request. The simulator is `amdahl_model::serve`; this
+//! file only turns flags into its inputs.
+
+use crate::cmd::resolve::{load, pue, GridArgs};
+use crate::cmd::shape::{ModelArgs, SystemArgs};
+use crate::domain;
+use crate::output::{print_result, write_file, wrote, FormatArgs};
+use amdahl_model::infer::{replicas, Charging, KvFormat, Serving, WeightFormat};
+use amdahl_model::plan::ModelShape;
+use amdahl_model::serve::result::{Context, Described};
+use amdahl_model::serve::{
+    check_requests, generate, parse_trace, prepare, simulate, vllm_defaults, Arrivals, Config,
+    Generated, Lengths, Limits, Request, Router, ServeError, ServeResult,
+};
+use amdahl_report::render::Render;
+use anyhow::{Context as _, Result};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Simulate serving a stream of requests: TTFT, TPOT and end-to-end percentiles, goodput under
+/// SLOs, queueing, and the energy of each request. The options live behind a `Box` so the
+/// subcommand enum stays small.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    opts: Box<Options>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Options {
+    #[command(flatten, next_help_heading = "Model")]
+    pub shape: ModelArgs,
+    #[command(flatten, next_help_heading = "System")]
+    pub sys: SystemArgs,
+    /// Devices serving [default: --tp × --pp × --replicas].
+    #[arg(help_heading = "Serving", long, value_parser = domain::count)]
+    pub gpus: Option<u32>,
+    /// Tensor-parallel size of each replica.
+    #[arg(help_heading = "Serving", long, default_value_t = 1, value_parser = domain::count)]
+    pub tp: u32,
+    /// Pipeline-parallel size of each replica (divides the layers).
+    #[arg(help_heading = "Serving", long, default_value_t = 1, value_parser = domain::count)]
+    pub pp: u32,
+    /// Independent copies of the model behind the router [default: --gpus / (--tp × --pp)].
+    #[arg(help_heading = "Serving", long, value_parser = domain::count)]
+    pub replicas: Option<u32>,
+    /// How requests are spread over replicas.
+    #[arg(
+        help_heading = "Serving",
+        long,
+        value_parser = domain::model_enum::<Router>(&Router::NAMES, &[]),
+        default_value = "round-robin"
+    )]
+    pub router: Router,
+    /// Weight format: bf16/fp16, fp8, int8 or int4 (as `amdahl infer`).
+    #[arg(
+        help_heading = "Serving",
+        long,
+        value_parser = domain::model_enum::<WeightFormat>(&WeightFormat::NAMES, &[]),
+        default_value = "bf16"
+    )]
+    pub precision: WeightFormat,
+    /// KV-cache format.
+    #[arg(
+        help_heading = "Serving",
+        long,
+        value_parser = domain::model_enum::<KvFormat>(&KvFormat::NAMES, &[]),
+        default_value = "bf16"
+    )]
+    pub kv_precision: KvFormat,
+    /// Most requests running at once per replica (vLLM's --max-num-seqs) [default: vLLM's: 1024
+    /// on devices of ≥ 70 GiB other than A100, else 256].
+    #[arg(help_heading = "Scheduler", long, value_parser = domain::count)]
+    pub max_num_seqs: Option<u32>,
+    /// Token budget of one iteration, prefill chunks and decodes together (vLLM's
+    /// --max-num-batched-tokens) [default: vLLM's: 8192 on devices of ≥ 70 GiB other than A100,
+    /// else 2048].
+    #[arg(help_heading = "Scheduler", long, value_parser = domain::count)]
+    pub max_num_batched_tokens: Option<u32>,
+
+    /// Poisson arrivals at this many requests per second.
+    #[arg(help_heading = "Workload", long, value_parser = domain::positive, required_unless_present = "trace", conflicts_with = "trace")]
+    pub rate: Option<f64>,
+    /// Gamma-distributed gaps with this coefficient of variation instead of Poisson (1 is
+    /// Poisson, above 1 burstier).
+    #[arg(help_heading = "Workload", long, value_parser = domain::positive, requires = "rate")]
+    pub cv: Option<f64>,
+    /// Requests from a CSV file with columns arrival_s,input_tokens,output_tokens (sorted by
+    /// arrival), or JSON Lines with those fields (a file whose first character is `{`).
+    #[arg(help_heading = "Workload", long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Requests to simulate with --rate.
+    #[arg(help_heading = "Workload", long, default_value_t = 1000, value_parser = domain::count, conflicts_with = "trace")]
+    pub requests: u32,
+    /// Prompt lengths: fixed:N, uniform:LO:HI or lognormal:MEAN:SIGMA (tokens).
+    #[arg(help_heading = "Workload", long, default_value = "fixed:512", value_parser = lengths, conflicts_with = "trace")]
+    pub input_dist: Lengths,
+    /// Output lengths, as --input-dist.
+    #[arg(help_heading = "Workload", long, default_value = "fixed:256", value_parser = lengths, conflicts_with = "trace")]
+    pub output_dist: Lengths,
+    /// Seed of the arrivals and lengths (the same seed gives the same run).
+    #[arg(help_heading = "Workload", long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Service-level objective on the time to first token, in ms (goodput counts requests meeting
+    /// every SLO given; MLPerf Inference's Llama-2-70B server scenario: p99 TTFT ≤ 2000 ms).
+    #[arg(help_heading = "SLO", long, value_parser = domain::positive, value_name = "MS")]
+    pub slo_ttft_ms: Option<f64>,
+    /// Service-level objective on the time per output token, in ms (MLPerf Llama-2-70B server:
+    /// p99 TPOT ≤ 200 ms).
+    #[arg(help_heading = "SLO", long, value_parser = domain::positive, value_name = "MS")]
+    pub slo_tpot_ms: Option<f64>,
+
+    #[command(flatten, next_help_heading = "Cost")]
+    pub grid: GridArgs,
+    /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry) [default: local = 1.0].
+    #[arg(help_heading = "Cost", long)]
+    pub pue: Option<String>,
+
+    #[command(flatten, next_help_heading = "Output")]
+    pub format: FormatArgs,
+    /// Write one CSV row per request here: arrival, lengths, replica, TTFT, TPOT, end-to-end,
+    /// joules, preemptions.
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
+    pub per_request: Option<PathBuf>,
+    /// Write an SVG plot here: the TTFT and TPOT CDFs, and requests waiting and running over time.
+    #[arg(help_heading = "Output", long)]
+    pub svg: Option<PathBuf>,
+}
+
+fn lengths(s: &str) -> Result<Lengths, String> {
+    Lengths::parse(s).map_err(|e| e.to_string())
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let a = *args.opts;
+    let c = load(&a.sys.catalogs)?;
+    let model = a.shape.resolve(&c)?;
+    let (hw, net) = a.sys.resolve(&c)?;
+    let charging = Charging {
+        pue: pue(a.pue.as_deref(), &c)?.value,
+        pue_source: String::new(),
+        grid: a.grid.resolve(&c)?,
+    };
+    let defaults = vllm_defaults(&hw);
+    let config = Config {
+        serving: serving(&a)?,
+        limits: Limits {
+            max_num_seqs: a.max_num_seqs.unwrap_or(defaults.max_num_seqs),
+            max_num_batched_tokens: a
+                .max_num_batched_tokens
+                .unwrap_or(defaults.max_num_batched_tokens),
+        },
+        router: a.router,
+    };
+    let prepared = prepare(&model, &hw, &net, &config)?;
+    let (requests, described, source) = workload(&a, &model)?;
+    check_requests(&model, &prepared, &requests, &source)?;
+    let run = simulate(&prepared, &hw, &net, &config, &requests);
+    let ctx = Context {
+        model: &model,
+        hw: &hw,
+        net: &net,
+        config: &config,
+        prepared: &prepared,
+        charging: &charging,
+        slo_ttft_s: a.slo_ttft_ms.map(|m| m * 1e-3),
+        slo_tpot_s: a.slo_tpot_ms.map(|m| m * 1e-3),
+    };
+    let result = ServeResult::new(&ctx, &run, described);
+    if let Some(path) = &a.per_request {
+        write_file(path, &amdahl_report::serve::requests_csv(&run.records))
+            .with_context(|| format!("writing {}", path.display()))?;
+        wrote(path);
+    }
+    print_result(&result, &result.render(a.format.format())?)?;
+    if let Some(p) = &a.svg {
+        crate::output::write_plot(p, &amdahl_report::serve::serve_svg(&result))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// tp × pp × replicas on --gpus: every replica whole, no more replicas than the devices hold.
+fn serving(a: &Options) -> Result<Serving> {
+    let tp_pp = u64::from(a.tp) * u64::from(a.pp);
+    let replicas = match (a.replicas, a.gpus) {
+        (Some(r), Some(g)) if u64::from(r) * tp_pp != u64::from(g) => {
+            return Err(ServeError::Replicas {
+                replicas: r,
+                tp: a.tp,
+                pp: a.pp,
+                need: u64::from(r) * tp_pp,
+                gpus: g.into(),
+                most: u64::from(g) / tp_pp,
+            }
+            .into())
+        }
+        (Some(r), _) => r,
+        (None, g) => replicas(g.map_or(tp_pp, u64::from), a.tp, a.pp)?,
+    };
+    Ok(Serving {
+        tp: a.tp,
+        pp: a.pp,
+        replicas,
+        weights: a.precision,
+        kv: a.kv_precision,
+    })
+}
+
+/// The requests: a trace read from its file, or a generated stream.
+fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described, String)> {
+    if let Some(path) = &a.trace {
+        let name = path.display().to_string();
+        let text = crate::input::read_text(path)?;
+        let reqs = parse_trace(&name, &text)?;
+        let d = Described {
+            workload: format!("trace {name}"),
+            input_dist: None,
+            output_dist: None,
+            seed: None,
+            clamped: 0,
+        };
+        return Ok((reqs, d, name));
+    }
+    // clap requires --rate without --trace.
+    let rate = a.rate.unwrap_or(1.0);
+    let arrivals = match a.cv {
+        Some(cv) => Arrivals::Gamma { rate, cv },
+        None => Arrivals::Poisson { rate },
+    };
+    let g = Generated {
+        arrivals,
+        input: a.input_dist,
+        output: a.output_dist,
+        requests: a.requests,
+        seed: a.seed,
+    };
+    let (reqs, clamped) = generate(&g, model.seq, &model.name)?;
+    let d = Described {
+        workload: match a.cv {
+            Some(cv) => format!("gamma arrivals at {rate} requests/s, cv {cv}"),
+            None => format!("Poisson arrivals at {rate} requests/s"),
+        },
+        input_dist: Some(a.input_dist.label()),
+        output_dist: Some(a.output_dist.label()),
+        seed: Some(a.seed),
+        clamped,
+    };
+    Ok((reqs, d, "--input-dist/--output-dist".into()))
+}

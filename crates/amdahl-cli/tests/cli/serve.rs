@@ -1,0 +1,293 @@
+//! `amdahl serve` end to end: the `amdahl.serve/1` JSON contract, the per-request CSV and its
+//! energy sum, overload reporting, determinism, and bad input (exit 1 naming file, row and field;
+//! exit 2 for flags).
+
+use crate::support::{amdahl, json, refused};
+use predicates::prelude::*;
+
+const L8: [&str; 7] = [
+    "serve",
+    "--model",
+    "llama3-8b",
+    "--system",
+    "h100",
+    "--requests",
+    "300",
+];
+
+fn f(v: &serde_json::Value, k: &str) -> f64 {
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+#[test]
+fn json_contract_and_the_per_request_energies_sum_to_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let per = dir.path().join("requests.csv");
+    let per_s = per.to_str().unwrap();
+    let v = json(
+        &[
+            &L8[..],
+            &[
+                "--rate",
+                "5",
+                "--input-dist",
+                "lognormal:700:0.8",
+                "--output-dist",
+                "uniform:50:300",
+            ],
+            &[
+                "--slo-ttft-ms",
+                "2000",
+                "--slo-tpot-ms",
+                "200",
+                "--per-request",
+                per_s,
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(v["schema"], "amdahl.serve/1");
+    for k in [
+        "ttft_p50_s",
+        "ttft_p99_s",
+        "tpot_p50_s",
+        "tpot_p99_s",
+        "e2e_p99_s",
+        "output_tokens_per_s",
+        "goodput_requests_per_s",
+        "energy_per_output_token_j",
+        "co2e_per_1000_requests_g",
+    ] {
+        assert!(v[k].is_number(), "{k}: {}", v[k]);
+    }
+    for k in ["mean", "p50", "p99"] {
+        assert!(v["energy_per_request_j"][k].as_f64().unwrap() > 0.0, "{k}");
+    }
+    assert!(f(&v, "ttft_p99_s") >= f(&v, "ttft_p50_s"));
+    assert_eq!(v["overloaded"], false);
+    // The CSV has one row per request; their joules sum to the run's iteration energy (the JSON
+    // prints it to 17 significant digits, the CSV each row likewise: 1e-9 relative).
+    let text = std::fs::read_to_string(&per).unwrap();
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
+    let h = rdr.headers().unwrap().clone();
+    let col = h.iter().position(|c| c == "energy_j").unwrap();
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 300);
+    let sum: f64 = rows.iter().map(|r| r[col].parse::<f64>().unwrap()).sum();
+    let busy = f(&v, "energy_busy_j");
+    assert!((sum / busy - 1.0).abs() < 1e-9, "{sum} vs {busy}");
+}
+
+#[test]
+fn the_figure_draws_the_latency_cdfs_and_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("serve.svg");
+    amdahl()
+        .args(L8)
+        .args(["--rate", "50", "--svg", svg.to_str().unwrap()])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    for want in [
+        "<svg",
+        "latency CDF",
+        "time to first token",
+        "time per output token",
+        "waiting",
+    ] {
+        assert!(text.contains(want), "{want}");
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_json_and_another_seed_does_not() {
+    let run = |seed: &str| {
+        let out = amdahl()
+            .args(L8)
+            .args([
+                "--rate",
+                "20",
+                "--input-dist",
+                "lognormal:500:1",
+                "--seed",
+                seed,
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    assert_eq!(run("7"), run("7"));
+    assert_ne!(run("7"), run("8"));
+}
+
+#[test]
+fn past_capacity_it_says_the_queue_grows_and_what_the_server_sustains() {
+    // Llama-3-8B on one H100, 512 + 256 tokens: infer's capacity is ~30 requests/s; 200/s is far
+    // past it.
+    amdahl()
+        .args(L8)
+        .args(["--rate", "200"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("OVERLOADED"))
+        .stdout(predicate::str::contains("grows without bound"))
+        .stdout(predicate::str::contains("sustains at most"));
+}
+
+#[test]
+fn a_trace_is_served_and_bad_traces_name_file_row_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let good = write(
+        "good.csv",
+        "arrival_s,input_tokens,output_tokens\n0,100,10\n0.5,200,20\n1,300,30\n",
+    );
+    let v = json(&[
+        "serve",
+        "--model",
+        "llama3-8b",
+        "--system",
+        "h100",
+        "--trace",
+        &good,
+    ]);
+    assert_eq!(v["requests"], 3);
+    assert!(v["workload"].as_str().unwrap().contains("good.csv"));
+    for (name, text, want) in [
+        (
+            "neg.csv",
+            "arrival_s,input_tokens,output_tokens\n0,1,1\n-2,1,1\n",
+            "row 2, field `arrival_s`",
+        ),
+        (
+            "unsorted.csv",
+            "arrival_s,input_tokens,output_tokens\n3,1,1\n1,1,1\n",
+            "row 2, field `arrival_s`",
+        ),
+        (
+            "cols.csv",
+            "arrival_s,input_tokens\n0,1\n",
+            "no column `output_tokens`",
+        ),
+        (
+            "long.csv",
+            "arrival_s,input_tokens,output_tokens\n0,8000,500\n",
+            "request 1: input 8000 + output 500",
+        ),
+    ] {
+        let p = write(name, text);
+        amdahl()
+            .args([
+                "serve",
+                "--model",
+                "llama3-8b",
+                "--system",
+                "h100",
+                "--trace",
+                &p,
+            ])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(name))
+            .stderr(predicate::str::contains(want));
+    }
+}
+
+#[test]
+fn too_many_requests_is_an_error_not_an_allocation_failure() {
+    amdahl()
+        .args([
+            "serve",
+            "--model",
+            "llama3-8b",
+            "--system",
+            "h100",
+            "--rate",
+            "1",
+        ])
+        .args(["--requests", "4000000000"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "--requests must be from 1 to 1,000,000",
+        ));
+}
+
+#[test]
+fn more_replicas_than_gpus_is_an_error_that_says_how_many_fit() {
+    amdahl()
+        .args([
+            "serve",
+            "--model",
+            "llama3-70b",
+            "--system",
+            "h100",
+            "--tp",
+            "8",
+            "--gpus",
+            "8",
+        ])
+        .args(["--replicas", "2", "--rate", "1", "--requests", "10"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "2 replicas of tp 8 × pp 1 need 16 GPUs, but --gpus is 8",
+        ))
+        .stderr(predicate::str::contains("--replicas 1"));
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    assert!(refused(&["serve", "--model", "llama3-8b"]).contains("--rate"));
+    assert!(refused(&[&L8[..], &["--rate=0"]].concat()).contains("--rate"));
+    assert!(
+        refused(&[&L8[..], &["--rate", "1", "--input-dist", "normal:5:1"]].concat())
+            .contains("fixed:N")
+    );
+    assert!(refused(&[&L8[..], &["--rate", "1", "--trace", "x.csv"]].concat()).contains("--trace"));
+    assert!(
+        refused(&[&L8[..], &["--rate", "1", "--router", "random"]].concat())
+            .contains("least-loaded")
+    );
+    assert!(
+        refused(&[&L8[..], &["--rate", "1", "--max-num-seqs", "0"]].concat())
+            .contains("--max-num-seqs")
+    );
+}
+
+#[test]
+fn report_shows_a_saved_run_and_carbon_from_says_what_to_pass_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("serve.json");
+    let out = amdahl()
+        .args(L8)
+        .args(["--rate", "20", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&saved, &out.stdout).unwrap();
+    let html = dir.path().join("report.html");
+    amdahl()
+        .args([
+            "report",
+            saved.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Serving simulations"));
+    amdahl()
+        .args(["carbon", "--from", saved.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("amdahl infer --json"));
+}

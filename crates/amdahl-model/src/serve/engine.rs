@@ -1,0 +1,259 @@
+//! The discrete-event loop: requests arrive, a router sends each to a replica, each replica runs
+//! iterations back to back while it has work. Every iteration's time and per-device power come
+//! from the inference step model and the power model ([`crate::infer::iteration`]); this file
+//! owns the queues and the clock, nothing else.
+
+use super::kv::BlockPool;
+use super::scheduler::{Limits, Replica, Seq};
+use super::workload::Request;
+use crate::infer::{iteration, Setup};
+use crate::plan::{Hardware, Network};
+use serde::{Deserialize, Serialize};
+
+/// How arriving requests are spread over the replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Router {
+    /// Replica i mod R for the i-th request.
+    RoundRobin,
+    /// The replica with the fewest requests waiting or running (ties: the lowest index).
+    LeastLoaded,
+}
+
+impl Router {
+    pub const NAMES: [&'static str; 2] = ["round-robin", "least-loaded"];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            Router::RoundRobin => "round-robin",
+            Router::LeastLoaded => "least-loaded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "round-robin" => Some(Router::RoundRobin),
+            "least-loaded" => Some(Router::LeastLoaded),
+            _ => None,
+        }
+    }
+}
+
+crate::names::from_str_by_parse!(Router, "router");
+
+/// One request's life in the run.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct RequestRecord {
+    pub arrival_s: f64,
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    pub replica: u32,
+    /// Arrival to the first output token (queueing, prefill chunks, the iteration that emits it).
+    pub ttft_s: f64,
+    /// (last token − first token) / (output − 1); `None` for one-token outputs.
+    pub tpot_s: Option<f64>,
+    pub e2e_s: f64,
+    /// Its shares of the energy of the iterations it was in (GPU scope).
+    pub energy_j: f64,
+    pub preemptions: u32,
+    /// Time of the first token, absolute (internal bookkeeping).
+    #[serde(skip)]
+    first_at: f64,
+}
+
+/// A point of the timeline: the state of all replicas at the start of an iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Sample {
+    pub t_s: f64,
+    /// Requests queued (not yet admitted, or preempted), all replicas.
+    pub waiting: u64,
+    pub running: u64,
+    /// Share of all replicas' KV blocks in use.
+    pub kv_use: f64,
+}
+
+/// What a run produced, before summary.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub records: Vec<RequestRecord>,
+    /// GPU energy of all iterations, all devices (the sum of the requests' energies).
+    pub energy_busy_j: f64,
+    /// GPU energy of replicas with no work, at idle power, from the first arrival to the end.
+    pub energy_idle_j: f64,
+    pub iterations: u64,
+    pub preemptions: u64,
+    /// The most requests queued at once (all replicas), and when.
+    pub max_waiting: u64,
+    pub max_waiting_at_s: f64,
+    /// Requests still queued (not admitted) when the last request arrived.
+    pub waiting_at_last_arrival: u64,
+    pub first_arrival_s: f64,
+    pub end_s: f64,
+    pub kv_blocks_per_replica: u64,
+    pub peak_kv_use: f64,
+    /// Every iteration start (for the timeline; thinned by the summary).
+    pub samples: Vec<Sample>,
+}
+
+/// Everything the loop needs besides the requests.
+pub struct Engine<'a> {
+    pub setup: &'a Setup,
+    pub hw: &'a Hardware,
+    pub net: &'a Network,
+    pub limits: Limits,
+    pub router: Router,
+    pub kv_blocks: u64,
+}
+
+impl Engine<'_> {
+    /// Serve `requests` (sorted by arrival; every one fits the KV cache, checked by the caller).
+    pub fn run(&self, requests: &[Request]) -> Run {
+        let n_rep = self.setup.serving.replicas.max(1) as usize;
+        let mut reps: Vec<Replica> = (0..n_rep)
+            .map(|_| Replica::new(BlockPool::new(self.kv_blocks)))
+            .collect();
+        let mut run = Run {
+            records: requests
+                .iter()
+                .map(|r| RequestRecord {
+                    arrival_s: r.arrival_s,
+                    input_tokens: r.input_tokens,
+                    output_tokens: r.output_tokens,
+                    ..RequestRecord::default()
+                })
+                .collect(),
+            energy_busy_j: 0.0,
+            energy_idle_j: 0.0,
+            iterations: 0,
+            preemptions: 0,
+            max_waiting: 0,
+            max_waiting_at_s: 0.0,
+            waiting_at_last_arrival: 0,
+            first_arrival_s: requests.first().map_or(0.0, |r| r.arrival_s),
+            end_s: 0.0,
+            kv_blocks_per_replica: self.kv_blocks,
+            peak_kv_use: 0.0,
+            samples: Vec::new(),
+        };
+        let mut next = 0;
+        loop {
+            let busy = reps
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.busy_until.map(|t| (i, t)))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            let arrival = requests.get(next).map(|r| r.arrival_s);
+            match (arrival, busy) {
+                (Some(t), b) if b.is_none_or(|(_, end)| t <= end) => {
+                    let r = self.route(&reps, next);
+                    let q = &requests[next];
+                    reps[r]
+                        .waiting
+                        .push_back(Seq::new(next, q.input_tokens, q.output_tokens));
+                    run.records[next].replica = r as u32;
+                    next += 1;
+                    if reps[r].busy_until.is_none() {
+                        self.start(&mut reps, r, t, &mut run);
+                    }
+                    if next == requests.len() {
+                        run.waiting_at_last_arrival =
+                            reps.iter().map(|r| r.waiting.len() as u64).sum();
+                    }
+                }
+                (_, Some((r, end))) => {
+                    reps[r].busy_until = None;
+                    let records = &mut run.records;
+                    reps[r].complete(|req, first, last| {
+                        let rec = &mut records[req];
+                        if first {
+                            rec.first_at = end;
+                            rec.ttft_s = end - rec.arrival_s;
+                        }
+                        if last {
+                            rec.e2e_s = end - rec.arrival_s;
+                            rec.tpot_s = (rec.output_tokens > 1)
+                                .then(|| (end - rec.first_at) / f64::from(rec.output_tokens - 1));
+                        }
+                    });
+                    run.end_s = run.end_s.max(end);
+                    self.start(&mut reps, r, end, &mut run);
+                }
+                _ => break,
+            }
+        }
+        self.charge_idle(&reps, &mut run);
+        run
+    }
+
+    fn route(&self, reps: &[Replica], i: usize) -> usize {
+        match self.router {
+            Router::RoundRobin => i % reps.len(),
+            Router::LeastLoaded => reps
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, r)| r.load())
+                .map_or(0, |(i, _)| i),
+        }
+    }
+
+    /// Start replica `r`'s next iteration at `now`, if it has work: time and power from the step
+    /// and power models; the iteration's energy split over its requests by tokens.
+    fn start(&self, reps: &mut [Replica], r: usize, now: f64, run: &mut Run) {
+        let Some(batch) = reps[r].schedule(&self.limits) else {
+            return;
+        };
+        let it = iteration(self.setup, self.hw, self.net, &batch.work);
+        let devices = f64::from(self.setup.serving.tp) * f64::from(self.setup.serving.pp);
+        let energy = it.power_w * it.time * devices;
+        run.energy_busy_j += energy;
+        run.iterations += 1;
+        run.preemptions += batch.preempted.len() as u64;
+        for &req in &batch.preempted {
+            run.records[req].preemptions += 1;
+        }
+        let rep = &mut reps[r];
+        // Energy split rule (docs/usage/serve.md, "Energy per request"): each token the
+        // iteration processes — a prompt token of a prefill chunk or the one token of a decode
+        // step — carries an equal share of the iteration's energy.
+        let per_token = energy / f64::from(batch.tokens.max(1));
+        for &(i, n) in &rep.scheduled {
+            run.records[rep.running[i].req].energy_j += per_token * f64::from(n);
+        }
+        rep.busy_until = Some(now + it.time);
+        rep.busy_s += it.time;
+        self.sample(reps, now, run);
+    }
+
+    fn sample(&self, reps: &[Replica], now: f64, run: &mut Run) {
+        let waiting: u64 = reps.iter().map(|r| r.waiting.len() as u64).sum();
+        let running: u64 = reps.iter().map(|r| r.running.len() as u64).sum();
+        let used: u64 = reps.iter().map(|r| r.pool.used()).sum();
+        let kv_use = used as f64 / (self.kv_blocks.max(1) * reps.len() as u64) as f64;
+        if waiting > run.max_waiting {
+            run.max_waiting = waiting;
+            run.max_waiting_at_s = now;
+        }
+        run.peak_kv_use = run.peak_kv_use.max(kv_use);
+        run.samples.push(Sample {
+            t_s: now,
+            waiting,
+            running,
+            kv_use,
+        });
+    }
+
+    /// Idle replicas draw idle power on every device from the first arrival to the end.
+    fn charge_idle(&self, reps: &[Replica], run: &mut Run) {
+        let span = (run.end_s - run.first_arrival_s).max(0.0);
+        let devices = f64::from(self.setup.serving.tp) * f64::from(self.setup.serving.pp);
+        run.energy_idle_j = reps
+            .iter()
+            .map(|r| {
+                // Busy time summed iteration by iteration can exceed the span by rounding.
+                let idle = span - r.busy_s;
+                let idle = if idle > 1e-9 * span { idle } else { 0.0 };
+                idle * self.hw.idle_power.get() * devices
+            })
+            .sum();
+    }
+}

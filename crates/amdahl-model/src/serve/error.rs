@@ -1,0 +1,83 @@
+//! Errors of the serving simulator: each names what is wrong, where (file, row, field) and how
+//! to fix it.
+
+use crate::infer::InferError;
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ServeError {
+    /// The configuration itself (shape, TP/PP, memory): `infer`'s checks and messages.
+    #[error(transparent)]
+    Infer(#[from] InferError),
+    #[error("{what} must be {want} (got {got})")]
+    Flag {
+        what: &'static str,
+        want: &'static str,
+        got: String,
+    },
+    #[error(
+        "length distribution {text:?}: {why}; write fixed:N, uniform:LO:HI or lognormal:MEAN:SIGMA \
+         (mean in tokens, sigma of the logarithm), e.g. lognormal:512:0.8"
+    )]
+    Lengths { text: String, why: String },
+    #[error("{file}: no column `{column}` in the header; a trace needs arrival_s,input_tokens,output_tokens")]
+    TraceColumn { file: String, column: &'static str },
+    #[error("{file}: row {row}, field `{field}`: {why} (got {value:?})")]
+    TraceField {
+        file: String,
+        row: usize,
+        field: &'static str,
+        value: String,
+        why: &'static str,
+    },
+    #[error(
+        "{file}: row {row}, field `arrival_s`: {arrival} s is before the previous row's {previous} s; \
+         sort the trace by arrival time"
+    )]
+    TraceUnsorted {
+        file: String,
+        row: usize,
+        arrival: f64,
+        previous: f64,
+    },
+    #[error("{file}: the trace has no requests (a header and at least one row are needed)")]
+    TraceEmpty { file: String },
+    #[error(
+        "{source_name}: request {row}: input {input} + output {output} = {total} tokens is beyond the \
+         {context}-token context of {model}; shorten it or choose a model with a longer context"
+    )]
+    Context {
+        source_name: String,
+        row: usize,
+        input: u32,
+        output: u32,
+        total: u64,
+        context: u32,
+        model: String,
+    },
+    #[error(
+        "{source_name}: request {row} needs {tokens} tokens of KV cache, more than the {capacity} \
+         one replica holds ({blocks} blocks of {block} tokens); it could never be scheduled: use a \
+         larger --tp, --kv-precision fp8, or shorter requests"
+    )]
+    KvTooSmall {
+        source_name: String,
+        row: usize,
+        tokens: u64,
+        capacity: u64,
+        blocks: u64,
+        block: u32,
+    },
+    #[error(
+        "{replicas} replicas of tp {tp} × pp {pp} need {need} GPUs, but --gpus is {gpus}; use \
+         --replicas {most} or fewer, or more --gpus"
+    )]
+    Replicas {
+        replicas: u32,
+        tp: u32,
+        pp: u32,
+        need: u64,
+        gpus: u64,
+        most: u64,
+    },
+}

@@ -1,0 +1,161 @@
+//! `amdahl serve`: a discrete-event simulation of an LLM server with continuous batching — a
+//! stream of requests (Poisson, gamma or a trace; lengths from distributions or the trace), a
+//! router over replicas, and on each replica a scheduler after vLLM's V1 (token budget, chunked
+//! prefill, FCFS, preemption by recompute when KV blocks run out). Each iteration's time and
+//! power come from the inference step model and the power model
+//! ([`crate::infer::iteration`]); this module owns scheduling and queues, nothing else. Method
+//! and limits: docs/usage/serve.md ("Methodology").
+
+pub mod engine;
+pub mod error;
+pub mod kv;
+pub mod lengths;
+pub mod result;
+pub mod scheduler;
+pub mod workload;
+
+#[cfg(test)]
+mod properties;
+
+pub use engine::{RequestRecord, Router, Run, Sample};
+pub use error::ServeError;
+pub use kv::BLOCK_SIZE;
+pub use lengths::Lengths;
+pub use result::{EnergyDistribution, Quantiles, ServeResult, Unloaded, SERVE_SCHEMA};
+pub use scheduler::Limits;
+pub use workload::{generate, parse_trace, Arrivals, Generated, Request};
+
+use crate::infer::{setup, Requests, Serving, Setup};
+use crate::plan::{Hardware, ModelShape, Network};
+use engine::Engine;
+
+/// vLLM's defaults for `max_num_batched_tokens` and `max_num_seqs` when serving (usage context
+/// OPENAI_API_SERVER): 8,192 tokens and 1,024 sequences on a device of at least 70 GiB that is
+/// not an A100, else 2,048 and 256 (vLLM `EngineArgs.get_batch_defaults`, vllm/engine/arg_utils.py;
+/// the A100 exception is vLLM PR #17885).
+pub fn vllm_defaults(hw: &Hardware) -> Limits {
+    let big = hw.memory.get() >= 70.0 * 1024.0 * 1024.0 * 1024.0
+        && !hw.name.to_ascii_lowercase().contains("a100");
+    if big {
+        Limits {
+            max_num_seqs: 1024,
+            max_num_batched_tokens: 8192,
+        }
+    } else {
+        Limits {
+            max_num_seqs: 256,
+            max_num_batched_tokens: 2048,
+        }
+    }
+}
+
+/// A served configuration: the model on `serving` (tp × pp × replicas), the scheduler's limits and
+/// the router.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub serving: Serving,
+    pub limits: Limits,
+    pub router: Router,
+}
+
+/// A checked configuration: the step model's setup and the KV blocks of one replica.
+pub struct Prepared {
+    pub setup: Setup,
+    pub kv_blocks: u64,
+}
+
+/// Check the configuration and size the KV cache: what is left of the usable memory (vLLM's
+/// `gpu_memory_utilization` 0.9) after the weights, the activations of a full token budget and
+/// the logits, in blocks of [`BLOCK_SIZE`] tokens.
+pub fn prepare(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    c: &Config,
+) -> Result<Prepared, ServeError> {
+    for (what, v) in [
+        ("--max-num-seqs", c.limits.max_num_seqs),
+        ("--max-num-batched-tokens", c.limits.max_num_batched_tokens),
+    ] {
+        if v == 0 {
+            return Err(ServeError::Flag {
+                what,
+                want: "at least 1",
+                got: "0".into(),
+            });
+        }
+    }
+    // `setup` sizes activations for a prompt of `input` tokens: the budget's worth (within the
+    // context, which `setup` checks).
+    let req = Requests {
+        input: c
+            .limits
+            .max_num_batched_tokens
+            .min(model.seq.saturating_sub(1))
+            .max(1),
+        output: 1,
+        beams: 1,
+    };
+    let s = setup(model, hw, net, c.serving, req)?;
+    let room = s.usable - s.fixed_bytes;
+    let tokens = (room / s.shard.kv_per_token()).max(0.0).floor();
+    let kv_blocks = (tokens / f64::from(BLOCK_SIZE)).floor() as u64;
+    Ok(Prepared {
+        setup: s,
+        kv_blocks,
+    })
+}
+
+/// Check every request against the context and the KV cache (`source` names them in errors).
+pub fn check_requests(
+    model: &ModelShape,
+    p: &Prepared,
+    requests: &[Request],
+    source: &str,
+) -> Result<(), ServeError> {
+    let capacity = p.kv_blocks * u64::from(BLOCK_SIZE);
+    for (i, r) in requests.iter().enumerate() {
+        let total = u64::from(r.input_tokens) + u64::from(r.output_tokens);
+        if total > u64::from(model.seq) {
+            return Err(ServeError::Context {
+                source_name: source.into(),
+                row: i + 1,
+                input: r.input_tokens,
+                output: r.output_tokens,
+                total,
+                context: model.seq,
+                model: model.name.clone(),
+            });
+        }
+        if total > capacity {
+            return Err(ServeError::KvTooSmall {
+                source_name: source.into(),
+                row: i + 1,
+                tokens: total,
+                capacity,
+                blocks: p.kv_blocks,
+                block: BLOCK_SIZE,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Simulate serving `requests` (sorted by arrival, checked with [`check_requests`]).
+pub fn simulate(
+    p: &Prepared,
+    hw: &Hardware,
+    net: &Network,
+    c: &Config,
+    requests: &[Request],
+) -> Run {
+    Engine {
+        setup: &p.setup,
+        hw,
+        net,
+        limits: c.limits,
+        router: c.router,
+        kv_blocks: p.kv_blocks,
+    }
+    .run(requests)
+}
