@@ -315,6 +315,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         (None, format) => report.render(format)?,
     };
     print_result(&report, &text)?;
+    // A saved plan's or serving estimate's energy is the power model's: say how far it holds,
+    // as `plan` and `infer` do under their tables.
+    if args.from.is_some() && report.predicted && args.format.format() == Format::Table {
+        crate::cmd::energy_note::note_energy_accuracy();
+    }
     Ok(ExitCode::SUCCESS)
 }
 

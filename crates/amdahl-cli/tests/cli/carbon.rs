@@ -704,3 +704,30 @@ fn unknown_subnational_region_suggests() {
         .code(1)
         .stderr(predicate::str::contains("did you mean").and(predicate::str::contains("SRVC")));
 }
+
+/// Issue 24: `carbon --from` a plan or serving estimate charges the power model's energy, so it
+/// prints the model's accuracy line (from the energy validation set) as `plan` and `infer` do;
+/// JSON carries no note, and a measured run's energy gets none.
+#[test]
+fn a_modelled_energy_read_from_a_result_says_how_far_the_model_holds() {
+    let note = "energy: modelled, not measured";
+    amdahl()
+        .args(["carbon", "--from", &infer_fixture()])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(note).and(predicate::str::contains(
+            "amdahl catalog validation --energy",
+        )));
+    amdahl()
+        .args(["carbon", "--from", &infer_fixture(), "--json"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(note).not());
+    amdahl()
+        .args(words(
+            "carbon --device h100 --count 8 --hours 1 --power 500",
+        ))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(note).not());
+}
