@@ -87,7 +87,7 @@ pub fn table(r: &CarbonReport) -> String {
             g.name,
             year_label(g.year),
             g.scope.name(),
-            g.source
+            first_clause(&g.source)
         ),
     );
     kv("operational CO2e", kg(r.co2e_kg));
@@ -417,9 +417,29 @@ pub fn statement_latex(s: &Statement) -> String {
     )
 }
 
+/// The first clause of a provenance text ("EPA eGRID2022 …; read from …; region: …"): what a
+/// table row has room for. JSON and the statement keep the whole text.
+fn first_clause(source: &str) -> &str {
+    source.split("; ").next().unwrap_or(source)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_row_shows_the_first_clause_of_a_long_provenance() {
+        // The eGRID rows carry the conversion, the file read and the ZIP evidence of the cloud
+        // region: the carbon table's grid row had grown to 570 characters.
+        let src =
+            "EPA eGRID2022 subregion CO2 rate x 0.45359237 = g/kWh; read from USEPA/ggcapdthemes; \
+                   region: AWS Regions documentation";
+        assert_eq!(
+            first_clause(src),
+            "EPA eGRID2022 subregion CO2 rate x 0.45359237 = g/kWh"
+        );
+        assert_eq!(first_clause("Ember 2023"), "Ember 2023");
+    }
     use amdahl_model::carbon::{estimate, ItEnergy, Pue};
     use amdahl_model::catalog::grid::{self, GridIntensity, GridScope};
     use amdahl_model::units::{Seconds, Watts};
