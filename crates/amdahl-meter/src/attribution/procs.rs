@@ -33,6 +33,10 @@ pub struct ProcessInfo {
     pub comm: String,
     /// utime + stime.
     pub ticks: u64,
+    /// Field 4: the parent, whose `child_ticks` take this process's ticks when it is reaped.
+    pub ppid: u32,
+    /// cutime + cstime: ticks of the children this process has waited for.
+    pub child_ticks: u64,
     pub rss_pages: u64,
     pub uid: Option<u32>,
     pub cgroup: Option<String>,
@@ -198,6 +202,8 @@ impl ProcView for ProcFs {
             start_ticks,
             comm,
             ticks: s.ticks,
+            ppid: s.ppid,
+            child_ticks: s.child_ticks,
             rss_pages: s.rss_pages,
             uid: k.uid,
             cgroup: k.cgroup,
@@ -373,7 +379,8 @@ pub mod fake {
         )
     }
 
-    /// Rewrite a process's `stat` (utime = ticks, stime = 0, start time 1000).
+    /// Rewrite a process's `stat` (utime = ticks, stime = 0, parent 1, no reaped children,
+    /// start time 1000).
     pub fn set_ticks(
         root: &Path,
         pid: u32,
@@ -381,11 +388,25 @@ pub mod fake {
         ticks: u64,
         rss_pages: u64,
     ) -> std::io::Result<()> {
+        set_stat(root, pid, comm, 1, ticks, 0, rss_pages)
+    }
+
+    /// Rewrite a process's `stat` with its parent and its reaped children's ticks (cutime;
+    /// cstime = 0).
+    pub fn set_stat(
+        root: &Path,
+        pid: u32,
+        comm: &str,
+        ppid: u32,
+        ticks: u64,
+        child_ticks: u64,
+        rss_pages: u64,
+    ) -> std::io::Result<()> {
         // Fields 3.. : state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
         // utime stime cutime cstime priority nice threads itrealvalue starttime vsize rss
         std::fs::write(
             root.join(pid.to_string()).join("stat"),
-            format!("{pid} ({comm}) S 1 {pid} {pid} 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 1000 0 {rss_pages}\n"),
+            format!("{pid} ({comm}) S {ppid} {pid} {pid} 0 -1 0 0 0 0 0 {ticks} 0 {child_ticks} 0 20 0 1 0 1000 0 {rss_pages}\n"),
         )
     }
 }

@@ -152,6 +152,41 @@ fn cpu_split_by_ticks_memory_by_rss_remainder_unattributed() {
         .all(|x| x.labels.iter().all(|(k, _)| k != "cmdline")));
 }
 
+/// Issue 23 item 5: under build-like churn the children live between two samples and no sample
+/// sees them; their CPU time reaches the parent's cutime when it reaps them. It is charged to
+/// the parent, less what a child that a sample did see was already charged (no double count).
+#[test]
+fn reaped_children_are_charged_to_their_parent_once() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    let make = Some("0::/system.slice/make.service\n");
+    let step = |a: &mut Attributor, t_s: f64, joules: f64| {
+        a.step(t_s, &[dev("pkg", DeviceKind::CpuPackage, joules)]);
+    };
+    fake::machine(root, 0, 1000).unwrap();
+    fake::process(root, 10, "make", 0, 0, Some(0), make, &[]).unwrap();
+    fake::process(root, 20, "cc1", 0, 0, Some(0), make, &[]).unwrap();
+    fake::set_stat(root, 20, "cc1", 10, 0, 0, 0).unwrap();
+    let mut a = Attributor::new(Box::new(ProcFs::new(root)), Options::default());
+    step(&mut a, 0.0, 0.0);
+    // 100 busy ticks: make 10, the seen child cc1 30.
+    fake::machine(root, 100, 1000).unwrap();
+    fake::set_stat(root, 10, "make", 1, 10, 0, 0).unwrap();
+    fake::set_stat(root, 20, "cc1", 10, 30, 0, 0).unwrap();
+    step(&mut a, 1.0, 100.0);
+    // 100 more: cc1 ran 40 more ticks and was reaped, and children no sample saw ran 50. make's
+    // cutime is 30 + 40 + 50 = 120; 30 of it was charged while cc1 was seen: 90 are new.
+    std::fs::remove_dir_all(root.join("20")).unwrap();
+    fake::machine(root, 200, 1000).unwrap();
+    fake::set_stat(root, 10, "make", 1, 10, 120, 0).unwrap();
+    step(&mut a, 2.0, 200.0);
+    let s = a.snapshot();
+    // 1 J per busy tick: 40 J in the first interval, 90 J in the second (before: 0 J).
+    let cg = find(&s, Partition::Cgroup, "/system.slice/make.service", "pkg");
+    assert!((cg - 130.0).abs() < 1e-9, "{cg}");
+    assert!((find(&s, Partition::Unattributed, "", "pkg") - 70.0).abs() < 1e-9);
+}
+
 #[test]
 fn vanished_process_leaves_process_scope_but_not_its_cgroup() {
     let t = tempfile::tempdir().unwrap();
@@ -722,6 +757,8 @@ mod churn {
                 start_ticks: *start,
                 comm: format!("p{}", pid % 3),
                 ticks: 0,
+                ppid: 1,
+                child_ticks: 0,
                 rss_pages: 0,
                 uid: Some(u32::from(uid) + 60_000),
                 cgroup: Some(cgroup),
