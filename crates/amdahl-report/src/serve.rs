@@ -82,6 +82,14 @@ fn figures(r: &ServeResult) -> Table {
     let mut t = Table::new(["quantity", "value"])
         .align(0, Align::Left)
         .align(1, Align::Left);
+    for (k, v) in load_rows(r).into_iter().chain(energy_rows(r)) {
+        t.row([k.to_string(), v]);
+    }
+    t
+}
+
+/// Rates, SLOs, the unloaded comparison, queue and KV cache.
+fn load_rows(r: &ServeResult) -> Vec<(&'static str, String)> {
     let slo = match (r.slo_ttft_s, r.slo_tpot_s) {
         (None, None) => "no SLO given: every request counts".to_string(),
         (a, b) => format!(
@@ -100,7 +108,7 @@ fn figures(r: &ServeResult) -> Table {
             u.capacity_batch
         )
     });
-    let rows: Vec<(&str, String)> = vec![
+    vec![
         (
             "offered rate",
             format!("{} requests/s", sig(r.offered_requests_per_s, 4)),
@@ -142,6 +150,12 @@ fn figures(r: &ServeResult) -> Table {
                 r.iterations
             ),
         ),
+    ]
+}
+
+/// Energy per request, per token, of the run, and per 1,000 requests with its emissions.
+fn energy_rows(r: &ServeResult) -> Vec<(&'static str, String)> {
+    vec![
         (
             "energy per request (GPU)",
             format!(
@@ -181,11 +195,7 @@ fn figures(r: &ServeResult) -> Table {
                 r.pue
             ),
         ),
-    ];
-    for (k, v) in rows {
-        t.row([k.to_string(), v]);
-    }
-    t
+    ]
 }
 
 /// One row of the headline figures, header first.

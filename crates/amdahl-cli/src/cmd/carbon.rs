@@ -144,13 +144,13 @@ fn power(args: &Options, device: Option<&Device>) -> Result<(Watts, String)> {
         check_positive("--power", w)?;
         // An average above the board limit is not a reading of that device (a node's power,
         // or W per server, given per device): say so, and keep the user's figure.
-        if let Some(tdp) = device.and_then(|d| d.tdp.map(|t| (d, t))) {
-            if w > tdp.1.get() {
+        if let Some((d, tdp)) = device.and_then(|d| Some((d, d.tdp?))) {
+            if w > tdp.get() {
                 eprintln!(
                     "warning: --power {w} W is above the {}'s TDP ({} W): a device cannot average \
                      more than its power limit; is it the power of a whole node? give W per device",
-                    tdp.0.name,
-                    tdp.1.get()
+                    d.name,
+                    tdp.get()
                 );
             }
         }

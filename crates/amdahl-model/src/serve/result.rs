@@ -174,30 +174,17 @@ impl ServeResult {
         let tpot = sorted(&recs.iter().filter_map(|r| r.tpot_s).collect::<Vec<_>>());
         let e2e = sorted(&recs.iter().map(|r| r.e2e_s).collect::<Vec<_>>());
         let joules = sorted(&recs.iter().map(|r| r.energy_j).collect::<Vec<_>>());
-        let meets = |r: &super::RequestRecord| {
-            c.slo_ttft_s.is_none_or(|s| r.ttft_s <= s)
-                && c.slo_tpot_s.is_none_or(|s| r.tpot_s.is_none_or(|t| t <= s))
-        };
-        let good = recs.iter().filter(|r| meets(r)).count() as f64;
+        let good = meeting_the_slos(c, recs);
         let out_tokens: f64 = recs.iter().map(|r| f64::from(r.output_tokens)).sum();
         let in_tokens: f64 = recs.iter().map(|r| f64::from(r.input_tokens)).sum();
         let duration = (run.end_s - run.first_arrival_s).max(1e-12);
         let last_arrival = recs.last().map_or(0.0, |r| r.arrival_s);
-        let arrival_span = last_arrival - run.first_arrival_s;
-        // n arrivals span n − 1 gaps; a single request (or all at once) has no rate of its own.
-        let offered = if arrival_span > 0.0 && recs.len() > 1 {
-            (n - 1.0) / arrival_span
-        } else {
-            n / duration
-        };
+        let offered = offered_rate(recs.len(), last_arrival - run.first_arrival_s, duration);
         let energy = run.energy_busy_j + run.energy_idle_j;
         let per_req_total = energy / n;
         let sv = c.prepared.setup.serving;
         let gpus = sv.gpus();
-        let server =
-            c.hw.server
-                .as_ref()
-                .map(|s| (energy + s.host_w_per_gpu * gpus as f64 * duration) / s.psu_efficiency);
+        let server = server_energy(c, gpus, energy, duration);
         let overloaded = run.waiting_at_last_arrival as f64 > OVERLOAD_QUEUE_SHARE * n
             && run.waiting_at_last_arrival > 1;
         let unloaded = unloaded(c, in_tokens / n, out_tokens / n);
@@ -281,6 +268,33 @@ impl ServeResult {
             notes,
         }
     }
+}
+
+/// Requests that met both SLOs (a missing SLO is met by every request).
+fn meeting_the_slos(c: &Context, recs: &[super::RequestRecord]) -> f64 {
+    let meets = |r: &super::RequestRecord| {
+        c.slo_ttft_s.is_none_or(|s| r.ttft_s <= s)
+            && c.slo_tpot_s.is_none_or(|s| r.tpot_s.is_none_or(|t| t <= s))
+    };
+    recs.iter().filter(|r| meets(r)).count() as f64
+}
+
+/// The offered rate: n arrivals span n − 1 gaps; a single request (or all at once) has no rate
+/// of its own, and is taken over the run's duration.
+fn offered_rate(requests: usize, arrival_span_s: f64, duration_s: f64) -> f64 {
+    let n = requests.max(1) as f64;
+    if arrival_span_s > 0.0 && requests > 1 {
+        (n - 1.0) / arrival_span_s
+    } else {
+        n / duration_s
+    }
+}
+
+/// The server (wall) scope: the GPUs' energy plus their share of the host, through the PSUs.
+fn server_energy(c: &Context, gpus: u64, gpu_energy_j: f64, duration_s: f64) -> Option<f64> {
+    c.hw.server
+        .as_ref()
+        .map(|s| (gpu_energy_j + s.host_w_per_gpu * gpus as f64 * duration_s) / s.psu_efficiency)
 }
 
 /// The notes under the table: overload (with the offered and completed rates), lengths cut to the
