@@ -3,13 +3,11 @@
 //! `amdahl_model::infer`; this file only turns flags into its inputs.
 
 use crate::cmd::resolve::{load, pue, GridArgs};
-use crate::cmd::shape::{ModelArgs, SystemArgs};
-use crate::domain;
+use crate::cmd::shape::{ModelArgs, ServingFormats, SystemArgs};
 use crate::output::{print_unchecked, Format, FormatArgs};
 use amdahl_model::infer::{
     batch_for_rate, evaluate_at, replicas, search, setup, BatchChoice, Charging, Context,
-    InferResult, InferSearchResult, KvFormat, Requests, Serving, Space, WeightFormat,
-    INFER_SEARCH_SCHEMA,
+    InferResult, InferSearchResult, Requests, Serving, Space, WeightFormat, INFER_SEARCH_SCHEMA,
 };
 use amdahl_report::render::Render;
 use anyhow::{bail, Result};
@@ -41,23 +39,8 @@ pub struct Options {
     /// Pipeline-parallel size (divides the layers).
     #[arg(help_heading = "Serving", long, default_value_t = 1)]
     pub pp: u32,
-    /// Weight format: bf16/fp16, fp8 (native on Hopper/Ada/Blackwell/MI300, else weight-only),
-    /// int8 or int4 weight-only (16-bit arithmetic).
-    #[arg(
-        help_heading = "Serving",
-        long,
-        value_parser = domain::model_enum::<WeightFormat>(&WeightFormat::NAMES, &[]),
-        default_value = "bf16"
-    )]
-    pub precision: WeightFormat,
-    /// KV-cache format.
-    #[arg(
-        help_heading = "Serving",
-        long,
-        value_parser = domain::model_enum::<KvFormat>(&KvFormat::NAMES, &[]),
-        default_value = "bf16"
-    )]
-    pub kv_precision: KvFormat,
+    #[command(flatten)]
+    pub formats: ServingFormats,
     /// Concurrent sequences (default: the largest batch that fits, maximum load).
     #[arg(
         help_heading = "Serving",
@@ -185,8 +168,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         tp,
         pp,
         replicas: replicas(gpus, tp, pp)?,
-        weights: a.precision,
-        kv: a.kv_precision,
+        weights: a.formats.precision,
+        kv: a.formats.kv_precision,
     };
     let s = setup(&model, &hw, &net, serving, req)?;
     let (e, choice) = match (a.batch, a.rate) {
@@ -280,7 +263,7 @@ fn run_search(
     let space = Space {
         gpus,
         pp,
-        kv: a.kv_precision,
+        kv: a.formats.kv_precision,
         precisions: WeightFormat::offered(hw),
         max_batch: a.search_max_batch,
         max_ttft_s: positive_ms("--max-ttft-ms", a.max_ttft_ms)?,

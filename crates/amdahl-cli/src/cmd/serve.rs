@@ -3,10 +3,10 @@
 //! file only turns flags into its inputs.
 
 use crate::cmd::resolve::{load, pue, GridArgs};
-use crate::cmd::shape::{ModelArgs, SystemArgs};
+use crate::cmd::shape::{ModelArgs, ServingFormats, SystemArgs};
 use crate::domain;
 use crate::output::{print_result, write_file, wrote, FormatArgs};
-use amdahl_model::infer::{replicas, Charging, KvFormat, Serving, WeightFormat};
+use amdahl_model::infer::{replicas, Charging, Serving};
 use amdahl_model::plan::ModelShape;
 use amdahl_model::serve::result::{Context, Described};
 use amdahl_model::serve::{
@@ -53,22 +53,8 @@ pub struct Options {
         default_value = "round-robin"
     )]
     pub router: Router,
-    /// Weight format: bf16/fp16, fp8, int8 or int4 (as `amdahl infer`).
-    #[arg(
-        help_heading = "Serving",
-        long,
-        value_parser = domain::model_enum::<WeightFormat>(&WeightFormat::NAMES, &[]),
-        default_value = "bf16"
-    )]
-    pub precision: WeightFormat,
-    /// KV-cache format.
-    #[arg(
-        help_heading = "Serving",
-        long,
-        value_parser = domain::model_enum::<KvFormat>(&KvFormat::NAMES, &[]),
-        default_value = "bf16"
-    )]
-    pub kv_precision: KvFormat,
+    #[command(flatten)]
+    pub formats: ServingFormats,
     /// Most requests running at once per replica (vLLM's --max-num-seqs) [default: vLLM's: 1024
     /// on devices of ≥ 70 GiB other than A100, else 256].
     #[arg(help_heading = "Scheduler", long, value_parser = domain::count)]
@@ -203,8 +189,8 @@ fn serving(a: &Options) -> Result<Serving> {
         tp: a.tp,
         pp: a.pp,
         replicas,
-        weights: a.precision,
-        kv: a.kv_precision,
+        weights: a.formats.precision,
+        kv: a.formats.kv_precision,
     })
 }
 

@@ -3,6 +3,7 @@
 //! and power overrides), resolved the same way for both.
 
 use amdahl_model::catalog::Catalogs;
+use amdahl_model::infer::{KvFormat, WeightFormat};
 use amdahl_model::plan::{system, Hardware, ModelShape, Moe, Network, Overrides};
 use amdahl_model::power::ServerShare;
 use amdahl_model::units::{BytesPerSecond, Seconds, Watts};
@@ -361,4 +362,26 @@ pub fn search_caps(hw: &Hardware, caps: &[f64]) -> Result<Vec<Watts>> {
     caps.iter()
         .map(|&c| cap_in_range(hw, "--search-power-cap", c))
         .collect()
+}
+
+/// The number formats of a served model, shared by `infer` and `serve`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServingFormats {
+    /// Weight format: bf16/fp16, fp8 (native on Hopper/Ada/Blackwell/MI300, else weight-only),
+    /// int8 or int4 weight-only (16-bit arithmetic).
+    #[arg(
+        help_heading = "Serving",
+        long,
+        value_parser = crate::domain::model_enum::<WeightFormat>(&WeightFormat::NAMES, &[]),
+        default_value = "bf16"
+    )]
+    pub precision: WeightFormat,
+    /// KV-cache format.
+    #[arg(
+        help_heading = "Serving",
+        long,
+        value_parser = crate::domain::model_enum::<KvFormat>(&KvFormat::NAMES, &[]),
+        default_value = "bf16"
+    )]
+    pub kv_precision: KvFormat,
 }
