@@ -11,6 +11,7 @@ pub mod accum;
 pub mod amdsmi;
 pub mod attribution;
 pub mod cluster;
+pub mod coverage;
 pub mod cpu_power;
 mod error;
 pub mod estimate;

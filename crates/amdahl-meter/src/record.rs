@@ -140,6 +140,11 @@ pub struct RunRecord {
     pub devices: Vec<DeviceRecord>,
     pub total_energy_j: Joules,
     pub average_power_w: Watts,
+    /// What the total covers (GPU boards, CPU packages, DRAM, …, each with how it was read) and
+    /// the model scope it compares with: no counter covers a whole server. Absent when no
+    /// device is in the total, and in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covers: Option<crate::coverage::Coverage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Baseline>,
     pub pue: f64,
@@ -300,6 +305,7 @@ pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: RunState) -> RunReco
         interval_s: ctx.interval,
         host: ctx.host.clone(),
         cluster: ctx.cluster.clone(),
+        covers: crate::coverage::Coverage::of(&rows),
         devices: rows,
         total_energy_j: total,
         average_power_w: if secs > 0.0 {

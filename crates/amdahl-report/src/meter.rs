@@ -160,6 +160,9 @@ pub fn run_summary(r: &RunRecord) -> String {
             .map(|s| format!(", CPU-time share {}", sig(s, 3)))
             .unwrap_or_default()
     ));
+    if let Some(c) = &r.covers {
+        out.push_str(&format!("covers {}: {}\n", c.parts, c.scope.words()));
+    }
     if let Some(b) = &r.baseline {
         out.push_str(&format!(
             "idle baseline {} W over {} s: net {} J above idle\n",

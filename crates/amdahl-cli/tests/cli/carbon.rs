@@ -177,6 +177,27 @@ fn from_an_estimated_run_says_estimated_and_keeps_its_grid_and_pue() {
     within(num(&v, "co2e_kg"), 0.616, 1e-9);
 }
 
+/// A run's record says what its counters covered; `carbon --from` carries it into the energy
+/// method, so a GPU-only total is not read as the whole server's.
+#[test]
+fn from_a_run_names_what_its_counters_covered() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("run.json");
+    std::fs::write(
+        &f,
+        r#"{"schema":"amdahl.run/1","total_energy_j":3.6e6,"duration_s":3600,
+           "covers":{"parts":"GPUs (counter)","scope":"gpu"}}"#,
+    )
+    .unwrap();
+    let v = json(&["carbon", "--from", f.to_str().unwrap()]);
+    assert_eq!(v["basis"], "measured");
+    let method = v["method"].as_str().unwrap_or_default();
+    assert!(
+        method.ends_with("; covers GPUs (counter): GPU scope"),
+        "{v}"
+    );
+}
+
 fn fails(args: &[&str], message: &str) {
     amdahl()
         .args(args)

@@ -77,6 +77,12 @@ fn known_deltas_and_a_wrap_are_reported_exactly() {
         .iter()
         .all(|d| d["name"] != "core"));
     assert_eq!(r["total_energy_j"], 8.0);
+    // RAPL alone covers part of the host: never the GPU or the server (wall) scope.
+    assert_eq!(
+        r["covers"]["parts"],
+        "CPU packages (counter) + DRAM (counter)"
+    );
+    assert_eq!(r["covers"]["scope"], "part-of-host");
     // 8 J = 8/3.6e6 kWh; default PUE 1; 436 g/kWh (Ember 2022 world, life-cycle).
     let kwh = r["energy_kwh"].as_f64().unwrap();
     assert!((kwh - 8.0 / 3.6e6).abs() < 1e-18);

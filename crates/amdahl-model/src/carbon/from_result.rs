@@ -12,6 +12,7 @@
 //! (`amdahl_report::kind`, which also knows the meter's and the report's own types); a new
 //! producer adds a reader here and one `.energy(…)` there.
 
+use super::covered::CoveredScope;
 use super::{CarbonError, ItEnergy};
 use crate::units::{sig, Joules, Seconds, Watts};
 use serde_json::Value;
@@ -116,6 +117,18 @@ pub fn read_run(v: &Value, file: &str) -> Result<Saved, CarbonError> {
                  was estimated from CPU time × TDP share and RAM size",
             parts.join(" and ")
         );
+    }
+    // What the counters covered (the record's `covers`, absent in older records): a measured
+    // total is never the whole server, so say which scope it compares with.
+    if let Some(parts) = v.pointer("/covers/parts").and_then(Value::as_str) {
+        let scope = v
+            .pointer("/covers/scope")
+            .cloned()
+            .and_then(|s| serde_json::from_value::<CoveredScope>(s).ok());
+        energy.method = match scope {
+            Some(s) => format!("{}; covers {parts}: {}", energy.method, s.words()),
+            None => format!("{}; covers {parts}", energy.method),
+        };
     }
     energy.caveats = run_caveats(v);
     let grid = v.get("intensity").and_then(|i| {

@@ -3,6 +3,7 @@
 //! the embodied-carbon share of the hardware; everyday equivalents; and the data of a citable
 //! statement. Formulas and sources: docs/methodology.md.
 
+pub mod covered;
 pub mod defaults;
 pub mod embodied;
 pub mod energy;
