@@ -29,12 +29,15 @@ fn run(s: &Sys, c: &Config, p: &Prepared, rate: f64, n: u32) -> (ServeResult, f6
         input: Lengths::LogNormal {
             mean: 1024.0,
             sigma: 0.8,
+            max: None,
         },
         output: Lengths::LogNormal {
             mean: 256.0,
             sigma: 0.8,
+            max: None,
         },
         requests: n,
+        duration_s: None,
         seed: 1,
     };
     let t = Instant::now();

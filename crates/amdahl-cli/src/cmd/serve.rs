@@ -11,7 +11,7 @@ use amdahl_model::plan::ModelShape;
 use amdahl_model::serve::result::{Context, Described};
 use amdahl_model::serve::{
     check_requests, generate, parse_trace, prepare, simulate, vllm_defaults, Arrivals, Config,
-    Generated, Lengths, Limits, Request, Router, ServeError, ServeResult,
+    Generated, Lengths, Limits, Request, Router, ServeError, ServeResult, Side,
 };
 use amdahl_report::render::Render;
 use anyhow::{Context as _, Result};
@@ -79,12 +79,17 @@ pub struct Options {
     /// Requests to simulate with --rate.
     #[arg(help_heading = "Workload", long, default_value_t = 1000, value_parser = domain::count, conflicts_with = "trace")]
     pub requests: u32,
-    /// Prompt lengths: fixed:N, uniform:LO:HI or lognormal:MEAN:SIGMA (tokens).
-    #[arg(help_heading = "Workload", long, default_value = "fixed:512", value_parser = lengths, conflicts_with = "trace")]
-    pub input_dist: Lengths,
-    /// Output lengths, as --input-dist.
-    #[arg(help_heading = "Workload", long, default_value = "fixed:256", value_parser = lengths, conflicts_with = "trace")]
-    pub output_dist: Lengths,
+    /// Simulate every arrival in this many seconds instead of --requests.
+    #[arg(help_heading = "Workload", long, value_name = "SECONDS", value_parser = domain::positive, conflicts_with_all = ["trace", "requests"])]
+    pub duration: Option<f64>,
+    /// Prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEAN:SIGMA[:MAX] (tokens), or a data
+    /// set's published mean prompt, drawn log-normal: sharegpt, lmarena, cnn-dailymail, openorca
+    /// (data/serve_datasets.csv).
+    #[arg(help_heading = "Workload", long, default_value = "fixed:512", value_parser = input_lengths, conflicts_with = "trace")]
+    pub input_dist: Dist,
+    /// Output lengths, as --input-dist (a data set gives its published mean output).
+    #[arg(help_heading = "Workload", long, default_value = "fixed:256", value_parser = output_lengths, conflicts_with = "trace")]
+    pub output_dist: Dist,
     /// Seed of the arrivals and lengths (the same seed gives the same run).
     #[arg(help_heading = "Workload", long, default_value_t = 0)]
     pub seed: u64,
@@ -115,8 +120,30 @@ pub struct Options {
     pub svg: Option<PathBuf>,
 }
 
-fn lengths(s: &str) -> Result<Lengths, String> {
-    Lengths::parse(s).map_err(|e| e.to_string())
+/// A length distribution and what the user typed for it (a data set's name stays in the label).
+#[derive(Debug, Clone)]
+pub struct Dist {
+    pub lengths: Lengths,
+    pub label: String,
+}
+
+fn dist(s: &str, side: Side) -> Result<Dist, String> {
+    let lengths = Lengths::parse_side(s, side).map_err(|e| e.to_string())?;
+    let typed = s.trim().to_ascii_lowercase();
+    let label = if typed.contains(':') || typed.parse::<u32>().is_ok() {
+        lengths.label()
+    } else {
+        format!("{typed} ({})", lengths.label())
+    };
+    Ok(Dist { lengths, label })
+}
+
+fn input_lengths(s: &str) -> Result<Dist, String> {
+    dist(s, Side::Input)
+}
+
+fn output_lengths(s: &str) -> Result<Dist, String> {
+    dist(s, Side::Output)
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -217,19 +244,24 @@ fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described,
     };
     let g = Generated {
         arrivals,
-        input: a.input_dist,
-        output: a.output_dist,
+        input: a.input_dist.lengths,
+        output: a.output_dist.lengths,
         requests: a.requests,
+        duration_s: a.duration,
         seed: a.seed,
     };
     let (reqs, clamped) = generate(&g, model.seq, &model.name)?;
+    let arrivals = match a.cv {
+        Some(cv) => format!("gamma arrivals at {rate} requests/s, cv {cv}"),
+        None => format!("Poisson arrivals at {rate} requests/s"),
+    };
     let d = Described {
-        workload: match a.cv {
-            Some(cv) => format!("gamma arrivals at {rate} requests/s, cv {cv}"),
-            None => format!("Poisson arrivals at {rate} requests/s"),
+        workload: match a.duration {
+            Some(s) => format!("{arrivals} for {s} s"),
+            None => arrivals,
         },
-        input_dist: Some(a.input_dist.label()),
-        output_dist: Some(a.output_dist.label()),
+        input_dist: Some(a.input_dist.label.clone()),
+        output_dist: Some(a.output_dist.label.clone()),
         seed: Some(a.seed),
         clamped,
     };

@@ -16,8 +16,9 @@ pub enum ServeError {
         got: String,
     },
     #[error(
-        "length distribution {text:?}: {why}; write fixed:N, uniform:LO:HI or lognormal:MEAN:SIGMA \
-         (mean in tokens, sigma of the logarithm), e.g. lognormal:512:0.8"
+        "length distribution {text:?}: {why}; write fixed:N, uniform:LO:HI, lognormal:MEAN:SIGMA[:MAX] \
+         (mean in tokens, sigma of the logarithm, an optional cap), e.g. lognormal:512:0.8, or a \
+         data set of data/serve_datasets.csv: sharegpt, lmarena, cnn-dailymail, openorca"
     )]
     Lengths { text: String, why: String },
     #[error("{file}: no column `{column}` in the header; a trace needs arrival_s,input_tokens,output_tokens")]
