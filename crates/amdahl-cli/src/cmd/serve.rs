@@ -6,9 +6,10 @@ use crate::cmd::resolve::{load, pue, GridArgs};
 use crate::cmd::shape::{ModelArgs, ServingFormats, SystemArgs};
 use crate::domain;
 use crate::output::{print_result, write_file, wrote, FormatArgs};
-use amdahl_model::infer::{replicas, Charging, Serving};
+use amdahl_model::infer::{replicas, Charging, Serving, WeightFormat};
 use amdahl_model::plan::ModelShape;
 use amdahl_model::serve::result::{Context, Described};
+use amdahl_model::serve::search::{self, SearchSpace};
 use amdahl_model::serve::{
     check_requests, generate, parse_trace, prepare, simulate, vllm_defaults, Arrivals, Config,
     Generated, Lengths, Limits, Request, Router, ServeError, ServeResult, Side,
@@ -109,6 +110,22 @@ pub struct Options {
     #[arg(help_heading = "Cost", long)]
     pub pue: Option<String>,
 
+    /// Simulate the stream on every configuration of a space — tp (divisors of a node), replicas
+    /// (1 to --gpus / tp), --search-max-num-seqs, --search-precision, --search-power-cap — and
+    /// print the cheapest that sustains the rate and meets the SLOs (by energy per request and
+    /// by GPUs) with the Pareto front of p99 latency against energy per request.
+    #[arg(help_heading = "Search", long, conflicts_with_all = ["replicas", "max_num_seqs", "per_request", "svg"])]
+    pub search: bool,
+    /// Values of --max-num-seqs the search tries.
+    #[arg(help_heading = "Search", long, value_delimiter = ',', value_parser = domain::count, default_value = "64,128,256,512,1024", value_name = "N,N,…")]
+    pub search_max_num_seqs: Vec<u32>,
+    /// Weight formats the search tries.
+    #[arg(help_heading = "Search", long, value_delimiter = ',', value_parser = domain::model_enum::<WeightFormat>(&WeightFormat::NAMES, &[]), default_value = "bf16,fp8", value_name = "F,F,…")]
+    pub search_precision: Vec<WeightFormat>,
+    /// Board power limits the search tries, in W (default: the device as it is).
+    #[arg(help_heading = "Search", long, value_delimiter = ',', value_parser = domain::positive, value_name = "W,W,…")]
+    pub search_power_cap: Vec<f64>,
+
     #[command(flatten, next_help_heading = "Output")]
     pub format: FormatArgs,
     /// Write one CSV row per request here: arrival, lengths, replica, TTFT, TPOT, end-to-end,
@@ -157,6 +174,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         grid: a.grid.resolve(&c)?,
     };
     let defaults = vllm_defaults(&hw);
+    if a.search {
+        return run_search(&a, &model, &hw, &net);
+    }
     let config = Config {
         serving: serving(&a)?,
         limits: Limits {
@@ -191,6 +211,39 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::serve::serve_svg(&result))?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--search`: the workload once, simulated on every configuration of the space.
+fn run_search(
+    a: &Options,
+    model: &ModelShape,
+    hw: &amdahl_model::plan::Hardware,
+    net: &amdahl_model::plan::Network,
+) -> Result<ExitCode> {
+    let (requests, described, _) = workload(a, model)?;
+    let tp_pp = u64::from(a.tp) * u64::from(a.pp);
+    let space = SearchSpace {
+        max_gpus: a.gpus.map_or(tp_pp, u64::from),
+        pp: a.pp,
+        kv: a.formats.kv_precision,
+        precisions: a.search_precision.clone(),
+        max_num_seqs: a.search_max_num_seqs.clone(),
+        max_num_batched_tokens: a
+            .max_num_batched_tokens
+            .unwrap_or(vllm_defaults(hw).max_num_batched_tokens),
+        power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
+        router: a.router,
+        slo_ttft_s: a.slo_ttft_ms.map(|m| m * 1e-3),
+        slo_tpot_s: a.slo_tpot_ms.map(|m| m * 1e-3),
+    };
+    let rate = requests.len() as f64 / requests.last().map_or(1.0, |r| r.arrival_s).max(1e-9);
+    let d = search::Described {
+        workload: &described.workload,
+        rate: a.rate.unwrap_or(rate),
+    };
+    let result = search::search(model, hw, net, &space, &requests, d)?;
+    print_result(&result, &result.render(a.format.format())?)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -89,7 +89,11 @@ mod tests {
         assert_eq!(names, NAMES);
         for d in &sets {
             assert!(!d.source.is_empty() && d.year >= 2017, "{}", d.name);
-            assert!(d.input.mean() >= 1.0 && d.output.mean() >= 1.0, "{}", d.name);
+            assert!(
+                d.input.mean() >= 1.0 && d.output.mean() >= 1.0,
+                "{}",
+                d.name
+            );
         }
         // LMSYS-Chat-1M, Table 1: 69.5 tokens per prompt, 214.5 per response.
         let lm = find("LMArena").unwrap();

@@ -81,4 +81,27 @@ pub enum ServeError {
         gpus: u64,
         most: u64,
     },
+    #[error(
+        "no configuration sustains {rate:.3} requests/s: the most any does is {best:.3} requests/s \
+         ({config}), whose queue still grew to {waiting} requests by {at_s:.1} s; lower --rate or \
+         raise --gpus"
+    )]
+    NoneSustains {
+        rate: f64,
+        best: f64,
+        config: String,
+        waiting: u64,
+        at_s: f64,
+    },
+    #[error(
+        "no configuration meets the SLOs; the closest is {config}: p99 TTFT {ttft_ms:.1} ms, p99 \
+         TPOT {tpot_ms:.2} ms ({ratio:.2}× the tightest SLO); loosen --slo-ttft-ms/--slo-tpot-ms, \
+         lower --rate or raise --gpus"
+    )]
+    NoneMeetsSlo {
+        config: String,
+        ttft_ms: f64,
+        tpot_ms: f64,
+        ratio: f64,
+    },
 }

@@ -179,7 +179,9 @@ mod tests {
         assert_eq!(capped.label(), "lognormal:300:1:1024");
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         assert!((0..10_000).all(|_| capped.sample(&mut rng) <= 1024));
-        let e = Lengths::parse_side("sharegtp", Side::Input).unwrap_err().to_string();
+        let e = Lengths::parse_side("sharegtp", Side::Input)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("sharegpt") && e.contains("lmarena"), "{e}");
     }
 

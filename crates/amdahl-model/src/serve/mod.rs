@@ -13,14 +13,15 @@ pub mod kv;
 pub mod lengths;
 pub mod result;
 pub mod scheduler;
+pub mod search;
 pub mod validation;
 pub mod workload;
 
 #[cfg(test)]
 mod properties;
 
-pub use engine::{RequestRecord, Router, Run, Sample};
 pub use datasets::Side;
+pub use engine::{RequestRecord, Router, Run, Sample};
 pub use error::ServeError;
 pub use kv::BLOCK_SIZE;
 pub use lengths::Lengths;

@@ -43,6 +43,7 @@ struct Row {
     engine_version: String,
     model: String,
     system: String,
+    gpus: u64,
     tp: u32,
     pp: u32,
     replicas: u32,
@@ -239,7 +240,8 @@ fn published(r: &Row) -> Vec<(&'static str, &'static str, f64)> {
 fn simulate_row(r: &Row) -> Result<ServeCase, String> {
     let model = catalog_model(&r.model).map_err(|e| e.to_string())?;
     let device = crate::catalog::devices::lookup(&r.system).map_err(|e| e.to_string())?;
-    let (hw, net) = system(&device, &Overrides::default(), r.inter_gbit).map_err(|e| e.to_string())?;
+    let (hw, net) =
+        system(&device, &Overrides::default(), r.inter_gbit).map_err(|e| e.to_string())?;
     let c = config(r)?;
     let p = prepare(&model, &hw, &net, &c).map_err(|e| e.to_string())?;
     let reqs = requests(r, model.seq, &model.name)?;
@@ -293,12 +295,15 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
         max_num_seqs: r.max_num_seqs,
         max_num_batched_tokens: r.max_num_batched_tokens,
         settings: r.settings.clone(),
-        rate_rps: (r.arrivals != "all-at-once").then_some(r.rate_rps).flatten(),
+        rate_rps: (r.arrivals != "all-at-once")
+            .then_some(r.rate_rps)
+            .flatten(),
         requests: reqs.len() as u32,
         lengths: r.lengths.clone(),
         in_claim: r.in_claim == "yes" && r.lengths != "own",
         why_not: r.why_not.clone(),
-        overloaded: run.waiting_at_last_arrival as f64 > super::result::OVERLOAD_QUEUE_SHARE * n as f64,
+        overloaded: run.waiting_at_last_arrival as f64
+            > super::result::OVERLOAD_QUEUE_SHARE * n as f64,
         metrics,
         locator: r.locator.clone(),
     })
@@ -323,7 +328,12 @@ fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
             if figures.is_empty() {
                 continue;
             }
-            let abs = sorted(&figures.iter().map(|(_, m)| m.error.abs()).collect::<Vec<_>>());
+            let abs = sorted(
+                &figures
+                    .iter()
+                    .map(|(_, m)| m.error.abs())
+                    .collect::<Vec<_>>(),
+            );
             let (worst_id, worst) = figures
                 .iter()
                 .max_by(|a, b| a.1.error.abs().total_cmp(&b.1.error.abs()))
