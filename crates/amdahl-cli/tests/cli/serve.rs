@@ -331,7 +331,7 @@ fn a_duration_and_named_data_sets_shape_the_workload() {
         refused(&[&L8[..], &["--rate", "1", "--duration", "5"]].concat()).contains("--requests")
     );
     amdahl()
-        .args(&L8[..6])
+        .args(&L8[..5])
         .args(["--rate", "100", "--duration", "1000000"])
         .assert()
         .code(1)

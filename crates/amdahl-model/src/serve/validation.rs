@@ -238,6 +238,13 @@ fn published(r: &Row) -> Vec<(&'static str, &'static str, f64)> {
 
 /// Simulate one row.
 fn simulate_row(r: &Row) -> Result<ServeCase, String> {
+    let layout = u64::from(r.tp) * u64::from(r.pp) * u64::from(r.replicas);
+    if layout != r.gpus {
+        return Err(format!(
+            "gpus {} is not tp × pp × replicas = {layout}",
+            r.gpus
+        ));
+    }
     let model = catalog_model(&r.model).map_err(|e| e.to_string())?;
     let device = crate::catalog::devices::lookup(&r.system).map_err(|e| e.to_string())?;
     let (hw, net) =
