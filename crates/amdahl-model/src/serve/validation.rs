@@ -248,7 +248,7 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
     let model = catalog_model(&r.model).map_err(|e| e.to_string())?;
     let device = crate::catalog::devices::lookup(&r.system).map_err(|e| e.to_string())?;
     let (hw, net) =
-        system(&device, &Overrides::default(), r.inter_gbit).map_err(|e| e.to_string())?;
+        system(device, &Overrides::default(), r.inter_gbit).map_err(|e| e.to_string())?;
     let c = config(r)?;
     let p = prepare(&model, &hw, &net, &c).map_err(|e| e.to_string())?;
     let reqs = requests(r, model.seq, &model.name)?;
