@@ -16,6 +16,8 @@ fn claim(c: &ServeCase) -> String {
         "yes".into()
     } else if c.lengths == "own" {
         "no: own lengths".into()
+    } else if c.settings == "assumed" {
+        "no: knobs assumed".into()
     } else {
         "no: engine".into()
     }
@@ -79,7 +81,8 @@ pub fn serve_validation_table(v: &ServeValidation) -> String {
     let rows = v.cases.iter().filter(|c| c.in_claim).count();
     s.push_str(&format!(
         "rows in the claim: {rows} of {}; out of it: engine features the simulator does not \
-         model (vLLM multi-step scheduling) and rows whose lengths come from their own result\n",
+         model (vLLM multi-step scheduling), scheduler limits not published (knobs assumed) and \
+         rows whose lengths come from their own result\n",
         v.cases.len()
     ));
     for e in &v.excluded {
