@@ -34,7 +34,8 @@ pub struct Options {
     pub shape: ModelArgs,
     #[command(flatten, next_help_heading = "System")]
     pub sys: SystemArgs,
-    /// Devices serving [default: --tp × --pp × --replicas].
+    /// Devices serving [default: --tp × --pp × --replicas]; with --search, the most a
+    /// configuration may use [default: one node].
     #[arg(help_heading = "Serving", long, value_parser = domain::count)]
     pub gpus: Option<u32>,
     /// Tensor-parallel size of each replica.
@@ -224,7 +225,10 @@ fn run_search(
     let (requests, described, _) = workload(a, model)?;
     let tp_pp = u64::from(a.tp) * u64::from(a.pp);
     let space = SearchSpace {
-        max_gpus: a.gpus.map_or(tp_pp, u64::from),
+        // The budget: --gpus, else one node.
+        max_gpus: a
+            .gpus
+            .map_or(u64::from(net.gpus_per_node).max(tp_pp), u64::from),
         pp: a.pp,
         kv: a.formats.kv_precision,
         precisions: a.search_precision.clone(),
