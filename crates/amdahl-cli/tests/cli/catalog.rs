@@ -420,7 +420,7 @@ fn user_subnational_file_overrides_and_regions_follow() {
 
 #[test]
 fn the_serving_validation_set_prints_every_row_and_the_summary() {
-    // data/validation/serve.csv: 18 published runs, each simulated; the table ends with the
+    // data/validation/serve.csv: 19 published runs, each simulated; the table ends with the
     // summary against the targets (p50 20 %, p99 30 %, throughput 15 %).
     let out = crate::support::amdahl()
         .args(["catalog", "validation", "--serve", "--csv"])
@@ -437,7 +437,7 @@ fn the_serving_validation_set_prints_every_row_and_the_summary() {
         .skip(1)
         .filter_map(|l| l.split(',').next())
         .collect();
-    assert_eq!(ids.len(), 18, "{ids:?}");
+    assert_eq!(ids.len(), 19, "{ids:?}");
     assert!(ids.contains("mlperf41-h100x8-server"));
     crate::support::amdahl()
         .args(["catalog", "devices", "--serve"])

@@ -24,11 +24,11 @@ fn published_serving_runs() {
     for e in &v.excluded {
         println!("excluded {}: {}", e.id, e.why);
     }
-    // Every row of the set is simulated; six are in the accuracy claim (serve.md says why the
+    // Every row of the set is simulated; seven are in the accuracy claim (serve.md says why the
     // others are not).
     assert!(v.excluded.is_empty(), "{:?}", v.excluded);
-    assert_eq!(v.cases.len(), 18);
-    assert_eq!(v.cases.iter().filter(|c| c.in_claim).count(), 6);
+    assert_eq!(v.cases.len(), 19);
+    assert_eq!(v.cases.iter().filter(|c| c.in_claim).count(), 7);
     let claim = |class: &str| {
         v.summaries
             .iter()
@@ -36,16 +36,16 @@ fn published_serving_runs() {
             .unwrap()
     };
     // The summary as it stood when the set was assembled (seed 0), held so that a change which
-    // makes the simulator worse on the set fails: of the claim's figures, p50 5 of 18 within
-    // 20 % (median |error| 35.5 %), p99 0 of 6 within 30 % (64 %), throughput 3 of 4 within
-    // 15 % (9.2 %). The targets are not met; docs/usage/serve.md ("Validation") says where the
+    // makes the simulator worse on the set fails: of the claim's figures, p50 5 of 21 within
+    // 20 % (median |error| 36.3 %), p99 0 of 9 within 30 % (66 %), throughput 5 of 6 within
+    // 15 % (8.7 %). The targets are not met; docs/usage/serve.md ("Validation") says where the
     // simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
-    assert_eq!((p50.figures, p99.figures, tput.figures), (18, 6, 4));
+    assert_eq!((p50.figures, p99.figures, tput.figures), (21, 9, 6));
     assert!(p50.within >= 5 && p50.median_abs_error <= 0.38, "{p50:?}");
     assert!(p99.median_abs_error <= 0.70, "{p99:?}");
     assert!(
-        tput.within >= 3 && tput.median_abs_error <= 0.10,
+        tput.within >= 5 && tput.median_abs_error <= 0.10,
         "{tput:?}"
     );
 }
