@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark of `amdahl serve` (issue 26): 10,000 requests of Llama-3-70B on 8 x H100 at 80 % of
 # the simulated capacity, wall time and simulated requests per second (best of 5), beside
-# `infer --search` over the same node in the same run; then the whole command (process start,
+# `infer --search` over the same node in the same run, and `serve --search` (220 configurations
+# of that node, 1,000 requests each); then the whole command (process start,
 # catalogs, simulation, rendering), 5 runs of the release binary.
 #
 # Usage: scripts/bench/serve.sh   (env: AMDAHL_BIN, default target/release/amdahl)

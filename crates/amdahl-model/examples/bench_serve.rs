@@ -2,7 +2,9 @@
 //! vLLM's H100 scheduler defaults), log-normal prompts (mean 1,024, σ 0.8) and outputs (mean 256,
 //! σ 0.8), Poisson arrivals at 80 % of the capacity the simulator itself finds (the completion rate
 //! of an overloaded probe run). Prints wall time and simulated requests per wall second, best of
-//! 5, side by side with `infer --search` over the same model and node in the same run.
+//! 5, side by side with `infer --search` over the same model and node in the same run, and
+//! `serve --search` (1,000 requests of the same stream on every tp × replicas × format ×
+//! max-num-seqs × power cap that fits the node).
 //!
 //! Run: `cargo run --release -p amdahl-model --example bench_serve`
 
@@ -29,12 +31,15 @@ fn run(s: &Sys, c: &Config, p: &Prepared, rate: f64, n: u32) -> (ServeResult, f6
         input: Lengths::LogNormal {
             mean: 1024.0,
             sigma: 0.8,
+            max: None,
         },
         output: Lengths::LogNormal {
             mean: 256.0,
             sigma: 0.8,
+            max: None,
         },
         requests: n,
+        duration_s: None,
         seed: 1,
     };
     let t = Instant::now();
@@ -150,6 +155,65 @@ fn main() {
     }
     println!(
         "infer --search {evaluated} configurations: wall {:8.1} ms  {:>9.0} configs/s",
+        best * 1e3,
+        evaluated as f64 / best
+    );
+    serve_search(&s, rate);
+}
+
+/// `serve --search`: 1,000 requests at `rate` on tp {1, 2, 4, 8} × 1…8/tp replicas × bf16|fp8 ×
+/// five max-num-seqs × caps of 500 and 700 W: 300 configurations, those that fit simulated.
+fn serve_search(s: &Sys, rate: f64) {
+    use amdahl_model::serve::search::{search, Described, SearchSpace};
+    use amdahl_model::units::Watts;
+    let g = Generated {
+        arrivals: Arrivals::Poisson { rate },
+        input: Lengths::LogNormal {
+            mean: 1024.0,
+            sigma: 0.8,
+            max: None,
+        },
+        output: Lengths::LogNormal {
+            mean: 256.0,
+            sigma: 0.8,
+            max: None,
+        },
+        requests: 1000,
+        duration_s: None,
+        seed: 1,
+    };
+    let reqs = match generate(&g, s.model.seq, &s.model.name) {
+        Ok((r, _)) => r,
+        Err(e) => fail(&e),
+    };
+    let space = SearchSpace {
+        max_gpus: 8,
+        pp: 1,
+        kv: KvFormat::Bf16,
+        precisions: vec![WeightFormat::Bf16, WeightFormat::Fp8],
+        max_num_seqs: vec![64, 128, 256, 512, 1024],
+        max_num_batched_tokens: 8192,
+        power_caps: vec![Watts(500.0), Watts(700.0)],
+        router: Router::RoundRobin,
+        slo_ttft_s: Some(2.0),
+        slo_tpot_s: Some(0.2),
+    };
+    let mut best = f64::INFINITY;
+    let mut evaluated = 0;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let d = Described {
+            workload: "bench",
+            rate,
+        };
+        match search(&s.model, &s.hw, &s.net, &space, &reqs, d) {
+            Ok(o) => evaluated = o.evaluated,
+            Err(e) => fail(&e),
+        }
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    println!(
+        "serve --search {evaluated} configurations x 1,000 requests: wall {:8.1} ms  {:>9.1} configs/s",
         best * 1e3,
         evaluated as f64 / best
     );

@@ -129,6 +129,10 @@ pub const KINDS: &[Kind] = &[
             "this is an `amdahl serve` result; `carbon --from` and `lifetime` do not read it yet: \
              pass an `amdahl infer --json` result of the same configuration",
         ),
+    Kind::of::<srv::search::ServeSearch>(srv::search::SERVE_SEARCH_SCHEMA).refuses_energy(
+        "this is an `amdahl serve --search` result, a ranking of configurations rather than one; \
+         pass an `amdahl infer --json` result of the configuration you chose",
+    ),
     Kind::of::<life::LifetimeReport>(life::SCHEMA).shown(
         "Lifetime costs",
         "Estimated: training and serving energy predicted by the model, embodied carbon from published factors.",

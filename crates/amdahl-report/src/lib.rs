@@ -25,6 +25,8 @@ pub mod render;
 pub mod scale;
 pub mod schema;
 pub mod serve;
+pub mod serve_search;
+pub mod serve_validation;
 pub mod surface;
 pub mod svg;
 pub mod table;

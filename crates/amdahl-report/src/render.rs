@@ -8,6 +8,7 @@
 
 use crate::{
     accelerate, bench, bench_gpu, carbon, fit, infer, lifetime, meter, plan, scale, serve,
+    serve_search,
 };
 use crate::{surface, top500};
 use amdahl_bench::{gemm, gpu, memory, roofline, scaling as bench_scaling, sparse};
@@ -132,6 +133,11 @@ render!(
     serve::serve_table,
     serve::serve_csv,
     serve::serve_svg
+);
+render!(
+    srv::search::ServeSearch,
+    serve_search::serve_search_table,
+    serve_search::serve_search_csv
 );
 render!(
     LifetimeReport,

@@ -67,8 +67,8 @@ fn pin_schema_field(root: &mut Value, id: &str) {
 
 // Schema-only unions of what one kind may hold (never built; the derive reads the shape).
 
-/// `amdahl catalog --json`: a listing of devices, grid regions, model shapes, PUE presets or the
-/// planner's validation runs.
+/// `amdahl catalog --json`: a listing of devices, grid regions, model shapes, PUE presets, the
+/// planner's validation runs or the serving validation set.
 #[derive(JsonSchema)]
 #[schemars(untagged)]
 #[allow(dead_code)]
@@ -78,6 +78,7 @@ pub(crate) enum CatalogListing {
     Models(catalog::Listing<ModelShape>),
     Pue(catalog::Listing<catalog::pue::PuePreset>),
     Validation(catalog::Listing<amdahl_model::plan::ValidationRun>),
+    ServeValidation(catalog::Listing<amdahl_model::serve::validation::ServeValidation>),
 }
 
 /// A line of an `amdahl run --log` file: the header first, then one sample per line.

@@ -7,8 +7,10 @@ use amdahl_model::catalog::models::ModelShape;
 use amdahl_model::catalog::{Catalogs, Listing};
 use amdahl_model::energy_validation::energy_validation;
 use amdahl_model::plan::{find_validation_run, summarise, validation_set};
+use amdahl_model::serve::validation::serve_validation;
 use amdahl_report::catalog as render;
 use amdahl_report::energy_validation as energy;
+use amdahl_report::serve_validation as serving;
 use amdahl_report::to_json;
 use amdahl_report::validation;
 use anyhow::{bail, Result};
@@ -50,8 +52,12 @@ pub struct Args {
     pub svg: Option<PathBuf>,
     /// `validation` only: the energy validation set (published power and energy measurements,
     /// data/validation/energy.csv) instead of the training runs.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "serve")]
     pub energy: bool,
+    /// `validation` only: the serving validation set (published tail latencies under a request
+    /// stream, data/validation/serve.csv), each row simulated by `amdahl serve`'s simulator.
+    #[arg(long)]
+    pub serve: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -60,6 +66,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     if args.energy && args.which != Which::Validation {
         bail!("--energy selects a validation set: `amdahl catalog validation --energy`");
+    }
+    if args.serve {
+        if args.which != Which::Validation {
+            bail!("--serve selects a validation set: `amdahl catalog validation --serve`");
+        }
+        if args.svg.is_some() || args.name.is_some() {
+            bail!("--serve lists the whole serving set: drop --svg and the row name (filter the --csv output instead)");
+        }
+        print(&serve_validation_text(args.format.format())?)?;
+        return Ok(ExitCode::SUCCESS);
     }
     if args.energy {
         if args.svg.is_some() || args.name.is_some() {
@@ -227,6 +243,16 @@ fn energy_validation_text(format: Format) -> Result<String> {
         Format::Json => to_json(&Listing::new("energy-validation", vec![v]))?,
         Format::Csv => energy::energy_validation_csv(&v)?,
         Format::Table => energy::energy_validation_table(&v),
+    })
+}
+
+/// The serving validation set in `format`.
+fn serve_validation_text(format: Format) -> Result<String> {
+    let v = serve_validation()?;
+    Ok(match format {
+        Format::Json => to_json(&Listing::new("serve-validation", vec![v]))?,
+        Format::Csv => serving::serve_validation_csv(&v)?,
+        Format::Table => serving::serve_validation_table(&v),
     })
 }
 

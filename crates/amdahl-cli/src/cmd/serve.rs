@@ -6,12 +6,13 @@ use crate::cmd::resolve::{load, pue, GridArgs};
 use crate::cmd::shape::{ModelArgs, ServingFormats, SystemArgs};
 use crate::domain;
 use crate::output::{print_result, write_file, wrote, FormatArgs};
-use amdahl_model::infer::{replicas, Charging, Serving};
+use amdahl_model::infer::{replicas, Charging, Serving, WeightFormat};
 use amdahl_model::plan::ModelShape;
 use amdahl_model::serve::result::{Context, Described};
+use amdahl_model::serve::search::{self, SearchSpace};
 use amdahl_model::serve::{
     check_requests, generate, parse_trace, prepare, simulate, vllm_defaults, Arrivals, Config,
-    Generated, Lengths, Limits, Request, Router, ServeError, ServeResult,
+    Generated, Lengths, Limits, Request, Router, ServeError, ServeResult, Side,
 };
 use amdahl_report::render::Render;
 use anyhow::{Context as _, Result};
@@ -33,7 +34,8 @@ pub struct Options {
     pub shape: ModelArgs,
     #[command(flatten, next_help_heading = "System")]
     pub sys: SystemArgs,
-    /// Devices serving [default: --tp × --pp × --replicas].
+    /// Devices serving [default: --tp × --pp × --replicas]; with --search, the most a
+    /// configuration may use [default: one node].
     #[arg(help_heading = "Serving", long, value_parser = domain::count)]
     pub gpus: Option<u32>,
     /// Tensor-parallel size of each replica.
@@ -79,12 +81,17 @@ pub struct Options {
     /// Requests to simulate with --rate.
     #[arg(help_heading = "Workload", long, default_value_t = 1000, value_parser = domain::count, conflicts_with = "trace")]
     pub requests: u32,
-    /// Prompt lengths: fixed:N, uniform:LO:HI or lognormal:MEAN:SIGMA (tokens).
-    #[arg(help_heading = "Workload", long, default_value = "fixed:512", value_parser = lengths, conflicts_with = "trace")]
-    pub input_dist: Lengths,
-    /// Output lengths, as --input-dist.
-    #[arg(help_heading = "Workload", long, default_value = "fixed:256", value_parser = lengths, conflicts_with = "trace")]
-    pub output_dist: Lengths,
+    /// Simulate every arrival in this many seconds instead of --requests.
+    #[arg(help_heading = "Workload", long, value_name = "SECONDS", value_parser = domain::positive, conflicts_with_all = ["trace", "requests"])]
+    pub duration: Option<f64>,
+    /// Prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEAN:SIGMA[:MAX] (tokens), or a data
+    /// set's published mean prompt, drawn log-normal: sharegpt, lmarena, cnn-dailymail, openorca
+    /// (data/serve_datasets.csv).
+    #[arg(help_heading = "Workload", long, default_value = "fixed:512", value_parser = input_lengths, conflicts_with = "trace")]
+    pub input_dist: Dist,
+    /// Output lengths, as --input-dist (a data set gives its published mean output).
+    #[arg(help_heading = "Workload", long, default_value = "fixed:256", value_parser = output_lengths, conflicts_with = "trace")]
+    pub output_dist: Dist,
     /// Seed of the arrivals and lengths (the same seed gives the same run).
     #[arg(help_heading = "Workload", long, default_value_t = 0)]
     pub seed: u64,
@@ -104,6 +111,22 @@ pub struct Options {
     #[arg(help_heading = "Cost", long)]
     pub pue: Option<String>,
 
+    /// Simulate the stream on every configuration of a space — tp (divisors of a node), replicas
+    /// (1 to --gpus / tp), --search-max-num-seqs, --search-precision, --search-power-cap — and
+    /// print the cheapest that sustains the rate and meets the SLOs (by energy per request and
+    /// by GPUs) with the Pareto front of p99 latency against energy per request.
+    #[arg(help_heading = "Search", long, conflicts_with_all = ["replicas", "max_num_seqs", "per_request", "svg"])]
+    pub search: bool,
+    /// Values of --max-num-seqs the search tries.
+    #[arg(help_heading = "Search", long, value_delimiter = ',', value_parser = domain::count, default_value = "64,128,256,512,1024", value_name = "N,N,…")]
+    pub search_max_num_seqs: Vec<u32>,
+    /// Weight formats the search tries.
+    #[arg(help_heading = "Search", long, value_delimiter = ',', value_parser = domain::model_enum::<WeightFormat>(&WeightFormat::NAMES, &[]), default_value = "bf16,fp8", value_name = "F,F,…")]
+    pub search_precision: Vec<WeightFormat>,
+    /// Board power limits the search tries, in W (default: the device as it is).
+    #[arg(help_heading = "Search", long, value_delimiter = ',', value_parser = domain::positive, value_name = "W,W,…")]
+    pub search_power_cap: Vec<f64>,
+
     #[command(flatten, next_help_heading = "Output")]
     pub format: FormatArgs,
     /// Write one CSV row per request here: arrival, lengths, replica, TTFT, TPOT, end-to-end,
@@ -115,8 +138,30 @@ pub struct Options {
     pub svg: Option<PathBuf>,
 }
 
-fn lengths(s: &str) -> Result<Lengths, String> {
-    Lengths::parse(s).map_err(|e| e.to_string())
+/// A length distribution and what the user typed for it (a data set's name stays in the label).
+#[derive(Debug, Clone)]
+pub struct Dist {
+    pub lengths: Lengths,
+    pub label: String,
+}
+
+fn dist(s: &str, side: Side) -> Result<Dist, String> {
+    let lengths = Lengths::parse_side(s, side).map_err(|e| e.to_string())?;
+    let typed = s.trim().to_ascii_lowercase();
+    let label = if typed.contains(':') || typed.parse::<u32>().is_ok() {
+        lengths.label()
+    } else {
+        format!("{typed} ({})", lengths.label())
+    };
+    Ok(Dist { lengths, label })
+}
+
+fn input_lengths(s: &str) -> Result<Dist, String> {
+    dist(s, Side::Input)
+}
+
+fn output_lengths(s: &str) -> Result<Dist, String> {
+    dist(s, Side::Output)
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -130,6 +175,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         grid: a.grid.resolve(&c)?,
     };
     let defaults = vllm_defaults(&hw);
+    if a.search {
+        return run_search(&a, &model, &hw, &net);
+    }
     let config = Config {
         serving: serving(&a)?,
         limits: Limits {
@@ -164,6 +212,42 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::serve::serve_svg(&result))?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--search`: the workload once, simulated on every configuration of the space.
+fn run_search(
+    a: &Options,
+    model: &ModelShape,
+    hw: &amdahl_model::plan::Hardware,
+    net: &amdahl_model::plan::Network,
+) -> Result<ExitCode> {
+    let (requests, described, _) = workload(a, model)?;
+    let tp_pp = u64::from(a.tp) * u64::from(a.pp);
+    let space = SearchSpace {
+        // The budget: --gpus, else one node.
+        max_gpus: a
+            .gpus
+            .map_or(u64::from(net.gpus_per_node).max(tp_pp), u64::from),
+        pp: a.pp,
+        kv: a.formats.kv_precision,
+        precisions: a.search_precision.clone(),
+        max_num_seqs: a.search_max_num_seqs.clone(),
+        max_num_batched_tokens: a
+            .max_num_batched_tokens
+            .unwrap_or(vllm_defaults(hw).max_num_batched_tokens),
+        power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
+        router: a.router,
+        slo_ttft_s: a.slo_ttft_ms.map(|m| m * 1e-3),
+        slo_tpot_s: a.slo_tpot_ms.map(|m| m * 1e-3),
+    };
+    let rate = requests.len() as f64 / requests.last().map_or(1.0, |r| r.arrival_s).max(1e-9);
+    let d = search::Described {
+        workload: &described.workload,
+        rate: a.rate.unwrap_or(rate),
+    };
+    let result = search::search(model, hw, net, &space, &requests, d)?;
+    print_result(&result, &result.render(a.format.format())?)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -217,19 +301,24 @@ fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described,
     };
     let g = Generated {
         arrivals,
-        input: a.input_dist,
-        output: a.output_dist,
+        input: a.input_dist.lengths,
+        output: a.output_dist.lengths,
         requests: a.requests,
+        duration_s: a.duration,
         seed: a.seed,
     };
     let (reqs, clamped) = generate(&g, model.seq, &model.name)?;
+    let arrivals = match a.cv {
+        Some(cv) => format!("gamma arrivals at {rate} requests/s, cv {cv}"),
+        None => format!("Poisson arrivals at {rate} requests/s"),
+    };
     let d = Described {
-        workload: match a.cv {
-            Some(cv) => format!("gamma arrivals at {rate} requests/s, cv {cv}"),
-            None => format!("Poisson arrivals at {rate} requests/s"),
+        workload: match a.duration {
+            Some(s) => format!("{arrivals} for {s} s"),
+            None => arrivals,
         },
-        input_dist: Some(a.input_dist.label()),
-        output_dist: Some(a.output_dist.label()),
+        input_dist: Some(a.input_dist.label.clone()),
+        output_dist: Some(a.output_dist.label.clone()),
         seed: Some(a.seed),
         clamped,
     };

@@ -417,3 +417,33 @@ fn user_subnational_file_overrides_and_regions_follow() {
             f.display()
         )));
 }
+
+#[test]
+fn the_serving_validation_set_prints_every_row_and_the_summary() {
+    // data/validation/serve.csv: 19 published runs, each simulated; the table ends with the
+    // summary against the targets (p50 20 %, p99 30 %, throughput 15 %).
+    let out = crate::support::amdahl()
+        .args(["catalog", "validation", "--serve", "--csv"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let ids: std::collections::BTreeSet<&str> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .collect();
+    assert_eq!(ids.len(), 19, "{ids:?}");
+    assert!(ids.contains("mlperf41-h100x8-server"));
+    crate::support::amdahl()
+        .args(["catalog", "devices", "--serve"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "--serve selects a validation set",
+        ));
+}

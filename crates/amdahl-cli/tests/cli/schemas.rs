@@ -241,6 +241,26 @@ fn models(c: &mut Checker, tmp: &Path) {
         ]),
     );
     c.stdout(
+        "amdahl.serve-search/1",
+        amdahl().args([
+            "serve",
+            "--model",
+            "llama3-8b",
+            "--system",
+            "h100",
+            "--gpus",
+            "2",
+            "--rate",
+            "5",
+            "--requests",
+            "50",
+            "--search",
+            "--search-max-num-seqs",
+            "64",
+            "--json",
+        ]),
+    );
+    c.stdout(
         "amdahl.lifetime/1",
         amdahl().args([
             "lifetime",

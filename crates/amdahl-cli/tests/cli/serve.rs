@@ -291,3 +291,107 @@ fn report_shows_a_saved_run_and_carbon_from_says_what_to_pass_instead() {
         .code(1)
         .stderr(predicate::str::contains("amdahl infer --json"));
 }
+
+#[test]
+fn a_duration_and_named_data_sets_shape_the_workload() {
+    // 20 s at 5 requests/s: Poisson, about 100 arrivals (σ = 10; 60..140), ShareGPT's published
+    // means (161.31 in, 337.99 out: data/serve_datasets.csv) drawn log-normal; the table and JSON
+    // name the set beside the distribution it stands for.
+    let v = json(&[
+        "serve",
+        "--model",
+        "llama3-8b",
+        "--system",
+        "h100",
+        "--rate",
+        "5",
+        "--duration",
+        "20",
+        "--input-dist",
+        "sharegpt",
+        "--output-dist",
+        "ShareGPT",
+    ]);
+    let n = f(&v, "requests");
+    assert!((60.0..=140.0).contains(&n), "{n}");
+    assert_eq!(v["input_dist"], "sharegpt (lognormal:161.31:1)");
+    assert_eq!(v["output_dist"], "sharegpt (lognormal:337.99:1)");
+    assert!(v["workload"].as_str().unwrap().ends_with("for 20 s"));
+    // Log-normal of σ 1 around the means: the sample means of ~100 draws land within a factor
+    // of 1.6 (the standard error of the mean is σ_x/√n ≈ 0.13 of the mean).
+    let (i, o) = (f(&v, "mean_input_tokens"), f(&v, "mean_output_tokens"));
+    assert!(
+        (100.0..260.0).contains(&i) && (210.0..540.0).contains(&o),
+        "{i} {o}"
+    );
+    assert!(
+        refused(&[&L8[..], &["--rate", "1", "--duration", "0"]].concat()).contains("--duration")
+    );
+    assert!(
+        refused(&[&L8[..], &["--rate", "1", "--duration", "5"]].concat()).contains("--requests")
+    );
+    amdahl()
+        .args(&L8[..5])
+        .args(["--rate", "100", "--duration", "1000000"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("at most 1,000,000 arrivals"));
+    assert!(
+        refused(&[&L8[..], &["--rate", "1", "--input-dist", "sharegtp"]].concat())
+            .contains("cnn-dailymail")
+    );
+}
+
+#[test]
+fn search_finds_the_cheapest_configuration_and_says_when_none_fits() {
+    // Llama-3-8B on up to 2 H100 at 10 requests/s, p99 TTFT ≤ 1 s: tp 1|2 × 1|2 replicas ×
+    // bf16|fp8 × 64|256 sequences = 12 configurations, all of which sustain the rate.
+    let base = [
+        "serve",
+        "--model",
+        "llama3-8b",
+        "--system",
+        "h100",
+        "--gpus",
+        "2",
+        "--rate",
+        "10",
+        "--requests",
+        "200",
+        "--search",
+        "--search-max-num-seqs",
+        "64,256",
+        "--slo-ttft-ms",
+        "1000",
+    ];
+    let v = json(&base);
+    assert_eq!(v["schema"], "amdahl.serve-search/1");
+    assert_eq!(v["evaluated"], 12);
+    let best = &v["cheapest_energy"];
+    assert!(f(best, "ttft_p99_s") <= 1.0);
+    assert_eq!(v["fewest_gpus"]["gpus"], 1);
+    let front = v["pareto"].as_array().unwrap();
+    assert!(!front.is_empty());
+    assert_eq!(
+        front.last().unwrap()["energy_per_request_j"],
+        best["energy_per_request_j"]
+    );
+    // 5,000 requests/s is beyond any of them: the error says the most any sustains.
+    amdahl()
+        .args(&base[..7])
+        .args(["--rate", "5000", "--requests", "500", "--search"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no configuration sustains 5"))
+        .stderr(predicate::str::contains("the most any does is"));
+    // A TTFT SLO of 0.001 ms: none meets it; the closest is named.
+    amdahl()
+        .args(&base[..11])
+        .args(["--search", "--slo-ttft-ms", "0.001"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "no configuration meets the SLOs; the closest is tp",
+        ));
+    assert!(refused(&[&base[..], &["--replicas", "1"]].concat()).contains("--replicas"));
+}

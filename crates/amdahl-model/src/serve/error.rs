@@ -16,8 +16,9 @@ pub enum ServeError {
         got: String,
     },
     #[error(
-        "length distribution {text:?}: {why}; write fixed:N, uniform:LO:HI or lognormal:MEAN:SIGMA \
-         (mean in tokens, sigma of the logarithm), e.g. lognormal:512:0.8"
+        "length distribution {text:?}: {why}; write fixed:N, uniform:LO:HI, lognormal:MEAN:SIGMA[:MAX] \
+         (mean in tokens, sigma of the logarithm, an optional cap), e.g. lognormal:512:0.8, or a \
+         data set of data/serve_datasets.csv: sharegpt, lmarena, cnn-dailymail, openorca"
     )]
     Lengths { text: String, why: String },
     #[error("{file}: no column `{column}` in the header; a trace needs arrival_s,input_tokens,output_tokens")]
@@ -79,5 +80,28 @@ pub enum ServeError {
         need: u64,
         gpus: u64,
         most: u64,
+    },
+    #[error(
+        "no configuration sustains {rate:.3} requests/s: the most any does is {best:.3} requests/s \
+         ({config}), whose queue still grew to {waiting} requests by {at_s:.1} s; lower --rate or \
+         raise --gpus"
+    )]
+    NoneSustains {
+        rate: f64,
+        best: f64,
+        config: String,
+        waiting: u64,
+        at_s: f64,
+    },
+    #[error(
+        "no configuration meets the SLOs; the closest is {config}: p99 TTFT {ttft_ms:.1} ms, p99 \
+         TPOT {tpot_ms:.2} ms ({ratio:.2}× the tightest SLO); loosen --slo-ttft-ms/--slo-tpot-ms, \
+         lower --rate or raise --gpus"
+    )]
+    NoneMeetsSlo {
+        config: String,
+        ttft_ms: f64,
+        tpot_ms: f64,
+        ratio: f64,
     },
 }

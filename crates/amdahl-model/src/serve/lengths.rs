@@ -1,6 +1,8 @@
 //! Prompt and output length distributions for generated workloads (`--input-dist`,
-//! `--output-dist`).
+//! `--output-dist`): fixed, uniform, log-normal, or a named public data set's published means
+//! ([`super::datasets`]).
 
+use super::datasets::{self, Side};
 use super::error::ServeError;
 use rand::Rng;
 use rand_distr::{Distribution, LogNormal};
@@ -20,15 +22,29 @@ pub enum Lengths {
     },
     /// Log-normal with the given mean (tokens) and σ of the logarithm: μ = ln(mean) − σ²/2, so
     /// the mean is `mean`: a long right tail, as chat prompts and answers have. (A modelling
-    /// choice, not a fit to a published trace: give a trace with --trace for real lengths.)
+    /// choice, not a fit to a published trace: give a trace with --trace for real lengths.) A
+    /// draw above `max` is cut to it (a benchmark's prompt filter or `max_tokens`), which lowers
+    /// the mean below `mean`.
     LogNormal {
         mean: f64,
         sigma: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max: Option<u32>,
     },
 }
 
 impl Lengths {
-    /// Parse `fixed:N` (or a bare `N`), `uniform:LO:HI`, `lognormal:MEAN:SIGMA`.
+    /// Parse a distribution for one side of the requests: a named data set of
+    /// data/serve_datasets.csv (its published mean for that side, log-normal) or any form of
+    /// [`Lengths::parse`].
+    pub fn parse_side(text: &str, side: Side) -> Result<Self, ServeError> {
+        match datasets::find(text.trim()) {
+            Some(d) => Ok(d.lengths(side)),
+            None => Self::parse(text),
+        }
+    }
+
+    /// Parse `fixed:N` (or a bare `N`), `uniform:LO:HI`, `lognormal:MEAN:SIGMA[:MAX]`.
     pub fn parse(text: &str) -> Result<Self, ServeError> {
         let bad = |why: &str| ServeError::Lengths {
             text: text.into(),
@@ -51,7 +67,8 @@ impl Lengths {
                 }
                 Ok(Lengths::Uniform { lo, hi })
             }
-            ["lognormal", mean, sigma] => {
+            ["lognormal", mean, sigma, rest @ ..] if rest.len() <= 1 => {
+                let max = rest.first().map(|m| whole(m)).transpose()?;
                 let mean: f64 = mean.parse().map_err(|_| bad("the mean is not a number"))?;
                 let sigma: f64 = sigma.parse().map_err(|_| bad("sigma is not a number"))?;
                 if !(mean.is_finite() && mean >= 1.0) {
@@ -60,7 +77,10 @@ impl Lengths {
                 if !(sigma.is_finite() && (0.0..=4.0).contains(&sigma)) {
                     return Err(bad("sigma must be between 0 and 4"));
                 }
-                Ok(Lengths::LogNormal { mean, sigma })
+                if max.is_some_and(|m| f64::from(m) < mean) {
+                    return Err(bad("the cap is below the mean"));
+                }
+                Ok(Lengths::LogNormal { mean, sigma, max })
             }
             _ => Err(bad("unknown form")),
         }
@@ -89,11 +109,12 @@ impl Lengths {
         match *self {
             Lengths::Fixed { tokens } => tokens,
             Lengths::Uniform { lo, hi } => rng.random_range(lo..=hi),
-            Lengths::LogNormal { mean, sigma } => {
+            Lengths::LogNormal { mean, sigma, max } => {
                 let mu = mean.ln() - 0.5 * sigma * sigma;
                 // σ ∈ [0, 4] is checked at parse; LogNormal::new fails only for σ < 0 or NaN.
                 let x = LogNormal::new(mu, sigma).map_or(mean, |d| d.sample(rng));
-                x.round().clamp(1.0, f64::from(u32::MAX)) as u32
+                let top = f64::from(max.unwrap_or(u32::MAX));
+                x.round().clamp(1.0, top) as u32
             }
         }
     }
@@ -103,7 +124,16 @@ impl Lengths {
         match *self {
             Lengths::Fixed { tokens } => format!("fixed:{tokens}"),
             Lengths::Uniform { lo, hi } => format!("uniform:{lo}:{hi}"),
-            Lengths::LogNormal { mean, sigma } => format!("lognormal:{mean}:{sigma}"),
+            Lengths::LogNormal {
+                mean,
+                sigma,
+                max: None,
+            } => format!("lognormal:{mean}:{sigma}"),
+            Lengths::LogNormal {
+                mean,
+                sigma,
+                max: Some(m),
+            } => format!("lognormal:{mean}:{sigma}:{m}"),
         }
     }
 }
@@ -129,11 +159,30 @@ mod tests {
             "lognormal:0:1",
             "lognormal:100:-1",
             "normal:1:2",
+            "lognormal:100:1:50",
+            "lognormal:100:1:200:3",
             "",
         ] {
             let e = Lengths::parse(bad).unwrap_err().to_string();
             assert!(e.contains("fixed:N"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn named_data_sets_and_caps() {
+        // ShareGPT's published means (data/serve_datasets.csv): 161.31 in, 337.99 out.
+        let i = Lengths::parse_side("sharegpt", Side::Input).unwrap();
+        let o = Lengths::parse_side("ShareGPT", Side::Output).unwrap();
+        assert_eq!(i.mean(), 161.31);
+        assert_eq!(o.mean(), 337.99);
+        let capped = Lengths::parse("lognormal:300:1:1024").unwrap();
+        assert_eq!(capped.label(), "lognormal:300:1:1024");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        assert!((0..10_000).all(|_| capped.sample(&mut rng) <= 1024));
+        let e = Lengths::parse_side("sharegtp", Side::Input)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sharegpt") && e.contains("lmarena"), "{e}");
     }
 
     #[test]
@@ -143,6 +192,7 @@ mod tests {
         let d = Lengths::LogNormal {
             mean: 600.0,
             sigma: 0.8,
+            max: None,
         };
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let n = 200_000;

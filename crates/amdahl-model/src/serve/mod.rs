@@ -6,17 +6,21 @@
 //! ([`crate::infer::iteration`]); this module owns scheduling and queues, nothing else. Method
 //! and limits: docs/usage/serve.md ("Methodology").
 
+pub mod datasets;
 pub mod engine;
 pub mod error;
 pub mod kv;
 pub mod lengths;
 pub mod result;
 pub mod scheduler;
+pub mod search;
+pub mod validation;
 pub mod workload;
 
 #[cfg(test)]
 mod properties;
 
+pub use datasets::Side;
 pub use engine::{RequestRecord, Router, Run, Sample};
 pub use error::ServeError;
 pub use kv::BLOCK_SIZE;

@@ -45,6 +45,7 @@ fn workload(rate: f64, input: u32, output: u32, n: u32, seed: u64) -> Vec<Reques
         input: Lengths::Fixed { tokens: input },
         output: Lengths::Fixed { tokens: output },
         requests: n,
+        duration_s: None,
         seed,
     };
     generate(&g, 8192, "m").unwrap().0
@@ -161,12 +162,15 @@ fn the_requests_energies_sum_to_the_runs() {
         input: Lengths::LogNormal {
             mean: 1500.0,
             sigma: 1.0,
+            max: None,
         },
         output: Lengths::LogNormal {
             mean: 200.0,
             sigma: 1.0,
+            max: None,
         },
         requests: 2000,
+        duration_s: None,
         seed: 11,
     };
     let (reqs, _) = generate(&g, c.model.seq, &c.model.name).unwrap();

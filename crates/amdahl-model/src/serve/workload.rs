@@ -61,8 +61,9 @@ impl Arrivals {
 /// 40 ms of simulation per 10,000 (examples/bench_serve.rs), so a typo cannot ask for gigabytes.
 pub const MAX_REQUESTS: u32 = 1_000_000;
 
-/// A generated workload: `requests` arrivals with lengths drawn from the two distributions, all
-/// from one seeded ChaCha8 stream (a portable generator: the same seed gives the same random
+/// A generated workload: `requests` arrivals (or, with `duration_s`, every arrival in the first
+/// `duration_s` seconds) with lengths drawn from the two distributions, all from one seeded
+/// ChaCha8 stream (a portable generator: the same seed gives the same random
 /// bits everywhere, and the same requests wherever the float maths of the draws agrees).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Generated {
@@ -70,6 +71,9 @@ pub struct Generated {
     pub input: Lengths,
     pub output: Lengths,
     pub requests: u32,
+    /// Arrivals for this many seconds instead of `requests` of them (`--duration`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
     pub seed: u64,
 }
 
@@ -82,13 +86,7 @@ pub fn generate(
     model: &str,
 ) -> Result<(Vec<Request>, u32), ServeError> {
     g.arrivals.check()?;
-    if g.requests == 0 || g.requests > MAX_REQUESTS {
-        return Err(ServeError::Flag {
-            what: "--requests",
-            want: "from 1 to 1,000,000",
-            got: g.requests.to_string(),
-        });
-    }
+    check_extent(g)?;
     let (lo_in, lo_out) = (g.input.min(), g.output.min());
     if u64::from(lo_in) + u64::from(lo_out) > u64::from(context) {
         return Err(ServeError::Context {
@@ -105,9 +103,17 @@ pub fn generate(
     let gaps = Gaps::new(&g.arrivals);
     let mut t = 0.0;
     let mut clamped = 0;
-    let mut out = Vec::with_capacity(g.requests as usize);
-    for _ in 0..g.requests {
+    let mut out = Vec::with_capacity(g.requests.min(MAX_REQUESTS) as usize);
+    loop {
+        match g.duration_s {
+            None if out.len() >= g.requests as usize => break,
+            Some(_) if out.len() >= MAX_REQUESTS as usize => break,
+            _ => {}
+        }
         t += gaps.sample(&mut rng);
+        if g.duration_s.is_some_and(|d| t > d) {
+            break;
+        }
         let (raw_in, raw_out) = (g.input.sample(&mut rng), g.output.sample(&mut rng));
         let input = raw_in.min(context.saturating_sub(1).max(1));
         let output = raw_out.min(context.saturating_sub(input)).max(1);
@@ -120,7 +126,45 @@ pub fn generate(
             output_tokens: output,
         });
     }
+    if out.is_empty() {
+        return Err(ServeError::Flag {
+            what: "--duration",
+            want: "long enough for one arrival at --rate",
+            got: format!("{} s", g.duration_s.unwrap_or(0.0)),
+        });
+    }
     Ok((out, clamped))
+}
+
+/// `--requests` within 1..=1,000,000, or `--duration` positive and short enough that its
+/// expected arrivals (duration × rate) stay within that bound.
+fn check_extent(g: &Generated) -> Result<(), ServeError> {
+    if let Some(d) = g.duration_s {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(ServeError::Flag {
+                what: "--duration",
+                want: "a positive number of seconds",
+                got: d.to_string(),
+            });
+        }
+        let expected = d * g.arrivals.rate();
+        if expected > f64::from(MAX_REQUESTS) {
+            return Err(ServeError::Flag {
+                what: "--duration",
+                want: "short enough for at most 1,000,000 arrivals at --rate (duration × rate)",
+                got: format!("{d} s × {} requests/s = {expected:.0}", g.arrivals.rate()),
+            });
+        }
+        return Ok(());
+    }
+    if g.requests == 0 || g.requests > MAX_REQUESTS {
+        return Err(ServeError::Flag {
+            what: "--requests",
+            want: "from 1 to 1,000,000",
+            got: g.requests.to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// Gap sampler: exponential or gamma.
@@ -368,6 +412,28 @@ mod tests {
     }
 
     #[test]
+    fn a_duration_bounds_the_arrivals() {
+        // 50 requests/s for 20 s: Poisson, so about 1,000 arrivals (σ = √1000 ≈ 32; ±15 %), none
+        // after 20 s; a duration whose expected arrivals exceed the bound is refused.
+        let mut g = Generated {
+            arrivals: Arrivals::Poisson { rate: 50.0 },
+            input: Lengths::Fixed { tokens: 10 },
+            output: Lengths::Fixed { tokens: 10 },
+            requests: 5,
+            duration_s: Some(20.0),
+            seed: 4,
+        };
+        let (r, _) = generate(&g, 4096, "m").unwrap();
+        assert!((850..=1150).contains(&r.len()), "{}", r.len());
+        assert!(r.iter().all(|q| q.arrival_s <= 20.0));
+        g.duration_s = Some(1e6);
+        let e = generate(&g, 4096, "m").unwrap_err().to_string();
+        assert!(e.contains("--duration") && e.contains("1,000,000"), "{e}");
+        g.duration_s = Some(-1.0);
+        assert!(generate(&g, 4096, "m").is_err());
+    }
+
+    #[test]
     fn poisson_gaps_have_the_rate() {
         // 100,000 exponential gaps: the mean's relative standard error is 1/sqrt(n) = 0.3 %;
         // 1.5 % tolerance. Gamma with cv 3 has the same mean and a gap CV near 3 (10 %).
@@ -380,6 +446,7 @@ mod tests {
                 input: Lengths::Fixed { tokens: 10 },
                 output: Lengths::Fixed { tokens: 10 },
                 requests: 100_000,
+                duration_s: None,
                 seed: 1,
             };
             let (r, _) = generate(&g, 4096, "m").unwrap();

@@ -1,0 +1,384 @@
+//! The serving validation set (data/validation/serve.csv): published tail latencies and
+//! throughputs of LLM servers under a request stream, each row typed as a user types
+//! `amdahl serve`, simulated here and set beside its published figures. `amdahl catalog
+//! validation --serve` prints it; data/validation/serve.md says how each source was read.
+//!
+//! Nothing is fitted to the set: the step model, the power model and the scheduler are the ones
+//! `amdahl serve` uses, and a row's knobs are published values or engine defaults (its
+//! `settings` column says which). The targets are the specification's: p50 within 20 %, p99
+//! within 30 %, throughput within 15 %.
+
+use super::datasets::Side;
+use super::{
+    check_requests, generate, prepare, simulate, Arrivals, Config, Generated, Lengths, Limits,
+    Request, Router,
+};
+use crate::infer::{KvFormat, Serving, WeightFormat};
+use crate::plan::{catalog_model, system, Overrides};
+use crate::stats::{median, quantile, sorted};
+use serde::{Deserialize, Serialize};
+
+const SERVE_CSV: &str = include_str!("../../../../data/validation/serve.csv");
+
+/// The seed of every simulated row (the CLI's default).
+const SEED: u64 = 0;
+
+/// Requests simulated for a row that does not publish its count: ten minutes of arrivals (MLPerf
+/// Inference's minimum server-scenario duration, `min_duration` 600,000 ms) at the row's rate,
+/// at most [`MOST_REQUESTS`]; enough for the batch to fill and the warm-up to weigh little.
+const DEFAULT_SPAN_S: f64 = 600.0;
+const MOST_REQUESTS: u32 = 65_000;
+
+/// Bounds on |predicted / published − 1| by class (the specification's targets).
+pub const TARGET_P50: f64 = 0.20;
+pub const TARGET_P99: f64 = 0.30;
+pub const TARGET_THROUGHPUT: f64 = 0.15;
+
+/// One row of the set, as typed (the file's header explains every column).
+#[derive(Debug, Clone, Deserialize)]
+struct Row {
+    id: String,
+    source: String,
+    engine: String,
+    engine_version: String,
+    model: String,
+    system: String,
+    gpus: u64,
+    tp: u32,
+    pp: u32,
+    replicas: u32,
+    precision: String,
+    kv_precision: String,
+    max_num_seqs: u32,
+    max_num_batched_tokens: u32,
+    settings: String,
+    arrivals: String,
+    rate_rps: Option<f64>,
+    requests: Option<u32>,
+    input_dist: String,
+    output_dist: String,
+    lengths: String,
+    ttft_p50_ms: Option<f64>,
+    ttft_p90_ms: Option<f64>,
+    ttft_p99_ms: Option<f64>,
+    tpot_p50_ms: Option<f64>,
+    tpot_p90_ms: Option<f64>,
+    tpot_p99_ms: Option<f64>,
+    e2e_p50_s: Option<f64>,
+    e2e_p99_s: Option<f64>,
+    output_tokens_per_s: Option<f64>,
+    requests_per_s: Option<f64>,
+    in_claim: String,
+    why_not: String,
+    locator: String,
+    inter_gbit: Option<f64>,
+}
+
+/// One published figure and its prediction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Metric {
+    /// The column: `ttft_p99_ms`, `output_tokens_per_s`, …
+    pub metric: String,
+    /// `p50`, `p90`, `p99` or `throughput`.
+    pub class: String,
+    pub published: f64,
+    pub predicted: f64,
+    /// predicted / published − 1.
+    pub error: f64,
+}
+
+/// One row: its configuration and its figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServeCase {
+    pub id: String,
+    pub source: String,
+    pub engine: String,
+    pub model: String,
+    pub system: String,
+    pub gpus: u64,
+    pub tp: u32,
+    pub replicas: u32,
+    pub max_num_seqs: u32,
+    pub max_num_batched_tokens: u32,
+    /// `published`, `default` or `assumed` (data/validation/serve.csv header).
+    pub settings: String,
+    /// Requests per second offered (`None`: all at once).
+    pub rate_rps: Option<f64>,
+    pub requests: u32,
+    /// `dataset`, `derived` or `own`.
+    pub lengths: String,
+    pub in_claim: bool,
+    pub why_not: String,
+    /// The simulated run queued more than a tenth of its requests at the last arrival.
+    pub overloaded: bool,
+    pub metrics: Vec<Metric>,
+    pub locator: String,
+}
+
+/// A class of figures against its target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServeSummary {
+    pub class: String,
+    /// `claim` (rows in the accuracy claim) or `all`.
+    pub subset: String,
+    /// Bound on |error|; `None` for p90, which the specification sets no target for.
+    pub target: Option<f64>,
+    pub figures: usize,
+    pub within: usize,
+    pub median_abs_error: f64,
+    pub worst_abs_error: f64,
+    pub worst: String,
+}
+
+/// A row amdahl cannot simulate, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServeExcluded {
+    pub id: String,
+    pub why: String,
+}
+
+/// The whole set, simulated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServeValidation {
+    pub seed: u64,
+    pub cases: Vec<ServeCase>,
+    pub summaries: Vec<ServeSummary>,
+    pub excluded: Vec<ServeExcluded>,
+}
+
+/// A broken row of the embedded set: a bug in amdahl, reported instead of a panic.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("data/validation/serve.csv, {row}: {what}")]
+pub struct ServeSetError {
+    pub row: String,
+    pub what: String,
+}
+
+fn rows() -> Result<Vec<Row>, ServeSetError> {
+    csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .from_reader(SERVE_CSV.as_bytes())
+        .deserialize()
+        .enumerate()
+        .map(|(i, row)| {
+            row.map_err(|e| ServeSetError {
+                row: format!("row {}", i + 1),
+                what: e.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The configuration of a row, or why it cannot be expressed.
+fn config(r: &Row) -> Result<Config, String> {
+    let weights = WeightFormat::parse(&r.precision).ok_or("unknown precision")?;
+    let kv = KvFormat::parse(&r.kv_precision).ok_or("unknown kv_precision")?;
+    Ok(Config {
+        serving: Serving {
+            tp: r.tp,
+            pp: r.pp,
+            replicas: r.replicas,
+            weights,
+            kv,
+        },
+        limits: Limits {
+            max_num_seqs: r.max_num_seqs,
+            max_num_batched_tokens: r.max_num_batched_tokens,
+        },
+        router: Router::RoundRobin,
+    })
+}
+
+/// The requests of a row: Poisson at its rate, or all at t = 0, with its length distributions.
+fn requests(r: &Row, context: u32, model: &str) -> Result<Vec<Request>, String> {
+    let input = Lengths::parse_side(&r.input_dist, Side::Input).map_err(|e| e.to_string())?;
+    let output = Lengths::parse_side(&r.output_dist, Side::Output).map_err(|e| e.to_string())?;
+    let all_at_once = r.arrivals == "all-at-once";
+    let rate = if all_at_once {
+        1.0
+    } else {
+        r.rate_rps.ok_or("a poisson row needs rate_rps")?
+    };
+    let n = r
+        .requests
+        .unwrap_or(((rate * DEFAULT_SPAN_S).ceil() as u32).min(MOST_REQUESTS));
+    let g = Generated {
+        arrivals: Arrivals::Poisson { rate },
+        input,
+        output,
+        requests: n,
+        duration_s: None,
+        seed: SEED,
+    };
+    let (mut reqs, _) = generate(&g, context, model).map_err(|e| e.to_string())?;
+    if all_at_once {
+        reqs.iter_mut().for_each(|q| q.arrival_s = 0.0);
+    }
+    Ok(reqs)
+}
+
+/// The published figures of a row, with the class of each.
+fn published(r: &Row) -> Vec<(&'static str, &'static str, f64)> {
+    [
+        ("ttft_p50_ms", "p50", r.ttft_p50_ms),
+        ("ttft_p90_ms", "p90", r.ttft_p90_ms),
+        ("ttft_p99_ms", "p99", r.ttft_p99_ms),
+        ("tpot_p50_ms", "p50", r.tpot_p50_ms),
+        ("tpot_p90_ms", "p90", r.tpot_p90_ms),
+        ("tpot_p99_ms", "p99", r.tpot_p99_ms),
+        ("e2e_p50_s", "p50", r.e2e_p50_s),
+        ("e2e_p99_s", "p99", r.e2e_p99_s),
+        ("output_tokens_per_s", "throughput", r.output_tokens_per_s),
+        ("requests_per_s", "throughput", r.requests_per_s),
+    ]
+    .into_iter()
+    .filter_map(|(m, c, v)| v.map(|v| (m, c, v)))
+    .collect()
+}
+
+/// Simulate one row.
+fn simulate_row(r: &Row) -> Result<ServeCase, String> {
+    let layout = u64::from(r.tp) * u64::from(r.pp) * u64::from(r.replicas);
+    if layout != r.gpus {
+        return Err(format!(
+            "gpus {} is not tp × pp × replicas = {layout}",
+            r.gpus
+        ));
+    }
+    let model = catalog_model(&r.model).map_err(|e| e.to_string())?;
+    let device = crate::catalog::devices::lookup(&r.system).map_err(|e| e.to_string())?;
+    let (hw, net) =
+        system(device, &Overrides::default(), r.inter_gbit).map_err(|e| e.to_string())?;
+    let c = config(r)?;
+    let p = prepare(&model, &hw, &net, &c).map_err(|e| e.to_string())?;
+    let reqs = requests(r, model.seq, &model.name)?;
+    check_requests(&model, &p, &reqs, &r.id).map_err(|e| e.to_string())?;
+    let run = simulate(&p, &hw, &net, &c, &reqs);
+    let recs = &run.records;
+    let pick = |f: fn(&super::RequestRecord) -> Option<f64>| {
+        sorted(&recs.iter().filter_map(f).collect::<Vec<_>>())
+    };
+    let ttft = pick(|r| Some(r.ttft_s));
+    let tpot = pick(|r| r.tpot_s);
+    let e2e = pick(|r| Some(r.e2e_s));
+    let q = |xs: &[f64], p: f64| quantile(xs, p).unwrap_or(f64::NAN);
+    let duration = (run.end_s - run.first_arrival_s).max(1e-12);
+    let out_tokens: f64 = recs.iter().map(|r| f64::from(r.output_tokens)).sum();
+    let predict = |metric: &str| match metric {
+        "ttft_p50_ms" => q(&ttft, 0.5) * 1e3,
+        "ttft_p90_ms" => q(&ttft, 0.9) * 1e3,
+        "ttft_p99_ms" => q(&ttft, 0.99) * 1e3,
+        "tpot_p50_ms" => q(&tpot, 0.5) * 1e3,
+        "tpot_p90_ms" => q(&tpot, 0.9) * 1e3,
+        "tpot_p99_ms" => q(&tpot, 0.99) * 1e3,
+        "e2e_p50_s" => q(&e2e, 0.5),
+        "e2e_p99_s" => q(&e2e, 0.99),
+        "output_tokens_per_s" => out_tokens / duration,
+        _ => recs.len() as f64 / duration,
+    };
+    let metrics = published(r)
+        .into_iter()
+        .map(|(metric, class, value)| {
+            let predicted = predict(metric);
+            Metric {
+                metric: metric.into(),
+                class: class.into(),
+                published: value,
+                predicted,
+                error: predicted / value - 1.0,
+            }
+        })
+        .collect();
+    let n = recs.len() as u64;
+    Ok(ServeCase {
+        id: r.id.clone(),
+        source: r.source.clone(),
+        engine: format!("{} {}", r.engine, r.engine_version),
+        model: model.name.clone(),
+        system: hw.name.clone(),
+        gpus: c.serving.gpus(),
+        tp: r.tp,
+        replicas: r.replicas,
+        max_num_seqs: r.max_num_seqs,
+        max_num_batched_tokens: r.max_num_batched_tokens,
+        settings: r.settings.clone(),
+        rate_rps: (r.arrivals != "all-at-once")
+            .then_some(r.rate_rps)
+            .flatten(),
+        requests: reqs.len() as u32,
+        lengths: r.lengths.clone(),
+        in_claim: r.in_claim == "yes" && r.lengths != "own",
+        why_not: r.why_not.clone(),
+        overloaded: run.waiting_at_last_arrival as f64
+            > super::result::OVERLOAD_QUEUE_SHARE * n as f64,
+        metrics,
+        locator: r.locator.clone(),
+    })
+}
+
+/// Summaries of each class, for the claim and for all rows.
+fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
+    let mut out = Vec::new();
+    for subset in ["claim", "all"] {
+        for (class, target) in [
+            ("p50", Some(TARGET_P50)),
+            ("p90", None),
+            ("p99", Some(TARGET_P99)),
+            ("throughput", Some(TARGET_THROUGHPUT)),
+        ] {
+            let figures: Vec<(&str, &Metric)> = cases
+                .iter()
+                .filter(|c| subset == "all" || c.in_claim)
+                .flat_map(|c| c.metrics.iter().map(move |m| (c.id.as_str(), m)))
+                .filter(|(_, m)| m.class == class)
+                .collect();
+            if figures.is_empty() {
+                continue;
+            }
+            let abs = sorted(
+                &figures
+                    .iter()
+                    .map(|(_, m)| m.error.abs())
+                    .collect::<Vec<_>>(),
+            );
+            let (worst_id, worst) = figures
+                .iter()
+                .max_by(|a, b| a.1.error.abs().total_cmp(&b.1.error.abs()))
+                .map(|(id, m)| (format!("{id} {}", m.metric), m.error.abs()))
+                .unwrap_or_default();
+            out.push(ServeSummary {
+                class: class.into(),
+                subset: subset.into(),
+                target,
+                figures: figures.len(),
+                within: target.map_or(0, |t| abs.iter().filter(|e| **e <= t).count()),
+                median_abs_error: median(&abs).unwrap_or(f64::NAN),
+                worst_abs_error: worst,
+                worst: worst_id,
+            });
+        }
+    }
+    out
+}
+
+/// Simulate every row of the set.
+pub fn serve_validation() -> Result<ServeValidation, ServeSetError> {
+    let mut cases = Vec::new();
+    let mut excluded = Vec::new();
+    for r in rows()? {
+        match simulate_row(&r) {
+            Ok(c) => cases.push(c),
+            Err(why) => excluded.push(ServeExcluded { id: r.id, why }),
+        }
+    }
+    let summaries = summaries(&cases);
+    Ok(ServeValidation {
+        seed: SEED,
+        cases,
+        summaries,
+        excluded,
+    })
+}
+
+#[cfg(test)]
+mod tests;

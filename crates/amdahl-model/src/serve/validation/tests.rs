@@ -1,0 +1,76 @@
+//! The serving validation set, simulated: every row prints its figures; the summary is asserted.
+
+use super::*;
+
+#[test]
+fn published_serving_runs() {
+    let v = serve_validation().unwrap();
+    for c in &v.cases {
+        for m in &c.metrics {
+            println!(
+                "{:<28} {:<20} published {:>10.4} predicted {:>10.4} error {:+6.1} % {}",
+                c.id,
+                m.metric,
+                m.published,
+                m.predicted,
+                m.error * 100.0,
+                if c.in_claim { "" } else { "(out of claim)" }
+            );
+        }
+    }
+    for s in &v.summaries {
+        println!("{s:?}");
+    }
+    for e in &v.excluded {
+        println!("excluded {}: {}", e.id, e.why);
+    }
+    // Every row of the set is simulated; seven are in the accuracy claim (serve.md says why the
+    // others are not).
+    assert!(v.excluded.is_empty(), "{:?}", v.excluded);
+    assert_eq!(v.cases.len(), 19);
+    assert_eq!(v.cases.iter().filter(|c| c.in_claim).count(), 7);
+    let claim = |class: &str| {
+        v.summaries
+            .iter()
+            .find(|s| s.subset == "claim" && s.class == class)
+            .unwrap()
+    };
+    // The summary as it stood when the set was assembled (seed 0), held so that a change which
+    // makes the simulator worse on the set fails: of the claim's figures, p50 5 of 21 within
+    // 20 % (median |error| 36.3 %), p99 0 of 9 within 30 % (66 %), throughput 5 of 6 within
+    // 15 % (8.7 %). The targets are not met; docs/usage/serve.md ("Validation") says where the
+    // simulator falls short.
+    let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
+    assert_eq!((p50.figures, p99.figures, tput.figures), (21, 9, 6));
+    assert!(p50.within >= 5 && p50.median_abs_error <= 0.38, "{p50:?}");
+    assert!(p99.median_abs_error <= 0.70, "{p99:?}");
+    assert!(
+        tput.within >= 5 && tput.median_abs_error <= 0.10,
+        "{tput:?}"
+    );
+}
+
+#[test]
+fn the_set_is_typed_as_a_user_types_it() {
+    // Every row names a catalogued model and device and a layout that multiplies out; a row's
+    // lengths are a data set or a log-normal; `own` lengths keep a row out of the claim.
+    let rows = rows().unwrap();
+    for r in &rows {
+        assert!(catalog_model(&r.model).is_ok(), "{}", r.id);
+        let layout = u64::from(r.tp) * u64::from(r.pp) * u64::from(r.replicas);
+        assert_eq!(layout, r.gpus, "{}", r.id);
+        assert!(
+            ["published", "default", "assumed"].contains(&r.settings.as_str()),
+            "{}",
+            r.id
+        );
+        assert!(
+            ["dataset", "derived", "own"].contains(&r.lengths.as_str()),
+            "{}",
+            r.id
+        );
+        assert!(r.lengths != "own" || r.in_claim == "no", "{}", r.id);
+        assert!(r.in_claim == "yes" || !r.why_not.is_empty(), "{}", r.id);
+        assert!(!r.locator.is_empty(), "{}", r.id);
+    }
+}

@@ -1,0 +1,142 @@
+//! Rendering of the serving validation set (`amdahl catalog validation --serve`): every
+//! published latency percentile and throughput with the simulator's prediction, the summaries
+//! against the targets (p50 20 %, p99 30 %, throughput 15 %), and the rows not expressible.
+
+use crate::catalog::csv_rows;
+use crate::sig;
+use crate::table::{Align, Table};
+use amdahl_model::serve::validation::{ServeCase, ServeValidation};
+
+fn percent(x: f64) -> String {
+    format!("{:+.1} %", 100.0 * x)
+}
+
+fn claim(c: &ServeCase) -> String {
+    if c.in_claim {
+        "yes".into()
+    } else if c.lengths == "own" {
+        "no: own lengths".into()
+    } else if c.settings == "assumed" {
+        "no: knobs assumed".into()
+    } else {
+        "no: engine".into()
+    }
+}
+
+pub fn serve_validation_table(v: &ServeValidation) -> String {
+    let mut t = Table::new([
+        "row",
+        "figure",
+        "published",
+        "predicted",
+        "error",
+        "in claim",
+    ])
+    .align(1, Align::Left)
+    .align(5, Align::Left);
+    for c in &v.cases {
+        for m in &c.metrics {
+            t.row([
+                c.id.clone(),
+                m.metric.clone(),
+                sig(m.published, 4),
+                sig(m.predicted, 4),
+                percent(m.error),
+                claim(c),
+            ]);
+        }
+    }
+    let mut s = t.render();
+    s.push_str(&format!(
+        "error: predicted / published − 1, each row simulated as typed in \
+         data/validation/serve.csv (seed {}); sources and what is assumed: \
+         data/validation/serve.md\n\n",
+        v.seed
+    ));
+    let mut t = Table::new([
+        "class",
+        "figures",
+        "within target",
+        "median |error|",
+        "worst",
+        "worst figure",
+    ])
+    .align(0, Align::Left)
+    .align(5, Align::Left);
+    for m in v.summaries.iter().filter(|m| m.subset == "claim") {
+        let within = match m.target {
+            Some(tgt) => format!("{} of {} (±{:.0} %)", m.within, m.figures, 100.0 * tgt),
+            None => "no target".into(),
+        };
+        t.row([
+            m.class.clone(),
+            m.figures.to_string(),
+            within,
+            format!("{:.1} %", 100.0 * m.median_abs_error),
+            format!("{:.1} %", 100.0 * m.worst_abs_error),
+            m.worst.clone(),
+        ]);
+    }
+    s.push_str(&t.render());
+    let rows = v.cases.iter().filter(|c| c.in_claim).count();
+    s.push_str(&format!(
+        "rows in the claim: {rows} of {}; out of it: engine features the simulator does not \
+         model (vLLM multi-step scheduling), scheduler limits not published (knobs assumed) and \
+         rows whose lengths come from their own result\n",
+        v.cases.len()
+    ));
+    for e in &v.excluded {
+        s.push_str(&format!("not expressible: {}: {}\n", e.id, e.why));
+    }
+    s
+}
+
+pub fn serve_validation_csv(v: &ServeValidation) -> Result<String, csv::Error> {
+    let f = |x: f64| x.to_string();
+    csv_rows(
+        &[
+            "id",
+            "source",
+            "engine",
+            "model",
+            "system",
+            "gpus",
+            "tp",
+            "replicas",
+            "rate_rps",
+            "requests",
+            "settings",
+            "lengths",
+            "in_claim",
+            "metric",
+            "class",
+            "published",
+            "predicted",
+            "error",
+        ],
+        v.cases.iter().flat_map(|c| {
+            c.metrics.iter().map(move |m| {
+                vec![
+                    c.id.clone(),
+                    c.source.clone(),
+                    c.engine.clone(),
+                    c.model.clone(),
+                    c.system.clone(),
+                    c.gpus.to_string(),
+                    c.tp.to_string(),
+                    c.replicas.to_string(),
+                    c.rate_rps.map_or(String::new(), f),
+                    c.requests.to_string(),
+                    c.settings.clone(),
+                    c.lengths.clone(),
+                    c.in_claim.to_string(),
+                    m.metric.clone(),
+                    m.class.clone(),
+                    f(m.published),
+                    f(m.predicted),
+                    f(m.error),
+                ]
+            })
+        }),
+    )
+}
