@@ -1,6 +1,6 @@
 //! Human names and units for the fields of saved results, as the HTML report's "Key figures"
 //! shows them: `training.energy_kwh` reads "training: energy (kWh)", a year stays `2022` (not
-//! `2,022`), bytes are shown in GiB.
+//! `2,022`).
 //!
 //! The units come from the field names' suffixes, the convention every result schema follows
 //! (docs/schema/: `_s`, `_j`, `_kwh`, `_w`, `_bytes`, `_g_per_kwh`, ...).
@@ -11,8 +11,6 @@ enum Unit {
     None,
     /// Shown as printed after the name: `(kWh)`.
     Shown(&'static str),
-    /// Bytes, shown in GiB.
-    Bytes,
     /// A calendar year: a plain integer.
     Year,
 }
@@ -67,7 +65,7 @@ fn split_key(key: &str) -> (String, Unit) {
         return (humanize(key), Unit::Year);
     }
     if let Some(stem) = key.strip_suffix("_bytes") {
-        return (humanize(stem), Unit::Bytes);
+        return (humanize(stem), Unit::Shown("bytes"));
     }
     if let Some(stem) = key.strip_suffix("_per_s") {
         return (format!("{}/s", humanize(stem)), Unit::None);
@@ -98,7 +96,6 @@ pub fn name(path: &str) -> String {
     let (own, unit) = split_key(last);
     let own = match unit {
         Unit::Shown(u) => format!("{own} ({u})"),
-        Unit::Bytes => format!("{own} (GiB)"),
         Unit::None | Unit::Year => own,
     };
     if keys.is_empty() {
@@ -108,13 +105,11 @@ pub fn name(path: &str) -> String {
     format!("{}: {own}", parents.join(" › "))
 }
 
-/// A number of the field at `path` as the report shows it: years as written, bytes in GiB,
-/// everything else through [`crate::num`] (whole counts grouped, others to four digits).
+/// A number of the field at `path` as the report shows it: years as written, everything else through [`crate::num`] (whole counts grouped, others to four digits).
 pub fn value(path: &str, x: f64) -> String {
     let last = path.rsplit('.').next().unwrap_or(path);
     match split_key(last).1 {
         Unit::Year if x.fract() == 0.0 && x.abs() < 1e6 => format!("{x:.0}"),
-        Unit::Bytes => crate::sig(x / f64::from(1u32 << 30), 4),
         _ => crate::num(x),
     }
 }
@@ -134,7 +129,7 @@ mod tests {
             "CO2e (g per 1,000 requests)"
         );
         assert_eq!(name("output_tokens_per_s"), "output tokens/s");
-        assert_eq!(name("memory_per_gpu_bytes"), "memory per GPU (GiB)");
+        assert_eq!(name("memory_per_gpu_bytes"), "memory per GPU (bytes)");
         assert_eq!(name("power_per_gpu_w"), "power per GPU (W)");
         assert_eq!(name("layout.tp"), "layout: TP");
         assert_eq!(name("grid.year"), "grid: year");
@@ -143,11 +138,11 @@ mod tests {
     }
 
     #[test]
-    fn years_stay_whole_and_bytes_are_gib() {
+    fn years_stay_whole() {
         assert_eq!(value("grid.year", 2022.0), "2022");
         assert_eq!(value("intensity_year", 2019.0), "2019");
         assert_eq!(value("gpus", 2048.0), "2,048");
-        assert_eq!(value("memory_per_gpu_bytes", 53.0 * 1073741824.0), "53.00");
+        assert_eq!(value("memory_per_gpu_bytes", 56_908_316_672.0), "56,908,316,672");
         assert_eq!(value("mfu", 0.243_17), "0.2432");
     }
 }
