@@ -160,7 +160,8 @@ const EPS: f64 = 1e-9;
 
 /// [`ticks`] for an axis that fits its data, whose smallest value is `data_lo` (transformed):
 /// when no tick lies at or below it (the lowest points cannot be read off: 14 ms under ticks
-/// from 20 ms), the axis is extended down to the next tick of the same step and ticked again.
+/// from 20 ms), the axis is extended down to a round value below the data and ticked again,
+/// preferring tick sets that reach it.
 /// Returns the axis's lower end and its ticks.
 pub(super) fn ticks_from_below(
     axis: &Axis,
@@ -177,28 +178,27 @@ pub(super) fn ticks_from_below(
     if reaches(&t, data_lo, hi - lo) {
         return (lo, t);
     }
-    let (Some(a), Some(b)) = (t.first(), t.get(1)) else {
-        return (lo, t);
-    };
-    let step = b.at - a.at;
-    // Ticks at round values of the data on a log axis (20, 40, 60 ms) step evenly in the data,
-    // not in their logarithms; where that step reaches zero (20 − 20), a step of the logarithm.
+    // The round value at or below the data that every family of ticks can hold: on a log
+    // axis the largest 1, 2 or 5 × 10^k not above it, on a linear one the chosen step's
+    // multiple.
     let below = match axis.scale {
-        Scale::Log10 if (step - step.round()).abs() > EPS => {
-            let (va, vb) = (10f64.powf(a.at), 10f64.powf(b.at));
-            let v = va - (vb - va);
-            if v > 0.0 {
-                v.log10()
-            } else {
-                a.at - step
-            }
+        Scale::Log10 => {
+            let k = d.floor();
+            [5.0f64, 2.0, 1.0]
+                .into_iter()
+                .map(|m| k + m.log10())
+                .find(|&v| v <= d + EPS)
+                .unwrap_or(k)
         }
-        _ => a.at - step,
+        Scale::Linear => match (t.first(), t.get(1)) {
+            (Some(a), Some(b)) if b.at > a.at => (d / (b.at - a.at)).floor() * (b.at - a.at),
+            _ => return (lo, t),
+        },
     };
-    if !(below.is_finite() && below < d) {
+    if !below.is_finite() {
         return (lo, t);
     }
-    let lo = below - (hi - below) * 0.02;
+    let lo = lo.min(below - (hi - below) * 0.02);
     (
         lo,
         ticks_reaching(axis, (lo, hi), data_lo, len, font, horizontal),
