@@ -797,7 +797,11 @@ fn search_figure_names_its_points() {
         .arg(&svg)
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
     let text = std::fs::read_to_string(&svg).unwrap_or_default();

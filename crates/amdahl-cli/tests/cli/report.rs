@@ -235,8 +235,15 @@ fn key_figures_read_as_names_with_units(html: &str) {
             !name.contains('_') && (name != path || !path.contains('.')),
             "`{path}` shown as `{name}`"
         );
-        if path.ends_with("_kwh") {
-            assert!(name.ends_with("(kWh)"), "`{path}` shown as `{name}`");
+        let unit = if path.ends_with("_g_per_kwh") {
+            Some("(g/kWh)")
+        } else if path.ends_with("_kwh") {
+            Some("(kWh)")
+        } else {
+            (path.ends_with("_s") && !path.ends_with("_per_s")).then_some("(s)")
+        };
+        if let Some(u) = unit {
+            assert!(name.ends_with(u), "`{path}` shown as `{name}`");
         }
     }
     assert!(rows > 50, "only {rows} named rows");

@@ -13,6 +13,7 @@
 //! Zen 4 cores, the GPU XCDs and the HBM, so RAPL packages and the RAM estimate leave the total
 //! while it is read.
 
+use super::intel::ZeMask;
 use super::{info, read_value, Chip, Domain, Reading, Sensor, Use};
 use crate::gpu::{parse_visible, Visible};
 use crate::rapl::FileReader;
@@ -49,11 +50,15 @@ fn apu(device: Option<u16>) -> bool {
 
 /// The GPUs `ROCR_VISIBLE_DEVICES` and then `HIP_VISIBLE_DEVICES` leave visible. ROCm's GPU
 /// isolation docs: ROCR takes indices or UUIDs (`GPU-<unique_id>`, as rocminfo prints them) of
-/// all GPUs; HIP takes indices into what ROCR left, so the two compose.
+/// all GPUs; HIP takes indices into what ROCR left, so the two compose. It also carries the
+/// Intel GPUs' `ZE_AFFINITY_MASK` ([`ZeMask`]), so the environment is read once for every
+/// hwmon GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AmdVisible {
     pub rocr: Visible,
     pub hip: Visible,
+    /// Which Intel GPUs and tiles `ZE_AFFINITY_MASK` leaves.
+    pub ze: ZeMask,
 }
 
 impl AmdVisible {
@@ -61,6 +66,7 @@ impl AmdVisible {
         AmdVisible {
             rocr: Visible::All,
             hip: Visible::All,
+            ze: ZeMask::all(),
         }
     }
 
@@ -69,6 +75,7 @@ impl AmdVisible {
         AmdVisible {
             rocr: parse_visible(get("ROCR_VISIBLE_DEVICES").as_deref()),
             hip: parse_visible(get("HIP_VISIBLE_DEVICES").as_deref()),
+            ze: ZeMask::parse(get("ZE_AFFINITY_MASK").as_deref()),
         }
     }
 
