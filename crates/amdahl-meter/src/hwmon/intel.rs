@@ -204,7 +204,8 @@ fn apply_mask(
                     hide(
                         s,
                         format!(
-                            "{} names tile(s) {} of this card only: those tiles' own counters                              are read instead",
+                            "{} names tile(s) {} of this card only: those tiles' own counters \
+                             are read instead",
                             mask.describe(),
                             list(named)
                         ),
@@ -224,7 +225,8 @@ fn apply_mask(
                 // No counter per named tile: the card's reading, which holds the other tiles too.
                 for s in card.iter_mut().filter(|s| s.use_ == Use::Metered) {
                     s.covers = format!(
-                        "{}; {} names tile(s) {} only, so the other tiles' energy is in this                          reading (no per-tile counter to read instead)",
+                        "{}; {} names tile(s) {} only, so the other tiles' energy is in this \
+                         reading (no per-tile counter to read instead)",
                         s.covers,
                         mask.describe(),
                         list(named)
