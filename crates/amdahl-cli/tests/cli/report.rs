@@ -235,8 +235,9 @@ fn key_figures_read_as_names_with_units(html: &str) {
             !name.contains('_') && (name != path || !path.contains('.')),
             "`{path}` shown as `{name}`"
         );
-        let unit = if path.ends_with("_g_per_kwh") {
-            Some("(g/kWh)")
+        let unit = if path.ends_with("g_per_kwh") {
+            assert!(name.contains("g/kWh"), "`{path}` shown as `{name}`");
+            None
         } else if path.ends_with("_kwh") {
             Some("(kWh)")
         } else {
