@@ -33,6 +33,9 @@ pub struct Drawn {
     pub legend_entries: Vec<Swatch>,
 }
 
+/// A data marker on the page: centre and radius.
+type Marker = (f64, f64, f64);
+
 /// How far tick marks reach out of the frame, in points.
 const TICK_LEN: f64 = 3.0;
 
@@ -159,11 +162,7 @@ impl Plot {
     }
 
     /// The markers and lines the series will draw, on the page (what a legend must not cover).
-    fn page_geometry(
-        &self,
-        l: &Layout,
-        z: &SizeSpec,
-    ) -> (Vec<(f64, f64, f64)>, Vec<Vec<(f64, f64)>>) {
+    fn page_geometry(&self, l: &Layout, z: &SizeSpec) -> (Vec<Marker>, Vec<Vec<(f64, f64)>>) {
         let mut markers = Vec::new();
         let mut lines = Vec::new();
         for (s, pts) in self.series.iter().zip(self.page_points(l)) {
