@@ -190,6 +190,42 @@ fn mi300a_replaces_the_rapl_package_and_the_estimates() {
     assert!(device_ids(&d).contains(&"intel-rapl:0".to_string()));
 }
 
+/// A Ryzen APU (Rembrandt, 1002:1681): its socket power covers the CPU cores RAPL's package
+/// reads, not the DIMMs: the package leaves, RAM is still estimated, no CPU estimate is added.
+#[test]
+fn a_ryzen_apu_replaces_the_rapl_package_but_not_ram() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("hwmon");
+    fake::amdgpu(
+        &root,
+        "hwmon0",
+        "0000:04:00.0",
+        0x1681,
+        "",
+        Some(25_000_000),
+    )
+    .unwrap();
+    rapl::fake::zone(
+        &t.path().join("powercap"),
+        "intel-rapl:0",
+        "package-0",
+        1,
+        1 << 32,
+    )
+    .unwrap();
+    let s = scan_all(&root);
+    let g = by_id(&s, "amdgpu:0");
+    assert_eq!(g.info.name, "AMD Ryzen APU graphics (Rembrandt)");
+    assert!(g.covers_cpu_package && !g.covers_host);
+    assert!(g.covers.contains("Ryzen APU"), "{}", g.covers);
+    let d = sensors::discover(options(t.path(), &root));
+    let ids = device_ids(&d);
+    assert!(ids.contains(&"amdgpu:0".to_string()), "{ids:?}");
+    assert!(!ids.contains(&"intel-rapl:0".to_string()), "{ids:?}");
+    assert!(!ids.iter().any(|i| i.contains("cpu")), "{ids:?}");
+    assert!(ids.iter().any(|i| i.contains("ram")), "{ids:?}");
+}
+
 #[test]
 fn rocr_then_hip_visible_devices_compose() {
     let uuids: Vec<String> = ["GPU-aa", "GPU-bb", "GPU-cc", "GPU-dd"]
