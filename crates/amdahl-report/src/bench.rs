@@ -663,6 +663,27 @@ mod tests {
         gemm::run(&cfg, &mut Hooks::default()).unwrap()
     }
 
+    /// `bench gemm --quick` (n = 64 and 128) was ticked 70, 80, 90, 100: a doubled size axis
+    /// ticks at powers of two, its sizes among them.
+    #[test]
+    fn gemm_svg_ticks_the_sizes_run() {
+        let mut r = tiny_gemm();
+        r.rows = r
+            .rows
+            .iter()
+            .flat_map(|row| {
+                [64, 128].map(|n| {
+                    let mut row = row.clone();
+                    row.n = n;
+                    row
+                })
+            })
+            .collect();
+        let f = crate::svg::testing::checked(|| gemm_svg(&r));
+        let x = crate::svg::testing::labels(&f.panels[0].x_ticks);
+        assert_eq!(x, ["32", "64", "128"]);
+    }
+
     #[test]
     fn gemm_text_flags_emulation_and_missing_energy() {
         let r = tiny_gemm();

@@ -444,6 +444,7 @@ pub fn svg(r: &FitResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::svg::Size;
     use amdahl_model::scaling::{analyse, builtin, FitOptions};
 
     fn cisco() -> FitResult {
@@ -492,5 +493,16 @@ mod tests {
             64
         );
         assert!(s.contains("(chosen)"));
+    }
+
+    /// The legend sat on the measured points and the fitted curves of the speedup panel: it
+    /// must cover no marker and no line (in a corner that is free, else above the plot).
+    #[test]
+    fn svg_legend_covers_no_data() {
+        for size in [Size::Column, Size::Page, Size::Slide] {
+            let f = crate::svg::with_size(size, || crate::svg::testing::checked(|| svg(&cisco())));
+            assert!(f.panels[0].legend.is_some());
+            assert_eq!(f.panels[0].legend_entries.len(), 6, "{size:?}");
+        }
     }
 }

@@ -318,7 +318,7 @@ fn value_cell(file: usize, path: &str, v: &Value) -> String {
             Some(x) => format!(
                 "<td class=\"n\" data-file=\"{file}\" data-field=\"{}\">{}</td>",
                 esc(path),
-                esc(&num(x))
+                esc(&crate::field_names::value(path, x))
             ),
             None => format!("<td>{}</td>", esc(&n.to_string())),
         },
@@ -348,7 +348,12 @@ fn compare_table(out: &mut String, group: &[(usize, &Entry)]) {
     }
     out.push_str("</tr>\n");
     for p in paths {
-        let _ = write!(out, "<tr><th>{}</th>", esc(p));
+        let _ = write!(
+            out,
+            "<tr><th title=\"{}\">{}</th>",
+            esc(p),
+            esc(&crate::field_names::name(p))
+        );
         for ((i, _), f) in group.iter().zip(&figures) {
             match f.iter().find(|(q, _)| q == p) {
                 Some((_, v)) => out.push_str(&value_cell(*i, p, v)),
@@ -393,8 +398,9 @@ fn card(out: &mut String, i: usize, e: &Entry, alone: bool, svg_index: &mut usiz
         for (path, v) in key_figures(&e.saved.json) {
             let _ = writeln!(
                 out,
-                "<tr><th>{}</th>{}</tr>",
+                "<tr><th title=\"{}\">{}</th>{}</tr>",
                 esc(&path),
+                esc(&crate::field_names::name(&path)),
                 value_cell(i, &path, &v)
             );
         }

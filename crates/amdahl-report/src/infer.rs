@@ -3,7 +3,7 @@
 
 use crate::escape::csv_unquoted;
 use crate::sig;
-use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
+use crate::svg::{figure, Axis, Label, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
 use amdahl_model::infer::{InferResult, InferSearchResult, ServingCandidate};
 use std::fmt::Write;
@@ -437,7 +437,24 @@ pub fn search_csv(r: &InferSearchResult) -> String {
     out
 }
 
-/// The Pareto front of TPOT vs energy per token.
+/// How many of the best configurations the search figure names.
+const LABELLED: usize = 6;
+
+/// A configuration's short name: tensor (and pipeline) parallelism, precision, batch
+/// (`tp4 fp8 B64`).
+fn candidate_label(c: &ServingCandidate) -> String {
+    let pp = if c.pp > 1 {
+        format!(" pp{}", c.pp)
+    } else {
+        String::new()
+    };
+    let cap = c
+        .power_cap_w
+        .map_or(String::new(), |w| format!(" {} W", crate::sig(w, 3)));
+    format!("tp{}{pp} {} B{}{cap}", c.tp, c.precision.name(), c.batch)
+}
+
+/// The Pareto front of TPOT vs energy per token, its points named.
 pub fn search_svg(r: &InferSearchResult) -> String {
     let mut p = Plot::new(
         format!(
@@ -461,5 +478,24 @@ pub fn search_svg(r: &InferSearchResult) -> String {
                 .map(|c| (c.tpot_s * 1e3, c.energy_per_token_j)),
         ),
     );
+    // Each point says which configuration it is (those without room are listed under the
+    // figure): the best few by energy, then the ends of the front (fastest, cheapest).
+    let named = r
+        .ranked
+        .iter()
+        .take(LABELLED)
+        .chain(r.pareto.first())
+        .chain(r.pareto.last());
+    let mut seen = std::collections::HashSet::new();
+    for c in named {
+        let text = candidate_label(c);
+        if seen.insert(text.clone()) {
+            p.labels.push(Label {
+                x: c.tpot_s * 1e3,
+                y: c.energy_per_token_j,
+                text,
+            });
+        }
+    }
     figure(&[p], 560.0, 400.0)
 }

@@ -12,6 +12,7 @@ pub mod energy_validation;
 pub mod escape;
 pub mod export;
 pub mod exporter;
+pub mod field_names;
 pub mod finite;
 pub mod fit;
 pub mod font;

@@ -199,29 +199,38 @@ pub fn svg(r: &LifetimeReport) -> String {
         Axis::new(Scale::Linear, format!("facility energy ({unit})")).range(0.0, top / div * 1.05),
     );
     let one = r.alternatives.len() == 1;
+    // Several alternatives: one legend entry per kind of line (in grey) and one per alternative
+    // (its colour), not every kind once per alternative.
+    let what = |w: &'static str| if one { w } else { "" };
+    if !one {
+        for (w, style) in [
+            ("training + serving", Style::Line),
+            ("serving", Style::DashedLine),
+            ("training (once)", Style::LinePoints),
+        ] {
+            p.series.push(Series::new(w, "#555555", style));
+        }
+    }
     for (i, a) in r.alternatives.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let name = |what: &str| {
-            if one {
-                what.to_string()
-            } else {
-                format!("{}: {what}", a.label)
-            }
-        };
+        if !one {
+            p.series
+                .push(Series::new(a.label.clone(), color, Style::Points));
+        }
         let t = a.training.energy_kwh / div;
         let s = a.serving_energy_kwh / div;
         p.series.push(
-            Series::new(name("training + serving"), color, Style::Line)
+            Series::new(what("training + serving"), color, Style::Line)
                 .points([(0.0, t), (r.days, t + s)]),
         );
         p.series.push(
-            Series::new(name("serving"), color, Style::DashedLine)
+            Series::new(what("serving"), color, Style::DashedLine)
                 .points([(0.0, 0.0), (r.days, s)]),
         );
         // Training is paid once: a flat reference line, so the day the dashed serving line
         // crosses it (serving overtakes training) can be seen, not only read from the label.
         p.series.push(
-            Series::new(name("training (once)"), color, Style::LinePoints)
+            Series::new(what("training (once)"), color, Style::LinePoints)
                 .points([(0.0, t), (r.days, t)]),
         );
         if let Some(d) = a.overtake_day_energy {
@@ -310,6 +319,25 @@ mod tests {
         assert!(
             svg.contains("break-even: small cheaper after day 20"),
             "{svg}"
+        );
+        // The legend covers no line and says each thing once: three kinds of line in grey and
+        // one colour per alternative, not each kind per alternative (six entries).
+        let f = crate::svg::testing::last_figure();
+        crate::svg::testing::check_layout(&f);
+        let entries: Vec<&str> = f.panels[0]
+            .legend_entries
+            .iter()
+            .map(|e| e.label.as_str())
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                "training + serving",
+                "serving",
+                "training (once)",
+                "big",
+                "small"
+            ]
         );
         let csv = csv(&r).unwrap();
         assert_eq!(csv.lines().count(), 3);

@@ -2,7 +2,7 @@
 //! [`SearchResult`]. Pure functions.
 
 use crate::sig;
-use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
+use crate::svg::{figure, Axis, Label, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
 use amdahl_model::catalog::grid::{year_label, GridIntensity};
 use amdahl_model::plan::{
@@ -516,7 +516,20 @@ pub fn search_csv(r: &SearchResult) -> String {
     s
 }
 
-/// Training time vs energy of the top K and the Pareto front.
+/// A search point's short name: its rank, parallel shape and precision (`#1 tp8 pp4 dp32 bf16`).
+fn point_label(x: &RankedLayout) -> String {
+    let l = &x.layout;
+    format!(
+        "#{} tp{} pp{} dp{} {}",
+        x.rank,
+        l.tp,
+        l.pp,
+        l.dp,
+        l.precision.name()
+    )
+}
+
+/// Training time vs energy of the top K (each labelled with its layout) and the Pareto front.
 pub fn search_svg(r: &SearchResult) -> String {
     let xy = |v: &[RankedLayout]| {
         v.iter()
@@ -534,6 +547,15 @@ pub fn search_svg(r: &SearchResult) -> String {
     p.series.push(
         Series::new(format!("top {}", r.top.len()), PALETTE[0], Style::Points).points(xy(&r.top)),
     );
+    // Each point says which layout it is (those without room are listed under the figure).
+    p.labels.extend(r.top.iter().map(|x| {
+        let (px, py) = (x.train_time_s / 86_400.0, x.energy_kwh);
+        Label {
+            x: px,
+            y: py,
+            text: point_label(x),
+        }
+    }));
     figure(&[p], 640.0, 420.0)
 }
 

@@ -302,11 +302,13 @@ pub fn svg(r: &ScaleResult) -> String {
             Series::new("median", PALETTE[1], Style::LinePoints)
                 .points(pts(|p| Some(p.energy_j.median))),
         );
+        // The bounds are drawn alike: one legend entry names both.
         en.series.push(
-            Series::new("min", PALETTE[1], Style::DashedLine).points(pts(|p| Some(p.energy_j.min))),
+            Series::new("min, max", PALETTE[1], Style::DashedLine)
+                .points(pts(|p| Some(p.energy_j.min))),
         );
         en.series.push(
-            Series::new("max", PALETTE[1], Style::DashedLine).points(pts(|p| Some(p.energy_j.max))),
+            Series::new("", PALETTE[1], Style::DashedLine).points(pts(|p| Some(p.energy_j.max))),
         );
         let ymax = r
             .points
@@ -428,6 +430,15 @@ mod tests {
         ] {
             assert_eq!(s.matches(want).count(), 1, "{want}");
         }
+        // The energy panel's bounds are drawn alike and named once ("min" and "max" were two
+        // identical dashed entries); no legend covers data, no text overlaps.
+        let f = crate::svg::testing::checked(|| svg(&result(&[1, 2, 4, 8], None)));
+        let entries: Vec<&str> = f.panels[2]
+            .legend_entries
+            .iter()
+            .map(|e| e.label.as_str())
+            .collect();
+        assert_eq!(entries, ["median", "min, max"]);
         // Empty result: still a valid document.
         assert!(svg(&result(&[1], Some(1))).starts_with("<svg"));
     }

@@ -9,7 +9,7 @@
 //! pure functions of their results and tables are never wrapped when no width was given (pipes,
 //! files, tests), so scripts and snapshots see whole lines.
 
-use comfy_table::{CellAlignment, ContentArrangement, TableComponent};
+use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, TableComponent, Width};
 use std::cell::Cell;
 
 thread_local! {
@@ -124,9 +124,19 @@ impl Table {
         for r in &self.rows {
             t.add_row(pad(r));
         }
+        let floors = width.map(|w| self.column_floors(ncols, w));
         for i in 0..ncols {
             if let Some(c) = t.column_mut(i) {
-                c.set_padding((0, u16::from(i + 1 < ncols)));
+                let right = u16::from(i + 1 < ncols);
+                c.set_padding((0, right));
+                // A floor includes the column's padding (comfy-table subtracts it).
+                if let Some(&floor) = floors.as_ref().and_then(|f| f.get(i)) {
+                    if floor > 0 {
+                        c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(
+                            floor.saturating_add(right),
+                        )));
+                    }
+                }
                 c.set_cell_alignment(match self.aligns.get(i).copied().unwrap_or(Align::Right) {
                     Align::Left => CellAlignment::Left,
                     Align::Right => CellAlignment::Right,
@@ -137,6 +147,60 @@ impl Table {
         out.push('\n');
         out
     }
+}
+
+impl Table {
+    /// The narrowest each column may be wrapped to, so that no number is ever split across lines
+    /// (comfy-table breaks a word longer than its column at any character: `0.911` / `3`,
+    /// `3.488` / `e-4`). When the longest words of all columns fit `width` side by side, no word
+    /// is split at all; else every column is at least as wide as its longest word with a digit
+    /// in it, and one character (comfy-table drops the text of a column it cannot give a
+    /// character to). Where even that does not fit, the table is wider than `width` rather than
+    /// broken.
+    fn column_floors(&self, ncols: usize, width: u16) -> Vec<u16> {
+        let longest = |numbers_only: bool| -> Vec<usize> {
+            (0..ncols)
+                .map(|i| {
+                    std::iter::once(&self.headers)
+                        .chain(&self.rows)
+                        .filter_map(|r| r.get(i))
+                        .flat_map(|cell| cell.split_whitespace())
+                        .filter(|w| !numbers_only || unbreakable_number(w))
+                        .map(|w| w.chars().count())
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect()
+        };
+        // Two columns apart: one space of padding and one of rule per gap.
+        let gaps = 2 * ncols.saturating_sub(1);
+        let fits = |f: &[usize]| f.iter().sum::<usize>() + gaps <= usize::from(width);
+        let words = longest(false);
+        let numbers: Vec<usize> = longest(true)
+            .into_iter()
+            .zip(&words)
+            .map(|(n, &w)| n.max(w.min(1)))
+            .collect();
+        let floors = if fits(&words) || !fits(&numbers) {
+            words
+        } else {
+            numbers
+        };
+        floors
+            .into_iter()
+            .map(|f| u16::try_from(f).unwrap_or(u16::MAX))
+            .collect()
+    }
+}
+
+/// Words longer than this that hold a digit (a URL, a file path) may still be split: a column
+/// that wide would squeeze every other one.
+const LONGEST_UNBROKEN: usize = 24;
+
+/// Is this word (no spaces) a number, or one with its unit or punctuation attached (`0.9113`,
+/// `3.488e-4`, `1,144,409`, `(24.3`, `tp2`, `53.0%`), that must stay on one line?
+fn unbreakable_number(word: &str) -> bool {
+    word.chars().any(|c| c.is_ascii_digit()) && word.chars().count() <= LONGEST_UNBROKEN
 }
 
 #[cfg(test)]
@@ -175,6 +239,62 @@ mod tests {
         }
         for word in ["industry", "hyperscale", "1.56", "respondents", "world"] {
             assert!(fitted.contains(word), "{word} lost:\n{fitted}");
+        }
+    }
+
+    /// A narrow terminal split numbers inside their cells (`0.911` / `3`, `3.488` / `e-4`, the
+    /// planner's Végh table at 80 columns): every number must come out whole.
+    #[test]
+    fn numbers_are_never_split_across_lines() {
+        let mut t = Table::new([
+            "N",
+            "DP",
+            "batch",
+            "step s",
+            "TFLOP/s",
+            "E",
+            "alpha_eff",
+            "1-alpha",
+            "comm",
+            "bubble",
+            "serial",
+            "fits",
+        ]);
+        let rows = [
+            [
+                "2", "1", "64", "24.28", "330.3", "0.9462", "0.9431", "0.05685", "0.05521", "0",
+                "0.001642", "yes",
+            ],
+            [
+                "16", "8", "64", "3.137", "319.6", "0.9113", "0.9938", "0.006170", "0.005295", "0",
+                "3.488e-4", "yes",
+            ],
+        ];
+        for r in rows {
+            t.row(r);
+        }
+        // 60 is too narrow for the numbers side by side: wider than asked, nothing split.
+        for w in [40u16, 60, 70, 80, 100] {
+            let out = t.render_width(Some(w));
+            let words: Vec<&str> = out.split_whitespace().collect();
+            for r in rows {
+                for cell in r {
+                    assert!(
+                        words.contains(&cell),
+                        "`{cell}` split at {w} columns:\n{out}"
+                    );
+                }
+            }
+        }
+        // Wide enough for the numbers: within the width. Wide enough for every word side by
+        // side (92 columns here): headers stay whole too.
+        for (w, whole_headers) in [(80u16, false), (100, true)] {
+            let out = t.render_width(Some(w));
+            for l in out.lines() {
+                assert!(l.chars().count() <= usize::from(w), "{l}");
+            }
+            let words: Vec<&str> = out.split_whitespace().collect();
+            assert_eq!(words.contains(&"TFLOP/s"), whole_headers, "{out}");
         }
     }
 }

@@ -16,6 +16,7 @@ fn amdahl(t: &Path) -> Command {
         .env("AMDAHL_HWMON_ROOT", t.join("hwmon"))
         .env_remove("ROCR_VISIBLE_DEVICES")
         .env_remove("HIP_VISIBLE_DEVICES")
+        .env_remove("ZE_AFFINITY_MASK")
         .current_dir(t);
     c
 }
@@ -110,6 +111,71 @@ fn run_honours_rocr_visible_devices() {
     let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert!(device(&r, "amdgpu:0").is_none(), "{r}");
     assert!(device(&r, "amdgpu:1").is_some(), "{r}");
+}
+
+/// ZE_AFFINITY_MASK=0.1,1 on two Max 1550 cards: tile 1 of the first card (its own counter,
+/// not the card's, which holds both tiles) and the whole second card; `detect` says why the
+/// first card is not read.
+#[test]
+fn run_honours_ze_affinity_mask() {
+    let t = tempfile::tempdir().unwrap();
+    amdahl_meter::rapl::fake::standard(&t.path().join("powercap")).unwrap();
+    let h = t.path().join("hwmon");
+    fake::i915(
+        &h,
+        0,
+        "0000:3a:00.0",
+        0x0bd5,
+        9_000_000,
+        &[4_000_000, 5_000_000],
+    )
+    .unwrap();
+    fake::i915(
+        &h,
+        10,
+        "0000:9a:00.0",
+        0x0bd5,
+        8_000_000,
+        &[3_000_000, 5_000_000],
+    )
+    .unwrap();
+    let out = t.path().join("r.json");
+    amdahl(t.path())
+        .env("ZE_AFFINITY_MASK", "0.1,1")
+        .args(["run", "--interval", "50ms", "-o"])
+        .arg(&out)
+        .args(["--", "sleep", "0.2"])
+        .assert()
+        .success();
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    for (id, present) in [
+        ("i915:0", false),
+        ("i915:0:gt0", false),
+        ("i915:0:gt1", true),
+        ("i915:1", true),
+        ("i915:1:gt0", false),
+    ] {
+        assert_eq!(device(&r, id).is_some(), present, "{id}: {r}");
+    }
+    let d = amdahl(t.path())
+        .env("ZE_AFFINITY_MASK", "0.1,1")
+        .args(["detect", "--json"])
+        .output()
+        .unwrap();
+    let d: Value = serde_json::from_slice(&d.stdout).unwrap();
+    let card = d["sensors"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|x| x["device"] == "i915:0"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(card["status"], "ignored", "{d}");
+    assert!(
+        card["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ZE_AFFINITY_MASK=0.1,1"),
+        "{card}"
+    );
 }
 
 /// A Grace node without RAPL: the two sockets are the CPU (and its memory), so no estimate is

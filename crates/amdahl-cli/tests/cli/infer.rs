@@ -465,3 +465,38 @@ fn absurd_power_and_ignored_shape_flags_are_refused() {
     ));
     assert!(f(&v, "energy_per_token_j") > 0.0);
 }
+
+/// The search figure's points said nothing of which configuration they were: each of the best
+/// configurations is named by TP, precision and batch, beside its point or, without room,
+/// under the figure.
+#[test]
+fn search_figure_names_its_points() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let svg = dir.path().join("search.svg");
+    let out = amdahl()
+        .args(words(
+            "infer --model llama3-8b --system h100 --search --max-tpot-ms 30 --search-max-batch 64 --json --svg",
+        ))
+        .arg(&svg)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&svg).unwrap_or_default();
+    let ranked = v["ranked"].as_array().cloned().unwrap_or_default();
+    assert!(!ranked.is_empty());
+    for c in ranked.iter().take(6) {
+        let name = format!(
+            "tp{} {} B{}",
+            c["tp"],
+            c["precision"].as_str().unwrap_or("?"),
+            c["batch"]
+        );
+        assert!(text.contains(&name), "`{name}` not in the figure");
+    }
+}

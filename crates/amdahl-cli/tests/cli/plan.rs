@@ -782,3 +782,41 @@ fn the_search_tries_every_layout_under_every_cap() {
             "--search-power-cap applies to --search",
         ));
 }
+
+/// The search figure's points said nothing of which layout they were: each of the top layouts
+/// is named by rank, TP, PP, DP and precision, beside its point or, without room, under the
+/// figure.
+#[test]
+fn search_figure_names_its_points() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let svg = dir.path().join("search.svg");
+    let out = amdahl()
+        .args(words(
+            "plan --model llama2-7b --gpus 16 --batch 64 --search --quiet --top 3 --json --svg",
+        ))
+        .arg(&svg)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&svg).unwrap_or_default();
+    let top = v["top"].as_array().cloned().unwrap_or_default();
+    assert_eq!(top.len(), 3);
+    for x in &top {
+        let l = &x["layout"];
+        let name = format!(
+            "#{} tp{} pp{} dp{} {}",
+            x["rank"],
+            l["tp"],
+            l["pp"],
+            l["dp"],
+            l["precision"].as_str().unwrap_or("?")
+        );
+        assert!(text.contains(&name), "`{name}` not in the figure");
+    }
+}

@@ -215,6 +215,47 @@ fn report_shows_every_kind_with_plots_statements_and_exact_numbers() {
     assert!(html.contains("Estimated: a model prediction"));
     let checked = numbers_match(&html, &jsons);
     assert!(checked > 150, "only {checked} numbers shown");
+    key_figures_read_as_names_with_units(&html);
+}
+
+/// The key figures were raw JSON paths (`training.energy_kwh`) with unit-less numbers and the
+/// year printed "2,022": each row now names its field in words with its unit (the path is the
+/// row's tooltip) and years are written as years.
+fn key_figures_read_as_names_with_units(html: &str) {
+    let mut rows = 0;
+    for chunk in html.split("<tr><th title=\"").skip(1) {
+        let Some((path, rest)) = chunk.split_once("\">") else {
+            continue;
+        };
+        let Some((name, _)) = rest.split_once("</th>") else {
+            continue;
+        };
+        rows += 1;
+        assert!(
+            !name.contains('_') && (name != path || !path.contains('.')),
+            "`{path}` shown as `{name}`"
+        );
+        let unit = if path.ends_with("g_per_kwh") {
+            assert!(name.contains("g/kWh"), "`{path}` shown as `{name}`");
+            None
+        } else if path.ends_with("_kwh") {
+            Some("(kWh)")
+        } else {
+            (path.ends_with("_s") && !path.ends_with("_per_s")).then_some("(s)")
+        };
+        if let Some(u) = unit {
+            assert!(name.ends_with(u), "`{path}` shown as `{name}`");
+        }
+    }
+    assert!(rows > 50, "only {rows} named rows");
+    let years: Vec<(usize, String, String)> = shown_numbers(html)
+        .into_iter()
+        .filter(|(_, f, _)| f == "year" || f.ends_with(".year") || f.ends_with("_year"))
+        .collect();
+    assert!(!years.is_empty(), "no year shown");
+    for (_, field, text) in years {
+        assert!(!text.contains(','), "`{field}` shows the year as {text}");
+    }
 }
 
 #[test]

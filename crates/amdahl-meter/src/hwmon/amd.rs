@@ -11,8 +11,10 @@
 //! none. GCDs pair in PCI order (0+1, 2+3, … as the OLCF Frontier user guide numbers them), so a
 //! second reading in a pair is never added. MI300A is an APU: its one socket power covers the 24
 //! Zen 4 cores, the GPU XCDs and the HBM, so RAPL packages and the RAM estimate leave the total
-//! while it is read.
+//! while it is read. A Ryzen APU's integrated GPU reports the socket power too (CPU cores and
+//! GPU, not the DIMMs): RAPL packages and the CPU estimate leave, RAM stays.
 
+use super::intel::ZeMask;
 use super::{info, read_value, Chip, Domain, Reading, Sensor, Use};
 use crate::gpu::{parse_visible, Visible};
 use crate::rapl::FileReader;
@@ -47,13 +49,43 @@ fn apu(device: Option<u16>) -> bool {
     matches!(device, Some(0x74a0))
 }
 
+/// The integrated GPUs of Ryzen APUs, from hwdata pci.ids (vendor 1002; names as listed there,
+/// 15bf, 1638, 1681 and 1586 cross-checked against copies of the file in public test fixtures).
+/// amdgpu reports their socket power, which "on APUs includes the CPU" (thermal.rst): the CPU
+/// cores and the integrated GPU, but not the DDR DIMMs, outside the package.
+const RYZEN_APUS: &[(u16, &str)] = &[
+    (0x15dd, "Raven Ridge"),
+    (0x15d8, "Picasso"),
+    (0x1636, "Renoir"),
+    (0x1638, "Cezanne"),
+    (0x164c, "Lucienne"),
+    (0x1681, "Rembrandt"),
+    (0x164e, "Raphael"),
+    (0x15bf, "Phoenix1"),
+    (0x15c8, "Phoenix2"),
+    (0x150e, "Strix"),
+    (0x1586, "Strix Halo"),
+];
+
+/// The codename of a Ryzen APU's integrated GPU.
+fn ryzen_apu(device: Option<u16>) -> Option<&'static str> {
+    RYZEN_APUS
+        .iter()
+        .find(|(id, _)| Some(*id) == device)
+        .map(|(_, n)| *n)
+}
+
 /// The GPUs `ROCR_VISIBLE_DEVICES` and then `HIP_VISIBLE_DEVICES` leave visible. ROCm's GPU
 /// isolation docs: ROCR takes indices or UUIDs (`GPU-<unique_id>`, as rocminfo prints them) of
-/// all GPUs; HIP takes indices into what ROCR left, so the two compose.
+/// all GPUs; HIP takes indices into what ROCR left, so the two compose. It also carries the
+/// Intel GPUs' `ZE_AFFINITY_MASK` ([`ZeMask`]), so the environment is read once for every
+/// hwmon GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AmdVisible {
     pub rocr: Visible,
     pub hip: Visible,
+    /// Which Intel GPUs and tiles `ZE_AFFINITY_MASK` leaves.
+    pub ze: ZeMask,
 }
 
 impl AmdVisible {
@@ -61,6 +93,7 @@ impl AmdVisible {
         AmdVisible {
             rocr: Visible::All,
             hip: Visible::All,
+            ze: ZeMask::all(),
         }
     }
 
@@ -69,6 +102,7 @@ impl AmdVisible {
         AmdVisible {
             rocr: parse_visible(get("ROCR_VISIBLE_DEVICES").as_deref()),
             hip: parse_visible(get("HIP_VISIBLE_DEVICES").as_deref()),
+            ze: ZeMask::parse(get("ZE_AFFINITY_MASK").as_deref()),
         }
     }
 
@@ -123,6 +157,7 @@ fn name(chip: &Chip) -> String {
         .find(|(id, _)| Some(*id) == chip.pci.device)
         .map(|(_, n)| n.to_string())
         .or_else(|| chip.pci.product_name.clone())
+        .or_else(|| ryzen_apu(chip.pci.device).map(|c| format!("AMD Ryzen APU graphics ({c})")))
         .unwrap_or_else(|| match chip.pci.device {
             Some(d) => format!("AMD GPU (PCI 1002:{d:04x})"),
             None => "AMD GPU".into(),
@@ -208,13 +243,18 @@ fn sensor(chip: &Chip, reader: &FileReader, index: usize, pair: Option<usize>) -
     };
     let status = read_value(reader, &path);
     let is_apu = apu(chip.pci.device);
+    let ryzen = ryzen_apu(chip.pci.device).is_some();
     let use_ = match (&status, pair) {
         // A secondary die that shows the file but reads 0 (older kernels): not a device
         // drawing nothing, a die whose power is on its partner.
         (Ok(0), Some(_)) => Use::Inside(secondary.into()),
         _ => Use::Metered,
     };
-    let covers = if is_apu {
+    let covers = if ryzen {
+        "socket power of the Ryzen APU: CPU cores and integrated GPU (power shared between CPU and \
+         GPU; RAPL packages and the CPU estimate are not added next to it; the DIMMs are outside \
+         it, so RAM is still estimated or read from RAPL's dram zone)"
+    } else if is_apu {
         "socket power of the APU: CPU cores, GPU and HBM (power shared between CPU and GPU; RAPL \
          packages and the RAM estimate are not added next to it)"
     } else if pair.is_some() {
@@ -231,7 +271,7 @@ fn sensor(chip: &Chip, reader: &FileReader, index: usize, pair: Option<usize>) -
         reading,
         domain: Domain::Gpu,
         package,
-        covers_cpu_package: is_apu,
+        covers_cpu_package: is_apu || ryzen,
         covers_host: is_apu,
         use_,
         status,

@@ -14,6 +14,14 @@
 //! top of `i915_hwmon_register`), so an integrated GPU, whose power is inside the RAPL package,
 //! never shows up here to be counted twice; xe is taken to do the same (not checked here).
 //!
+//! `ZE_AFFINITY_MASK` (Level Zero specification, "Affinity Mask"; Intel's oneAPI GPU
+//! optimization guide, "Exposing the Device Hierarchy") limits a job to some GPUs, or some tiles
+//! of them: a comma-separated list of device indices `N` (the whole device) and sub-device
+//! indices `N.M` (tile M of device N). A card the mask leaves out is listed, hidden, not
+//! measured; a card of which it names only some tiles is measured by those tiles' counters
+//! where i915 exposes them, else by the whole card's, saying that the other tiles are in it.
+//! Devices are numbered in PCI order per driver, as the cards are here.
+//!
 //! Both drivers extend the 32-bit hardware register (which wraps) to a 64-bit sum on every read
 //! (`accum_energy += reg - reg_val_prev`, or `UINT_MAX - prev + reg` past the wrap), so the file
 //! itself does not wrap; a decrease is a reset (driver reload) and is counted as one.
@@ -21,6 +29,7 @@
 use super::{info, read_value, Chip, Domain, Sensor, Use};
 use crate::rapl::FileReader;
 use crate::source::DeviceKind;
+use std::collections::BTreeSet;
 
 /// Intel's PCI vendor id (hwdata pci.ids `8086  Intel Corporation`).
 pub const VENDOR: u16 = 0x8086;
@@ -56,9 +65,83 @@ fn card_key(chip: &Chip) -> String {
     }
 }
 
+/// Which Intel GPUs and tiles `ZE_AFFINITY_MASK` leaves to the job.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ZeMask {
+    /// The mask as given; None: unset (every device).
+    raw: Option<String>,
+    /// Whole devices named (`N`).
+    devices: BTreeSet<usize>,
+    /// Tiles named (`N.M`).
+    tiles: BTreeSet<(usize, u32)>,
+}
+
+/// What the mask leaves of one card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CardMask {
+    Whole,
+    Tiles(Vec<u32>),
+    Hidden,
+}
+
+impl ZeMask {
+    /// Every device (the variable unset).
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// From the variable's value; unset or blank: every device. Items that are neither `N` nor
+    /// `N.M` name nothing (Level Zero ignores them too).
+    pub fn parse(value: Option<&str>) -> Self {
+        let Some(raw) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+            return Self::all();
+        };
+        let mut m = ZeMask {
+            raw: Some(raw.to_string()),
+            ..Self::default()
+        };
+        for item in raw.split(',').map(str::trim) {
+            match item.split_once('.') {
+                None => {
+                    if let Ok(n) = item.parse() {
+                        m.devices.insert(n);
+                    }
+                }
+                Some((n, t)) => {
+                    if let (Ok(n), Ok(t)) = (n.parse(), t.parse()) {
+                        m.tiles.insert((n, t));
+                    }
+                }
+            }
+        }
+        m
+    }
+
+    fn card(&self, k: usize) -> CardMask {
+        if self.raw.is_none() || self.devices.contains(&k) {
+            return CardMask::Whole;
+        }
+        let tiles: Vec<u32> = self
+            .tiles
+            .iter()
+            .filter(|(n, _)| *n == k)
+            .map(|&(_, t)| t)
+            .collect();
+        if tiles.is_empty() {
+            CardMask::Hidden
+        } else {
+            CardMask::Tiles(tiles)
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("ZE_AFFINITY_MASK={}", self.raw.as_deref().unwrap_or(""))
+    }
+}
+
 /// The sensors of every i915/xe chip: cards numbered in PCI order per driver, tiles after their
-/// card.
-pub fn sensors(chips: &[Chip], reader: &FileReader) -> Vec<Sensor> {
+/// card; what `mask` leaves out is hidden.
+pub fn sensors(chips: &[Chip], reader: &FileReader, mask: &ZeMask) -> Vec<Sensor> {
     let mut out = Vec::new();
     for driver in ["i915", "xe"] {
         let mut cards: Vec<&Chip> = chips.iter().filter(|c| c.name == driver).collect();
@@ -67,6 +150,7 @@ pub fn sensors(chips: &[Chip], reader: &FileReader) -> Vec<Sensor> {
             let first = out.len();
             out.extend(card_sensors(card, reader, driver, k));
             let card_ok = out[first..].iter().any(|s: &Sensor| s.usable());
+            let tiles_from = out.len();
             if driver == "i915" {
                 let mut tiles: Vec<&Chip> = chips
                     .iter()
@@ -77,9 +161,88 @@ pub fn sensors(chips: &[Chip], reader: &FileReader) -> Vec<Sensor> {
                     out.extend(tile_sensor(t, reader, k, card_ok));
                 }
             }
+            let (cards_s, tiles_s) = out[first..].split_at_mut(tiles_from - first);
+            apply_mask(&mask.card(k), mask, driver, k, cards_s, tiles_s);
         }
     }
     out
+}
+
+/// Hide what the mask leaves out of card `k`: the whole card, or (tiles named) the card and its
+/// other tiles where the named tiles have readable counters of their own.
+fn apply_mask(
+    m: &CardMask,
+    mask: &ZeMask,
+    driver: &str,
+    k: usize,
+    card: &mut [Sensor],
+    tiles: &mut [Sensor],
+) {
+    let hide = |s: &mut Sensor, why: String| s.use_ = Use::Hidden(why);
+    match m {
+        CardMask::Whole => {}
+        CardMask::Hidden => {
+            for s in card.iter_mut().chain(tiles.iter_mut()) {
+                hide(
+                    s,
+                    format!("hidden by {}: not one of this job's GPUs", mask.describe()),
+                );
+            }
+        }
+        CardMask::Tiles(named) => {
+            let is_named = |s: &Sensor| {
+                named
+                    .iter()
+                    .any(|t| s.info.id == format!("{driver}:{k}:gt{t}"))
+            };
+            let own = tiles
+                .iter()
+                .filter(|s| is_named(s) && s.status.is_ok())
+                .count();
+            if own == named.len() {
+                for s in card.iter_mut() {
+                    hide(
+                        s,
+                        format!(
+                            "{} names tile(s) {} of this card only: those tiles' own counters \
+                             are read instead",
+                            mask.describe(),
+                            list(named)
+                        ),
+                    );
+                }
+                for s in tiles.iter_mut() {
+                    if is_named(s) {
+                        s.use_ = Use::Metered;
+                    } else {
+                        hide(
+                            s,
+                            format!("hidden by {}: not one of this job's tiles", mask.describe()),
+                        );
+                    }
+                }
+            } else {
+                // No counter per named tile: the card's reading, which holds the other tiles too.
+                for s in card.iter_mut().filter(|s| s.use_ == Use::Metered) {
+                    s.covers = format!(
+                        "{}; {} names tile(s) {} only, so the other tiles' energy is in this \
+                         reading (no per-tile counter to read instead)",
+                        s.covers,
+                        mask.describe(),
+                        list(named)
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn list(tiles: &[u32]) -> String {
+    tiles
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn card_sensors(card: &Chip, reader: &FileReader, driver: &str, k: usize) -> Vec<Sensor> {

@@ -30,6 +30,7 @@ use amdahl_model::units::Watts;
 use std::path::{Path, PathBuf};
 
 pub use amd::AmdVisible;
+pub use intel::ZeMask;
 pub use select::HwmonUse;
 
 /// The default hwmon root.
@@ -60,7 +61,8 @@ pub enum Use {
     /// Readable but covered by another reading (a tile inside its card, the CPU rail inside the
     /// Grace socket, the second GCD of an MI250X): never added. The text says which.
     Inside(String),
-    /// Hidden by `ROCR_VISIBLE_DEVICES` / `HIP_VISIBLE_DEVICES`.
+    /// Hidden by `ROCR_VISIBLE_DEVICES` / `HIP_VISIBLE_DEVICES` (AMD) or `ZE_AFFINITY_MASK`
+    /// (Intel).
     Hidden(String),
     /// What it covers is not known, so adding it could count a part twice; listed only.
     Unknown(String),
@@ -297,7 +299,7 @@ impl Scan {
 pub fn scan(root: &Path, reader: &FileReader, visible: &AmdVisible) -> Scan {
     let chips = chips(root, reader);
     let mut sensors = amd::sensors(&chips, reader, visible);
-    sensors.extend(intel::sensors(&chips, reader));
+    sensors.extend(intel::sensors(&chips, reader, &visible.ze));
     sensors.extend(host::sensors(&chips, reader));
     dedupe(&mut sensors);
     Scan {

@@ -190,6 +190,42 @@ fn mi300a_replaces_the_rapl_package_and_the_estimates() {
     assert!(device_ids(&d).contains(&"intel-rapl:0".to_string()));
 }
 
+/// A Ryzen APU (Rembrandt, 1002:1681): its socket power covers the CPU cores RAPL's package
+/// reads, not the DIMMs: the package leaves, RAM is still estimated, no CPU estimate is added.
+#[test]
+fn a_ryzen_apu_replaces_the_rapl_package_but_not_ram() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("hwmon");
+    fake::amdgpu(
+        &root,
+        "hwmon0",
+        "0000:04:00.0",
+        0x1681,
+        "",
+        Some(25_000_000),
+    )
+    .unwrap();
+    rapl::fake::zone(
+        &t.path().join("powercap"),
+        "intel-rapl:0",
+        "package-0",
+        1,
+        1 << 32,
+    )
+    .unwrap();
+    let s = scan_all(&root);
+    let g = by_id(&s, "amdgpu:0");
+    assert_eq!(g.info.name, "AMD Ryzen APU graphics (Rembrandt)");
+    assert!(g.covers_cpu_package && !g.covers_host);
+    assert!(g.covers.contains("Ryzen APU"), "{}", g.covers);
+    let d = sensors::discover(options(t.path(), &root));
+    let ids = device_ids(&d);
+    assert!(ids.contains(&"amdgpu:0".to_string()), "{ids:?}");
+    assert!(!ids.contains(&"intel-rapl:0".to_string()), "{ids:?}");
+    assert!(!ids.iter().any(|i| i.contains("cpu")), "{ids:?}");
+    assert!(ids.iter().any(|i| i.contains("ram")), "{ids:?}");
+}
+
 #[test]
 fn rocr_then_hip_visible_devices_compose() {
     let uuids: Vec<String> = ["GPU-aa", "GPU-bb", "GPU-cc", "GPU-dd"]
@@ -235,6 +271,7 @@ fn a_gpu_hidden_by_rocr_visible_devices_is_listed_not_measured() {
     let vis = AmdVisible {
         rocr: crate::gpu::parse_visible(Some("GPU-1f")),
         hip: Visible::All,
+        ze: ZeMask::all(),
     };
     let s = scan(&root, &fs_reader(), &vis);
     assert_eq!(
@@ -287,6 +324,77 @@ fn i915_card_before_tiles_and_tiles_when_the_card_is_garbage() {
     );
     let e = by_id(&s, "i915:0").status.as_ref().unwrap_err().to_string();
     assert!(e.contains("energy1_input") && e.contains("-ENODATA"), "{e}");
+}
+
+/// `ZE_AFFINITY_MASK`: a card it leaves out is hidden; a card of which it names one tile is
+/// measured by that tile's counter (the card's, holding both tiles, is hidden); without
+/// per-tile counters (xe) the card is read and says the other tiles are in it.
+#[test]
+fn ze_affinity_mask_hides_cards_and_picks_tiles() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("hwmon");
+    fake::i915(
+        &root,
+        0,
+        "0000:3a:00.0",
+        0x0bd5,
+        9_000_000,
+        &[4_000_000, 5_000_000],
+    )
+    .unwrap();
+    fake::i915(
+        &root,
+        10,
+        "0000:9a:00.0",
+        0x0bd5,
+        8_000_000,
+        &[3_000_000, 5_000_000],
+    )
+    .unwrap();
+    let with = |mask: &str| {
+        let vis = AmdVisible {
+            ze: ZeMask::parse(Some(mask)),
+            ..AmdVisible::all()
+        };
+        scan(&root, &fs_reader(), &vis)
+    };
+    let s = with("1");
+    assert_eq!(
+        ids(&s),
+        [
+            ("i915:0".into(), false),
+            ("i915:0:gt0".into(), false),
+            ("i915:0:gt1".into(), false),
+            ("i915:1".into(), true),
+            ("i915:1:gt0".into(), false),
+            ("i915:1:gt1".into(), false)
+        ]
+    );
+    assert!(
+        matches!(&by_id(&s, "i915:0").use_, Use::Hidden(w) if w.contains("ZE_AFFINITY_MASK=1"))
+    );
+    // Tile 1 of card 0 and all of card 1.
+    let s = with("0.1, 1");
+    let used: Vec<String> = ids(&s).into_iter().filter(|x| x.1).map(|x| x.0).collect();
+    assert_eq!(used, ["i915:0:gt1", "i915:1"]);
+    assert!(matches!(&by_id(&s, "i915:0").use_, Use::Hidden(w) if w.contains("tile(s) 1")));
+    // Unset, blank or garbage-only: a blank mask is every device, garbage names none.
+    assert_eq!(ZeMask::parse(Some(" ")), ZeMask::all());
+    let s = with("x,1.y");
+    assert!(ids(&s).iter().all(|x| !x.1), "{:?}", ids(&s));
+
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("hwmon");
+    fake::xe(&root, "hwmon1", "0000:03:00.0", 0xe20b, 10, 8).unwrap();
+    let vis = AmdVisible {
+        ze: ZeMask::parse(Some("0.0")),
+        ..AmdVisible::all()
+    };
+    let s = scan(&root, &fs_reader(), &vis);
+    assert_eq!(ids(&s), [("xe:0".into(), true), ("xe:0:pkg".into(), false)]);
+    assert!(by_id(&s, "xe:0")
+        .covers
+        .contains("other tiles' energy is in this reading"));
 }
 
 #[test]

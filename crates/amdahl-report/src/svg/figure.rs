@@ -34,7 +34,10 @@ pub struct Figure {
 /// Render panels in rows at the current [`size`] into one SVG document. `panel_w` × `panel_h`
 /// is the aspect ratio each panel is drawn at (points; the width is the size's).
 pub fn figure(panels: &[Plot], panel_w: f64, panel_h: f64) -> String {
-    figure_at(panels, panel_w, panel_h, size()).svg
+    let f = figure_at(panels, panel_w, panel_h, size());
+    #[cfg(test)]
+    super::testing::LAST.with(|l| *l.borrow_mut() = Some(f.clone()));
+    f.svg
 }
 
 /// [`figure`] at a given size, with the layout of what was drawn.
@@ -159,43 +162,10 @@ pub fn split_data(svg: &str) -> (String, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::svg::place::{inside, overlap};
-    use crate::svg::{Axis, Label, Scale, Series, Tick, PALETTE};
+    use crate::svg::place::inside;
+    use crate::svg::testing::check_layout;
+    use crate::svg::{Axis, Label, Scale, Series, PALETTE};
     use proptest::prelude::*;
-
-    fn labels(t: &[Tick]) -> Vec<String> {
-        t.iter().map(|t| t.label.text()).collect()
-    }
-
-    /// The structural checks every plot passes, so that it reads in print: no two text boxes
-    /// overlap, every marker is inside the frame and under no label, at least three ticks per axis.
-    pub(crate) fn check_layout(f: &Figure) {
-        for (p, d) in f.panels.iter().enumerate() {
-            assert!(
-                d.x_ticks.len() >= 3 && d.y_ticks.len() >= 3,
-                "panel {p}: ticks {:?} {:?}",
-                labels(&d.x_ticks),
-                labels(&d.y_ticks)
-            );
-            for (i, (a, ra)) in d.texts.iter().enumerate() {
-                for (b, rb) in &d.texts[i + 1..] {
-                    assert!(
-                        !overlap(ra, rb),
-                        "panel {p}: `{a}` {ra:?} overlaps `{b}` {rb:?}"
-                    );
-                }
-            }
-            for &(x, y, r) in &d.markers {
-                let m = (x - r, y - r, x + r, y + r);
-                for (t, rl) in &d.labels {
-                    assert!(
-                        !overlap(rl, &m),
-                        "panel {p}: label `{t}` covers the marker at ({x}, {y})"
-                    );
-                }
-            }
-        }
-    }
 
     fn dense_plot(points: &[(f64, f64)]) -> Plot {
         let mut p = Plot::new(
@@ -300,6 +270,46 @@ mod tests {
             1,
             "{svg}"
         );
+    }
+
+    /// `infer`'s latency panel (TPOT 14.4–78 ms on a log axis) was ticked from 20 ms: the
+    /// lowest points could not be read off. Every axis that fits its data now has a tick at or
+    /// below its lowest value.
+    #[test]
+    fn the_lowest_data_has_a_tick_at_or_below_it() {
+        let tpot = [
+            14.39, 14.42, 14.47, 14.59, 14.83, 15.39, 16.59, 20.02, 29.38, 47.87, 77.96,
+        ];
+        let rate = [
+            138.1, 273.8, 538.1, 1040.0, 1950.0, 3448.0, 5585.0, 7833.0, 9361.0, 10395.0, 11021.0,
+        ];
+        let mut p = Plot::new(
+            "latency vs throughput",
+            Axis::new(Scale::Log10, "output tokens/s"),
+            Axis::new(Scale::Log10, "time per output token (ms)"),
+        );
+        p.series.push(
+            Series::new("batch 1 … max", PALETTE[0], Style::LinePoints)
+                .points(rate.iter().copied().zip(tpot.iter().copied())),
+        );
+        let mut lin = p.clone();
+        lin.y = Axis::new(Scale::Linear, "ms");
+        for size in [Size::Column, Size::Page, Size::Slide] {
+            for (plot, log) in [(&p, true), (&lin, false)] {
+                let f = figure_at(&[plot.clone(), plot.clone()], 520.0, 380.0, size);
+                check_layout(&f);
+                let d = &f.panels[0];
+                let at = |t: &crate::svg::Tick| if log { 10f64.powf(t.at) } else { t.at };
+                let lowest = d.y_ticks.first().map(at).unwrap_or(f64::INFINITY);
+                assert!(lowest <= 14.39 + 1e-9, "{size:?}: lowest y tick {lowest}");
+                let lowest_x = d
+                    .x_ticks
+                    .first()
+                    .map(|t| 10f64.powf(t.at))
+                    .unwrap_or(f64::INFINITY);
+                assert!(lowest_x <= 138.1, "{size:?}: lowest x tick {lowest_x}");
+            }
+        }
     }
 
     proptest! {

@@ -1,9 +1,10 @@
 //! One panel drawn into its rectangle of the page.
 
 use super::colorbar::{colorbar_ticks, draw_colorbar};
+use super::legend::{LegendSpot, Swatch};
 use super::place::{place_label, Obstacles, Rect};
 use super::text::{c, esc, fit_text};
-use super::ticks::{ticks, Tick};
+use super::ticks::{ticks_from_below, Tick};
 use super::{Plot, Series, SizeSpec, Style};
 use crate::font;
 use std::fmt::Write as _;
@@ -24,7 +25,16 @@ pub struct Drawn {
     pub dropped: Vec<String>,
     pub x_ticks: Vec<Tick>,
     pub y_ticks: Vec<Tick>,
+    /// Every line drawn through data, on the page.
+    pub lines: Vec<Vec<(f64, f64)>>,
+    /// The legend's box (inside the plot area, or the band above it), if there is one.
+    pub legend: Option<Rect>,
+    /// The legend's entries, in order, as drawn.
+    pub legend_entries: Vec<Swatch>,
 }
+
+/// A data marker on the page: centre and radius.
+type Marker = (f64, f64, f64);
 
 /// How far tick marks reach out of the frame, in points.
 const TICK_LEN: f64 = 3.0;
@@ -78,7 +88,15 @@ impl Plot {
         h: f64,
         z: &SizeSpec,
     ) -> Drawn {
-        let l = self.layout(x0, y0, w, h, z);
+        // The legend goes in an inside corner that covers no data; when every corner would, a
+        // band above the plot area is taken from the panel and the layout done again.
+        let mut l = self.layout(x0, y0, w, h, z, 0.0);
+        let (markers, lines) = self.page_geometry(&l, z);
+        let mut legend = self.legend_spot(l.frame, z, &markers, &lines);
+        if let Some(LegendSpot::Above(band)) = legend {
+            l = self.layout(x0, y0, w, h, z, band);
+            legend = Some(LegendSpot::Above(band));
+        }
         let mut drawn = Drawn {
             frame: l.frame,
             ..Drawn::default()
@@ -99,10 +117,11 @@ impl Plot {
         self.draw_raster(out, &l);
         self.draw_cells(out, &l);
         let lines = self.draw_series(out, &l, z, &mut drawn);
-        // Legend first (its box is an obstacle for point labels), in the inside corner that
-        // hides the fewest markers and crosses the fewest line segments.
-        let legend = self.legend_box(l.frame, z, &drawn.markers, &lines);
-        let legend_boxes: Vec<Rect> = legend.iter().map(|l| l.0).collect();
+        // The legend's box is an obstacle for point labels.
+        let legend_boxes: Vec<Rect> = match &legend {
+            Some(LegendSpot::Inside(b)) => vec![*b],
+            _ => Vec::new(),
+        };
         self.draw_point_labels(out, &l, z, &lines, &legend_boxes, &mut drawn);
         out.push_str("</g>\n");
         let _ = writeln!(
@@ -116,8 +135,8 @@ impl Plot {
         draw_x_ticks(out, &l, z, &mut drawn);
         draw_y_ticks(out, &l, z, &mut drawn);
         self.draw_axis_titles(out, &l, z, &mut drawn);
-        if let Some((b, entries)) = legend {
-            self.draw_legend(out, b, &entries, z, &mut drawn);
+        if let Some(spot) = &legend {
+            self.draw_legend(out, spot, l.frame, z, &mut drawn);
         }
         if let Some(bar) = &self.colorbar {
             draw_colorbar(out, bar, l.frame, l.pad, z, &mut drawn);
@@ -125,20 +144,55 @@ impl Plot {
         out.push_str("</g>\n");
         drawn.x_ticks = l.x_ticks;
         drawn.y_ticks = l.y_ticks;
+        drawn.lines = lines;
         drawn
     }
 
-    /// The layout in the rectangle (x0, y0, w, h): margins for the title, the axis titles, the
-    /// measured tick labels and the colour bar, then the ticks that fit the plot area left.
-    fn layout(&self, x0: f64, y0: f64, w: f64, h: f64, z: &SizeSpec) -> Layout {
+    /// Each series' points on the page (points a log axis cannot show are left out).
+    fn page_points(&self, l: &Layout) -> Vec<Vec<(f64, f64)>> {
+        self.series
+            .iter()
+            .map(|s| {
+                s.points
+                    .iter()
+                    .filter_map(|&(x, y)| Some((l.px(self.x.tr(x)?), l.py(self.y.tr(y)?))))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The markers and lines the series will draw, on the page (what a legend must not cover).
+    fn page_geometry(&self, l: &Layout, z: &SizeSpec) -> (Vec<Marker>, Vec<Vec<(f64, f64)>>) {
+        let mut markers = Vec::new();
+        let mut lines = Vec::new();
+        for (s, pts) in self.series.iter().zip(self.page_points(l)) {
+            if matches!(s.style, Style::Points | Style::LinePoints) {
+                markers.extend(pts.iter().map(|&(x, y)| (x, y, z.marker_r)));
+            }
+            if matches!(s.style, Style::Line | Style::DashedLine | Style::LinePoints)
+                && pts.len() > 1
+            {
+                lines.push(pts);
+            }
+        }
+        (markers, lines)
+    }
+
+    /// The layout in the rectangle (x0, y0, w, h): margins for the title, a legend band of
+    /// height `band` above the plot area, the axis titles, the measured tick labels and the
+    /// colour bar, then the ticks that fit the plot area left.
+    fn layout(&self, x0: f64, y0: f64, w: f64, h: f64, z: &SizeSpec, band: f64) -> Layout {
         let (xl, xh) = self.extent(&self.x, |x, _| x, |c| [c.x0, c.x1]);
         let (yl, yh) = self.extent(&self.y, |_, y| y, |c| [c.y0, c.y1]);
+        let x_min = self.data_min(&self.x, |x, _| x, |c| [c.x0, c.x1]);
+        let y_min = self.data_min(&self.y, |_, y| y, |c| [c.y0, c.y1]);
         let pad = z.tick_font * 0.5;
-        let mt = if self.title.is_empty() {
+        let title = if self.title.is_empty() {
             pad * 2.0
         } else {
             z.title_font * 2.2
         };
+        let mt = title + band;
         let mb = TICK_LEN + z.tick_font * 1.8 + pad + z.axis_font * 1.3;
         let bar_w = if self.colorbar.is_some() {
             z.tick_font * 1.2 + pad * 2.0
@@ -146,7 +200,7 @@ impl Plot {
             0.0
         };
         let ph = (h - mt - mb).max(20.0);
-        let y_ticks = ticks(&self.y, yl, yh, ph, z.tick_font, false);
+        let (yl, y_ticks) = ticks_from_below(&self.y, (yl, yh), y_min, ph, z.tick_font, false);
         let y_tick_w = y_ticks
             .iter()
             .map(|t| t.label.width(z.tick_font))
@@ -162,18 +216,19 @@ impl Plot {
         });
         let mut mr = pad * 2.0 + bar_w + bar_ticks_w;
         let mut pw = (w - ml - mr).max(20.0);
-        let mut x_ticks = ticks(&self.x, xl, xh, pw, z.tick_font, true);
+        let (mut xl, mut x_ticks) =
+            ticks_from_below(&self.x, (xl, xh), x_min, pw, z.tick_font, true);
         // The last x label is centred on its tick: leave room for its right half.
-        let half_last = |t: &[Tick]| {
+        let half_last = |t: &[Tick], xl: f64| {
             t.iter()
                 .filter(|t| (t.at - xh).abs() < (xh - xl) * 0.1)
                 .map(|t| t.label.width(z.tick_font) / 2.0 + 2.0)
                 .fold(0.0, f64::max)
         };
-        if half_last(&x_ticks) > mr {
-            mr = half_last(&x_ticks);
+        if half_last(&x_ticks, xl) > mr {
+            mr = half_last(&x_ticks, xl);
             pw = (w - ml - mr).max(20.0);
-            x_ticks = ticks(&self.x, xl, xh, pw, z.tick_font, true);
+            (xl, x_ticks) = ticks_from_below(&self.x, (xl, xh), x_min, pw, z.tick_font, true);
         }
         let frame = (x0 + ml, y0 + mt, x0 + ml + pw, y0 + mt + ph);
         Layout {
@@ -286,12 +341,7 @@ impl Plot {
         drawn: &mut Drawn,
     ) -> Vec<Vec<(f64, f64)>> {
         let mut lines: Vec<Vec<(f64, f64)>> = Vec::new();
-        for s in &self.series {
-            let pts: Vec<(f64, f64)> = s
-                .points
-                .iter()
-                .filter_map(|&(x, y)| Some((l.px(self.x.tr(x)?), l.py(self.y.tr(y)?))))
-                .collect();
+        for (s, pts) in self.series.iter().zip(self.page_points(l)) {
             if matches!(s.style, Style::Line | Style::DashedLine | Style::LinePoints)
                 && pts.len() > 1
             {

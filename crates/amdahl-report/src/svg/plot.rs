@@ -132,6 +132,25 @@ impl Plot {
         }
     }
 
+    /// The smallest data value on an axis that fits the data (transformed); `None` on an axis
+    /// with a fixed range or without data.
+    pub(super) fn data_min(
+        &self,
+        axis: &Axis,
+        pick: fn(f64, f64) -> f64,
+        cell: fn(&Cell) -> [f64; 2],
+    ) -> Option<f64> {
+        if axis.range.is_some() {
+            return None;
+        }
+        self.series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|&(x, y)| pick(x, y)))
+            .chain(self.cells.iter().flat_map(cell))
+            .filter_map(|v| axis.tr(v))
+            .reduce(f64::min)
+    }
+
     /// Data range of an axis in transformed coordinates, padded a little.
     pub(super) fn extent(
         &self,
@@ -160,6 +179,9 @@ impl Plot {
         if !lo.is_finite() {
             return (0.0, 1.0);
         }
+        if axis.ticks == super::Ticks::PowersOfTwo {
+            (lo, hi) = three_powers_of_two(lo, hi);
+        }
         if hi - lo < 1e-12 {
             let pad = if axis.scale == Scale::Log10 {
                 0.3
@@ -173,9 +195,47 @@ impl Plot {
     }
 }
 
+/// A doubled count's range (log10) widened by whole doublings, alternately below and above,
+/// until it holds three powers of two to tick at: runs at n = 64 and 128 alone would otherwise
+/// be ticked 70, 80, 90, 100.
+fn three_powers_of_two(mut lo: f64, mut hi: f64) -> (f64, f64) {
+    let l2 = std::f64::consts::LOG10_2;
+    let eps = 1e-9;
+    let count = |lo: f64, hi: f64| (hi / l2 + eps).floor() - (lo / l2 - eps).ceil() + 1.0;
+    let mut below = true;
+    while count(lo, hi) < 3.0 {
+        if below {
+            lo = ((lo / l2 - eps).ceil() - 1.0) * l2;
+        } else {
+            hi = ((hi / l2 + eps).floor() + 1.0) * l2;
+        }
+        below = !below;
+    }
+    (lo, hi)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `bench gemm --quick` (n = 64, 128) was ticked 70–100, not at its sizes.
+    #[test]
+    fn doubled_counts_span_three_powers_of_two() {
+        let mut p = Plot::new(
+            "gemm",
+            Axis::new(Scale::Log10, "n").powers_of_two(),
+            Axis::new(Scale::Log10, "GFLOP/s"),
+        );
+        p.series.push(
+            Series::new("fp32", PALETTE[0], Style::LinePoints)
+                .points([(64.0, 10.0), (128.0, 20.0)]),
+        );
+        let (lo, hi) = p.extent(&p.x, |x, _| x, |c| [c.x0, c.x1]);
+        assert!(lo <= 32f64.log10() && hi >= 128f64.log10(), "{lo} {hi}");
+        assert!(hi < 256f64.log10(), "{hi}");
+        let (lo, hi) = p.extent(&p.y, |_, y| y, |c| [c.y0, c.y1]);
+        assert!(lo > 9f64.log10() && hi < 22f64.log10(), "{lo} {hi}");
+    }
 
     #[test]
     fn colormap_is_viridis() {

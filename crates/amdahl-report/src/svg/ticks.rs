@@ -64,6 +64,24 @@ pub struct Tick {
 /// Tick marks for an axis spanning `lo..hi` (transformed) drawn `len` points long, whose labels
 /// (at `font` pt) must not touch: the densest round set that fits, at least three ticks.
 pub fn ticks(axis: &Axis, lo: f64, hi: f64, len: f64, font: f64, horizontal: bool) -> Vec<Tick> {
+    ticks_reaching(axis, (lo, hi), None, len, font, horizontal)
+}
+
+/// Does the first tick lie at or below `below` (transformed; `None`: no such need)?
+fn reaches(t: &[Tick], below: Option<f64>, span: f64) -> bool {
+    below.is_none_or(|d| t.first().is_some_and(|a| a.at <= d + span * 1e-6))
+}
+
+/// [`ticks`], preferring a set whose first tick lies at or below `below` where one fits.
+fn ticks_reaching(
+    axis: &Axis,
+    (lo, hi): (f64, f64),
+    below: Option<f64>,
+    len: f64,
+    font: f64,
+    horizontal: bool,
+) -> Vec<Tick> {
+    let reach = |t: &[Tick]| reaches(t, below, hi - lo);
     let fits = |t: &[Tick]| -> bool {
         if t.len() < 2 {
             return true;
@@ -83,7 +101,7 @@ pub fn ticks(axis: &Axis, lo: f64, hi: f64, len: f64, font: f64, horizontal: boo
     if (axis.scale, axis.ticks) == (Scale::Log10, Ticks::PowersOfTwo) {
         if let Some(t) = power_of_two_ticks(lo, hi)
             .into_iter()
-            .find(|t| t.len() >= 3 && fits(t))
+            .find(|t| t.len() >= 3 && fits(t) && reach(t))
         {
             return t;
         }
@@ -120,10 +138,14 @@ pub fn ticks(axis: &Axis, lo: f64, hi: f64, len: f64, font: f64, horizontal: boo
     // About one tick per five label heights, between 4 and 8: dense enough to read values off,
     // sparse enough not to look like a ruler.
     let target = (len / (font * 5.0)).clamp(4.0, 8.0) as usize;
-    candidates
-        .iter()
-        .filter(|t| t.len() >= 3 && fits(t))
-        .min_by_key(|t| (t.len().abs_diff(target), usize::MAX - t.len()))
+    let best = |need_reach: bool| {
+        candidates
+            .iter()
+            .filter(|t| t.len() >= 3 && fits(t) && (!need_reach || reach(t)))
+            .min_by_key(|t| (t.len().abs_diff(target), usize::MAX - t.len()))
+    };
+    best(true)
+        .or_else(|| best(false))
         .or_else(|| {
             candidates
                 .iter()
@@ -135,6 +157,53 @@ pub fn ticks(axis: &Axis, lo: f64, hi: f64, len: f64, font: f64, horizontal: boo
 }
 
 const EPS: f64 = 1e-9;
+
+/// [`ticks`] for an axis that fits its data, whose smallest value is `data_lo` (transformed):
+/// when no tick lies at or below it (the lowest points cannot be read off: 14 ms under ticks
+/// from 20 ms), the axis is extended down to a round value below the data and ticked again,
+/// preferring tick sets that reach it.
+/// Returns the axis's lower end and its ticks.
+pub(super) fn ticks_from_below(
+    axis: &Axis,
+    (lo, hi): (f64, f64),
+    data_lo: Option<f64>,
+    len: f64,
+    font: f64,
+    horizontal: bool,
+) -> (f64, Vec<Tick>) {
+    let t = ticks_reaching(axis, (lo, hi), data_lo, len, font, horizontal);
+    let Some(d) = data_lo else {
+        return (lo, t);
+    };
+    if reaches(&t, data_lo, hi - lo) {
+        return (lo, t);
+    }
+    // The round value at or below the data that every family of ticks can hold: on a log
+    // axis the largest 1, 2 or 5 × 10^k not above it, on a linear one the chosen step's
+    // multiple.
+    let below = match axis.scale {
+        Scale::Log10 => {
+            let k = d.floor();
+            [5.0f64, 2.0, 1.0]
+                .into_iter()
+                .map(|m| k + m.log10())
+                .find(|&v| v <= d + EPS)
+                .unwrap_or(k)
+        }
+        Scale::Linear => match (t.first(), t.get(1)) {
+            (Some(a), Some(b)) if b.at > a.at => (d / (b.at - a.at)).floor() * (b.at - a.at),
+            _ => return (lo, t),
+        },
+    };
+    if !below.is_finite() {
+        return (lo, t);
+    }
+    let lo = lo.min(below - (hi - below) * 0.02);
+    (
+        lo,
+        ticks_reaching(axis, (lo, hi), data_lo, len, font, horizontal),
+    )
+}
 
 /// Decade ticks every 1, 2, 3, 5, 10 … decades, then (sparser axes) 1-2-5 and 1…9 within
 /// decades; dense to sparse. Labels are 10^k throughout an axis that reaches 10^5 or 10^−3, plain
