@@ -49,8 +49,10 @@ fn apu(device: Option<u16>) -> bool {
     matches!(device, Some(0x74a0))
 }
 
-/// The integrated GPUs of Ryzen APUs, from hwdata pci.ids (vendor 1002; names as listed there,
-/// 15bf, 1638, 1681 and 1586 cross-checked against copies of the file in public test fixtures).
+/// The integrated GPUs of Ryzen APUs, from hwdata pci.ids (vendor 1002; names as listed there).
+/// Checked against public copies: 15dd, 15d8 (`CHIP_RAVEN | AMD_IS_APU`) and 1636, 1638
+/// (`CHIP_RENOIR | AMD_IS_APU`) in the kernel's `amdgpu_drv.c` pciidlist; 164c, 164e, 150e, 15bf,
+/// 1681 and 1586 in copies of pci.ids. 15c8 (Phoenix2) was not found in a copy here.
 /// amdgpu reports their socket power, which "on APUs includes the CPU" (thermal.rst): the CPU
 /// cores and the integrated GPU, but not the DDR DIMMs, outside the package.
 const RYZEN_APUS: &[(u16, &str)] = &[
