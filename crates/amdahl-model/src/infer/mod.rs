@@ -18,8 +18,7 @@ pub mod step;
 
 #[cfg(test)]
 mod properties;
-#[cfg(test)]
-mod validation;
+pub mod validation;
 
 pub use error::InferError;
 pub use model::{

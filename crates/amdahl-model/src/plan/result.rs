@@ -2,13 +2,16 @@
 //! --search` (schema `amdahl.plan-search/1`), documented in docs/usage/plan.md.
 
 use super::cost::{cost, Cost, CostInputs};
+use super::framework::Framework;
 use super::hardware::{Hardware, Network};
+use super::intervals::{plan_intervals, PlanClass, PlanIntervals};
 use super::memory::Memory;
 use super::perf::{Breakdown, Estimate};
 use super::scaling::{scaling, Scaling};
 use super::search::{Objective, PlanCandidate, Rejections, SearchOutcome, SearchSpace};
 use super::spec::Layout;
 use super::spec::ModelShape;
+use super::validation::ValidationRun;
 use crate::catalog::grid::GridIntensity;
 use serde::{Deserialize, Serialize};
 
@@ -49,9 +52,35 @@ pub struct PlanResult {
     /// FLOPs of these. Equal to `parameters` for a dense model.
     #[serde(default)]
     pub active_parameters: f64,
+    /// The training software whose preset set the framework-behaviour knobs (`--framework`).
+    #[serde(default)]
+    pub framework: Framework,
+    /// Prediction intervals of the headline figures, from the validation runs of the plan's
+    /// class (docs/methodology.md, "Prediction intervals"); absent in results saved before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<PlanIntervals>,
 }
 
 impl PlanResult {
+    /// The intervals of this plan's step time, throughput and TFLOP/s from the validation runs
+    /// `runs`, classed by `framework`, the device's generation and the precision.
+    pub fn with_intervals(mut self, runs: &[ValidationRun], framework: Framework) -> Self {
+        let class = PlanClass {
+            framework,
+            arch: self.device.arch.clone(),
+            precision: self.layout.precision.name().to_string(),
+        };
+        self.framework = framework;
+        self.intervals = Some(plan_intervals(
+            runs,
+            &class,
+            self.step_time_s,
+            self.tokens_per_s,
+            self.tflops_per_gpu,
+        ));
+        self
+    }
+
     pub fn new(
         model: &ModelShape,
         hw: &Hardware,
@@ -83,6 +112,8 @@ impl PlanResult {
             pue_source: None,
             scaling: scaling(model, hw, net, &e.layout),
             active_parameters: model.active_params(),
+            framework: Framework::default(),
+            intervals: None,
         }
     }
 }
