@@ -126,10 +126,7 @@ impl Band {
     /// A phrase for `basis`: the runs and the rule.
     pub fn describe(&self, class: &str) -> String {
         if self.guaranteed {
-            format!(
-                "{class}: {} validation runs, leave-one-out conformal",
-                self.n
-            )
+            format!("{class}: {} validation runs, split conformal", self.n)
         } else {
             format!(
                 "{class}: {} validation runs, the widest error seen (fewer than {} runs: \

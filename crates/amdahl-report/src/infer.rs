@@ -2,6 +2,7 @@
 //! [`InferSearchResult`]. Pure functions.
 
 use crate::escape::csv_unquoted;
+use crate::interval::{basis_note, with_band};
 use crate::sig;
 use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
@@ -20,6 +21,13 @@ pub fn infer_table(r: &InferResult) -> String {
     let mut out = String::new();
     headline(&mut out, r);
     out.push_str(&figures_table(r));
+    if let Some(i) = &r.intervals {
+        out.push_str(&basis_note(&[
+            ("throughput", &i.output_tokens_per_s),
+            ("TTFT", &i.ttft_s),
+            ("energy per token", &i.energy_per_token_j),
+        ]));
+    }
     decode_line(&mut out, r);
     let _ = writeln!(
         out,
@@ -71,13 +79,24 @@ fn figures_table(r: &InferResult) -> String {
     let mut t = Table::new(["quantity", "value"])
         .align(0, Align::Left)
         .align(1, Align::Left);
+    let iv = r.intervals.as_ref();
     let rows: Vec<(&str, String)> = vec![
-        ("time to first token", format!("{} ms", ms(r.ttft_s))),
-        ("time per output token", format!("{} ms", ms(r.tpot_s))),
+        (
+            "time to first token",
+            with_band(format!("{} ms", ms(r.ttft_s)), iv.map(|i| &i.ttft_s), 1e-3),
+        ),
+        (
+            "time per output token",
+            with_band(format!("{} ms", ms(r.tpot_s)), iv.map(|i| &i.tpot_s), 1e-3),
+        ),
         ("end-to-end per request", format!("{} s", sig(r.e2e_s, 3))),
         (
             "output tokens/s (all replicas)",
-            sig(r.output_tokens_per_s, 4),
+            with_band(
+                sig(r.output_tokens_per_s, 4),
+                iv.map(|i| &i.output_tokens_per_s),
+                1.0,
+            ),
         ),
         ("requests/s", sig(r.requests_per_s, 4)),
         ("MFU", format!("{:.1} %", r.mfu * 100.0)),
@@ -107,7 +126,11 @@ fn figures_table(r: &InferResult) -> String {
         ),
         (
             "energy per output token (GPU)",
-            format!("{} J", sig(r.energy_per_token_j, 3)),
+            with_band(
+                format!("{} J", sig(r.energy_per_token_j, 3)),
+                iv.map(|i| &i.energy_per_token_j),
+                1.0,
+            ),
         ),
         (
             "energy per request (GPU)",

@@ -10,6 +10,7 @@
 
 pub mod charging;
 pub mod error;
+pub mod intervals;
 pub mod model;
 pub mod precision;
 pub mod result;

@@ -13,9 +13,16 @@ use super::spec::Layout;
 use super::spec::ModelShape;
 use super::validation::ValidationRun;
 use crate::catalog::grid::GridIntensity;
+use crate::interval::Interval;
 use serde::{Deserialize, Serialize};
 
 pub const PLAN_SCHEMA: &str = "amdahl.plan/1";
+
+/// Why a plan's training energy has no band: the energy set predicts no training energy (its
+/// energy-to-train rows need the runs' step counts; its training rows amdahl predicts are four
+/// node wall powers of NeMo on H100, data/validation/energy.csv).
+pub const TRAINING_ENERGY_BASIS: &str = "training energy: no validation data (energy.csv holds no \
+     training-energy row amdahl predicts; its four training rows are node wall power)";
 pub const SEARCH_SCHEMA: &str = "amdahl.plan-search/1";
 
 /// Result of predicting one layout.
@@ -71,13 +78,18 @@ impl PlanResult {
             precision: self.layout.precision.name().to_string(),
         };
         self.framework = framework;
-        self.intervals = Some(plan_intervals(
+        let mut intervals = plan_intervals(
             runs,
             &class,
             self.step_time_s,
             self.tokens_per_s,
             self.tflops_per_gpu,
+        );
+        intervals.energy_kwh = Some(Interval::none(
+            self.training.facility_energy.kwh(),
+            TRAINING_ENERGY_BASIS.into(),
         ));
+        self.intervals = Some(intervals);
         self
     }
 
