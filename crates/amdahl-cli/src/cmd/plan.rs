@@ -89,6 +89,8 @@ const FRAMEWORK_HELP: &[(&str, &str)] = &[
     ),
     ("meta", "Meta's Llama 3 stack: Megatron-LM's defaults"),
     ("hai-llm", "DeepSeek's HAI-LLM: Megatron-LM's defaults"),
+    ("deepspeed", "Alias of deepspeed-2021"),
+    ("metaseq", "Alias of fsdp (OPT's training stack)"),
 ];
 
 /// Predict step time, memory and cost of distributed training; search for the best layout.

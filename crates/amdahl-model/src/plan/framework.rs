@@ -49,8 +49,9 @@ impl Framework {
         Framework::Meta,
         Framework::HaiLlm,
     ];
-    /// The names `--framework` takes (the canonical one of each preset).
-    pub const NAMES: [&'static str; 8] = [
+    /// The names `--framework` takes: each preset's own, in [`Self::ALL`]'s order, then the
+    /// aliases `deepspeed` and `metaseq`.
+    pub const NAMES: [&'static str; 10] = [
         "megatron-lm",
         "nemo",
         "deepspeed-2021",
@@ -59,6 +60,8 @@ impl Framework {
         "fsdp",
         "meta",
         "hai-llm",
+        "deepspeed",
+        "metaseq",
     ];
 
     /// The preset's name (`--framework`).
@@ -233,7 +236,12 @@ mod tests {
         for f in Framework::ALL {
             assert_eq!(Framework::parse(f.name()), Some(f));
         }
-        assert_eq!(Framework::NAMES.len(), Framework::ALL.len());
+        for (f, n) in Framework::ALL.iter().zip(Framework::NAMES) {
+            assert_eq!(f.name(), n);
+        }
+        assert!(Framework::NAMES
+            .iter()
+            .all(|n| Framework::parse(n).is_some()));
         assert_eq!(
             Framework::parse("DeepSpeed"),
             Some(Framework::Deepspeed2021)
