@@ -171,8 +171,8 @@ pub struct Options {
     /// Sequence parallelism (needs --tp > 1).
     #[arg(help_heading = "Layout", long)]
     pub sp: bool,
-    /// Overlap data-parallel gradient communication with the backward pass [default: the
-    /// --framework preset's]; --overlap=false turns it off.
+    /// Overlap data-parallel gradient communication with the backward pass (default: as the
+    /// framework's preset sets it; =false turns it off).
     #[arg(help_heading = "Layout", long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub overlap: Option<bool>,
     /// Training precision (mixed precision for bf16, fp16 and fp8; fp16 on devices without bf16).
@@ -185,13 +185,14 @@ pub struct Options {
     pub precision: ComputePrecision,
     /// Overlap the pipeline's sends and receives with the next model chunk's computation
     /// (Megatron-LM overlap_p2p_comm; needs --interleave 2 or more; --search sets it wherever it
-    /// interleaves).
+    /// interleaves; default: as the framework's preset sets it).
     #[arg(help_heading = "Layout", long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub overlap_pp: Option<bool>,
     /// Fused attention (FlashAttention): no s × s score tensors stored or streamed.
     #[arg(help_heading = "Layout", long)]
     pub flash: bool,
-    /// Overlap tensor-parallel communication with the GEMMs (NeMo tp_comm_overlap; needs --sp).
+    /// Overlap tensor-parallel communication with the GEMMs (NeMo tp_comm_overlap; needs --sp;
+    /// default: as the framework's preset sets it).
     #[arg(help_heading = "Layout", long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub tp_overlap: Option<bool>,
     /// Precision of Adam's moments: fp32 or bf16 (the master weights stay fp32).
@@ -207,7 +208,7 @@ pub struct Options {
     pub fp32_grads: bool,
     /// ZeRO-1 that all-reduces the whole gradient, then all-gathers the updated weights (10 bytes
     /// moved per parameter with fp32 gradients, not 6): DeepSpeed's BF16_Optimizer under
-    /// pipeline parallelism (BLOOM). Needs --zero 1. [default: the --framework preset's]
+    /// pipeline parallelism (BLOOM). Needs --zero 1 (default: as the framework's preset sets it).
     #[arg(help_heading = "Layout", long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub grad_all_reduce: Option<bool>,
     /// LoRA fine-tuning of rank R: frozen base weights (no weight gradients, no gradients or
@@ -215,8 +216,8 @@ pub struct Options {
     #[arg(help_heading = "Layout", long, value_name = "R", value_parser = crate::domain::count)]
     pub lora_rank: Option<u32>,
     /// How ZeRO-3 gathers weights ahead of use, which bounds its overlap with --overlap: per
-    /// layer (FSDP) or per weight matrix (DeepSpeed ZeRO-3 of 2021) [default: the --framework
-    /// preset's].
+    /// layer (FSDP) or per weight matrix (DeepSpeed ZeRO-3 of 2021); default: as the framework's
+    /// preset sets it.
     #[arg(
         help_heading = "Layout",
         long,
