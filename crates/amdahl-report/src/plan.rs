@@ -441,6 +441,31 @@ fn thin(v: &[RankedLayout], k: usize) -> Vec<RankedLayout> {
 }
 
 /// Human-readable search result: counts, top K, Pareto front.
+/// One line on the listed layouts' step-time bands: the band is a factor of the prediction that
+/// depends only on the class, so it is said once per class instead of in every row.
+fn search_band_note(rows: &[RankedLayout]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::new();
+    for i in rows.iter().filter_map(|r| r.intervals.as_ref()) {
+        let s = &i.step_time_s;
+        if seen.contains(&s.basis) {
+            continue;
+        }
+        seen.push(s.basis.clone());
+        out.push_str(&match (s.low, s.high) {
+            (Some(lo), Some(hi)) => format!(
+                "step s, {:.0} % interval: {}–{} × the prediction ({})\n",
+                100.0 * s.level,
+                sig(lo / s.value, 3),
+                sig(hi / s.value, 3),
+                s.basis
+            ),
+            _ => format!("step s: {}\n", s.basis),
+        });
+    }
+    out
+}
+
 pub fn search_table(r: &SearchResult) -> String {
     let rj = &r.rejected;
     let mut out = format!(
@@ -489,6 +514,7 @@ pub fn search_table(r: &SearchResult) -> String {
         class_note(&r.device)
     ));
     out.push_str(&ranked_table(&r.top));
+    out.push_str(&search_band_note(&r.top));
     // The front can hold hundreds of near-identical layouts; the table shows an even sample
     // of it (the JSON and CSV keep all).
     let shown = thin(&r.pareto, r.top.len().max(2));

@@ -514,7 +514,9 @@ fn run_search(
         }
         .into());
     }
-    let mut result = SearchResult::new(model, hw, net, &space, &outcome, wall);
+    let runs = validation_set().context("the embedded validation set (a bug in amdahl)")?;
+    let mut result = SearchResult::new(model, hw, net, &space, &outcome, wall)
+        .with_intervals(&runs, a.framework);
     result.grid = Some(grid);
     result.pue_source = Some(pue.source);
     print_result(&result, &result.render(a.format.format())?)?;

@@ -150,6 +150,9 @@ pub struct RankedLayout {
     /// The power limit the layout ran under (with `--search-power-cap`; absent without).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_cap_w: Option<f64>,
+    /// Intervals of its step time, throughput and TFLOP/s (as in `amdahl.plan/1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<PlanIntervals>,
 }
 
 impl RankedLayout {
@@ -174,6 +177,7 @@ impl RankedLayout {
             emissions_kg: c.cost.emissions.kg(),
             breakdown: c.estimate.breakdown,
             power_cap_w: c.power_cap_w,
+            intervals: None,
         }
     }
 }
@@ -233,5 +237,29 @@ impl SearchResult {
             top: rank(&out.top),
             pareto: rank(&out.pareto),
         }
+    }
+
+    /// Every listed layout with the intervals of its class (`framework`, the device's
+    /// generation, the layout's precision), as `amdahl.plan/1` has them. The search itself is
+    /// untouched: only the listed layouts get bands.
+    pub fn with_intervals(mut self, runs: &[ValidationRun], framework: Framework) -> Self {
+        let arch = self.device.arch.clone();
+        for l in self.top.iter_mut().chain(self.pareto.iter_mut()) {
+            let class = PlanClass {
+                framework,
+                arch: arch.clone(),
+                precision: l.layout.precision.name().to_string(),
+            };
+            let tokens_per_s =
+                f64::from(l.layout.batch) * f64::from(self.model.seq) / l.step_time_s;
+            l.intervals = Some(plan_intervals(
+                runs,
+                &class,
+                l.step_time_s,
+                tokens_per_s,
+                l.tflops_per_gpu,
+            ));
+        }
+        self
     }
 }
