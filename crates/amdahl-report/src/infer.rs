@@ -373,6 +373,35 @@ fn candidates_table(rows: &[ServingCandidate]) -> String {
 }
 
 /// The ranking and the Pareto front.
+/// The listed candidates' bands of throughput and energy per token, once per class: a band is a
+/// factor of the prediction that depends only on the class.
+fn search_band_note(rows: &[ServingCandidate]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::new();
+    for i in rows.iter().filter_map(|r| r.intervals.as_ref()) {
+        for (what, b) in [
+            ("tokens/s", &i.output_tokens_per_s),
+            ("J/token", &i.energy_per_token_j),
+        ] {
+            if seen.contains(&b.basis) {
+                continue;
+            }
+            seen.push(b.basis.clone());
+            out.push_str(&match (b.low, b.high) {
+                (Some(lo), Some(hi)) => format!(
+                    "{what}, {:.0} % interval: {}–{} × the prediction ({})\n",
+                    100.0 * b.level,
+                    sig(lo / b.value, 3),
+                    sig(hi / b.value, 3),
+                    b.basis
+                ),
+                _ => format!("{what}: {}\n", b.basis),
+            });
+        }
+    }
+    out
+}
+
 pub fn search_table(r: &InferSearchResult) -> String {
     let mut out = String::new();
     let lim = |x: Option<f64>| x.map_or("none".to_string(), |v| format!("{} ms", ms(v)));
@@ -393,6 +422,7 @@ pub fn search_table(r: &InferSearchResult) -> String {
     );
     out.push_str("lowest energy per output token\n");
     out.push_str(&candidates_table(&r.ranked));
+    out.push_str(&search_band_note(&r.ranked));
     if let Some(best) = r.ranked.first() {
         if let Some(cap) = best.power_cap_w {
             let _ = writeln!(

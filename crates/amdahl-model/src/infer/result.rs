@@ -420,3 +420,30 @@ pub struct InferSearchResult {
     /// Configurations skipped and why (TP the heads do not allow, nothing fits).
     pub skipped: Vec<String>,
 }
+
+impl InferSearchResult {
+    /// Every listed candidate with the intervals of its class (the device generation `arch`
+    /// and its weight format); the search itself is untouched.
+    pub fn with_intervals(
+        mut self,
+        serving: &[InferCase],
+        energy: &[(EnergyCase, Option<String>)],
+        arch: &str,
+    ) -> Self {
+        for c in self.ranked.iter_mut().chain(self.pareto.iter_mut()) {
+            let figures = Figures {
+                output_tokens_per_s: c.output_tokens_per_s,
+                ttft_s: c.ttft_s,
+                tpot_s: c.tpot_s,
+                energy_per_token_j: c.energy_per_token_j,
+            };
+            c.intervals = Some(infer_intervals(
+                serving,
+                energy,
+                (arch, c.precision.name()),
+                &figures,
+            ));
+        }
+        self
+    }
+}
