@@ -42,6 +42,7 @@ fn main() {
         max_interleave: 4,
         precisions: vec![ComputePrecision::Fp8],
         flash_attention: true,
+        framework: Default::default(),
         objective: Objective::Time,
         top_k: 10,
         cost: CostInputs {

@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod energy_validation;
 pub mod flops;
 pub mod infer;
+pub mod interval;
 pub mod names;
 pub mod plan;
 pub mod power;

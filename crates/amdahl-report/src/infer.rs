@@ -2,6 +2,7 @@
 //! [`InferSearchResult`]. Pure functions.
 
 use crate::escape::csv_unquoted;
+use crate::interval::{basis_note, with_band};
 use crate::sig;
 use crate::svg::{figure, Axis, Label, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
@@ -20,6 +21,13 @@ pub fn infer_table(r: &InferResult) -> String {
     let mut out = String::new();
     headline(&mut out, r);
     out.push_str(&figures_table(r));
+    if let Some(i) = &r.intervals {
+        out.push_str(&basis_note(&[
+            ("throughput", &i.output_tokens_per_s),
+            ("TTFT", &i.ttft_s),
+            ("energy per token", &i.energy_per_token_j),
+        ]));
+    }
     decode_line(&mut out, r);
     let _ = writeln!(
         out,
@@ -71,13 +79,24 @@ fn figures_table(r: &InferResult) -> String {
     let mut t = Table::new(["quantity", "value"])
         .align(0, Align::Left)
         .align(1, Align::Left);
+    let iv = r.intervals.as_ref();
     let rows: Vec<(&str, String)> = vec![
-        ("time to first token", format!("{} ms", ms(r.ttft_s))),
-        ("time per output token", format!("{} ms", ms(r.tpot_s))),
+        (
+            "time to first token",
+            with_band(format!("{} ms", ms(r.ttft_s)), iv.map(|i| &i.ttft_s), 1e-3),
+        ),
+        (
+            "time per output token",
+            with_band(format!("{} ms", ms(r.tpot_s)), iv.map(|i| &i.tpot_s), 1e-3),
+        ),
         ("end-to-end per request", format!("{} s", sig(r.e2e_s, 3))),
         (
             "output tokens/s (all replicas)",
-            sig(r.output_tokens_per_s, 4),
+            with_band(
+                sig(r.output_tokens_per_s, 4),
+                iv.map(|i| &i.output_tokens_per_s),
+                1.0,
+            ),
         ),
         ("requests/s", sig(r.requests_per_s, 4)),
         ("MFU", format!("{:.1} %", r.mfu * 100.0)),
@@ -107,7 +126,11 @@ fn figures_table(r: &InferResult) -> String {
         ),
         (
             "energy per output token (GPU)",
-            format!("{} J", sig(r.energy_per_token_j, 3)),
+            with_band(
+                format!("{} J", sig(r.energy_per_token_j, 3)),
+                iv.map(|i| &i.energy_per_token_j),
+                1.0,
+            ),
         ),
         (
             "energy per request (GPU)",
@@ -350,6 +373,35 @@ fn candidates_table(rows: &[ServingCandidate]) -> String {
 }
 
 /// The ranking and the Pareto front.
+/// The listed candidates' bands of throughput and energy per token, once per class: a band is a
+/// factor of the prediction that depends only on the class.
+fn search_band_note(rows: &[ServingCandidate]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::new();
+    for i in rows.iter().filter_map(|r| r.intervals.as_ref()) {
+        for (what, b) in [
+            ("tokens/s", &i.output_tokens_per_s),
+            ("J/token", &i.energy_per_token_j),
+        ] {
+            if seen.contains(&b.basis) {
+                continue;
+            }
+            seen.push(b.basis.clone());
+            out.push_str(&match (b.low, b.high) {
+                (Some(lo), Some(hi)) => format!(
+                    "{what}, {:.0} % interval: {}–{} × the prediction ({})\n",
+                    100.0 * b.level,
+                    sig(lo / b.value, 3),
+                    sig(hi / b.value, 3),
+                    b.basis
+                ),
+                _ => format!("{what}: {}\n", b.basis),
+            });
+        }
+    }
+    out
+}
+
 pub fn search_table(r: &InferSearchResult) -> String {
     let mut out = String::new();
     let lim = |x: Option<f64>| x.map_or("none".to_string(), |v| format!("{} ms", ms(v)));
@@ -370,6 +422,7 @@ pub fn search_table(r: &InferSearchResult) -> String {
     );
     out.push_str("lowest energy per output token\n");
     out.push_str(&candidates_table(&r.ranked));
+    out.push_str(&search_band_note(&r.ranked));
     if let Some(best) = r.ranked.first() {
         if let Some(cap) = best.power_cap_w {
             let _ = writeln!(

@@ -18,6 +18,7 @@ pub mod fit;
 pub mod font;
 pub mod html;
 pub mod infer;
+pub mod interval;
 pub mod kind;
 pub mod lifetime;
 pub mod meter;

@@ -1,6 +1,7 @@
 //! Rendering of `amdahl plan` results: tables, CSV and SVG from [`PlanResult`] and
 //! [`SearchResult`]. Pure functions.
 
+use crate::interval::{basis_note, with_band};
 use crate::sig;
 use crate::svg::{figure, Axis, Label, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
@@ -94,11 +95,25 @@ pub fn plan_table(r: &PlanResult) -> String {
 /// The headline figures of a step: time, throughput, utilisation and memory per GPU.
 fn figures_table(r: &PlanResult) -> String {
     let mut t = Table::new(["quantity", "value"]);
+    let iv = r.intervals.as_ref();
     let rows: Vec<(&str, String)> = vec![
-        ("step time", format!("{} s", sig(r.step_time_s, 4))),
+        (
+            "step time",
+            with_band(
+                format!("{} s", sig(r.step_time_s, 4)),
+                iv.map(|i| &i.step_time_s),
+                1.0,
+            ),
+        ),
         ("microbatches per step", r.microbatches.to_string()),
-        ("tokens/s", sig(r.tokens_per_s, 4)),
-        ("TFLOP/s per GPU (executed)", sig(r.tflops_per_gpu, 4)),
+        (
+            "tokens/s",
+            with_band(sig(r.tokens_per_s, 4), iv.map(|i| &i.tokens_per_s), 1.0),
+        ),
+        (
+            "TFLOP/s per GPU (executed)",
+            with_band(sig(r.tflops_per_gpu, 4), iv.map(|i| &i.tflops_per_gpu), 1.0),
+        ),
         ("TFLOP/s per GPU (model)", sig(r.model_tflops_per_gpu, 4)),
         ("MFU", pct(r.mfu)),
         ("HFU", pct(r.hfu)),
@@ -120,7 +135,17 @@ fn figures_table(r: &PlanResult) -> String {
     for (k, v) in rows {
         t.row([k.to_string(), v]);
     }
-    t.render()
+    let mut out = t.render();
+    if let Some(i) = iv {
+        out.push_str(&basis_note(&[(
+            "step time, tokens/s, TFLOP/s",
+            &i.step_time_s,
+        )]));
+        if let Some(e) = &i.energy_kwh {
+            out.push_str(&basis_note(&[("energy", e)]));
+        }
+    }
+    out
 }
 
 /// Where the step's time goes, part by part, with each part's share.
@@ -172,10 +197,14 @@ fn training_table(r: &PlanResult) -> String {
     ]);
     t.row([
         "energy (× PUE)".to_string(),
-        format!(
-            "{} MWh (PUE {})",
-            sig(c.facility_energy.kwh() / 1e3, 4),
-            sig(c.pue, 3)
+        with_band(
+            format!(
+                "{} MWh (PUE {})",
+                sig(c.facility_energy.kwh() / 1e3, 4),
+                sig(c.pue, 3)
+            ),
+            r.intervals.as_ref().and_then(|i| i.energy_kwh.as_ref()),
+            1e3,
         ),
     ]);
     t.row([
@@ -412,6 +441,31 @@ fn thin(v: &[RankedLayout], k: usize) -> Vec<RankedLayout> {
 }
 
 /// Human-readable search result: counts, top K, Pareto front.
+/// One line on the listed layouts' step-time bands: the band is a factor of the prediction that
+/// depends only on the class, so it is said once per class instead of in every row.
+fn search_band_note(rows: &[RankedLayout]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::new();
+    for i in rows.iter().filter_map(|r| r.intervals.as_ref()) {
+        let s = &i.step_time_s;
+        if seen.contains(&s.basis) {
+            continue;
+        }
+        seen.push(s.basis.clone());
+        out.push_str(&match (s.low, s.high) {
+            (Some(lo), Some(hi)) => format!(
+                "step s, {:.0} % interval: {}–{} × the prediction ({})\n",
+                100.0 * s.level,
+                sig(lo / s.value, 3),
+                sig(hi / s.value, 3),
+                s.basis
+            ),
+            _ => format!("step s: {}\n", s.basis),
+        });
+    }
+    out
+}
+
 pub fn search_table(r: &SearchResult) -> String {
     let rj = &r.rejected;
     let mut out = format!(
@@ -460,6 +514,7 @@ pub fn search_table(r: &SearchResult) -> String {
         class_note(&r.device)
     ));
     out.push_str(&ranked_table(&r.top));
+    out.push_str(&search_band_note(&r.top));
     // The front can hold hundreds of near-identical layouts; the table shows an even sample
     // of it (the JSON and CSV keep all).
     let shown = thin(&r.pareto, r.top.len().max(2));

@@ -41,13 +41,40 @@ pub fn validation_table(runs: &[ValidationRun], summaries: &[ErrorSummary]) -> S
     }
     let mut s = t.render();
     s.push_str(
-        "error: predicted throughput / published − 1 (positive: the planner is optimistic)\n\n",
+        "error: predicted throughput / published − 1 (positive: the planner is optimistic); \
+         every run as a user types it (published layout, its framework's preset, defaults \
+         elsewhere)\n",
     );
+    s.push_str(&inferred_note(runs));
+    s.push('\n');
     if summaries.is_empty() {
         return s;
     }
     s.push_str(&summary_table(summaries));
     s
+}
+
+/// The runs that also have an error with knobs inferred from their own result: reported apart,
+/// outside every summary and interval.
+fn inferred_note(runs: &[ValidationRun]) -> String {
+    let with: Vec<String> = runs
+        .iter()
+        .filter_map(|r| {
+            r.error_with_inferred
+                .map(|e| format!("{} {}", r.name, percent(e)))
+        })
+        .collect();
+    let Some(knobs) = runs
+        .iter()
+        .find(|r| !r.inferred.is_empty())
+        .map(|r| &r.inferred)
+    else {
+        return String::new();
+    };
+    format!(
+        "with knobs inferred from their own results ({knobs}; not a claim): {}\n",
+        with.join(", ")
+    )
 }
 
 /// The summaries, and the targets they are held to.
@@ -129,6 +156,16 @@ pub fn validation_detail(r: &ValidationRun) -> String {
     kv(&format!("published ({})", r.metric), sig(r.published, 4));
     kv(&format!("predicted ({})", r.metric), sig(r.predicted, 4));
     kv("error", percent(r.error));
+    if let Some(e) = r.error_with_inferred {
+        kv(
+            "error with inferred knobs",
+            format!(
+                "{} with {} (inferred from the run's own result: no claim)",
+                percent(e),
+                r.inferred
+            ),
+        );
+    }
     kv(
         "published step",
         format!("{} s", sig(r.published_step_s, 4)),

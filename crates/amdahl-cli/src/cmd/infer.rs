@@ -205,7 +205,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         setup: &s,
         charging: &charging,
     };
-    let result = InferResult::new(&ctx, &e, choice)?;
+    let serving = amdahl_model::infer::validation::infer_validation().map_err(|e| {
+        anyhow::anyhow!("the embedded serving validation set (a bug in amdahl): {e}")
+    })?;
+    let energy = amdahl_model::infer::intervals::energy_cases_with_arch().map_err(|e| {
+        anyhow::anyhow!("the embedded energy validation set (a bug in amdahl): {e}")
+    })?;
+    let result = InferResult::new(&ctx, &e, choice)?.with_intervals(&serving, &energy, &hw.arch);
     print_unchecked(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
         crate::cmd::energy_note::note_energy_accuracy();
@@ -295,6 +301,13 @@ fn run_search(
         pareto: outcome.pareto,
         skipped: outcome.skipped,
     };
+    let serving = amdahl_model::infer::validation::infer_validation().map_err(|e| {
+        anyhow::anyhow!("the embedded serving validation set (a bug in amdahl): {e}")
+    })?;
+    let energy = amdahl_model::infer::intervals::energy_cases_with_arch().map_err(|e| {
+        anyhow::anyhow!("the embedded energy validation set (a bug in amdahl): {e}")
+    })?;
+    let result = result.with_intervals(&serving, &energy, &hw.arch);
     print_unchecked(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
         crate::cmd::energy_note::note_energy_accuracy();

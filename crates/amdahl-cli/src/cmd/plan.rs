@@ -13,6 +13,7 @@ use amdahl_model::plan::{
     Network, Objective, OptimizerDtype, PlanError, PlanResult, Recompute, RecomputeModule,
     RecomputeModules, SearchOutcome, SearchResult, SearchSpace, Zero3Prefetch, USABLE_FRACTION,
 };
+use amdahl_model::plan::{Framework, Given};
 use amdahl_report::render::Render;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::PathBuf;
@@ -59,6 +60,37 @@ const ZERO3_PREFETCH_HELP: &[(&str, &str)] = &[
         "One weight matrix at a time, a blocking fetch and one prefetch in flight (DeepSpeed \
          ZeRO-3 as released in 2021)",
     ),
+];
+
+const FRAMEWORK_HELP: &[(&str, &str)] = &[
+    (
+        "megatron-lm",
+        "NVIDIA Megatron-LM: the planner's own defaults",
+    ),
+    (
+        "nemo",
+        "NVIDIA NeMo 24.07: DP, TP (with --sp) and pipeline overlaps on",
+    ),
+    (
+        "deepspeed-2021",
+        "DeepSpeed (alias deepspeed): ZeRO-3 one matrix at a time, overlap_comm on",
+    ),
+    (
+        "megatron-deepspeed",
+        "Megatron on DeepSpeed's engine: bf16 ZeRO-1 under PP all-reduces gradients",
+    ),
+    (
+        "gpt-neox",
+        "GPT-NeoX: DeepSpeed's engine, as megatron-deepspeed",
+    ),
+    (
+        "fsdp",
+        "PyTorch FSDP (alias metaseq): one ZeRO-3 unit per layer, overlapped",
+    ),
+    ("meta", "Meta's Llama 3 stack: Megatron-LM's defaults"),
+    ("hai-llm", "DeepSeek's HAI-LLM: Megatron-LM's defaults"),
+    ("deepspeed", "Alias of deepspeed-2021"),
+    ("metaseq", "Alias of fsdp (OPT's training stack)"),
 ];
 
 /// Predict step time, memory and cost of distributed training; search for the best layout.
@@ -139,9 +171,10 @@ pub struct Options {
     /// Sequence parallelism (needs --tp > 1).
     #[arg(help_heading = "Layout", long)]
     pub sp: bool,
-    /// Overlap data-parallel gradient communication with the backward pass.
-    #[arg(help_heading = "Layout", long)]
-    pub overlap: bool,
+    /// Overlap data-parallel gradient communication with the backward pass (default: as the
+    /// framework's preset sets it; =false turns it off).
+    #[arg(help_heading = "Layout", long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub overlap: Option<bool>,
     /// Training precision (mixed precision for bf16, fp16 and fp8; fp16 on devices without bf16).
     #[arg(
         help_heading = "Layout",
@@ -152,15 +185,16 @@ pub struct Options {
     pub precision: ComputePrecision,
     /// Overlap the pipeline's sends and receives with the next model chunk's computation
     /// (Megatron-LM overlap_p2p_comm; needs --interleave 2 or more; --search sets it wherever it
-    /// interleaves).
-    #[arg(help_heading = "Layout", long)]
-    pub overlap_pp: bool,
+    /// interleaves; default: as the framework's preset sets it).
+    #[arg(help_heading = "Layout", long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub overlap_pp: Option<bool>,
     /// Fused attention (FlashAttention): no s × s score tensors stored or streamed.
     #[arg(help_heading = "Layout", long)]
     pub flash: bool,
-    /// Overlap tensor-parallel communication with the GEMMs (NeMo tp_comm_overlap; needs --sp).
-    #[arg(help_heading = "Layout", long)]
-    pub tp_overlap: bool,
+    /// Overlap tensor-parallel communication with the GEMMs (NeMo tp_comm_overlap; needs --sp;
+    /// default: as the framework's preset sets it).
+    #[arg(help_heading = "Layout", long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub tp_overlap: Option<bool>,
     /// Precision of Adam's moments: fp32 or bf16 (the master weights stay fp32).
     #[arg(
         help_heading = "Layout",
@@ -174,22 +208,33 @@ pub struct Options {
     pub fp32_grads: bool,
     /// ZeRO-1 that all-reduces the whole gradient, then all-gathers the updated weights (10 bytes
     /// moved per parameter with fp32 gradients, not 6): DeepSpeed's BF16_Optimizer under
-    /// pipeline parallelism (BLOOM). Needs --zero 1.
-    #[arg(help_heading = "Layout", long)]
-    pub grad_all_reduce: bool,
+    /// pipeline parallelism (BLOOM). Needs --zero 1 (default: as the framework's preset sets it).
+    #[arg(help_heading = "Layout", long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub grad_all_reduce: Option<bool>,
     /// LoRA fine-tuning of rank R: frozen base weights (no weight gradients, no gradients or
     /// optimizer state for them), the backward still through every layer; adapters not counted.
     #[arg(help_heading = "Layout", long, value_name = "R", value_parser = crate::domain::count)]
     pub lora_rank: Option<u32>,
     /// How ZeRO-3 gathers weights ahead of use, which bounds its overlap with --overlap: per
-    /// layer (FSDP) or per weight matrix (DeepSpeed ZeRO-3 of 2021).
+    /// layer (FSDP) or per weight matrix (DeepSpeed ZeRO-3 of 2021); default: as the framework's
+    /// preset sets it.
     #[arg(
         help_heading = "Layout",
         long,
-        value_parser = domain::model_enum::<Zero3Prefetch>(&Zero3Prefetch::NAMES, ZERO3_PREFETCH_HELP),
-        default_value = "layer"
+        value_parser = domain::model_enum::<Zero3Prefetch>(&Zero3Prefetch::NAMES, ZERO3_PREFETCH_HELP)
     )]
-    pub zero3_prefetch: Zero3Prefetch,
+    pub zero3_prefetch: Option<Zero3Prefetch>,
+    /// The training software: its preset sets the framework-behaviour knobs not given as flags
+    /// (ZeRO-3's gathering unit, ZeRO-1's gradient all-reduce, overlap defaults), from its source
+    /// code (docs/methodology.md, "Framework presets"), and picks the validation runs behind the
+    /// prediction intervals.
+    #[arg(
+        help_heading = "Layout",
+        long,
+        value_parser = domain::model_enum::<Framework>(&Framework::NAMES, FRAMEWORK_HELP),
+        default_value = "megatron-lm"
+    )]
+    pub framework: Framework,
 
     /// Tokens to train on (time, device-hours, energy, carbon).
     #[arg(help_heading = "Cost", long, default_value_t = 300e9, value_parser = domain::positive)]
@@ -298,7 +343,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Some(d) => d,
         None => data_parallel_degree(a.gpus, a.tp, a.cp, a.pp)?,
     };
-    let layout = Layout {
+    let mut layout = Layout {
         tp: a.tp,
         pp: a.pp,
         dp,
@@ -311,17 +356,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
         zero: a.zero,
         sp: a.sp,
         precision: a.precision,
-        overlap_dp: a.overlap,
+        overlap_dp: a.overlap.unwrap_or(false),
         flash_attention: a.flash,
         ep: a.ep,
         overlap_ep: a.overlap_ep,
         cp: a.cp,
-        tp_overlap: a.tp_overlap,
+        tp_overlap: a.tp_overlap.unwrap_or(false),
         optimizer_dtype: a.optimizer_dtype,
         fp32_grads: a.fp32_grads,
-        zero3_prefetch: a.zero3_prefetch,
-        overlap_pp: a.overlap_pp,
-        grad_all_reduce: a.grad_all_reduce,
+        zero3_prefetch: a.zero3_prefetch.unwrap_or_default(),
+        overlap_pp: a.overlap_pp.unwrap_or(false),
+        grad_all_reduce: a.grad_all_reduce.unwrap_or(false),
         recompute_modules: if a.recompute_modules.is_empty() {
             RecomputeModules::default()
         } else {
@@ -329,6 +374,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
         },
         lora_rank: a.lora_rank,
     };
+    a.framework.apply(
+        &mut layout,
+        Given {
+            zero3_prefetch: a.zero3_prefetch.is_some(),
+            grad_all_reduce: a.grad_all_reduce.is_some(),
+            overlap_dp: a.overlap.is_some(),
+            tp_overlap: a.tp_overlap.is_some(),
+            overlap_pp: a.overlap_pp.is_some(),
+        },
+    );
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;
     if let Some(cap) = hw.power_cap {
@@ -346,7 +401,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             );
         }
     }
-    let mut result = PlanResult::new(&model, &hw, &net, &e, &inputs);
+    let runs = validation_set().context("the embedded validation set (a bug in amdahl)")?;
+    let mut result =
+        PlanResult::new(&model, &hw, &net, &e, &inputs).with_intervals(&runs, a.framework);
     result.grid = Some(grid);
     result.pue_source = Some(pue.source);
     if !result.fits {
@@ -419,6 +476,7 @@ fn run_search(
         max_interleave: a.max_interleave,
         precisions: vec![precision],
         flash_attention: a.flash,
+        framework: a.framework,
         max_cp: a.max_cp,
         objective: a.objective,
         top_k: a.top,
@@ -456,7 +514,9 @@ fn run_search(
         }
         .into());
     }
-    let mut result = SearchResult::new(model, hw, net, &space, &outcome, wall);
+    let runs = validation_set().context("the embedded validation set (a bug in amdahl)")?;
+    let mut result = SearchResult::new(model, hw, net, &space, &outcome, wall)
+        .with_intervals(&runs, a.framework);
     result.grid = Some(grid);
     result.pue_source = Some(pue.source);
     print_result(&result, &result.render(a.format.format())?)?;

@@ -18,6 +18,7 @@ mod faults;
 mod fit;
 mod hwmon;
 mod infer;
+mod intervals;
 mod lifetime;
 mod merge;
 mod mpi;

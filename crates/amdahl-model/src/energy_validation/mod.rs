@@ -62,6 +62,9 @@ pub struct EnergyCase {
     pub system: String,
     pub gpus: u32,
     pub batch: u32,
+    /// Weights / arithmetic format as typed (bf16, fp8, …).
+    #[serde(default)]
+    pub precision: String,
     /// The serving engine and its version.
     pub framework: String,
     /// What the measurement covers: `gpu` (board counters) or `server-wall`.
@@ -215,6 +218,7 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
             system: r.system.clone(),
             gpus: r.gpus,
             batch: r.batch,
+            precision: r.precision.clone(),
             framework: format!("{} {}", r.framework, r.framework_version)
                 .trim()
                 .to_string(),

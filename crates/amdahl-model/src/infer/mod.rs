@@ -10,6 +10,7 @@
 
 pub mod charging;
 pub mod error;
+pub mod intervals;
 pub mod model;
 pub mod precision;
 pub mod result;
@@ -18,8 +19,7 @@ pub mod step;
 
 #[cfg(test)]
 mod properties;
-#[cfg(test)]
-mod validation;
+pub mod validation;
 
 pub use error::InferError;
 pub use model::{

@@ -4,10 +4,13 @@
 
 pub use super::charging::Charging;
 use super::error::InferError;
+use super::intervals::{infer_intervals, Figures, InferIntervals};
 use super::model::{estimate, setup_unchecked, Evaluation, InferMemory, Serving, Setup};
 use super::precision::{KvFormat, WeightFormat};
 use super::search::ServingCandidate;
+use super::validation::InferCase;
 use crate::catalog::grid::GridIntensity;
+use crate::energy_validation::EnergyCase;
 use crate::plan::error::divisors;
 use crate::plan::{Hardware, ModelShape, Network};
 use crate::power::ServerShare;
@@ -154,6 +157,35 @@ pub struct InferResult {
     pub precision_whatif: Vec<PrecisionPoint>,
     pub batch_sweep: Vec<BatchPoint>,
     pub notes: Vec<String>,
+    /// Prediction intervals of throughput, TTFT, TPOT and energy per token, from the validation
+    /// sets (docs/methodology.md, "Prediction intervals"); absent in results saved before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<InferIntervals>,
+}
+
+impl InferResult {
+    /// This result with the intervals of its figures, classed by the device generation `arch`
+    /// and the weight format.
+    pub fn with_intervals(
+        mut self,
+        serving: &[InferCase],
+        energy: &[(EnergyCase, Option<String>)],
+        arch: &str,
+    ) -> Self {
+        let figures = Figures {
+            output_tokens_per_s: self.output_tokens_per_s,
+            ttft_s: self.ttft_s,
+            tpot_s: self.tpot_s,
+            energy_per_token_j: self.energy_per_token_j,
+        };
+        self.intervals = Some(infer_intervals(
+            serving,
+            energy,
+            (arch, self.precision.name()),
+            &figures,
+        ));
+        self
+    }
 }
 
 /// Everything a result is built from.
@@ -268,6 +300,7 @@ impl InferResult {
             precision_whatif: precision_whatif(c, e.batch)?,
             batch_sweep: batch_sweep(c),
             notes,
+            intervals: None,
         })
     }
 }
@@ -386,4 +419,31 @@ pub struct InferSearchResult {
     pub pareto: Vec<ServingCandidate>,
     /// Configurations skipped and why (TP the heads do not allow, nothing fits).
     pub skipped: Vec<String>,
+}
+
+impl InferSearchResult {
+    /// Every listed candidate with the intervals of its class (the device generation `arch`
+    /// and its weight format); the search itself is untouched.
+    pub fn with_intervals(
+        mut self,
+        serving: &[InferCase],
+        energy: &[(EnergyCase, Option<String>)],
+        arch: &str,
+    ) -> Self {
+        for c in self.ranked.iter_mut().chain(self.pareto.iter_mut()) {
+            let figures = Figures {
+                output_tokens_per_s: c.output_tokens_per_s,
+                ttft_s: c.ttft_s,
+                tpot_s: c.tpot_s,
+                energy_per_token_j: c.energy_per_token_j,
+            };
+            c.intervals = Some(infer_intervals(
+                serving,
+                energy,
+                (arch, c.precision.name()),
+                &figures,
+            ));
+        }
+        self
+    }
 }

@@ -47,6 +47,9 @@ pub struct ServingCandidate {
     /// The power limit this candidate ran under (`--search-power-cap`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_cap_w: Option<f64>,
+    /// Intervals of its figures (as in `amdahl.infer/1`), for the listed candidates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<super::intervals::InferIntervals>,
 }
 
 /// What the search found.
@@ -120,6 +123,7 @@ fn evaluate_setup(
                 co2e_per_1000_requests_g: charging.co2e_g(e.energy_per_request_j * 1000.0),
                 memory_per_gpu_bytes: e.memory.total.get(),
                 power_cap_w: (!space.power_caps.is_empty()).then(|| cap.unwrap_or(hw.tdp).get()),
+                intervals: None,
             });
         }
     }

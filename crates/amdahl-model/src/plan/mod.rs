@@ -24,7 +24,9 @@ pub mod context;
 pub mod cost;
 pub mod counts;
 pub mod error;
+pub mod framework;
 pub mod hardware;
+pub mod intervals;
 pub mod memory;
 pub mod moe;
 pub mod optimizer;
@@ -59,6 +61,7 @@ mod properties;
 
 pub use cost::{cost, Cost, CostInputs};
 pub use error::PlanError;
+pub use framework::{Framework, Given};
 pub use hardware::{
     catalog_system, system, ComputePrecision, DeviceClass, GemmCurve, Hardware, Link, Network,
     Overrides, IDLE_FRACTION_OF_TDP,

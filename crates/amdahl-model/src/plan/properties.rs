@@ -92,6 +92,7 @@ proptest! {
             max_interleave: 3,
             precisions: vec![ComputePrecision::Bf16],
             flash_attention: flash,
+            framework: Default::default(),
             max_cp: 1,
             objective: [Objective::Time, Objective::Energy, Objective::Cost][usize::from(obj)],
             top_k: 5,

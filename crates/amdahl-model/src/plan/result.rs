@@ -2,17 +2,27 @@
 //! --search` (schema `amdahl.plan-search/1`), documented in docs/usage/plan.md.
 
 use super::cost::{cost, Cost, CostInputs};
+use super::framework::Framework;
 use super::hardware::{Hardware, Network};
+use super::intervals::{plan_intervals, PlanClass, PlanIntervals};
 use super::memory::Memory;
 use super::perf::{Breakdown, Estimate};
 use super::scaling::{scaling, Scaling};
 use super::search::{Objective, PlanCandidate, Rejections, SearchOutcome, SearchSpace};
 use super::spec::Layout;
 use super::spec::ModelShape;
+use super::validation::ValidationRun;
 use crate::catalog::grid::GridIntensity;
+use crate::interval::Interval;
 use serde::{Deserialize, Serialize};
 
 pub const PLAN_SCHEMA: &str = "amdahl.plan/1";
+
+/// Why a plan's training energy has no band: the energy set predicts no training energy (its
+/// energy-to-train rows need the runs' step counts; its training rows amdahl predicts are four
+/// node wall powers of NeMo on H100, data/validation/energy.csv).
+pub const TRAINING_ENERGY_BASIS: &str = "training energy: no validation data (energy.csv holds no \
+     training-energy row amdahl predicts; its four training rows are node wall power)";
 pub const SEARCH_SCHEMA: &str = "amdahl.plan-search/1";
 
 /// Result of predicting one layout.
@@ -49,9 +59,40 @@ pub struct PlanResult {
     /// FLOPs of these. Equal to `parameters` for a dense model.
     #[serde(default)]
     pub active_parameters: f64,
+    /// The training software whose preset set the framework-behaviour knobs (`--framework`).
+    #[serde(default)]
+    pub framework: Framework,
+    /// Prediction intervals of the headline figures, from the validation runs of the plan's
+    /// class (docs/methodology.md, "Prediction intervals"); absent in results saved before them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<PlanIntervals>,
 }
 
 impl PlanResult {
+    /// The intervals of this plan's step time, throughput and TFLOP/s from the validation runs
+    /// `runs`, classed by `framework`, the device's generation and the precision.
+    pub fn with_intervals(mut self, runs: &[ValidationRun], framework: Framework) -> Self {
+        let class = PlanClass {
+            framework,
+            arch: self.device.arch.clone(),
+            precision: self.layout.precision.name().to_string(),
+        };
+        self.framework = framework;
+        let mut intervals = plan_intervals(
+            runs,
+            &class,
+            self.step_time_s,
+            self.tokens_per_s,
+            self.tflops_per_gpu,
+        );
+        intervals.energy_kwh = Some(Interval::none(
+            self.training.facility_energy.kwh(),
+            TRAINING_ENERGY_BASIS.into(),
+        ));
+        self.intervals = Some(intervals);
+        self
+    }
+
     pub fn new(
         model: &ModelShape,
         hw: &Hardware,
@@ -83,6 +124,8 @@ impl PlanResult {
             pue_source: None,
             scaling: scaling(model, hw, net, &e.layout),
             active_parameters: model.active_params(),
+            framework: Framework::default(),
+            intervals: None,
         }
     }
 }
@@ -107,6 +150,9 @@ pub struct RankedLayout {
     /// The power limit the layout ran under (with `--search-power-cap`; absent without).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_cap_w: Option<f64>,
+    /// Intervals of its step time, throughput and TFLOP/s (as in `amdahl.plan/1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<PlanIntervals>,
 }
 
 impl RankedLayout {
@@ -131,6 +177,7 @@ impl RankedLayout {
             emissions_kg: c.cost.emissions.kg(),
             breakdown: c.estimate.breakdown,
             power_cap_w: c.power_cap_w,
+            intervals: None,
         }
     }
 }
@@ -190,5 +237,29 @@ impl SearchResult {
             top: rank(&out.top),
             pareto: rank(&out.pareto),
         }
+    }
+
+    /// Every listed layout with the intervals of its class (`framework`, the device's
+    /// generation, the layout's precision), as `amdahl.plan/1` has them. The search itself is
+    /// untouched: only the listed layouts get bands.
+    pub fn with_intervals(mut self, runs: &[ValidationRun], framework: Framework) -> Self {
+        let arch = self.device.arch.clone();
+        for l in self.top.iter_mut().chain(self.pareto.iter_mut()) {
+            let class = PlanClass {
+                framework,
+                arch: arch.clone(),
+                precision: l.layout.precision.name().to_string(),
+            };
+            let tokens_per_s =
+                f64::from(l.layout.batch) * f64::from(self.model.seq) / l.step_time_s;
+            l.intervals = Some(plan_intervals(
+                runs,
+                &class,
+                l.step_time_s,
+                tokens_per_s,
+                l.tflops_per_gpu,
+            ));
+        }
+        self
     }
 }

@@ -76,6 +76,10 @@ pub struct SearchSpace {
     pub precisions: Vec<ComputePrecision>,
     /// Attention kernel of every layout (an implementation given, not a layout choice).
     pub flash_attention: bool,
+    /// The training software whose behaviour every layout has (`--framework`; its preset sets
+    /// ZeRO-3's gathering unit and ZeRO-1's gradient reduction, kept fixed by the search).
+    #[serde(default)]
+    pub framework: super::framework::Framework,
     /// Largest context-parallel size tried (powers of two dividing the sequence); 1 = none.
     #[serde(default = "one")]
     pub max_cp: u32,
@@ -476,11 +480,14 @@ fn search_cell(
                                     tp_overlap,
                                     optimizer_dtype: Default::default(),
                                     fp32_grads: false,
-                                    zero3_prefetch: Default::default(),
+                                    // The framework's behaviour (its preset), never a
+                                    // better choice.
+                                    zero3_prefetch: space.framework.zero3_prefetch(),
                                     recompute_modules: Default::default(),
                                     overlap_pp: v > 1,
-                                    // A framework's behaviour, never a better choice.
-                                    grad_all_reduce: false,
+                                    grad_all_reduce: space
+                                        .framework
+                                        .grad_all_reduce(zero, c.pp, precision),
                                     // The search plans full training (LoRA: one layout).
                                     lora_rank: None,
                                 };

@@ -3,6 +3,7 @@
 //! explains the columns and the error's sign), each predicted and set beside its published
 //! figure. `amdahl catalog validation` prints it; the tests at the end hold the errors reached.
 
+use super::framework::{Framework, Given};
 use super::hardware::{system, ComputePrecision, Hardware, Network, Overrides};
 use super::optimizer::OptimizerDtype;
 use super::perf::{estimate, Breakdown, Estimate};
@@ -57,15 +58,14 @@ struct Row {
     overlap_dp: bool,
     tp_overlap: String,
     fp32_grads: bool,
-    zero3_prefetch: String,
     catalog: String,
     ep: u32,
     overlap_ep: bool,
     recompute_modules: String,
     optimizer_dtype: String,
     overlap_pp: bool,
-    dp_rails: Option<u32>,
-    grad_all_reduce: bool,
+    /// Knobs inferred from the row's own result (`knob=value;…`): reported apart, never claimed.
+    inferred: String,
     metric: String,
     published: f64,
     framework: String,
@@ -83,6 +83,12 @@ pub struct ValidationRun {
     pub modelled: bool,
     /// Catalogued device.
     pub device: String,
+    /// Its microarchitecture (the catalog's `arch`: Volta, Ampere, Hopper, …): the interval class.
+    #[serde(default)]
+    pub arch: String,
+    /// Training precision as typed (bf16, fp16, fp8, …).
+    #[serde(default)]
+    pub precision: String,
     pub gpus: u64,
     /// The layout predicted: the published one; a knob the paper does not publish takes the
     /// fastest choice that fits (a tuned production run).
@@ -99,9 +105,17 @@ pub struct ValidationRun {
     pub published_step_s: f64,
     pub predicted_step_s: f64,
     /// Network interfaces per node its data-parallel collectives use, where the row sets them
-    /// (`None`: one per rank of the group on the node, as NCCL's rings do).
+    /// (`None`: one per rank of the group on the node, as NCCL's rings do). Rows are predicted as
+    /// typed, so this is `None` unless a published figure sets it.
     #[serde(default)]
     pub dp_rails: Option<u32>,
+    /// Knobs not published but inferred from the row's own result (`dp_rails=1`), empty if none:
+    /// `error` is without them (what a user typing the published layout gets).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub inferred: String,
+    /// The error with the inferred knobs applied: reported apart, outside every claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_with_inferred: Option<f64>,
     /// Where the predicted iteration goes.
     pub breakdown: Breakdown,
     pub memory_gib: f64,
@@ -207,7 +221,7 @@ struct Knobs {
     recomputes: Vec<Recompute>,
     interleaves: Vec<u32>,
     tp_overlaps: Vec<bool>,
-    zero3_prefetch: Zero3Prefetch,
+    framework: Framework,
     recompute_modules: RecomputeModules,
     optimizer_dtype: OptimizerDtype,
 }
@@ -221,10 +235,8 @@ fn knobs(run: &Row) -> Result<Knobs, ValidationSetError> {
         v.parse().ok()
     })?;
     let tp_overlaps = choices(&run.tp_overlap, name, &[false, true], |v| v.parse().ok())?;
-    let zero3_prefetch = match run.zero3_prefetch.as_str() {
-        "" => Zero3Prefetch::default(),
-        v => Zero3Prefetch::parse(v).ok_or_else(|| bad(name, format!("zero3_prefetch `{v}`")))?,
-    };
+    let framework = Framework::parse(&run.framework)
+        .ok_or_else(|| bad(name, format!("framework `{}` has no preset", run.framework)))?;
     let recompute_modules = if run.recompute_modules.is_empty() {
         RecomputeModules::default()
     } else {
@@ -248,7 +260,7 @@ fn knobs(run: &Row) -> Result<Knobs, ValidationSetError> {
         recomputes,
         interleaves,
         tp_overlaps,
-        zero3_prefetch,
+        framework,
         recompute_modules,
         optimizer_dtype,
     })
@@ -269,7 +281,7 @@ fn best_estimate(
     for &recompute in &k.recomputes {
         for &interleave in &k.interleaves {
             for &tp_overlap in &k.tp_overlaps {
-                let layout = Layout {
+                let mut layout = Layout {
                     tp: run.tp,
                     cp: run.cp,
                     pp: run.pp,
@@ -285,15 +297,25 @@ fn best_estimate(
                     overlap_dp: run.overlap_dp,
                     tp_overlap,
                     fp32_grads: run.fp32_grads,
-                    zero3_prefetch: k.zero3_prefetch,
+                    zero3_prefetch: Zero3Prefetch::default(),
                     ep: run.ep,
                     overlap_ep: run.overlap_ep,
                     recompute_modules: k.recompute_modules,
                     optimizer_dtype: k.optimizer_dtype,
                     overlap_pp: run.overlap_pp,
-                    grad_all_reduce: run.grad_all_reduce,
+                    grad_all_reduce: false,
                     lora_rank: None,
                 };
+                // The framework's preset sets its behaviour; the published overlaps stay as typed.
+                k.framework.apply(
+                    &mut layout,
+                    Given {
+                        overlap_dp: true,
+                        tp_overlap: true,
+                        overlap_pp: true,
+                        ..Given::default()
+                    },
+                );
                 if let Err(e) = validate(model, hw, net, &layout, Some(run.gpus)) {
                     last_err = Some(e);
                     continue;
@@ -335,19 +357,54 @@ fn predicted_metric(run: &Row, e: &Estimate) -> Result<(f64, f64), ValidationSet
     })
 }
 
-/// One run's prediction. Knobs the paper does not publish (`auto`) take the fastest value that
-/// fits: a production run is tuned.
+/// The knobs of a row's `inferred` column (`dp_rails=1;…`) on its network.
+fn with_inferred(run: &Row, net: &Network) -> Result<Network, ValidationSetError> {
+    let mut net = *net;
+    for kv in run.inferred.split(';').filter(|kv| !kv.trim().is_empty()) {
+        match kv.trim().split_once('=') {
+            Some(("dp_rails", v)) => {
+                net.dp_rails = Some(
+                    v.parse()
+                        .map_err(|_| bad(&run.name, format!("inferred `{kv}`")))?,
+                );
+            }
+            _ => return Err(bad(&run.name, format!("inferred knob `{kv}` unknown"))),
+        }
+    }
+    Ok(net)
+}
+
+/// The signed error of a prediction (positive = optimistic), whatever the metric.
+fn signed_error(run: &Row, predicted: f64, step: f64) -> f64 {
+    if run.metric == "step_s" {
+        run.published / step - 1.0
+    } else {
+        predicted / run.published - 1.0
+    }
+}
+
+/// One run's prediction, as a user types it: the published layout, its framework's preset and
+/// the defaults elsewhere. Knobs the paper does not publish (`auto`) take the fastest value that
+/// fits (a production run is tuned); knobs inferred from the row's own result (`inferred`) are
+/// applied only to the separate `error_with_inferred`.
 fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
     let name = run.name.as_str();
     let model = model_of(run)?;
     let device = crate::catalog::devices::lookup(&run.device).map_err(|e| bad(name, e))?;
-    let (hw, mut net) =
+    let (hw, net) =
         system(device, &Overrides::default(), run.inter_gbit).map_err(|e| bad(name, e))?;
-    net.dp_rails = run.dp_rails;
     let k = knobs(run)?;
     let e = best_estimate(run, &model, (&hw, &net), &k)?;
     let step = e.step_time.get();
     let (predicted, published_step) = predicted_metric(run, &e)?;
+    let error_with_inferred = if run.inferred.trim().is_empty() {
+        None
+    } else {
+        let inferred_net = with_inferred(run, &net)?;
+        let e = best_estimate(run, &model, (&hw, &inferred_net), &k)?;
+        let (p, _) = predicted_metric(run, &e)?;
+        Some(signed_error(run, p, e.step_time.get()))
+    };
     if run.source.trim().is_empty() {
         return Err(bad(name, "no source"));
     }
@@ -356,19 +413,19 @@ fn predict(run: &Row) -> Result<ValidationRun, ValidationSetError> {
         framework: run.framework.clone(),
         modelled: MODELLED.contains(&run.framework.as_str()),
         device: device.name.clone(),
+        arch: hw.arch.clone(),
+        precision: k.precision.name().to_string(),
         gpus: e.gpus,
         layout: e.layout.label(),
         metric: run.metric.clone(),
         published: run.published,
         predicted,
-        error: if run.metric == "step_s" {
-            run.published / step - 1.0
-        } else {
-            predicted / run.published - 1.0
-        },
+        error: signed_error(run, predicted, step),
         published_step_s: published_step,
         predicted_step_s: step,
-        dp_rails: run.dp_rails,
+        dp_rails: net.dp_rails,
+        inferred: run.inferred.trim().to_string(),
+        error_with_inferred,
         breakdown: e.breakdown,
         memory_gib: e.memory.total.gib(),
         fits: e.memory.fits,
@@ -440,15 +497,23 @@ mod tests {
     /// The runs of the frameworks the planner models ([`MODELLED`]) meet both: 50 runs, mean 4.9 %,
     /// worst Korthikanti's 530B with full recomputation at −10.4 %. The whole set does not
     /// (docs/methodology.md "Validation against published runs"), so the test holds what is reached
-    /// there, to catch regressions: all 63 runs, mean 6.6 %; MT-NLG (Megatron-DeepSpeed), OPT
-    /// (Metaseq) and GPT-NeoX are predicted 13–31 % faster than they ran, BLOOM 11 %, and the SC21
-    /// ZeRO-3 rows are within −15 … +8 %.
-    const ALL_MEAN: f64 = 0.067;
-    const ALL_WORST: f64 = 0.31;
-    /// SC21 Table 2's ZeRO-3 rows (DeepSpeed 2021) with the ZeRO-3 model of docs/methodology.md
-    /// ("ZeRO-3: gathers, latency and overlap"): mean 7.5 %, worst −14.6 % (530B on 1,120 GPUs).
-    const DEEPSPEED_MEAN: f64 = 0.08;
-    const DEEPSPEED_WORST: f64 = 0.15;
+    /// there, to catch regressions. Every run is predicted as a user types it (published layout,
+    /// its framework's preset, defaults elsewhere): all 63 runs, mean 21.1 %, worst +306 % (SC21's
+    /// DeepSpeed ZeRO-3 on 1,536 GPUs); MT-NLG (Megatron-DeepSpeed), OPT (Metaseq) and GPT-NeoX
+    /// are predicted 13–31 % faster than they ran, BLOOM 11 %. Until the rows were typed as a user
+    /// types them (the SC21 ZeRO-3 rows carried `dp_rails` 1, inferred from their own step
+    /// times), the whole set's mean was 6.6 %, worst +31 %.
+    const ALL_MEAN: f64 = 0.212;
+    const ALL_WORST: f64 = 3.07;
+    /// SC21 Table 2's ZeRO-3 rows (DeepSpeed 2021) as typed: the ZeRO-3 model of
+    /// docs/methodology.md ("ZeRO-3: gathers, latency and overlap") with eight network interfaces
+    /// per node, the catalog's DGX A100, is +43 % to +306 % optimistic (mean 159.5 %): the rows
+    /// ran as if through one interface. With the inferred `dp_rails=1`, reported apart: mean
+    /// 7.5 %, worst −14.6 % (530B on 1,120 GPUs), the figures held before presets.
+    const DEEPSPEED_TYPED_MEAN: f64 = 1.60;
+    const DEEPSPEED_TYPED_WORST: f64 = 3.07;
+    const DEEPSPEED_INFERRED_MEAN: f64 = 0.08;
+    const DEEPSPEED_INFERRED_WORST: f64 = 0.15;
 
     fn set() -> Vec<ValidationRun> {
         validation_set().unwrap_or_else(|e| panic!("{e}"))
@@ -530,8 +595,29 @@ mod tests {
         assert!(modelled.meets_targets(), "{report}");
         let deepspeed = group(&summaries, "deepspeed");
         assert_eq!(deepspeed.runs, 6, "{report}");
-        assert!(deepspeed.mean_abs <= DEEPSPEED_MEAN, "{report}");
-        assert!(deepspeed.worst_error.abs() <= DEEPSPEED_WORST, "{report}");
+        assert!(deepspeed.mean_abs <= DEEPSPEED_TYPED_MEAN, "{report}");
+        assert!(
+            deepspeed.worst_error.abs() <= DEEPSPEED_TYPED_WORST,
+            "{report}"
+        );
+        assert!(
+            deepspeed.signed_mean > 0.4,
+            "as typed the rows are optimistic\n{report}"
+        );
+        // The inferred knob is reported apart: the rows' errors with it.
+        let inferred: Vec<f64> = runs.iter().filter_map(|r| r.error_with_inferred).collect();
+        assert_eq!(inferred.len(), 6, "{report}");
+        assert!(runs
+            .iter()
+            .filter(|r| r.error_with_inferred.is_some())
+            .all(|r| r.framework == "deepspeed" && r.inferred == "dp_rails=1"));
+        let mean = inferred.iter().map(|e| e.abs()).sum::<f64>() / 6.0;
+        eprintln!("deepspeed with dp_rails=1: {inferred:?}, mean |error| {mean}");
+        assert!(mean <= DEEPSPEED_INFERRED_MEAN, "{inferred:?}");
+        assert!(
+            inferred.iter().all(|e| e.abs() <= DEEPSPEED_INFERRED_WORST),
+            "{inferred:?}"
+        );
         let all = group(&summaries, "all");
         assert_eq!(all.runs, runs.len());
         assert!(all.mean_abs <= ALL_MEAN, "{report}");
@@ -563,6 +649,8 @@ mod tests {
             framework: framework.into(),
             modelled: MODELLED.contains(&framework),
             device: String::new(),
+            arch: String::new(),
+            precision: String::new(),
             gpus: 1,
             layout: String::new(),
             metric: "step_s".into(),
@@ -572,6 +660,8 @@ mod tests {
             published_step_s: 1.0,
             predicted_step_s: 1.0,
             dp_rails: None,
+            inferred: String::new(),
+            error_with_inferred: None,
             breakdown: Breakdown::default(),
             memory_gib: 1.0,
             fits: true,
