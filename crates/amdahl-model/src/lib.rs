@@ -6,6 +6,7 @@
 //! every function is a function of its arguments, so it can be tested exhaustively and reused by
 //! the measuring and rendering crates.
 
+pub mod calibrate;
 pub mod carbon;
 pub mod catalog;
 pub mod energy_validation;
@@ -14,6 +15,7 @@ pub mod infer;
 pub mod names;
 pub mod plan;
 pub mod power;
+pub mod profile;
 pub mod projection;
 pub mod scaling;
 pub mod serve;

@@ -294,41 +294,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         return run_search(&a, &model, &hw, &net, inputs, (grid, pue));
     }
-    let dp = match a.dp {
-        Some(d) => d,
-        None => data_parallel_degree(a.gpus, a.tp, a.cp, a.pp)?,
-    };
-    let layout = Layout {
-        tp: a.tp,
-        pp: a.pp,
-        dp,
-        interleave: a.interleave,
-        mbs: a.mbs,
-        batch: a
-            .batch
-            .context("--batch-max is a --search option; give --batch B for one layout")?,
-        recompute: a.recompute,
-        zero: a.zero,
-        sp: a.sp,
-        precision: a.precision,
-        overlap_dp: a.overlap,
-        flash_attention: a.flash,
-        ep: a.ep,
-        overlap_ep: a.overlap_ep,
-        cp: a.cp,
-        tp_overlap: a.tp_overlap,
-        optimizer_dtype: a.optimizer_dtype,
-        fp32_grads: a.fp32_grads,
-        zero3_prefetch: a.zero3_prefetch,
-        overlap_pp: a.overlap_pp,
-        grad_all_reduce: a.grad_all_reduce,
-        recompute_modules: if a.recompute_modules.is_empty() {
-            RecomputeModules::default()
-        } else {
-            RecomputeModules::new(&a.recompute_modules)
-        },
-        lora_rank: a.lora_rank,
-    };
+    let layout = layout_of(&a)?;
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
     let e = evaluate(&model, &hw, &net, &layout)?;
     if let Some(cap) = hw.power_cap {
@@ -362,6 +328,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     print_result(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
+        crate::cmd::shape::note_tuning(&hw);
         note_accuracy();
         crate::cmd::energy_note::note_energy_accuracy();
     }
@@ -369,6 +336,69 @@ pub fn run(args: Args) -> Result<ExitCode> {
         crate::output::write_plot(p, &amdahl_report::plan::plan_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The one layout the flags describe (without `--search`).
+fn layout_of(a: &Options) -> Result<Layout> {
+    let dp = match a.dp {
+        Some(d) => d,
+        None => data_parallel_degree(a.gpus, a.tp, a.cp, a.pp)?,
+    };
+    Ok(Layout {
+        tp: a.tp,
+        pp: a.pp,
+        dp,
+        interleave: a.interleave,
+        mbs: a.mbs,
+        batch: a
+            .batch
+            .context("--batch-max is a --search option; give --batch B for one layout")?,
+        recompute: a.recompute,
+        zero: a.zero,
+        sp: a.sp,
+        precision: a.precision,
+        overlap_dp: a.overlap,
+        flash_attention: a.flash,
+        ep: a.ep,
+        overlap_ep: a.overlap_ep,
+        cp: a.cp,
+        tp_overlap: a.tp_overlap,
+        optimizer_dtype: a.optimizer_dtype,
+        fp32_grads: a.fp32_grads,
+        zero3_prefetch: a.zero3_prefetch,
+        overlap_pp: a.overlap_pp,
+        grad_all_reduce: a.grad_all_reduce,
+        recompute_modules: if a.recompute_modules.is_empty() {
+            RecomputeModules::default()
+        } else {
+            RecomputeModules::new(&a.recompute_modules)
+        },
+        lora_rank: a.lora_rank,
+    })
+}
+
+/// What `amdahl calibrate` needs of a measured training row typed as `plan …` arguments: the
+/// model, the device (with `--device-profile` / `--calibration` applied), the network and the
+/// validated layout, exactly as `amdahl plan` would predict them.
+pub fn workload(args: Args, c: &Catalogs) -> Result<(ModelShape, Hardware, Network, Layout)> {
+    let a = *args.opts;
+    if a.search {
+        bail!("a measured row is one layout: drop --search");
+    }
+    let model = a.shape.resolve(c)?;
+    let (hw, mut net) = a.sys.resolve(c)?;
+    net.dp_rails = a.dp_rails;
+    if a.gpus == 0 {
+        bail!("--gpus must be at least 1");
+    }
+    let layout = layout_of(&a)?;
+    validate(&model, &hw, &net, &layout, Some(a.gpus))?;
+    Ok((model, hw, net, layout))
+}
+
+/// The catalogs the row's `--catalog` files name.
+pub fn catalog_files(args: &Args) -> &[PathBuf] {
+    &args.opts.sys.catalogs
 }
 
 fn run_search(
@@ -461,6 +491,7 @@ fn run_search(
     result.pue_source = Some(pue.source);
     print_result(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
+        crate::cmd::shape::note_tuning(hw);
         note_accuracy();
         crate::cmd::energy_note::note_energy_accuracy();
     }

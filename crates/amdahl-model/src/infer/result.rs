@@ -190,7 +190,7 @@ impl InferResult {
                 sv.tp / c.model.kv_heads.max(1)
             ));
         }
-        if crate::power::active_of(&c.hw.arch).is_none() {
+        if c.hw.tuning.power.is_none() && crate::power::active_of(&c.hw.arch).is_none() {
             notes.push(format!(
                 "power: the energy validation set has no measurement of a {} device; its busy \
                  draw is the mean of the fitted generations ({:.3} × TDP), not fitted for it",

@@ -61,7 +61,7 @@ pub use cost::{cost, Cost, CostInputs};
 pub use error::PlanError;
 pub use hardware::{
     catalog_system, system, ComputePrecision, DeviceClass, GemmCurve, Hardware, Link, Network,
-    Overrides, IDLE_FRACTION_OF_TDP,
+    Overrides, Tuning, IDLE_FRACTION_OF_TDP,
 };
 pub use memory::{usable, Memory, USABLE_FRACTION};
 pub use moe::Moe;
