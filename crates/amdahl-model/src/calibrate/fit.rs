@@ -70,13 +70,42 @@ pub fn fit(params: &[Param], measured: &[f64], predict: &Predict<'_>) -> Fit {
     let prior: Vec<f64> = params.iter().map(|p| p.prior).collect();
     let all: Vec<usize> = (0..measured.len()).collect();
     let before = residuals(&prior, measured, &all, predict);
-    let refused = identify(params, &prior, measured, predict);
+    let mut refused = identify(params, &prior, measured, predict);
+    // Fit, then refuse the least determined constant while one is left whose standard error
+    // exceeds both its value and its typical magnitude (the rows leave it undetermined), and fit
+    // again without it.
+    let (values, after, standard_errors, hat) = loop {
+        let free: Vec<usize> = (0..params.len())
+            .filter(|i| !refused.iter().any(|(r, _)| r == i))
+            .collect();
+        let values = minimise(params, &free, prior.clone(), measured, &all, predict);
+        let after = residuals(&values, measured, &all, predict);
+        let (se, hat) = covariance(params, &free, &values, measured, &after, predict);
+        let worst = free
+            .iter()
+            .filter_map(|&j| {
+                let spread = se[j]? / values[j].abs().max(params[j].scale);
+                (spread > 1.0).then_some((j, spread))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        match worst {
+            Some((j, _)) => refused.push((
+                j,
+                format!(
+                    "cannot identify {}: the rows leave it at {} ± {}, more than its value; add \
+                     rows that change how much of the time it accounts for",
+                    params[j].what,
+                    crate::units::sig(values[j], 3),
+                    crate::units::sig(se[j].unwrap_or(f64::NAN), 2)
+                ),
+            )),
+            None => break (values, after, se, hat),
+        }
+    };
+    refused.sort_by_key(|(i, _)| *i);
     let free: Vec<usize> = (0..params.len())
         .filter(|i| !refused.iter().any(|(r, _)| r == i))
         .collect();
-    let values = minimise(params, &free, prior, measured, &all, predict);
-    let after = residuals(&values, measured, &all, predict);
-    let (standard_errors, hat) = covariance(params, &free, &values, measured, &after, predict);
     let (loo, loo_method) = if free.is_empty() {
         (after.clone(), LooMethod::Exact)
     } else if measured.len() <= EXACT_LOO_MAX_ROWS {
