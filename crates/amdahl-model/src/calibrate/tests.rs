@@ -126,7 +126,7 @@ fn a_calibration_applies_to_its_device_only() {
     let c = calibrate(&synthetic(0.01, 3), &Request::default(), "runs.csv").unwrap();
     let (mut hw, _) = catalog_system("h100").unwrap();
     c.apply(&mut hw, "cal.json").unwrap();
-    assert!(hw.tuning.provenance[0].starts_with("calibrated on 24 rows of runs.csv"));
+    assert!(hw.tuning.provenance[0].starts_with("calibrated on 12 rows of runs.csv"));
     let (v, _) = value(&c, "gemm_efficiency").unwrap();
     assert_eq!(hw.curve().max_efficiency, v);
     let (mut a100, _) = catalog_system("a100-80gb").unwrap();
