@@ -5,7 +5,7 @@
 # predict the held-back one (`--check`). Prints the fitted constants and the held-back error.
 #
 # Usage: scripts/bench/calibrate-e2e.sh   (env: AMDAHL_BIN, default target/release/amdahl;
-#        REPEATS, default 200; HELD, the held-back order, default 192)
+#        REPEATS, default 200; HELD, the held-back order of 96, 128, 192, 256, 320, default 192)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -20,7 +20,7 @@ cd "$TMP"
 "$BIN" -q bench gemm --sizes 64,128,256,384 --precision fp32 --threads 1 --profile-out cpu.json > /dev/null
 echo "command,run,steps" > runs.csv
 echo "command,run,steps" > held.csv
-for n in 96 128 "$HELD" 256 320; do
+for n in 96 128 192 256 320; do
   "$BIN" -q run -o "run-$n.json" -- "$BIN" -q bench gemm --sizes "$n" --precision fp32 \
     --threads 1 --repeats "$R" > /dev/null 2>&1
   if [ "$n" = "$HELD" ]; then f=held.csv; else f=runs.csv; fi

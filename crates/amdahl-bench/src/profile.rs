@@ -5,7 +5,9 @@
 use crate::gemm::GemmReport;
 use crate::gpu::{pinned_bandwidth, Direction, GpuReport};
 use crate::memory::MemoryReport;
-use amdahl_model::profile::{fit_curve, DeviceProfile, GemmPoint, GemmProfile, PowerProfile, PROFILE_SCHEMA};
+use amdahl_model::profile::{
+    fit_curve, DeviceProfile, GemmPoint, GemmProfile, PowerProfile, PROFILE_SCHEMA,
+};
 
 /// Where a profile was measured: the host and the time, filled by the caller.
 #[derive(Debug, Clone)]

@@ -33,7 +33,14 @@ fn rows(n: usize) -> (Vec<Row>, String) {
     let mut truth = hw.clone();
     set(&mut truth, &TIME_CONSTANTS, &TRUE_TIME);
     set(&mut truth, &POWER_CONSTANTS, &TRUE_POWER);
-    let models = ["gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b"];
+    let models = [
+        "gpt3-125m",
+        "gpt3-350m",
+        "gpt3-760m",
+        "gpt3-1.3b",
+        "gpt3-2.7b",
+        "gpt3-6.7b",
+    ];
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
     let (mut out, mut csv) = (Vec::new(), String::from("command,step_s,power_w\n"));
     while out.len() < 2 * n {
@@ -43,7 +50,8 @@ fn rows(n: usize) -> (Vec<Row>, String) {
         let dp = [1u32, 2, 4, 8][rng.random_range(0..4)];
         let mbs = [1u32, 2, 4][rng.random_range(0..3)];
         let batch = dp * mbs * [1u32, 2, 4, 8][rng.random_range(0..4)];
-        let recompute = [Recompute::None, Recompute::Selective, Recompute::Full][rng.random_range(0..3)];
+        let recompute =
+            [Recompute::None, Recompute::Selective, Recompute::Full][rng.random_range(0..3)];
         let layout = Layout {
             tp,
             dp,
@@ -61,7 +69,8 @@ fn rows(n: usize) -> (Vec<Row>, String) {
             net,
             layout,
         });
-        let mut noisy = |q| predict(&w, &truth, q) * (1.0 + 0.02 * (2.0 * rng.random::<f64>() - 1.0));
+        let mut noisy =
+            |q| predict(&w, &truth, q) * (1.0 + 0.02 * (2.0 * rng.random::<f64>() - 1.0));
         let (step, power) = (noisy(Quantity::StepS), noisy(Quantity::PowerW));
         let r = match recompute {
             Recompute::None => "none",
@@ -98,7 +107,9 @@ fn main() {
         best = best.min(t0.elapsed().as_secs_f64());
         cal = Some(c);
     }
-    let Some(cal) = cal else { fail("no calibration") };
+    let Some(cal) = cal else {
+        fail("no calibration")
+    };
     println!(
         "calibrate: 1,000 rows (step_s + power_w, 2,000 residuals), {} constants fitted, leave-one-out {}: {:.3} s (best of 3, {} threads)",
         cal.constants.len(),
@@ -107,7 +118,10 @@ fn main() {
         rayon::current_num_threads()
     );
     for c in &cal.constants {
-        println!("  {:<18} {:>10.4e} ± {:.1e}", c.name, c.value, c.standard_error);
+        println!(
+            "  {:<18} {:>10.4e} ± {:.1e}",
+            c.name, c.value, c.standard_error
+        );
     }
     for r in &cal.not_identified {
         println!("  not fitted: {} ({})", r.name, r.reason);
@@ -115,7 +129,8 @@ fn main() {
 
     let (hw, net) = catalog_system("h100").unwrap_or_else(|e| fail(e));
     let mut tuned = hw.clone();
-    cal.apply(&mut tuned, "synthetic").unwrap_or_else(|e| fail(e));
+    cal.apply(&mut tuned, "synthetic")
+        .unwrap_or_else(|e| fail(e));
     let model = catalog_model("llama-2-70b").unwrap_or_else(|e| fail(e));
     let space = SearchSpace {
         gpus: 1024,

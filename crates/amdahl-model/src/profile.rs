@@ -281,12 +281,18 @@ impl DeviceProfile {
     /// The device as a GEMM loop sees it, for `amdahl calibrate`'s `gemm` rows: its measured
     /// sustained rate at `precision` as the peak, the fitted latency, efficiency 1 (relative to
     /// that rate). Every other field of the hardware is unused by a GEMM row and left empty.
-    pub fn gemm_hardware(&self, precision: &str, file: &str) -> Result<(Hardware, f64), ProfileError> {
+    pub fn gemm_hardware(
+        &self,
+        precision: &str,
+        file: &str,
+    ) -> Result<(Hardware, f64), ProfileError> {
         self.check(file)?;
-        let g = self.gemm_of(precision).ok_or_else(|| ProfileError::Precision {
-            file: file.into(),
-            precision: precision.into(),
-        })?;
+        let g = self
+            .gemm_of(precision)
+            .ok_or_else(|| ProfileError::Precision {
+                file: file.into(),
+                precision: precision.into(),
+            })?;
         let peak = g.sustained_flops_per_s;
         let hw = Hardware {
             name: self.system.clone().unwrap_or_else(|| self.device.clone()),
@@ -347,7 +353,10 @@ mod tests {
         assert!((lat / 2e-5 - 1.0).abs() < 1e-6, "{lat}");
         // No latency at all: a zero intercept, not a negative one.
         let (rate, lat) = fit_curve(&points(0.0, 5e10)).unwrap();
-        assert!((rate / 5e10 - 1.0).abs() < 1e-9 && lat.abs() < 1e-12, "{rate} {lat}");
+        assert!(
+            (rate / 5e10 - 1.0).abs() < 1e-9 && lat.abs() < 1e-12,
+            "{rate} {lat}"
+        );
         assert!(fit_curve(&[]).is_none());
     }
 }

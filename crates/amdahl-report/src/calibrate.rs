@@ -31,7 +31,11 @@ pub fn table(c: &Calibration) -> String {
     out.push('\n');
     out.push_str(&t.render());
     for r in &c.not_identified {
-        let _ = writeln!(out, "not fitted: {} ({}): kept at its prior", r.name, r.reason);
+        let _ = writeln!(
+            out,
+            "not fitted: {} ({}): kept at its prior",
+            r.name, r.reason
+        );
     }
     let mut q = Table::new([
         "quantity",

@@ -7,7 +7,8 @@
 //! command and again in the page.
 
 use crate::{
-    accelerate, bench, bench_gpu, calibrate, carbon, fit, infer, lifetime, meter, plan, scale, serve,
+    accelerate, bench, bench_gpu, calibrate, carbon, fit, infer, lifetime, meter, plan, scale,
+    serve,
 };
 use crate::{surface, top500};
 use amdahl_bench::{gemm, gpu, memory, roofline, scaling as bench_scaling, sparse};

@@ -138,7 +138,9 @@ impl ProfileArgs {
         crate::output::wrote(path);
         if profile.system.is_none() {
             eprintln!(
-                "amdahl: warning: `{}` matches no catalogued device; `plan`/`infer` will refuse                  this profile until it is rerun with --profile-system NAME (calibrate's `gemm`                  rows use it as it is)",
+                "amdahl: warning: `{}` matches no catalogued device; `plan`/`infer` will refuse \
+                 this profile until it is rerun with --profile-system NAME (calibrate's `gemm` \
+                 rows use it as it is)",
                 profile.device
             );
         }
@@ -148,7 +150,10 @@ impl ProfileArgs {
 
 /// The catalog device whose name or an alias, letters and digits only, the measured name
 /// contains; the longest such match ("NVIDIA A100-SXM4-80GB" → A100 SXM4 80GB).
-fn match_device(devices: &amdahl_model::catalog::devices::Devices, measured: &str) -> Option<String> {
+fn match_device(
+    devices: &amdahl_model::catalog::devices::Devices,
+    measured: &str,
+) -> Option<String> {
     let norm = |s: &str| -> String {
         s.chars()
             .filter(char::is_ascii_alphanumeric)
@@ -261,7 +266,8 @@ fn profile_origin(
 fn no_profile(p: &ProfileArgs, what: &str) -> Result<()> {
     if p.profile_out.is_some() {
         anyhow::bail!(
-            "--profile-out: `bench {what}` measures nothing a device profile holds; profile with              `bench gemm`, `bench memory` or `bench gpu`"
+            "--profile-out: `bench {what}` measures nothing a device profile holds; profile with \
+             `bench gemm`, `bench memory` or `bench gpu`"
         );
     }
     Ok(())

@@ -72,7 +72,10 @@ struct GemmRow {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let profile = match &args.device_profile {
-        Some(p) => Some((read_json::<DeviceProfile>("--device-profile", p)?, p.clone())),
+        Some(p) => Some((
+            read_json::<DeviceProfile>("--device-profile", p)?,
+            p.clone(),
+        )),
         None => None,
     };
     let mut reader = RowReader::new(profile.as_ref());
@@ -117,6 +120,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
 /// the same configuration.
 struct RowReader<'a> {
     profile: Option<&'a (DeviceProfile, PathBuf)>,
+    /// The rows' parser, built once: building clap's command for `plan` and `infer` costs more
+    /// than parsing a row with it.
+    parser: clap::Command,
     catalogs: HashMap<Vec<PathBuf>, Arc<Catalogs>>,
     workloads: HashMap<String, Arc<Workload>>,
 }
@@ -125,6 +131,7 @@ impl<'a> RowReader<'a> {
     fn new(profile: Option<&'a (DeviceProfile, PathBuf)>) -> Self {
         RowReader {
             profile,
+            parser: <RowCommand as clap::CommandFactory>::command(),
             catalogs: HashMap::new(),
             workloads: HashMap::new(),
         }
@@ -228,8 +235,13 @@ impl<'a> RowReader<'a> {
                 words.push(p.display().to_string());
             }
         }
-        let parsed = <RowCommand as clap::Parser>::try_parse_from(&words)
-            .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim_end()))?;
+        let usage = |e: clap::Error| anyhow::anyhow!("{}", e.render().to_string().trim_end());
+        let matches = self
+            .parser
+            .try_get_matches_from_mut(&words)
+            .map_err(usage)?;
+        let parsed =
+            <RowCommand as clap::FromArgMatches>::from_arg_matches(&matches).map_err(usage)?;
         let w = match parsed {
             RowCommand::Plan(a) => {
                 let c = self.catalogs(crate::cmd::plan::catalog_files(&a))?;
@@ -258,7 +270,8 @@ impl<'a> RowReader<'a> {
                 let Some((profile, path)) = self.profile else {
                     bail!("a `gemm` row runs on a profiled device: give --device-profile FILE");
                 };
-                let (hw, peak) = profile.gemm_hardware(&g.precision, &path.display().to_string())?;
+                let (hw, peak) =
+                    profile.gemm_hardware(&g.precision, &path.display().to_string())?;
                 Workload::Gemm {
                     flops: 2.0 * f64::from(g.n).powi(3),
                     peak,
@@ -286,7 +299,11 @@ impl<'a> RowReader<'a> {
 fn step_from_record(path: &Path, steps: Option<&str>) -> Result<f64> {
     let r: RunRecord = read_json("the run record", path)?;
     if r.schema != "amdahl.run/1" {
-        bail!("{}: schema `{}`, not amdahl.run/1", path.display(), r.schema);
+        bail!(
+            "{}: schema `{}`, not amdahl.run/1",
+            path.display(),
+            r.schema
+        );
     }
     if r.partial || r.exit_code != Some(0) {
         bail!(

@@ -191,7 +191,11 @@ fn profiled_power(path: &std::path::Path, d: &Device) -> Result<(Watts, String)>
     let p: amdahl_model::profile::DeviceProfile =
         crate::cmd::shape::read_json("--device-profile", path)?;
     p.check(&file)?;
-    if !p.system.as_deref().is_some_and(|s| s.eq_ignore_ascii_case(&d.name)) {
+    if !p
+        .system
+        .as_deref()
+        .is_some_and(|s| s.eq_ignore_ascii_case(&d.name))
+    {
         bail!(
             "{file}: a profile of {} (`{}`), but --device is the {}: give the profile of that \
              device, or --power W",

@@ -2,10 +2,10 @@
 //! `--model-file`, or shape flags) and which device and network (`--system`, `--catalog`, link
 //! and power overrides), resolved the same way for both.
 
+use amdahl_model::calibrate::Calibration;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::infer::{KvFormat, WeightFormat};
 use amdahl_model::plan::{system, Hardware, ModelShape, Moe, Network, Overrides};
-use amdahl_model::calibrate::Calibration;
 use amdahl_model::power::ServerShare;
 use amdahl_model::profile::DeviceProfile;
 use amdahl_model::units::{BytesPerSecond, Seconds, Watts};

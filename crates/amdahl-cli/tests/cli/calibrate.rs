@@ -101,9 +101,15 @@ fn the_constants_the_rows_were_made_with_come_back() {
         else {
             panic!("{name} not fitted: {}", v["not_identified"]);
         };
-        let (got, se) = (c["value"].as_f64().unwrap(), c["standard_error"].as_f64().unwrap());
+        let (got, se) = (
+            c["value"].as_f64().unwrap(),
+            c["standard_error"].as_f64().unwrap(),
+        );
         // Three standard errors: a two-sided 99.7 % check of the linearised fit.
-        assert!((got - want).abs() <= 3.0 * se, "{name}: {got} ± {se}, made with {want}");
+        assert!(
+            (got - want).abs() <= 3.0 * se,
+            "{name}: {got} ± {se}, made with {want}"
+        );
     }
     let step = &v["quantities"][0];
     assert_eq!(step["quantity"], "step_s");
@@ -200,7 +206,10 @@ fn bad_rows_are_refused_with_file_row_and_field() {
     refused(
         &format!("command,step_s\n{h},0.1\n"),
         &["--fit", "gemm_efficiency"],
-        &["cannot identify GEMM efficiency", "1 rows fit at most 0 constants"],
+        &[
+            "cannot identify GEMM efficiency",
+            "1 rows fit at most 0 constants",
+        ],
     );
     refused(
         &format!("command,step_s\n{h},0.1\n{h} --mbs 2,0.1\n"),
@@ -217,7 +226,15 @@ fn a_calibration_or_profile_of_something_else_is_refused() {
         std::fs::write(&p, v.to_string()).unwrap();
         p
     };
-    let plan = ["plan", "--model", "gpt3-125m", "--gpus", "1", "--batch", "8"];
+    let plan = [
+        "plan",
+        "--model",
+        "gpt3-125m",
+        "--gpus",
+        "1",
+        "--batch",
+        "8",
+    ];
     let good = calibration("H100 SXM5 80GB", &[("gemm_efficiency", 0.6)]);
     let cases = [
         (
@@ -295,27 +312,59 @@ fn a_calibration_or_profile_of_something_else_is_refused() {
     // carbon: the profile's power under load instead of the TDP; a profile without one says so.
     let powered = write(
         "powered.json",
-        &with(&profile, "power", json!({"compute_w": 350.0, "method": "NVML"})),
+        &with(
+            &profile,
+            "power",
+            json!({"compute_w": 350.0, "method": "NVML"}),
+        ),
     );
     amdahl()
-        .args(["carbon", "--device", "a100-80gb", "--count", "8", "--hours", "10"])
+        .args([
+            "carbon",
+            "--device",
+            "a100-80gb",
+            "--count",
+            "8",
+            "--hours",
+            "10",
+        ])
         .arg("--device-profile")
         .arg(&powered)
         .assert()
         .success()
-        .stdout(predicate::str::contains("350 W per device measured under GEMM load"));
+        .stdout(predicate::str::contains(
+            "350 W per device measured under GEMM load",
+        ));
     amdahl()
-        .args(["carbon", "--device", "a100-80gb", "--hours", "1", "--device-profile"])
+        .args([
+            "carbon",
+            "--device",
+            "a100-80gb",
+            "--hours",
+            "1",
+            "--device-profile",
+        ])
         .arg(&p)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("a100.json: the profile measured no power under load"));
+        .stderr(predicate::str::contains(
+            "a100.json: the profile measured no power under load",
+        ));
     amdahl()
-        .args(["carbon", "--device", "h100", "--hours", "1", "--device-profile"])
+        .args([
+            "carbon",
+            "--device",
+            "h100",
+            "--hours",
+            "1",
+            "--device-profile",
+        ])
         .arg(&powered)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("but --device is the H100 SXM5 80GB"));
+        .stderr(predicate::str::contains(
+            "but --device is the H100 SXM5 80GB",
+        ));
     let bad = write("bad.json", &with(&profile, "memory_bandwidth", json!(-3.0)));
     amdahl()
         .args(plan)
@@ -341,8 +390,23 @@ fn a_cpu_profile_feeds_gemm_rows() {
     let t = tempfile::tempdir().unwrap();
     amdahl()
         .current_dir(t.path())
-        .args(["bench", "gemm", "--quick", "--sizes", "16,32", "--repeats", "1"])
-        .args(["--precision", "fp32", "--threads", "1", "--profile-out", "cpu.json"])
+        .args([
+            "bench",
+            "gemm",
+            "--quick",
+            "--sizes",
+            "16,32",
+            "--repeats",
+            "1",
+        ])
+        .args([
+            "--precision",
+            "fp32",
+            "--threads",
+            "1",
+            "--profile-out",
+            "cpu.json",
+        ])
         .assert()
         .success()
         .stderr(predicate::str::contains("wrote cpu.json"));
@@ -394,7 +458,15 @@ fn a_cpu_profile_feeds_gemm_rows() {
     // A CPU profile is not a catalogued accelerator: plan refuses it, naming the file.
     amdahl()
         .current_dir(t.path())
-        .args(["plan", "--model", "gpt3-125m", "--gpus", "1", "--batch", "8"])
+        .args([
+            "plan",
+            "--model",
+            "gpt3-125m",
+            "--gpus",
+            "1",
+            "--batch",
+            "8",
+        ])
         .args(["--device-profile", "cpu.json"])
         .assert()
         .code(1)
@@ -405,5 +477,7 @@ fn a_cpu_profile_feeds_gemm_rows() {
         .args(["bench", "sparse", "--quick", "--profile-out", "x.json"])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("measures nothing a device profile holds"));
+        .stderr(predicate::str::contains(
+            "measures nothing a device profile holds",
+        ));
 }

@@ -474,9 +474,22 @@ fn benches(c: &mut Checker) {
     // A device profile and a calibration of GEMM rows on it.
     let t = tempfile::tempdir().unwrap();
     let profile = t.path().join("p.json");
-    let gemm = ["bench", "gemm", "--quick", "--sizes", "16,32,48", "--repeats", "1"];
-    if succeeds(amdahl().args(gemm).args(["--precision", "fp32", "--profile-out"]).arg(&profile))
-        .is_ok()
+    let gemm = [
+        "bench",
+        "gemm",
+        "--quick",
+        "--sizes",
+        "16,32,48",
+        "--repeats",
+        "1",
+    ];
+    if succeeds(
+        amdahl()
+            .args(gemm)
+            .args(["--precision", "fp32", "--profile-out"])
+            .arg(&profile),
+    )
+    .is_ok()
     {
         c.file("amdahl.device-profile/1", &profile);
         let runs = t.path().join("runs.csv");

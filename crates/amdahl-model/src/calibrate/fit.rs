@@ -144,7 +144,12 @@ pub fn none_measured(params: &[Param], what: &str) -> Fit {
         refused: params
             .iter()
             .enumerate()
-            .map(|(i, p)| (i, format!("cannot identify {}: no row measures {what}", p.what)))
+            .map(|(i, p)| {
+                (
+                    i,
+                    format!("cannot identify {}: no row measures {what}", p.what),
+                )
+            })
             .collect(),
         before: Vec::new(),
         after: Vec::new(),
@@ -357,7 +362,11 @@ fn covariance(
         .iter()
         .map(|ji| {
             (0..free.len())
-                .map(|a| (0..free.len()).map(|b| ji[a] * inv[a][b] * ji[b]).sum::<f64>())
+                .map(|a| {
+                    (0..free.len())
+                        .map(|b| ji[a] * inv[a][b] * ji[b])
+                        .sum::<f64>()
+                })
                 .sum()
         })
         .collect();
@@ -415,7 +424,11 @@ mod tests {
         let worst = fit.after.iter().fold(0.0f64, |m, e| m.max(e.abs()));
         assert!(worst < 0.015, "{worst}");
         assert_eq!(fit.loo_method, LooMethod::Exact);
-        assert!(fit.loo.iter().zip(&fit.after).all(|(l, a)| l.abs() >= a.abs() - 1e-9));
+        assert!(fit
+            .loo
+            .iter()
+            .zip(&fit.after)
+            .all(|(l, a)| l.abs() >= a.abs() - 1e-9));
     }
 
     #[test]
@@ -426,7 +439,11 @@ mod tests {
         let f = |x: &[f64], i: usize| sizes[i] / x[0];
         let fit = fit(&params(), &measured, &f);
         assert_eq!(fit.refused.len(), 1);
-        assert!(fit.refused[0].1.contains("every row is large"), "{:?}", fit.refused);
+        assert!(
+            fit.refused[0].1.contains("every row is large"),
+            "{:?}",
+            fit.refused
+        );
         assert!((fit.values[0] - 2.0).abs() < 1e-6);
         assert_eq!(fit.values[1], 0.0);
         // Two rows for two constants: the second is refused for want of rows.

@@ -12,7 +12,9 @@ pub mod file;
 pub mod fit;
 mod linalg;
 
-pub use file::{Calibration, Constant, Refusal, RowError, QuantityFit, CALIBRATION_SCHEMA, MODEL_VERSION};
+pub use file::{
+    Calibration, Constant, QuantityFit, Refusal, RowError, CALIBRATION_SCHEMA, MODEL_VERSION,
+};
 pub use fit::{LooMethod, Param};
 
 use crate::infer::{estimate, setup_unchecked, Requests, Serving};
@@ -278,7 +280,8 @@ pub fn predict(w: &Workload, hw: &Hardware, q: Quantity) -> f64 {
             let c = hw.curve();
             match q {
                 Quantity::StepS => {
-                    c.latency.get() + hw.step_overhead().map_or(0.0, Seconds::get)
+                    c.latency.get()
+                        + hw.step_overhead().map_or(0.0, Seconds::get)
                         + flops / (c.max_efficiency * peak)
                 }
                 _ => f64::NAN,
@@ -409,7 +412,11 @@ struct Stage {
 pub fn calibrate(rows: &[Row], req: &Request, source: &str) -> Result<Calibration, CalibrateError> {
     check_rows(rows)?;
     let wanted: Vec<&'static str> = match &req.constants {
-        None => TIME_CONSTANTS.iter().chain(&POWER_CONSTANTS).copied().collect(),
+        None => TIME_CONSTANTS
+            .iter()
+            .chain(&POWER_CONSTANTS)
+            .copied()
+            .collect(),
         Some(names) => names
             .iter()
             .map(|n| {
@@ -433,8 +440,12 @@ pub fn calibrate(rows: &[Row], req: &Request, source: &str) -> Result<Calibratio
         .copied()
         .filter(|n| POWER_CONSTANTS.contains(n))
         .collect();
-    let time_rows: Vec<usize> = (0..rows.len()).filter(|&i| !rows[i].quantity.is_power()).collect();
-    let power_rows: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].quantity.is_power()).collect();
+    let time_rows: Vec<usize> = (0..rows.len())
+        .filter(|&i| !rows[i].quantity.is_power())
+        .collect();
+    let power_rows: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].quantity.is_power())
+        .collect();
     let t = stage(rows, &time, &time_rows, &[], &[]);
     let fixed_values: Vec<f64> = t.fit.values.clone();
     let p = stage(rows, &power, &power_rows, &t.names, &fixed_values);

@@ -183,20 +183,40 @@ fn a_gemm_loop_cannot_tell_latency_from_step_overhead() {
         .collect();
     let c = calibrate(&rows, &Request::default(), "x").unwrap();
     let refused: Vec<&str> = c.not_identified.iter().map(|r| r.name.as_str()).collect();
-    assert!(refused.contains(&"step_overhead_s"), "{:?}", c.not_identified);
-    let why = &c.not_identified.iter().find(|r| r.name == "step_overhead_s").unwrap().reason;
-    assert!(why.contains("proportional to that of kernel latency"), "{why}");
+    assert!(
+        refused.contains(&"step_overhead_s"),
+        "{:?}",
+        c.not_identified
+    );
+    let why = &c
+        .not_identified
+        .iter()
+        .find(|r| r.name == "step_overhead_s")
+        .unwrap()
+        .reason;
+    assert!(
+        why.contains("proportional to that of kernel latency"),
+        "{why}"
+    );
     let (eff, _) = value(&c, "gemm_efficiency").unwrap();
     let (lat, _) = value(&c, "kernel_latency_s").unwrap();
-    assert!((eff / 0.5 - 1.0).abs() < 1e-4 && (lat / 5e-5 - 1.0).abs() < 1e-3, "{eff} {lat}");
+    assert!(
+        (eff / 0.5 - 1.0).abs() < 1e-4 && (lat / 5e-5 - 1.0).abs() < 1e-3,
+        "{eff} {lat}"
+    );
 }
 
 #[test]
 fn bad_measurements_are_refused_with_their_row() {
     let mut rows = synthetic(0.0, 1);
     rows[3].measured = f64::NAN;
-    let e = calibrate(&rows, &Request::default(), "x").unwrap_err().to_string();
-    assert!(e.contains("synthetic row 2") && e.contains("power_w"), "{e}");
+    let e = calibrate(&rows, &Request::default(), "x")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("synthetic row 2") && e.contains("power_w"),
+        "{e}"
+    );
     rows[3].measured = -1.0;
     assert!(calibrate(&rows, &Request::default(), "x").is_err());
 }
