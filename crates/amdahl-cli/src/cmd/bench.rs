@@ -311,7 +311,7 @@ fn run_gemm(common: Common, precision: Vec<String>) -> Result<ExitCode> {
         cfg.repeats = r;
     }
     amdahl_bench::gemm::validate(&cfg)?;
-    let origin = profile_origin(&common.profile, || amdahl_meter::procfs::cpu_model())?;
+    let origin = profile_origin(&common.profile, amdahl_meter::procfs::cpu_model)?;
     let r = with_progress(st.energy, |h| amdahl_bench::gemm::run(&cfg, h))
         .context("running the GEMM benchmark")?;
     if let Some(o) = origin {
@@ -359,7 +359,7 @@ fn run_memory(common: Common) -> Result<ExitCode> {
     if let Some(r) = st.repeats {
         cfg.repeats = r;
     }
-    let origin = profile_origin(&common.profile, || amdahl_meter::procfs::cpu_model())?;
+    let origin = profile_origin(&common.profile, amdahl_meter::procfs::cpu_model)?;
     let r = with_progress(st.energy, |h| amdahl_bench::memory::run(&cfg, h))
         .context("running the memory benchmark")?;
     if let Some(o) = origin {

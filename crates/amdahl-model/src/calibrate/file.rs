@@ -211,7 +211,7 @@ impl Calibration {
                 .iter()
                 .chain(&super::POWER_CONSTANTS)
                 .any(|n| *n == c.name);
-            if !known || !(c.value.is_finite() && c.value >= 0.0) {
+            if !(known && c.value.is_finite() && c.value >= 0.0) {
                 return Err(CalibrationFileError::Value {
                     file: file.into(),
                     name: c.name.clone(),

@@ -223,7 +223,8 @@ fn identify(
     for (c, p) in params.iter().enumerate() {
         let v = column(c);
         let size = norm(&v);
-        if !(size / (n.max(1) as f64).sqrt() >= 1e-4) {
+        let rms = size / (n.max(1) as f64).sqrt();
+        if rms.is_nan() || rms < 1e-4 {
             refused.push((
                 c,
                 format!(
