@@ -481,3 +481,81 @@ fn a_cpu_profile_feeds_gemm_rows() {
             "measures nothing a device profile holds",
         ));
 }
+
+#[test]
+fn serving_rows_fit_the_bandwidth_fraction_and_the_step_overhead() {
+    // Decode is memory-bound: TPOT and TTFT rows made with a bandwidth fraction of 0.65 and a
+    // 3 ms step overhead (the model ships 0.80 and 1 ms) are fitted back.
+    let t = tempfile::tempdir().unwrap();
+    let truth = t.path().join("truth.json");
+    let made = [("memory_efficiency", 0.65), ("step_overhead_s", 3e-3)];
+    std::fs::write(&truth, calibration("H100 SXM5 80GB", &made).to_string()).unwrap();
+    let mut csv = String::from("command,ttft_s,tpot_s\n");
+    for (k, (model, batch, input)) in [
+        ("llama-2-7b", 1, 128),
+        ("llama-2-7b", 8, 512),
+        ("llama-2-7b", 32, 1024),
+        ("llama-2-7b", 64, 256),
+        ("llama-2-13b", 1, 512),
+        ("llama-2-13b", 16, 2048),
+        ("llama-2-13b", 48, 128),
+        ("llama-2-7b", 128, 128),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let cmd = format!("infer --model {model} --system h100 --batch {batch} --input {input}");
+        let out = amdahl()
+            .args(cmd.split(' '))
+            .args(["--json", "--calibration"])
+            .arg(&truth)
+            .assert()
+            .success();
+        let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        assert!(v["tuning"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("calibrated on 0 rows"));
+        let noise = [0.005, -0.004, 0.002, -0.006, 0.0, 0.003, -0.002, 0.004][k];
+        csv.push_str(&format!(
+            "{cmd},{},{}\n",
+            v["ttft_s"].as_f64().unwrap() * (1.0 + noise),
+            v["tpot_s"].as_f64().unwrap() * (1.0 - noise)
+        ));
+    }
+    std::fs::write(t.path().join("serve.csv"), csv).unwrap();
+    let out = amdahl()
+        .current_dir(t.path())
+        .args(["calibrate", "serve.csv", "--json"])
+        .args(["--fit", "memory_efficiency,step_overhead_s"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    for (name, want) in made {
+        let c = v["constants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap();
+        let (got, se) = (
+            c["value"].as_f64().unwrap(),
+            c["standard_error"].as_f64().unwrap(),
+        );
+        assert!(
+            (got - want).abs() <= 3.0 * se,
+            "{name}: {got} ± {se}, made with {want}"
+        );
+        // The serving fit starts from the shipped 1 ms overhead, not from none.
+        if name == "step_overhead_s" {
+            assert_eq!(c["prior"], 1e-3);
+        }
+    }
+    let kinds: Vec<&str> = v["quantities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["quantity"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["ttft_s", "tpot_s"]);
+}

@@ -154,6 +154,10 @@ pub struct InferResult {
     pub precision_whatif: Vec<PrecisionPoint>,
     pub batch_sweep: Vec<BatchPoint>,
     pub notes: Vec<String>,
+    /// Measured or fitted constants that replaced the catalog's (`--device-profile`,
+    /// `--calibration`): one line per source, as printed under the table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tuning: Vec<String>,
 }
 
 /// Everything a result is built from.
@@ -268,6 +272,7 @@ impl InferResult {
             precision_whatif: precision_whatif(c, e.batch)?,
             batch_sweep: batch_sweep(c),
             notes,
+            tuning: c.hw.tuning.provenance.clone(),
         })
     }
 }
