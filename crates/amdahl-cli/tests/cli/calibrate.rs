@@ -559,3 +559,68 @@ fn serving_rows_fit_the_bandwidth_fraction_and_the_step_overhead() {
         .collect();
     assert_eq!(kinds, ["ttft_s", "tpot_s"]);
 }
+
+#[test]
+fn run_records_give_the_step_time_or_say_why_not() {
+    let t = tempfile::tempdir().unwrap();
+    amdahl()
+        .current_dir(t.path())
+        .args(["-q", "run", "--no-gpu", "-o", "r.json", "--", "true"])
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(t.path().join("r.json")).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    // No progress counted and no `steps` column: the record cannot say what a step took.
+    refused_in(
+        t.path(),
+        "command,run\ngemm --n 64,r.json\n",
+        &["--device-profile", "nowhere.json"],
+        &["nowhere.json"],
+    );
+    v["partial"] = json!(true);
+    std::fs::write(t.path().join("partial.json"), v.to_string()).unwrap();
+    let profile = json!({
+        "schema": "amdahl.device-profile/1", "amdahl_version": "0", "kind": "cpu",
+        "device": "CPU", "system": null, "host": "h", "measured_at": "2026-01-01T00:00:00Z",
+        "debug_build": false,
+        "gemm": [{"precision": "fp32", "points": [], "sustained_flops_per_s": 1e10,
+                  "latency_s": 0.0}],
+        "power": {"method": "none"}, "notes": []
+    });
+    std::fs::write(t.path().join("cpu.json"), profile.to_string()).unwrap();
+    let p = ["--device-profile", "cpu.json"];
+    refused_in(
+        t.path(),
+        "command,run\ngemm --n 64,r.json\n",
+        &p,
+        &["line 2, field `run`", "counted no steps", "steps"],
+    );
+    refused_in(
+        t.path(),
+        "command,run,steps\ngemm --n 64,partial.json,10\n",
+        &p,
+        &["line 2, field `run`", "did not finish cleanly"],
+    );
+    refused_in(
+        t.path(),
+        "command,run,steps\ngemm --n 64,r.json,0\n",
+        &p,
+        &["field `steps`: `0` is not a whole number"],
+    );
+}
+
+/// [`refused`] in an existing folder (beside the files the rows name).
+fn refused_in(dir: &Path, csv: &str, extra: &[&str], says: &[&str]) {
+    std::fs::write(dir.join("runs.csv"), csv).unwrap();
+    let out = amdahl()
+        .current_dir(dir)
+        .arg("calibrate")
+        .arg("runs.csv")
+        .args(extra)
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    for s in says {
+        assert!(err.contains(s), "{csv:?}: {err} lacks {s:?}");
+    }
+}
