@@ -410,7 +410,7 @@ pub fn run(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError
 }
 
 /// Median pinned bandwidth of the largest copy measured in `dir`.
-fn pinned_bandwidth(copies: &[CopyRow], dir: Direction) -> Option<f64> {
+pub fn pinned_bandwidth(copies: &[CopyRow], dir: Direction) -> Option<f64> {
     copies
         .iter()
         .filter(|c| c.direction == dir && c.host == HostMemory::Pinned)

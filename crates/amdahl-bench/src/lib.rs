@@ -14,6 +14,7 @@ pub mod machine;
 pub mod memory;
 pub mod mlp;
 pub mod precision;
+pub mod profile;
 pub mod roofline;
 pub mod scaling;
 pub mod sparse;

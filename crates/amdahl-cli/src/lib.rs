@@ -94,6 +94,8 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Run a command at several degrees of parallelism; fit its scaling and energy per job.
     Scale(cmd::scale::Args),
+    /// Fit the model's constants to measured runs: step time, TTFT/TPOT, throughput, power.
+    Calibrate(cmd::calibrate::Args),
     /// Serve node energy per cgroup, Slurm job, user and process to Prometheus (/metrics).
     Exporter(cmd::exporter::Args),
     /// Measure this machine: GEMM per precision, sparse vs dense, memory bandwidth, thread scaling.
@@ -172,6 +174,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Merge(a) => cmd::merge::run(a),
         Command::Plan(a) => cmd::plan::run(a),
         Command::Infer(a) => cmd::infer::run(a),
+        Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Bench(a) => cmd::bench::run(a),

@@ -6,6 +6,7 @@
 //! every function is a function of its arguments, so it can be tested exhaustively and reused by
 //! the measuring and rendering crates.
 
+pub mod calibrate;
 pub mod carbon;
 pub mod catalog;
 pub mod energy_validation;
@@ -15,6 +16,7 @@ pub mod interval;
 pub mod names;
 pub mod plan;
 pub mod power;
+pub mod profile;
 pub mod projection;
 pub mod scaling;
 pub mod serve;

@@ -160,6 +160,10 @@ pub const KINDS: &[Kind] = &[
     Kind::of::<gpu::GpuReport>(gpu::SCHEMA).shown("GPU benchmarks", BENCH, |v| {
         Ok(Typed::Gpu(typed(v)?))
     }),
+    Kind::of::<amdahl_model::profile::DeviceProfile>(amdahl_model::profile::PROFILE_SCHEMA),
+    Kind::of::<amdahl_model::calibrate::Calibration>(
+        amdahl_model::calibrate::CALIBRATION_SCHEMA,
+    ),
     Kind::of::<crate::surface::SurfaceResult>(crate::surface::SCHEMA),
     Kind::of::<scaling::whatif::AccelerateResult>(scaling::whatif::SCHEMA),
     Kind::of::<SampleLogLine>(meter::SAMPLES_SCHEMA),

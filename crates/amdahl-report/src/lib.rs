@@ -6,6 +6,7 @@
 pub mod accelerate;
 pub mod bench;
 pub mod bench_gpu;
+pub mod calibrate;
 pub mod carbon;
 pub mod catalog;
 pub mod energy_validation;

@@ -171,6 +171,10 @@ fn breakdown_table(r: &PlanResult) -> String {
     if l.ep > 1 || b.ep_comm.get() > 0.0 {
         parts.insert(5, ("EP all-to-all", b.ep_comm.get()));
     }
+    // A calibrated per-step overhead (framework, launch, host), only where one was fitted.
+    if b.overhead.get() > 0.0 {
+        parts.push(("step overhead (calibrated)", b.overhead.get()));
+    }
     for (k, v) in parts {
         t.row([k.to_string(), sig(v, 3), pct(v / r.step_time_s)]);
     }

@@ -7,8 +7,8 @@
 //! command and again in the page.
 
 use crate::{
-    accelerate, bench, bench_gpu, carbon, fit, infer, lifetime, meter, plan, scale, serve,
-    serve_search,
+    accelerate, bench, bench_gpu, calibrate, carbon, fit, infer, lifetime, meter, plan, scale,
+    serve, serve_search,
 };
 use crate::{surface, top500};
 use amdahl_bench::{gemm, gpu, memory, roofline, scaling as bench_scaling, sparse};
@@ -146,6 +146,11 @@ render!(
     lifetime::svg
 );
 render!(CarbonReport, carbon::table, carbon::csv);
+render!(
+    amdahl_model::calibrate::Calibration,
+    calibrate::table,
+    calibrate::csv
+);
 render!(
     record::RunRecord,
     meter::run_summary,

@@ -90,7 +90,87 @@ pub struct Common {
     #[command(flatten)]
     pub powercap: PowercapArgs,
     #[command(flatten)]
+    pub profile: ProfileArgs,
+    #[command(flatten)]
     pub format: FormatArgs,
+}
+
+/// `--profile-out`: the measurements as a device profile for `plan`, `infer`, `carbon` and
+/// `calibrate` (`--device-profile`).
+#[derive(ClapArgs, Debug, Clone)]
+pub struct ProfileArgs {
+    /// Also write what was measured as a device profile (amdahl.device-profile/1) here (gemm,
+    /// memory and gpu).
+    #[arg(long, value_name = "FILE")]
+    pub profile_out: Option<PathBuf>,
+    /// The catalog device the profile is of (`amdahl catalog devices`) [default: matched by the
+    /// measured device's name, if one matches].
+    #[arg(long, value_name = "NAME", requires = "profile_out")]
+    pub profile_system: Option<String>,
+}
+
+impl ProfileArgs {
+    /// Where and when, and which catalog device: `--profile-system` (looked up, so a typo is an
+    /// error), else the catalogued device whose name or alias the measured name contains (the
+    /// longest such), else none.
+    pub fn origin(&self, measured: &str) -> Result<amdahl_bench::profile::Origin> {
+        let devices = amdahl_model::catalog::devices::embedded()?;
+        let system = match &self.profile_system {
+            Some(n) => Some(devices.lookup(n).context("--profile-system")?.name.clone()),
+            None => match_device(devices, measured),
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        Ok(amdahl_bench::profile::Origin {
+            host: amdahl_meter::procfs::hostname(),
+            measured_at: amdahl_meter::record::utc_iso(now),
+            system,
+        })
+    }
+
+    /// Write `profile` to `--profile-out`, if given.
+    pub fn write(&self, profile: &amdahl_model::profile::DeviceProfile) -> Result<()> {
+        let Some(path) = &self.profile_out else {
+            return Ok(());
+        };
+        crate::output::write_file(path, &amdahl_report::to_json(profile)?)?;
+        crate::output::wrote(path);
+        if profile.system.is_none() {
+            eprintln!(
+                "amdahl: warning: `{}` matches no catalogued device; `plan`/`infer` will refuse \
+                 this profile until it is rerun with --profile-system NAME (calibrate's `gemm` \
+                 rows use it as it is)",
+                profile.device
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The catalog device whose name or an alias, letters and digits only, the measured name
+/// contains; the longest such match ("NVIDIA A100-SXM4-80GB" → A100 SXM4 80GB).
+fn match_device(
+    devices: &amdahl_model::catalog::devices::Devices,
+    measured: &str,
+) -> Option<String> {
+    let norm = |s: &str| -> String {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    let m = norm(measured);
+    devices
+        .iter()
+        .flat_map(|d| {
+            std::iter::once(d.name.as_str())
+                .chain(d.aliases.iter().map(String::as_str))
+                .map(move |n| (norm(n), d))
+        })
+        .filter(|(n, _)| n.len() >= 4 && m.contains(n.as_str()))
+        .max_by_key(|(n, _)| n.len())
+        .map(|(_, d)| d.name.clone())
 }
 
 /// Validated common settings.
@@ -170,7 +250,36 @@ fn energy_probe(p: &PowercapArgs) -> MeterProbe {
     probe
 }
 
+/// The profile's origin when `--profile-out` is given (before the benchmark runs, so a wrong
+/// `--profile-system` fails at once); `device` names the measured device.
+fn profile_origin(
+    p: &ProfileArgs,
+    device: impl FnOnce() -> Option<String>,
+) -> Result<Option<amdahl_bench::profile::Origin>> {
+    if p.profile_out.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(p.origin(&device().unwrap_or_default())?))
+}
+
+/// `--profile-out` on a benchmark that measures nothing a profile holds.
+fn no_profile(p: &ProfileArgs, what: &str) -> Result<()> {
+    if p.profile_out.is_some() {
+        anyhow::bail!(
+            "--profile-out: `bench {what}` measures nothing a device profile holds; profile with \
+             `bench gemm`, `bench memory` or `bench gpu`"
+        );
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
+    match &args.what {
+        What::Sparse { common, .. } => no_profile(&common.profile, "sparse")?,
+        What::Roofline { common } => no_profile(&common.profile, "roofline")?,
+        What::Scaling { common } => no_profile(&common.profile, "scaling")?,
+        _ => {}
+    }
     match args.what {
         What::Gpu(a) => gpu::run(a),
         What::Gemm { common, precision } => run_gemm(common, precision),
@@ -202,8 +311,14 @@ fn run_gemm(common: Common, precision: Vec<String>) -> Result<ExitCode> {
         cfg.repeats = r;
     }
     amdahl_bench::gemm::validate(&cfg)?;
+    let origin = profile_origin(&common.profile, amdahl_meter::procfs::cpu_model)?;
     let r = with_progress(st.energy, |h| amdahl_bench::gemm::run(&cfg, h))
         .context("running the GEMM benchmark")?;
+    if let Some(o) = origin {
+        common
+            .profile
+            .write(&amdahl_bench::profile::from_gemm(&r, &o))?;
+    }
     emit(&common, &r)
 }
 
@@ -244,8 +359,14 @@ fn run_memory(common: Common) -> Result<ExitCode> {
     if let Some(r) = st.repeats {
         cfg.repeats = r;
     }
+    let origin = profile_origin(&common.profile, amdahl_meter::procfs::cpu_model)?;
     let r = with_progress(st.energy, |h| amdahl_bench::memory::run(&cfg, h))
         .context("running the memory benchmark")?;
+    if let Some(o) = origin {
+        common
+            .profile
+            .write(&amdahl_bench::profile::from_memory(&r, &o))?;
+    }
     emit(&common, &r)
 }
 

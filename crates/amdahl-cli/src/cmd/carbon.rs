@@ -53,6 +53,10 @@ pub struct Options {
     /// Average power per device in watts.
     #[arg(help_heading = "Job", allow_negative_numbers = true, long, value_name = "W", value_parser = domain::device_watts)]
     pub power: Option<f64>,
+    /// A device profile of --device (`amdahl bench … --profile-out`): its power measured under
+    /// load replaces the TDP assumption (instead of --power or --utilisation).
+    #[arg(help_heading = "Job", long, value_name = "FILE")]
+    pub device_profile: Option<PathBuf>,
     /// Average utilisation in (0, 1]: power = device TDP × utilisation.
     #[arg(
         help_heading = "Job",
@@ -139,6 +143,7 @@ fn power(args: &Options, device: Option<&Device>) -> Result<(Watts, String)> {
     exclusive(&[
         ("--power", args.power.is_some()),
         ("--utilisation", args.utilisation.is_some()),
+        ("--device-profile", args.device_profile.is_some()),
     ])?;
     if let Some(w) = args.power {
         check_positive("--power", w)?;
@@ -157,6 +162,9 @@ fn power(args: &Options, device: Option<&Device>) -> Result<(Watts, String)> {
         return Ok((Watts(w), format!("{w} W average per device, given")));
     }
     let d = device.context("give --power W, or --device NAME so its TDP can be used")?;
+    if let Some(p) = &args.device_profile {
+        return profiled_power(p, d);
+    }
     let tdp = d
         .tdp
         .with_context(|| format!("{} has no published TDP; give --power W", d.name))?;
@@ -175,6 +183,42 @@ fn power(args: &Options, device: Option<&Device>) -> Result<(Watts, String)> {
             Ok((tdp, format!("TDP {} W, utilisation 1 assumed", tdp.get())))
         }
     }
+}
+
+/// The power a profile of `d` measured under its compute-bound load, with its provenance.
+fn profiled_power(path: &std::path::Path, d: &Device) -> Result<(Watts, String)> {
+    let file = path.display().to_string();
+    let p: amdahl_model::profile::DeviceProfile =
+        crate::cmd::shape::read_json("--device-profile", path)?;
+    p.check(&file)?;
+    if !p
+        .system
+        .as_deref()
+        .is_some_and(|s| s.eq_ignore_ascii_case(&d.name))
+    {
+        bail!(
+            "{file}: a profile of {} (`{}`), but --device is the {}: give the profile of that \
+             device, or --power W",
+            p.system.as_deref().unwrap_or("no catalogued device"),
+            p.device,
+            d.name
+        );
+    }
+    let Some(w) = p.power.compute_w else {
+        bail!(
+            "{file}: the profile measured no power under load ({}); give --power W or \
+             --utilisation U",
+            p.power.method
+        );
+    };
+    Ok((
+        Watts(w),
+        format!(
+            "{w:.0} W per device measured under GEMM load ({}), {}",
+            p.power.method,
+            p.provenance(&d.name, &file)
+        ),
+    ))
 }
 
 /// IT energy by path (a), (b) or (c); `saved` is the result file of path (c), already read.
@@ -209,6 +253,7 @@ fn it_energy(
             ("--params/--model/--tokens/--flops", compute),
             ("--power", args.power.is_some()),
             ("--utilisation", args.utilisation.is_some()),
+            ("--device-profile", args.device_profile.is_some()),
         ]) {
             if set {
                 bail!("--from and {flag} cannot be combined: the result file already holds the energy");

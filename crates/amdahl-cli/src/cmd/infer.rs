@@ -214,12 +214,63 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let result = InferResult::new(&ctx, &e, choice)?.with_intervals(&serving, &energy, &hw.arch);
     print_unchecked(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
+        crate::cmd::shape::note_tuning(&hw);
         crate::cmd::energy_note::note_energy_accuracy();
     }
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::infer::infer_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `amdahl calibrate` needs of a measured serving row typed as `infer …` arguments: the
+/// model, the device (profile and calibration applied), the network, the serving layout, the
+/// requests and the batch, checked as `amdahl infer` checks them. The batch must be given:
+/// a row measured at a rate or at the largest batch does not say which batch ran.
+pub fn workload(
+    args: Args,
+    c: &amdahl_model::catalog::Catalogs,
+) -> Result<(
+    amdahl_model::plan::ModelShape,
+    amdahl_model::plan::Hardware,
+    amdahl_model::plan::Network,
+    Serving,
+    Requests,
+    u32,
+)> {
+    let a = *args.opts;
+    if a.search {
+        bail!("a measured row is one configuration: drop --search");
+    }
+    let Some(batch) = a.batch else {
+        bail!("give the --batch the row was measured at (a measured row cannot choose its batch)");
+    };
+    let model = a.shape.resolve(c)?;
+    let (hw, net) = a.sys.resolve(c)?;
+    let req = Requests {
+        input: count("--input", a.input)?,
+        output: count("--output", a.output)?,
+        beams: count("--beams", a.beams)?,
+    };
+    let tp = count("--tp", a.tp.into())?;
+    let pp = count("--pp", a.pp.into())?;
+    let gpus = a.gpus.unwrap_or(u64::from(tp) * u64::from(pp));
+    let serving = Serving {
+        tp,
+        pp,
+        replicas: replicas(gpus, tp, pp)?,
+        weights: a.formats.precision,
+        kv: a.formats.kv_precision,
+    };
+    let s = setup(&model, &hw, &net, serving, req)?;
+    let batch = count("--batch", batch)?;
+    evaluate_at(&s, &hw, &net, batch)?;
+    Ok((model, hw, net, serving, req, batch))
+}
+
+/// The catalogs the row's `--catalog` files name.
+pub fn catalog_files(args: &Args) -> &[PathBuf] {
+    &args.opts.sys.catalogs
 }
 
 /// A power cap the decode's memory traffic alone exceeds, even at the lowest clock, is refused
@@ -310,6 +361,7 @@ fn run_search(
     let result = result.with_intervals(&serving, &energy, &hw.arch);
     print_unchecked(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
+        crate::cmd::shape::note_tuning(hw);
         crate::cmd::energy_note::note_energy_accuracy();
     }
     if let Some(p) = &a.svg {

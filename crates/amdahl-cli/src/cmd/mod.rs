@@ -4,6 +4,7 @@
 
 pub mod accelerate;
 pub mod bench;
+pub mod calibrate;
 pub mod carbon;
 pub mod catalog;
 pub mod demo;

@@ -339,6 +339,54 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         return run_search(&a, &model, &hw, &net, inputs, (grid, pue));
     }
+    let layout = layout_of(&a)?;
+    validate(&model, &hw, &net, &layout, Some(a.gpus))?;
+    let e = evaluate(&model, &hw, &net, &layout)?;
+    if let Some(cap) = hw.power_cap {
+        let free = Hardware {
+            power_cap: None,
+            ..hw.clone()
+        };
+        let full = evaluate(&model, &free, &net, &layout)?;
+        let compute_share = full.breakdown.compute.get() / full.step_time.get();
+        if !hw.cap_is_reachable(&full.activity, compute_share) {
+            bail!(
+                "--power-cap {:.0} W is below what this step draws at the lowest clock amdahl \
+                 models (its memory traffic alone): raise --power-cap",
+                cap.get()
+            );
+        }
+    }
+    let runs = validation_set().context("the embedded validation set (a bug in amdahl)")?;
+    let mut result =
+        PlanResult::new(&model, &hw, &net, &e, &inputs).with_intervals(&runs, a.framework);
+    result.grid = Some(grid);
+    result.pue_source = Some(pue.source);
+    if !result.fits {
+        eprintln!(
+            "warning: this layout needs {:.1} GiB per device, more than the {:.1} GiB usable \
+             ({:.0} % of {:.1} GiB); try --recompute full, --zero 1, --sp, a larger --tp/--pp, \
+             or --search",
+            e.memory.total.gib(),
+            usable(e.memory.capacity).gib(),
+            USABLE_FRACTION * 100.0,
+            e.memory.capacity.gib()
+        );
+    }
+    print_result(&result, &result.render(a.format.format())?)?;
+    if a.format.format() == Format::Table {
+        crate::cmd::shape::note_tuning(&hw);
+        note_accuracy();
+        crate::cmd::energy_note::note_energy_accuracy();
+    }
+    if let Some(p) = &a.svg {
+        crate::output::write_plot(p, &amdahl_report::plan::plan_svg(&result))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The one layout the flags describe (without `--search`).
+fn layout_of(a: &Options) -> Result<Layout> {
     let dp = match a.dp {
         Some(d) => d,
         None => data_parallel_degree(a.gpus, a.tp, a.cp, a.pp)?,
@@ -384,48 +432,31 @@ pub fn run(args: Args) -> Result<ExitCode> {
             overlap_pp: a.overlap_pp.is_some(),
         },
     );
+    Ok(layout)
+}
+
+/// What `amdahl calibrate` needs of a measured training row typed as `plan …` arguments: the
+/// model, the device (with `--device-profile` / `--calibration` applied), the network and the
+/// validated layout, exactly as `amdahl plan` would predict them.
+pub fn workload(args: Args, c: &Catalogs) -> Result<(ModelShape, Hardware, Network, Layout)> {
+    let a = *args.opts;
+    if a.search {
+        bail!("a measured row is one layout: drop --search");
+    }
+    let model = a.shape.resolve(c)?;
+    let (hw, mut net) = a.sys.resolve(c)?;
+    net.dp_rails = a.dp_rails;
+    if a.gpus == 0 {
+        bail!("--gpus must be at least 1");
+    }
+    let layout = layout_of(&a)?;
     validate(&model, &hw, &net, &layout, Some(a.gpus))?;
-    let e = evaluate(&model, &hw, &net, &layout)?;
-    if let Some(cap) = hw.power_cap {
-        let free = Hardware {
-            power_cap: None,
-            ..hw.clone()
-        };
-        let full = evaluate(&model, &free, &net, &layout)?;
-        let compute_share = full.breakdown.compute.get() / full.step_time.get();
-        if !hw.cap_is_reachable(&full.activity, compute_share) {
-            bail!(
-                "--power-cap {:.0} W is below what this step draws at the lowest clock amdahl \
-                 models (its memory traffic alone): raise --power-cap",
-                cap.get()
-            );
-        }
-    }
-    let runs = validation_set().context("the embedded validation set (a bug in amdahl)")?;
-    let mut result =
-        PlanResult::new(&model, &hw, &net, &e, &inputs).with_intervals(&runs, a.framework);
-    result.grid = Some(grid);
-    result.pue_source = Some(pue.source);
-    if !result.fits {
-        eprintln!(
-            "warning: this layout needs {:.1} GiB per device, more than the {:.1} GiB usable \
-             ({:.0} % of {:.1} GiB); try --recompute full, --zero 1, --sp, a larger --tp/--pp, \
-             or --search",
-            e.memory.total.gib(),
-            usable(e.memory.capacity).gib(),
-            USABLE_FRACTION * 100.0,
-            e.memory.capacity.gib()
-        );
-    }
-    print_result(&result, &result.render(a.format.format())?)?;
-    if a.format.format() == Format::Table {
-        note_accuracy();
-        crate::cmd::energy_note::note_energy_accuracy();
-    }
-    if let Some(p) = &a.svg {
-        crate::output::write_plot(p, &amdahl_report::plan::plan_svg(&result))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok((model, hw, net, layout))
+}
+
+/// The catalogs the row's `--catalog` files name.
+pub fn catalog_files(args: &Args) -> &[PathBuf] {
+    &args.opts.sys.catalogs
 }
 
 fn run_search(
@@ -521,6 +552,7 @@ fn run_search(
     result.pue_source = Some(pue.source);
     print_result(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
+        crate::cmd::shape::note_tuning(hw);
         note_accuracy();
         crate::cmd::energy_note::note_energy_accuracy();
     }

@@ -209,6 +209,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         wrote(path);
     }
     print_result(&result, &result.render(a.format.format())?)?;
+    if a.format.format() == crate::output::Format::Table {
+        crate::cmd::shape::note_tuning(&hw);
+    }
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::serve::serve_svg(&result))?;
     }

@@ -2,10 +2,12 @@
 //! `--model-file`, or shape flags) and which device and network (`--system`, `--catalog`, link
 //! and power overrides), resolved the same way for both.
 
+use amdahl_model::calibrate::Calibration;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::infer::{KvFormat, WeightFormat};
 use amdahl_model::plan::{system, Hardware, ModelShape, Moe, Network, Overrides};
 use amdahl_model::power::ServerShare;
+use amdahl_model::profile::DeviceProfile;
 use amdahl_model::units::{BytesPerSecond, Seconds, Watts};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -127,6 +129,48 @@ pub struct SystemArgs {
     /// in place of the catalog's estimate; shared by its --gpus-per-node devices.
     #[arg(long, value_parser = crate::domain::non_negative, value_name = "W")]
     pub host_w: Option<f64>,
+    /// A device profile (`amdahl bench … --profile-out`) of the --system device: its measured
+    /// GEMM curve, bandwidth and power replace the catalog's constants.
+    #[arg(long, value_name = "FILE")]
+    pub device_profile: Option<PathBuf>,
+    /// A calibration (`amdahl calibrate -o`) of the --system device: its fitted constants
+    /// replace the model's (after any --device-profile).
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+}
+
+/// Say under a table which measured or fitted constants replaced the catalog's.
+pub fn note_tuning(hw: &Hardware) {
+    for line in &hw.tuning.provenance {
+        crate::output::note(line);
+    }
+}
+
+/// Read a JSON file of the type `T`, naming the file and the flag in every error.
+pub fn read_json<T: serde::de::DeserializeOwned>(flag: &str, path: &std::path::Path) -> Result<T> {
+    let text = crate::input::read_text(path).with_context(|| format!("reading {flag}"))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{flag} {}: not a file of the expected kind", path.display()))
+}
+
+impl SystemArgs {
+    /// Lay `--device-profile` and `--calibration` over the catalog's device; the user's own
+    /// `--idle-w` still wins over a profile's idle power.
+    fn tune(&self, hw: &mut Hardware) -> Result<()> {
+        if let Some(p) = &self.device_profile {
+            let profile: DeviceProfile = read_json("--device-profile", p)?;
+            let idle = (hw.idle_power, hw.idle_power_estimated);
+            profile.apply(hw, &p.display().to_string())?;
+            if self.idle_w.is_some() {
+                (hw.idle_power, hw.idle_power_estimated) = idle;
+            }
+        }
+        if let Some(p) = &self.calibration {
+            let cal: Calibration = read_json("--calibration", p)?;
+            cal.apply(hw, &p.display().to_string())?;
+        }
+        Ok(())
+    }
 }
 
 impl ModelArgs {
@@ -325,6 +369,7 @@ impl SystemArgs {
             }
         }
         hw.server = self.server_share(c, &hw)?;
+        self.tune(&mut hw)?;
         if let Some(cap) = self.power_cap {
             let cap = cap_in_range(&hw, "--power-cap", cap)?;
             hw.power_cap = (cap < hw.tdp).then_some(cap);

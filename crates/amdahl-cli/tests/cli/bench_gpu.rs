@@ -149,4 +149,111 @@ mod fake_driver {
             .code(1)
             .stderr(predicate::str::contains("--device 3 does not exist"));
     }
+
+    #[test]
+    fn a_profile_from_the_fake_driver_feeds_plan() {
+        let tmp = tempfile::tempdir().unwrap();
+        let Some(libs) = build_fake(tmp.path()) else {
+            return;
+        };
+        let profile = tmp.path().join("gpu.json");
+        gpu(
+            &libs,
+            &[
+                "--quick",
+                "--sizes",
+                "64,128",
+                "--copy-mib",
+                "1",
+                "--repeats",
+                "2",
+            ],
+        )
+        .success();
+        amdahl()
+            .env("LD_LIBRARY_PATH", &libs)
+            .args([
+                "bench",
+                "gpu",
+                "--quick",
+                "--sizes",
+                "64,128",
+                "--copy-mib",
+                "1",
+            ])
+            .args([
+                "--precision",
+                "bf16,fp32",
+                "--profile-system",
+                "a100-80gb",
+                "--profile-out",
+            ])
+            .arg(&profile)
+            .assert()
+            .success();
+        let p: Value = serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+        assert_eq!(p["schema"], "amdahl.device-profile/1");
+        assert_eq!(p["kind"], "gpu");
+        assert_eq!(p["device"], "Fake GPU (host memory)");
+        assert_eq!(p["system"], "A100 SXM4 80GB");
+        assert_eq!(p["driver"], "CUDA driver 12.4");
+        assert_eq!(p["gemm"].as_array().unwrap().len(), 2);
+        assert!(p["host_to_device"].as_f64().unwrap() > 0.0);
+        // No power counter in `bench gpu`: absent, and said so.
+        assert!(p["power"].get("compute_w").is_none());
+        assert!(
+            p["notes"].to_string().contains("amdahl run"),
+            "{}",
+            p["notes"]
+        );
+        amdahl()
+            .args([
+                "plan",
+                "--model",
+                "gpt3-125m",
+                "--gpus",
+                "1",
+                "--batch",
+                "8",
+            ])
+            .args(["--system", "a100-80gb", "--device-profile"])
+            .arg(&profile)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(
+                "amdahl: A100 SXM4 80GB, profiled on",
+            ));
+        // Unmatched name, no --profile-system: written, with a warning, and refused by plan.
+        let anon = tmp.path().join("anon.json");
+        amdahl()
+            .env("LD_LIBRARY_PATH", &libs)
+            .args([
+                "bench",
+                "gpu",
+                "--quick",
+                "--sizes",
+                "64",
+                "--no-copy",
+                "--profile-out",
+            ])
+            .arg(&anon)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains("matches no catalogued device"));
+        amdahl()
+            .args([
+                "plan",
+                "--model",
+                "gpt3-125m",
+                "--gpus",
+                "1",
+                "--batch",
+                "8",
+                "--device-profile",
+            ])
+            .arg(&anon)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("matched no catalogued device"));
+    }
 }

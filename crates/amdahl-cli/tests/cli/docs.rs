@@ -335,6 +335,7 @@ macro_rules! doc_tests {
 doc_tests! {
     readme => "README.md",
     usage_bench => "docs/usage/bench.md",
+    usage_calibrate => "docs/usage/calibrate.md",
     usage_carbon => "docs/usage/carbon.md",
     usage_exporter => "docs/usage/exporter.md",
     usage_fit => "docs/usage/fit.md",

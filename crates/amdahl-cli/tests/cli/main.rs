@@ -7,6 +7,7 @@ mod support;
 mod accelerate;
 mod bench;
 mod bench_gpu;
+mod calibrate;
 mod carbon;
 mod catalog;
 mod consistency;

@@ -491,6 +491,53 @@ fn benches(c: &mut Checker) {
         "amdahl.bench.memory/1",
         amdahl().args(["bench", "memory", "--quick", "--sizes", "20000", "--json"]),
     );
+    // A device profile and a calibration of GEMM rows on it.
+    let t = tempfile::tempdir().unwrap();
+    let profile = t.path().join("p.json");
+    let gemm = [
+        "bench",
+        "gemm",
+        "--quick",
+        "--sizes",
+        "16,32,48",
+        "--repeats",
+        "1",
+    ];
+    if succeeds(
+        amdahl()
+            .args(gemm)
+            .args(["--precision", "fp32", "--profile-out"])
+            .arg(&profile),
+    )
+    .is_ok()
+    {
+        c.file("amdahl.device-profile/1", &profile);
+        let runs = t.path().join("runs.csv");
+        std::fs::write(
+            &runs,
+            "command,step_s\ngemm --n 64,0.0011\ngemm --n 128,0.0082\ngemm --n 256,0.064\n",
+        )
+        .unwrap();
+        let cal = t.path().join("cal.json");
+        let fit = amdahl()
+            .args(["calibrate", "--fit", "gemm_efficiency", "--device-profile"])
+            .arg(&profile)
+            .arg(&runs)
+            .arg("-o")
+            .arg(&cal)
+            .output()
+            .unwrap();
+        if fit.status.success() {
+            c.file("amdahl.calibration/1", &cal);
+        } else {
+            c.failures.push(format!(
+                "calibrate: {}",
+                String::from_utf8_lossy(&fit.stderr)
+            ));
+        }
+    } else {
+        c.failures.push("bench gemm --profile-out failed".into());
+    }
     // Only where a GPU and the `cuda` feature are there (the device check); elsewhere skipped.
     let gpu = amdahl()
         .args(["bench", "gpu", "--quick", "--json"])

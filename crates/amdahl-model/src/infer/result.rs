@@ -161,6 +161,10 @@ pub struct InferResult {
     /// sets (docs/methodology.md, "Prediction intervals"); absent in results saved before them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<InferIntervals>,
+    /// Measured or fitted constants that replaced the catalog's (`--device-profile`,
+    /// `--calibration`): one line per source, as printed under the table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tuning: Vec<String>,
 }
 
 impl InferResult {
@@ -222,7 +226,7 @@ impl InferResult {
                 sv.tp / c.model.kv_heads.max(1)
             ));
         }
-        if crate::power::active_of(&c.hw.arch).is_none() {
+        if c.hw.tuning.power.is_none() && crate::power::active_of(&c.hw.arch).is_none() {
             notes.push(format!(
                 "power: the energy validation set has no measurement of a {} device; its busy \
                  draw is the mean of the fitted generations ({:.3} × TDP), not fitted for it",
@@ -301,6 +305,7 @@ impl InferResult {
             batch_sweep: batch_sweep(c),
             notes,
             intervals: None,
+            tuning: c.hw.tuning.provenance.clone(),
         })
     }
 }

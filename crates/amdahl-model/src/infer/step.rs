@@ -53,11 +53,13 @@ pub struct Device {
     pub latency: f64,
     /// Achieved memory bandwidth.
     pub bandwidth: f64,
+    /// Fixed time per step: [`STEP_OVERHEAD_S`], or the user's calibrated figure.
+    pub overhead: f64,
 }
 
 impl Device {
     pub fn new(hw: &Hardware, arith: Arithmetic) -> Self {
-        let curve = hw.class.curve();
+        let curve = hw.curve();
         let peak = hw.peak(arith.precision).unwrap_or(hw.peak_bf16).get();
         Device {
             gemm_rate: curve.efficiency(arith.precision) * peak,
@@ -65,6 +67,7 @@ impl Device {
                 * hw.peak(ComputePrecision::Bf16).map_or(peak, |p| p.get()),
             latency: curve.latency.get(),
             bandwidth: hw.memory_bandwidth.get() * curve.memory_efficiency,
+            overhead: hw.step_overhead().map_or(STEP_OVERHEAD_S, |o| o.get()),
         }
     }
 }
@@ -309,7 +312,7 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     p.bytes = layer.bytes * s.layers;
     // Output layer: logits of the last token of every sequence.
     gemm(h, s.vocab / s.tp, w.rows, &mut p);
-    p.overhead = STEP_OVERHEAD_S;
+    p.overhead = d.overhead;
     p.time = p.compute + p.memory + p.latency + p.comm + p.overhead;
     p
 }

@@ -228,6 +228,38 @@ pub struct Hardware {
     /// falls until the device draws at most this ([`crate::power::capped_clock`]).
     #[serde(default)]
     pub power_cap: Option<Watts>,
+    /// Constants measured on this device (`--device-profile`) or fitted to the user's runs
+    /// (`--calibration`) in place of the catalog's; absent: the catalog's, from the class and the
+    /// generation. Read them through [`Hardware::curve`], [`Hardware::power_coefficients`] and
+    /// [`Hardware::step_overhead`], never from the class or the generation directly.
+    #[serde(default, skip_serializing_if = "Tuning::is_catalog")]
+    pub tuning: Tuning,
+}
+
+/// Device constants that replace the catalog's: a GEMM curve, power coefficients, a per-step
+/// overhead, and where each came from (one line per source, printed under every table that used
+/// them).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Tuning {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curve: Option<GemmCurve>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<Coefficients>,
+    /// Fixed time per training iteration or serving step (framework, launch and host overhead
+    /// outside the kernels): added to `plan`'s step, in place of `infer`'s
+    /// [`crate::infer::step::STEP_OVERHEAD_S`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_overhead: Option<Seconds>,
+    /// "A100 SXM4 80GB, profiled on HOST at DATE", "calibrated on N rows of FILE".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<String>,
+}
+
+impl Tuning {
+    /// Nothing replaced: the catalog's constants throughout.
+    pub fn is_catalog(&self) -> bool {
+        self == &Tuning::default()
+    }
 }
 
 /// Idle power as a fraction of TDP, used where the catalog has no `idle_w` (no vendor publishes
@@ -319,6 +351,7 @@ impl Hardware {
             idle_power_estimated,
             // The catalog's reference server for the device, where it has one.
             power_cap: None,
+            tuning: Tuning::default(),
             server: crate::catalog::servers::embedded()
                 .ok()
                 .and_then(|s| s.for_gpu(&d.name))
@@ -328,11 +361,31 @@ impl Hardware {
 }
 
 impl Hardware {
+    /// The GEMM curve the model uses on this device: measured or fitted where given, else the
+    /// class's ([`DeviceClass::curve`]).
+    pub fn curve(&self) -> GemmCurve {
+        self.tuning.curve.unwrap_or_else(|| self.class.curve())
+    }
+
+    /// The power model's coefficients for this device: fitted where given, else the
+    /// generation's ([`Coefficients::of`]).
+    pub fn power_coefficients(&self) -> Coefficients {
+        self.tuning
+            .power
+            .unwrap_or_else(|| Coefficients::of(&self.arch))
+    }
+
+    /// Fixed time per step outside the kernels that the user's calibration found; `None`: the
+    /// model's own (none in `plan`, [`crate::infer::step::STEP_OVERHEAD_S`] in `infer`).
+    pub fn step_overhead(&self) -> Option<Seconds> {
+        self.tuning.step_overhead
+    }
+
     /// Board power while doing `a`: the shared power model ([`crate::power`], docs/methodology.md,
     /// "Power model") at this device's TDP and idle draw, never below idle nor above the TDP.
     pub fn power(&self, a: &Activity) -> Watts {
         device_power(
-            &Coefficients::of(&self.arch),
+            &self.power_coefficients(),
             self.tdp,
             self.idle_power,
             self.power_cap,
@@ -346,7 +399,7 @@ impl Hardware {
     pub fn cap_is_reachable(&self, a: &Activity, compute_share: f64) -> bool {
         self.power_cap.is_none_or(|cap| {
             capped_clock(
-                &Coefficients::of(&self.arch),
+                &self.power_coefficients(),
                 self.tdp,
                 self.idle_power,
                 cap,
@@ -365,7 +418,7 @@ impl Hardware {
         match self.power_cap {
             None => 1.0,
             Some(cap) => capped_clock(
-                &Coefficients::of(&self.arch),
+                &self.power_coefficients(),
                 self.tdp,
                 self.idle_power,
                 cap,

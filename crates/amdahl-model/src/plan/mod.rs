@@ -64,7 +64,7 @@ pub use error::PlanError;
 pub use framework::{Framework, Given};
 pub use hardware::{
     catalog_system, system, ComputePrecision, DeviceClass, GemmCurve, Hardware, Link, Network,
-    Overrides, IDLE_FRACTION_OF_TDP,
+    Overrides, Tuning, IDLE_FRACTION_OF_TDP,
 };
 pub use memory::{usable, Memory, USABLE_FRACTION};
 pub use moe::Moe;

@@ -40,6 +40,8 @@ pub struct GpuArgs {
     #[arg(long, default_value_t = 0)]
     pub device: usize,
     #[command(flatten)]
+    pub profile: super::ProfileArgs,
+    #[command(flatten)]
     pub format: FormatArgs,
 }
 
@@ -104,6 +106,11 @@ pub fn run(args: GpuArgs) -> Result<ExitCode> {
         amdahl_bench::gpu::run(&cfg, h).map_err(|e| BenchError::Invalid(e.to_string()))
     })
     .context("running the GPU benchmark")?;
+    if args.profile.profile_out.is_some() {
+        let o = args.profile.origin(&r.device.name)?;
+        args.profile
+            .write(&amdahl_bench::profile::from_gpu(&r, &o))?;
+    }
     let out = r.render(args.format.format())?;
     print_result(&r, &out)?;
     Ok(ExitCode::SUCCESS)

@@ -63,6 +63,15 @@ pub struct Breakdown {
     /// Context-parallel K/V ring exchange not hidden behind attention (plan/context.rs).
     #[serde(default)]
     pub cp_comm: Seconds,
+    /// Fixed time per iteration outside the kernels (framework, launch, host and data-loader
+    /// waits) that a calibration fitted to the user's runs ([`Hardware::step_overhead`]); the
+    /// model has none of its own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub overhead: Seconds,
+}
+
+fn is_zero(s: &Seconds) -> bool {
+    s.get() == 0.0
 }
 
 impl Breakdown {
@@ -77,6 +86,7 @@ impl Breakdown {
             + self.other
             + self.ep_comm
             + self.cp_comm
+            + self.overhead
     }
 
     /// Work a single device would also do: compute and memory-bound time.
@@ -148,7 +158,7 @@ pub struct Kernels {
 
 impl Kernels {
     pub fn new(hw: &Hardware, l: &Layout) -> Self {
-        let curve = hw.class.curve();
+        let curve = hw.curve();
         let peak = hw.peak(l.precision).unwrap_or(hw.peak_bf16).get();
         let rate = curve.efficiency(l.precision) * peak;
         // fp8 recipes (Transformer Engine) run only the Linear layers' GEMMs in fp8: core
@@ -261,6 +271,7 @@ pub fn estimate(model: &ModelShape, hw: &Hardware, net: &Network, l: &Layout) ->
         other: Seconds(opt.tied_embedding),
         ep_comm: Seconds(m * mb.ep),
         cp_comm: Seconds(m * mb.cp),
+        overhead: hw.step_overhead().unwrap_or(Seconds(0.0)),
     };
     let flops = iteration_flops(model, l, x.s);
     let n = l.gpus() as f64;
@@ -668,7 +679,7 @@ mod tests {
         // computes exactly as a bf16 step: attention and the output layer were at the 16-bit
         // rate all along, and the Linear layers now are too.
         let (m, mut hw, net, l, bf16) = fp8_setup();
-        let curve = hw.class.curve();
+        let curve = hw.curve();
         let bf16 = estimate(&m, &hw, &net, &bf16);
         hw.peak_fp8 = Some(hw.peak_bf16 * (curve.max_efficiency / curve.fp8_efficiency));
         let same_rate = estimate(&m, &hw, &net, &l);
@@ -698,7 +709,7 @@ mod tests {
         let (m, hw, net, l, bf16) = fp8_setup();
         let bf16 = estimate(&m, &hw, &net, &bf16);
         let fp8 = estimate(&m, &hw, &net, &l);
-        let curve = hw.class.curve();
+        let curve = hw.curve();
         let mem_rate = hw.memory_bandwidth.get() * curve.memory_efficiency;
         let tokens = 8.0 * 2048.0;
         let want = 96.0 * (32256.0 + 35328.0) * 4.0 * tokens / mem_rate;
@@ -728,7 +739,7 @@ mod tests {
             ..hw.clone()
         };
         let ideal = estimate(&m, &unbounded, &net, &l).breakdown.compute.get();
-        let curve = hw.class.curve();
+        let curve = hw.curve();
         let (b, a, s, h) = (16.0, 24.0, 2048.0, 2304.0);
         let bytes = 2.0 * (b * a * s * s + 2.0 * s * b * h);
         let memory = bytes / (hw.memory_bandwidth.get() * curve.memory_efficiency);
