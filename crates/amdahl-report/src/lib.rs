@@ -24,6 +24,7 @@ pub mod plan;
 pub mod render;
 pub mod scale;
 pub mod schema;
+pub mod sci;
 pub mod serve;
 pub mod surface;
 pub mod svg;
