@@ -493,6 +493,44 @@ mod tests {
         assert!(negative_zeros.is_empty(), "{negative_zeros:?}");
     }
 
+    /// The final record carries the machine's utilisation sampled during the run (read from
+    /// this machine's /proc: RAM in use is above 0 % and below 100 %, CPU within 0–100 %); a
+    /// command that never started carries none.
+    #[test]
+    fn a_measured_session_records_the_machines_utilisation() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = || {
+            Session::start(
+                settings(dir.path()),
+                Vec::new(),
+                ProcessProbe::new(),
+                Arc::new(Work::default()),
+                Arc::new(|_| {}),
+            )
+            .unwrap()
+        };
+        let session = start();
+        std::thread::sleep(Duration::from_millis(50));
+        let r = session
+            .finish(Ending {
+                exit_code: Some(0),
+                ran: true,
+                ..Default::default()
+            })
+            .unwrap();
+        let u = r.utilization.expect("utilisation of a measured run");
+        assert!(u.ram_percent > 0.0 && u.ram_percent < 100.0, "{u:?}");
+        assert!(u.ram_used_gib > 0.0, "{u:?}");
+        assert!((0.0..=100.0).contains(&u.cpu_percent), "{u:?}");
+        let never = start()
+            .finish(Ending {
+                not_started: Some("not found".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(never.utilization, None);
+    }
+
     /// Every sink is opened in order before the work, gets samples, and gets the final record
     /// even when one before it fails there; the first failure is the session's error.
     #[test]
