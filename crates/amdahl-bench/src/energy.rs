@@ -123,7 +123,7 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// An [`EnergyProbe`] over an `amdahl-meter` [`Meter`]: one sample at `start`, one at `stop`, and
 /// the energy of the devices that enter the machine total (psys replaces package and dram, as in
 /// `amdahl run`). Only counters and integrated power count: estimated devices (CPU time × TDP
-/// share, RAM × W/GB) model the machine, not the kernel, so they are left out and named.
+/// share, RAM by the DIMM rule) model the machine, not the kernel, so they are left out and named.
 pub struct MeterProbe {
     meter: Meter,
     /// The estimated devices left out ("estimate:ram"), for the source description.

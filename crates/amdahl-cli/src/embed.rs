@@ -101,11 +101,14 @@ pub struct Tracker {
 impl Tracker {
     /// Start measuring. `options` are `amdahl run`'s options (`--region FR -o run.json …`),
     /// parsed and checked by the same code, and `command` is what the record names as the
-    /// command (the script's argv). Fails, before any work, on what `amdahl run` would refuse.
+    /// command (the script's argv); `python_version` is the interpreter's (the record's and the
+    /// CodeCarbon row's `python_version`). Fails, before any work, on what `amdahl run` would
+    /// refuse.
     pub fn start(
         options: &[String],
         command: &[String],
         work: Arc<Work>,
+        python_version: Option<String>,
     ) -> Result<Tracker, Failure> {
         use clap::{Args as _, FromArgMatches as _};
         let argv = std::iter::once("run".to_string())
@@ -122,8 +125,13 @@ impl Tracker {
             .and_then(|m| crate::cmd::run::Args::from_arg_matches(&m))
             .map_err(|e| Failure::usage(&e))?;
         let probe = ProcessProbe::of_this_process();
-        let session = crate::cmd::run::start_session(&args, Arc::clone(&probe), Arc::clone(&work))
-            .map_err(|e| Failure::error(&e))?;
+        let session = crate::cmd::run::start_session(
+            &args,
+            Arc::clone(&probe),
+            Arc::clone(&work),
+            python_version,
+        )
+        .map_err(|e| Failure::error(&e))?;
         Ok(Tracker {
             session,
             work,

@@ -33,6 +33,7 @@ pub mod sink;
 pub mod small_file;
 pub mod source;
 pub mod stdout_progress;
+pub mod utilization;
 
 pub use error::MeterError;
 pub use meter::{DeviceEnergy, Meter, Sample};

@@ -160,6 +160,14 @@ pub struct RunRecord {
     /// CPU-time share applied to machine counters in process scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_share: Option<f64>,
+    /// The machine's CPU and RAM utilisation over the run (CodeCarbon's utilisation columns);
+    /// absent in records of older versions and of ranks that measure nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilization: Option<crate::utilization::Utilization>,
+    /// The Python interpreter's version when the Python tracker measured the run (CodeCarbon's
+    /// `python_version`); absent for `amdahl run`, where no interpreter runs the measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_version: Option<String>,
     pub warnings: Vec<String>,
     /// The whole run projected from the units of work done so far (steps or epochs the job
     /// reports: `--progress-file`, the Python tracker's `step()`); absent without them.
@@ -182,6 +190,8 @@ pub struct RunContext {
     pub intensity: Intensity,
     /// Idle power and how long it was measured.
     pub baseline: Option<(Seconds, Watts)>,
+    /// The Python tracker's interpreter version.
+    pub python_version: Option<String>,
 }
 
 /// What is known at the time of building (mid-run or at the end).
@@ -198,6 +208,8 @@ pub struct RunState {
     pub max_rss: Option<Bytes>,
     /// CPU-time share for process scope (None in machine scope).
     pub share: Option<f64>,
+    /// The machine's utilisation so far.
+    pub utilization: Option<crate::utilization::Utilization>,
     pub warnings: Vec<String>,
 }
 
@@ -321,6 +333,8 @@ pub fn build(ctx: &RunContext, devices: &[DeviceEnergy], p: RunState) -> RunReco
         cpu_time_s: p.cpu_time,
         max_rss_bytes: p.max_rss,
         process_share: p.share,
+        utilization: p.utilization.filter(|_| measured),
+        python_version: ctx.python_version.clone(),
         warnings,
         projection: None,
     }
@@ -814,7 +828,7 @@ fn finish_nodes(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -856,6 +870,7 @@ mod tests {
                 location: None,
             },
             baseline: None,
+            python_version: None,
         }
     }
 

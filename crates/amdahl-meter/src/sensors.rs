@@ -210,7 +210,7 @@ pub fn discover(opts: Options) -> Discovery {
         } else {
             if sources.iter().all(|s| s.devices().is_empty()) {
                 warnings.push(format!(
-                    "no energy counter is readable; running anyway with estimates (CPU time × TDP share, RAM × W/GB). {}",
+                    "no energy counter is readable; running anyway with estimates (CPU time × TDP share, RAM by CodeCarbon's DIMM rule). {}",
                     if scan.zones.is_empty() { no_powercap_fix(&opts.powercap_root) } else { "See the RAPL warnings above.".into() }
                 ));
             }
@@ -444,9 +444,10 @@ pub fn detect(o: &DetectOptions) -> DetectResult {
         path: Some("/proc/stat, /proc/meminfo".into()),
         status: "ok".into(),
         detail: format!(
-            "always available: CPU time × TDP / {} logical CPUs, RAM × {} W/GB",
+            "always available: CPU time × TDP / {} logical CPUs, RAM by CodeCarbon {}'s DIMM rule ({:.1} for this machine's RAM)",
             crate::procfs::cpu_count(),
-            crate::estimate::RAM_WATTS_PER_GB
+            crate::estimate::CODECARBON_VERSION,
+            crate::estimate::ram_power(crate::procfs::mem_total_bytes().unwrap_or(0), None, crate::estimate::ARM)
         ),
         fix: None,
     });

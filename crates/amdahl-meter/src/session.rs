@@ -13,6 +13,7 @@ use crate::meter::Meter;
 use crate::progress::{self, Work};
 use crate::record::{self, Host, Intensity, MeasurementScope, RunContext, RunRecord, RunState};
 use crate::sink::{RecordSink, SinkError, Start};
+use crate::utilization;
 use crate::{procfs, sampler, sensors, MeterError, Sample};
 use amdahl_model::carbon::kg_per_joule;
 use amdahl_model::units::{Bytes, Seconds};
@@ -53,6 +54,8 @@ pub struct Settings {
     pub progress_file: Option<PathBuf>,
     /// Steps in the whole run, for the projection.
     pub total_steps: Option<u64>,
+    /// The interpreter's version when the Python tracker runs the session.
+    pub python_version: Option<String>,
 }
 
 /// A session that failed: the meter's error or an output's.
@@ -94,6 +97,14 @@ pub struct Session {
     warnings: Vec<String>,
     busy0: Option<Seconds>,
     tally: Tally,
+    usage: Usage,
+}
+
+/// The machine's utilisation, sampled with the energy (CodeCarbon's utilisation columns).
+type Usage = Arc<Mutex<utilization::Tally>>;
+
+fn usage_now(u: &Usage) -> Option<utilization::Utilization> {
+    u.lock().unwrap_or_else(|e| e.into_inner()).utilization()
 }
 
 impl Session {
@@ -120,6 +131,7 @@ impl Session {
             pue: settings.pue,
             intensity: settings.intensity,
             baseline: None,
+            python_version: settings.python_version,
         };
         // A reference rank measures nothing: local rank 0 measures the node.
         let (sources, mut warnings) = if ctx.cluster.role == Role::Reference {
@@ -143,7 +155,7 @@ impl Session {
         let first = record::build(
             &ctx,
             &meter.energies(),
-            in_progress(Seconds::ZERO, &warnings),
+            in_progress(Seconds::ZERO, &warnings, None),
         );
         let devices = meter.device_infos();
         let start = Start {
@@ -177,7 +189,14 @@ impl Session {
         ctx.started_unix_s = record::unix_now();
         let busy0 = procfs::machine_busy();
         let sinks: Sinks = Arc::new(Mutex::new(sinks));
-        let on_sample = on_sample(&ctx, &sinks, &warnings, tally.clone(), notify);
+        let usage = Usage::default();
+        let on_sample = on_sample(
+            &ctx,
+            &sinks,
+            &warnings,
+            (tally.clone(), Arc::clone(&usage)),
+            notify,
+        );
         let sampler = sampler::start(meter, settings.interval, on_sample);
         Ok(Session {
             ctx,
@@ -187,6 +206,7 @@ impl Session {
             warnings,
             busy0,
             tally,
+            usage,
         })
     }
 
@@ -236,6 +256,7 @@ impl Session {
                     .flatten(),
                 max_rss: end.max_rss,
                 share,
+                utilization: usage_now(&self.usage),
                 warnings,
             },
         );
@@ -253,10 +274,15 @@ impl Session {
     }
 }
 
-fn in_progress(duration: Seconds, warnings: &[String]) -> RunState {
+fn in_progress(
+    duration: Seconds,
+    warnings: &[String],
+    utilization: Option<utilization::Utilization>,
+) -> RunState {
     RunState {
         duration,
         partial: true,
+        utilization,
         warnings: warnings.to_vec(),
         ..Default::default()
     }
@@ -298,13 +324,18 @@ fn on_sample(
     ctx: &RunContext,
     sinks: &Sinks,
     warnings: &[String],
-    tally: Tally,
+    (tally, usage): (Tally, Usage),
     notify: Notify,
 ) -> sampler::OnSample {
     let (ctx, sinks, warnings) = (ctx.clone(), Arc::clone(sinks), warnings.to_vec());
     let mut warned = false;
     Box::new(move |m: &Meter, s: &Sample| {
-        let mut r = record::build(&ctx, &m.energies(), in_progress(s.t_s, &warnings));
+        let now = {
+            let mut u = usage.lock().unwrap_or_else(|e| e.into_inner());
+            u.sample();
+            u.utilization()
+        };
+        let mut r = record::build(&ctx, &m.energies(), in_progress(s.t_s, &warnings, now));
         tally.update(&mut r);
         let mut err = None;
         for sink in lock(&sinks).iter_mut() {
@@ -405,6 +436,7 @@ mod tests {
             cpu_tdp_note: None,
             progress_file: None,
             total_steps: None,
+            python_version: None,
         }
     }
 
@@ -459,6 +491,44 @@ mod tests {
             .filter(|(_, x)| *x == 0.0 && x.is_sign_negative())
             .collect();
         assert!(negative_zeros.is_empty(), "{negative_zeros:?}");
+    }
+
+    /// The final record carries the machine's utilisation sampled during the run (read from
+    /// this machine's /proc: RAM in use is above 0 % and below 100 %, CPU within 0–100 %); a
+    /// command that never started carries none.
+    #[test]
+    fn a_measured_session_records_the_machines_utilisation() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = || {
+            Session::start(
+                settings(dir.path()),
+                Vec::new(),
+                ProcessProbe::new(),
+                Arc::new(Work::default()),
+                Arc::new(|_| {}),
+            )
+            .unwrap()
+        };
+        let session = start();
+        std::thread::sleep(Duration::from_millis(50));
+        let r = session
+            .finish(Ending {
+                exit_code: Some(0),
+                ran: true,
+                ..Default::default()
+            })
+            .unwrap();
+        let u = r.utilization.expect("utilisation of a measured run");
+        assert!(u.ram_percent > 0.0 && u.ram_percent < 100.0, "{u:?}");
+        assert!(u.ram_used_gib > 0.0, "{u:?}");
+        assert!((0.0..=100.0).contains(&u.cpu_percent), "{u:?}");
+        let never = start()
+            .finish(Ending {
+                not_started: Some("not found".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(never.utilization, None);
     }
 
     /// Every sink is opened in order before the work, gets samples, and gets the final record

@@ -13,7 +13,7 @@ pub enum Method {
     Counter,
     /// Power readings integrated over time (trapezoid rule): less exact between samples.
     IntegratedPower,
-    /// A model: CPU time × per-core TDP share, RAM size × W/GB. Not a measurement.
+    /// A model: CPU time × per-core TDP share, RAM size × a per-DIMM power (CodeCarbon 3.3.2). Not a measurement.
     Estimate,
 }
 

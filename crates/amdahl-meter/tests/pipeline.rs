@@ -170,6 +170,7 @@ fn process_scope_is_a_share_of_the_machine() {
             location: None,
         },
         baseline: None,
+        python_version: None,
     };
     let share = amdahl_meter::estimate::cpu_share(0.5, 2.0);
     let r = build(

@@ -103,8 +103,14 @@ impl NativeTracker {
             State::Ready => {}
         }
         let (options, command, work) = (&self.options, &self.command, Arc::clone(&self.work));
+        // `platform.python_version()`, CodeCarbon's `python_version`: the first word of
+        // `sys.version` ("3.11.7 (main, …)").
+        let version = Python::version_str()
+            .split_whitespace()
+            .next()
+            .map(String::from);
         let t = py
-            .detach(|| embed::Tracker::start(options, command, work))
+            .detach(|| embed::Tracker::start(options, command, work, version))
             .map_err(raise)?;
         let id = t.run_id().to_string();
         *st = State::Running(Box::new(t));

@@ -4,6 +4,7 @@ records kept through exceptions, SIGKILL and misuse."""
 import csv
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -62,6 +63,9 @@ def test_output_file_has_the_same_schema_as_amdahl_run(powercap, tmp_path, amdah
     with amdahl.Tracker(region="FR", pue=1.1, output=trk_out, codecarbon_csv=trk_cc, **FAST):
         powercap.add(powercap.package, 4.0)
     a, b = json.loads(run_out.read_text()), json.loads(trk_out.read_text())
+    # The tracker names its interpreter (CodeCarbon's `python_version`); `amdahl run` runs none.
+    assert b.pop("python_version") == platform.python_version()
+    assert "python_version" not in a
     assert shape(a) == shape(b)
     for k in ("schema", "scope", "pue", "total_energy_j", "energy_kwh", "co2e_g", "intensity", "host", "partial", "exit_code"):
         assert a[k] == b[k], k
@@ -69,8 +73,10 @@ def test_output_file_has_the_same_schema_as_amdahl_run(powercap, tmp_path, amdah
     # The CodeCarbon rows: the same header, the same energy and emissions columns.
     ra, rb = (list(csv.DictReader(p.open())) for p in (run_cc, trk_cc))
     assert list(ra[0]) == list(rb[0])
-    for k in ("energy_consumed", "emissions", "country_name", "pue"):
+    for k in ("energy_consumed", "emissions", "country_name", "pue", "codecarbon_version"):
         assert ra[0][k] == rb[0][k], k
+    assert (ra[0]["python_version"], rb[0]["python_version"]) == ("", platform.python_version())
+    assert ra[0]["codecarbon_version"].startswith("3.3.2+amdahl.")
 
 
 def test_project_names_the_record_and_the_codecarbon_row_as_amdahl_run_does(powercap, tmp_path, amdahl_cmd):

@@ -13,7 +13,7 @@ use crate::schema::{CatalogListing, SampleLogLine};
 use crate::surface::{self, Overlay, SurfaceError};
 use amdahl_bench::{gemm, gpu, memory, roofline, scaling as bench_scaling, sparse};
 use amdahl_meter::{meter, record, scale::result as scale_result, sensors};
-use amdahl_model::carbon::{estimate, from_result, lifetime as life, statement, CarbonError};
+use amdahl_model::carbon::{estimate, from_result, lifetime as life, sci, statement, CarbonError};
 use amdahl_model::{
     catalog, infer as inf, plan::result as plan_result, scaling, serve as srv, top500 as t5,
 };
@@ -137,6 +137,11 @@ pub const KINDS: &[Kind] = &[
         "Lifetime costs",
         "Estimated: training and serving energy predicted by the model, embodied carbon from published factors.",
         |v| Ok(Typed::Lifetime(typed(v)?)),
+    ),
+    Kind::of::<sci::SciResult>(sci::SCHEMA).shown(
+        "Software Carbon Intensity",
+        "(E × I + M) per R of the figures named in each row, with R as declared; estimated or measured as those figures were.",
+        |v| Ok(Typed::Sci(typed(v)?)),
     ),
     Kind::of::<gemm::GemmReport>(gemm::SCHEMA).shown("GEMM benchmarks", BENCH, |v| {
         Ok(Typed::Gemm(typed(v)?))
@@ -268,6 +273,7 @@ pub enum Typed {
     InferSearch(Box<inf::InferSearchResult>),
     Serve(Box<srv::ServeResult>),
     Lifetime(Box<life::LifetimeReport>),
+    Sci(Box<sci::SciResult>),
     Gemm(Box<gemm::GemmReport>),
     Sparse(Box<sparse::SparseReport>),
     Memory(Box<memory::MemoryReport>),
@@ -291,6 +297,7 @@ impl Typed {
             Typed::InferSearch(r) => r.as_ref(),
             Typed::Serve(r) => r.as_ref(),
             Typed::Lifetime(r) => r.as_ref(),
+            Typed::Sci(r) => r.as_ref(),
             Typed::Gemm(r) => r.as_ref(),
             Typed::Sparse(r) => r.as_ref(),
             Typed::Memory(r) => r.as_ref(),

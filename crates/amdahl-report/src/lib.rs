@@ -27,6 +27,7 @@ pub mod plan;
 pub mod render;
 pub mod scale;
 pub mod schema;
+pub mod sci;
 pub mod serve;
 pub mod serve_search;
 pub mod serve_validation;

@@ -1,20 +1,25 @@
 //! Rendering of measured runs: the terminal summary of `amdahl run`, `amdahl merge` and
 //! `amdahl detect`, and the CodeCarbon-compatible CSV row.
 //!
-//! CodeCarbon 3.x writes `emissions.csv` with one column per field of its `EmissionsData`
-//! dataclass (`codecarbon/output_methods/emissions_data.py`, 3.3.2), in declaration order — the
-//! 38 names of [`CODECARBON_HEADER`]. Units there: duration s, emissions kg CO2eq, emissions_rate
-//! kg/s, powers W, energies kWh, ram_total_size GB; PUE multiplies powers and energies
-//! (`EmissionsTracker._do_measurements`). The mapping is documented in
-//! `docs/methodology.md`.
+//! CodeCarbon 3.3.2 ([`CODECARBON_VERSION`], the version this CSV is pinned to) writes
+//! `emissions.csv` with one column per field of its `EmissionsData` dataclass
+//! (`codecarbon/output_methods/emissions_data.py`), in declaration order — the 38 names of
+//! [`CODECARBON_HEADER`]. Units there: duration s, emissions kg CO2eq, emissions_rate kg/s, powers
+//! W, energies kWh, water L, ram_total_size and ram_used_gb GiB (`B_TO_GB` = 1024³), utilisation
+//! % of the machine; PUE multiplies powers and energies (`EmissionsTracker._do_measurements`).
+//! The mapping is documented in `docs/methodology.md`.
 
 use crate::sig;
 use crate::table::{Align, Table};
+use amdahl_meter::estimate::GIB;
 use amdahl_meter::record::{utc_iso, MergeResult, RunRecord};
 use amdahl_meter::sensors::DetectResult;
 use amdahl_meter::DeviceKind;
 
-/// The header of CodeCarbon 3.x's `emissions.csv`, exactly.
+/// The CodeCarbon version whose CSV format and column meanings the rows follow.
+pub use amdahl_meter::estimate::CODECARBON_VERSION;
+
+/// The header of CodeCarbon 3.3.2's `emissions.csv`, exactly.
 pub const CODECARBON_HEADER: &str = "timestamp,project_name,run_id,experiment_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,cpu_energy,gpu_energy,ram_energy,energy_consumed,water_consumed,country_name,country_iso_code,region,cloud_provider,cloud_region,os,python_version,codecarbon_version,cpu_count,cpu_model,gpu_count,gpu_model,longitude,latitude,ram_total_size,tracking_mode,cpu_utilization_percent,gpu_utilization_percent,ram_utilization_percent,ram_used_gb,on_cloud,pue,wue";
 
 /// CodeCarbon's default `experiment_id` (`EmissionsTracker.__init__`), used when no job id.
@@ -38,19 +43,60 @@ fn text(s: impl Into<String>) -> String {
     }
 }
 
-/// One CodeCarbon CSV line (no header, with trailing newline) for a run.
+/// The `codecarbon_version` cell: the pinned CodeCarbon version with amdahl's as a PEP 440 local
+/// version label (`3.3.2+amdahl.0.1.0`): a reader that parses the version gets the format's
+/// version, and the row still says which program wrote it.
+pub fn codecarbon_version_cell(amdahl_version: &str) -> String {
+    let local: String = amdahl_version
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '.' })
+        .collect();
+    format!("{CODECARBON_VERSION}+amdahl.{local}")
+}
+
+/// One CodeCarbon CSV line (no header, with trailing newline) for a run, in the 38 columns of
+/// [`CODECARBON_HEADER`].
 pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
-    let pue = r.pue;
-    let secs = r.duration_s.get();
+    let columns: Vec<&str> = CODECARBON_HEADER.split(',').collect();
+    codecarbon_row_in(r, &columns)
+}
+
+/// The row in the columns of an existing file's header (an older CodeCarbon's, or the same
+/// names in another order, as CodeCarbon's own appends follow the file's order). Names it does
+/// not write are left empty; the sink checks the header before.
+pub fn codecarbon_row_in(r: &RunRecord, columns: &[&str]) -> Result<String, csv::Error> {
+    let fields = codecarbon_fields(r);
+    let cells = columns.iter().map(|c| {
+        fields
+            .iter()
+            .find(|(name, _)| name == c)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    });
+    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+    w.write_record(cells)?;
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Energy in kWh × PUE of the in-total devices: (cpu, gpu, ram).
+fn energies(r: &RunRecord) -> (f64, f64, f64) {
     let (mut cpu, mut gpu, mut ram) = (0.0, 0.0, 0.0);
     for d in r.devices.iter().filter(|d| d.in_total) {
-        let kwh = d.energy_j.kwh() * pue;
+        let kwh = d.energy_j.kwh() * r.pue;
         match d.kind {
             DeviceKind::CpuPackage | DeviceKind::Psys | DeviceKind::Cpu => cpu += kwh,
             DeviceKind::Gpu => gpu += kwh,
             DeviceKind::Dram | DeviceKind::Ram => ram += kwh,
         }
     }
+    (cpu, gpu, ram)
+}
+
+/// Every column CodeCarbon 3.3.2 writes, by name, in its header's order.
+fn codecarbon_fields(r: &RunRecord) -> Vec<(&'static str, String)> {
+    let secs = r.duration_s.get();
+    let (cpu, gpu, ram) = energies(r);
     // Average power in W over the run, with PUE, from kWh: kWh × 3.6e6 / s.
     let watts = |kwh: f64| if secs > 0.0 { kwh * 3.6e6 / secs } else { 0.0 };
     let kg = r.co2e_g.kg();
@@ -66,60 +112,98 @@ pub fn codecarbon_row(r: &RunRecord) -> Result<String, csv::Error> {
     // on_cloud = Y.
     let loc = r.intensity.location.as_ref();
     let cloud = loc.and_then(|l| Some((l.cloud_provider.as_deref()?, l.cloud_region.as_deref()?)));
-    let fields: Vec<String> = vec![
-        end.trim_end_matches('Z').to_string(),
+    let u = r.utilization;
+    vec![
+        ("timestamp", end.trim_end_matches('Z').to_string()),
         // CodeCarbon's own default is "codecarbon"; a row without a project says who wrote it.
-        text(r.project.clone().unwrap_or_else(|| "amdahl".into())),
-        text(r.run_id.clone()),
-        text(
-            r.cluster
-                .job_id
-                .clone()
-                .unwrap_or_else(|| CODECARBON_DEFAULT_EXPERIMENT.into()),
+        (
+            "project_name",
+            text(r.project.clone().unwrap_or_else(|| "amdahl".into())),
         ),
-        fmt_f(secs),
-        fmt_f(kg),
-        fmt_f(if secs > 0.0 { kg / secs } else { 0.0 }),
-        fmt_f(watts(cpu)),
-        fmt_f(watts(gpu)),
-        fmt_f(watts(ram)),
-        fmt_f(cpu),
-        fmt_f(gpu),
-        fmt_f(ram),
-        fmt_f(r.energy_kwh),
-        fmt_f(0.0),
-        text(loc.map(|l| l.country_name.clone()).unwrap_or_default()),
-        text(loc.map(|l| l.country_iso_code.clone()).unwrap_or_default()),
+        ("run_id", text(r.run_id.clone())),
+        (
+            "experiment_id",
+            text(
+                r.cluster
+                    .job_id
+                    .clone()
+                    .unwrap_or_else(|| CODECARBON_DEFAULT_EXPERIMENT.into()),
+            ),
+        ),
+        ("duration", fmt_f(secs)),
+        ("emissions", fmt_f(kg)),
+        (
+            "emissions_rate",
+            fmt_f(if secs > 0.0 { kg / secs } else { 0.0 }),
+        ),
+        ("cpu_power", fmt_f(watts(cpu))),
+        ("gpu_power", fmt_f(watts(gpu))),
+        ("ram_power", fmt_f(watts(ram))),
+        ("cpu_energy", fmt_f(cpu)),
+        ("gpu_energy", fmt_f(gpu)),
+        ("ram_energy", fmt_f(ram)),
+        ("energy_consumed", fmt_f(r.energy_kwh)),
+        // WUE × kWh (`_do_measurements`); amdahl takes no WUE, so CodeCarbon's default 0.
+        ("water_consumed", fmt_f(0.0)),
+        (
+            "country_name",
+            text(loc.map(|l| l.country_name.clone()).unwrap_or_default()),
+        ),
+        (
+            "country_iso_code",
+            text(loc.map(|l| l.country_iso_code.clone()).unwrap_or_default()),
+        ),
         // CodeCarbon's `region` is a sub-national region (`california`), never the country.
-        String::new(),
-        text(cloud.map(|(p, _)| p.to_string()).unwrap_or_default()),
-        text(cloud.map(|(_, r)| r.to_string()).unwrap_or_default()),
-        text(r.host.os.clone()),
-        String::new(),
-        format!("amdahl {}", r.amdahl_version),
-        fmt_f(r.host.cpu_count as f64),
-        text(r.host.cpu_model.clone()),
-        fmt_f(gpus.len() as f64),
-        text(gpus.join(", ")),
-        String::new(),
-        String::new(),
-        fmt_f(r.host.ram_total_gb),
-        match r.scope {
-            amdahl_meter::record::MeasurementScope::Machine => "machine".into(),
-            amdahl_meter::record::MeasurementScope::Process => "process".into(),
-        },
-        fmt_f(0.0),
-        fmt_f(0.0),
-        fmt_f(0.0),
-        fmt_f(r.max_rss_bytes.map(|b| b.get() / 1e9).unwrap_or(0.0)),
-        if cloud.is_some() { "Y" } else { "N" }.into(),
-        fmt_f(pue),
-        fmt_f(0.0),
-    ];
-    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
-    w.write_record(&fields)?;
-    let bytes = w.into_inner().map_err(|e| e.into_error())?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+        ("region", String::new()),
+        (
+            "cloud_provider",
+            text(cloud.map(|(p, _)| p.to_string()).unwrap_or_default()),
+        ),
+        (
+            "cloud_region",
+            text(cloud.map(|(_, r)| r.to_string()).unwrap_or_default()),
+        ),
+        ("os", text(r.host.os.clone())),
+        (
+            "python_version",
+            text(r.python_version.clone().unwrap_or_default()),
+        ),
+        (
+            "codecarbon_version",
+            codecarbon_version_cell(&r.amdahl_version),
+        ),
+        ("cpu_count", fmt_f(r.host.cpu_count as f64)),
+        ("cpu_model", text(r.host.cpu_model.clone())),
+        ("gpu_count", fmt_f(gpus.len() as f64)),
+        ("gpu_model", text(gpus.join(", "))),
+        ("longitude", String::new()),
+        ("latitude", String::new()),
+        // The record keeps decimal GB; CodeCarbon writes GiB.
+        ("ram_total_size", fmt_f(r.host.ram_total_gb * 1e9 / GIB)),
+        (
+            "tracking_mode",
+            match r.scope {
+                amdahl_meter::record::MeasurementScope::Machine => "machine".into(),
+                amdahl_meter::record::MeasurementScope::Process => "process".into(),
+            },
+        ),
+        (
+            "cpu_utilization_percent",
+            fmt_f(u.map(|u| u.cpu_percent).unwrap_or(0.0)),
+        ),
+        ("gpu_utilization_percent", fmt_f(0.0)),
+        (
+            "ram_utilization_percent",
+            fmt_f(u.map(|u| u.ram_percent).unwrap_or(0.0)),
+        ),
+        (
+            "ram_used_gb",
+            fmt_f(u.map(|u| u.ram_used_gib).unwrap_or(0.0)),
+        ),
+        ("on_cloud", if cloud.is_some() { "Y" } else { "N" }.into()),
+        ("pue", fmt_f(r.pue)),
+        ("wue", fmt_f(0.0)),
+    ]
 }
 
 fn method_list(r: &RunRecord) -> String {
@@ -542,7 +626,9 @@ mod tests {
     use super::*;
 
     /// The header line CodeCarbon 3.3.2 writes: the `EmissionsData` field names in declaration
-    /// order, copied from `codecarbon/output_methods/emissions_data.py`.
+    /// order, copied from `codecarbon/output_methods/emissions_data.py` of the PyPI wheel
+    /// `codecarbon-3.3.2-py3-none-any.whl` (`_version.py`: `__version__ = "3.3.2"`), and equal to
+    /// the header row CodeCarbon 3.3.2 wrote in `crates/amdahl-cli/tests/fixtures/codecarbon/`.
     const CODECARBON_3_FIELDS: [&str; 38] = [
         "timestamp",
         "project_name",
@@ -622,6 +708,7 @@ mod tests {
                 location: None,
             },
             baseline: None,
+            python_version: None,
         };
         let dev = |id: &str, kind, j| DeviceEnergy {
             id: id.into(),
@@ -701,6 +788,47 @@ mod tests {
         assert_eq!(get("cpu_model"), "Intel(R) Xeon(R), 2.1GHz");
         assert_eq!(get("tracking_mode"), "machine");
         assert_eq!(get("experiment_id"), CODECARBON_DEFAULT_EXPERIMENT);
+    }
+
+    /// Regression: `ram_total_size` was the record's decimal GB (16.0) where CodeCarbon 3.3.2
+    /// writes GiB (`psutil.virtual_memory().total / 1024³`): 16e9 B = 14.901161193847656 GiB.
+    /// The utilisation columns were 0 and `python_version` empty whatever was measured; they
+    /// now carry the record's utilisation and the tracker's interpreter, and
+    /// `codecarbon_version` names the pinned format (3.3.2) with amdahl as its local label.
+    #[test]
+    fn codecarbon_row_has_codecarbon_units_and_utilisation() {
+        let mut r = record();
+        r.utilization = Some(amdahl_meter::utilization::Utilization {
+            cpu_percent: 37.5,
+            ram_percent: 12.25,
+            ram_used_gib: 3.5,
+        });
+        r.python_version = Some("3.11.7".into());
+        let row = codecarbon_row(&r).unwrap();
+        let rec = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(row.as_bytes())
+            .records()
+            .next()
+            .unwrap()
+            .unwrap();
+        let get = |name: &str| {
+            let i = CODECARBON_3_FIELDS.iter().position(|f| *f == name).unwrap();
+            rec.get(i).unwrap().to_string()
+        };
+        assert_eq!(get("ram_total_size"), "14.901161193847656");
+        assert_eq!(get("cpu_utilization_percent"), "37.5");
+        assert_eq!(get("ram_utilization_percent"), "12.25");
+        assert_eq!(get("ram_used_gb"), "3.5");
+        assert_eq!(get("python_version"), "3.11.7");
+        assert_eq!(
+            get("codecarbon_version"),
+            format!("3.3.2+amdahl.{}", env!("CARGO_PKG_VERSION"))
+        );
+        assert_eq!(CODECARBON_VERSION, "3.3.2");
+        // An older file's columns, in its order: only those cells.
+        let older = codecarbon_row_in(&r, &["pue", "run_id", "ram_total_size"]).unwrap();
+        assert_eq!(older, format!("1.5,{},14.901161193847656\n", r.run_id));
     }
 
     /// Regression: a `--project`, job id, CPU or GPU name starting with `=`, `+`, `-` or `@` was

@@ -7,13 +7,13 @@
 //! command and again in the page.
 
 use crate::{
-    accelerate, bench, bench_gpu, calibrate, carbon, fit, infer, lifetime, meter, plan, scale,
+    accelerate, bench, bench_gpu, calibrate, carbon, fit, infer, lifetime, meter, plan, scale, sci,
     serve, serve_search,
 };
 use crate::{surface, top500};
 use amdahl_bench::{gemm, gpu, memory, roofline, scaling as bench_scaling, sparse};
 use amdahl_meter::{record, scale::result as scale_result, sensors};
-use amdahl_model::carbon::{estimate::CarbonReport, lifetime::LifetimeReport};
+use amdahl_model::carbon::{estimate::CarbonReport, lifetime::LifetimeReport, sci::SciResult};
 use amdahl_model::{
     infer as inf, plan::result as plan_result, scaling, serve as srv, top500 as t5,
 };
@@ -146,6 +146,7 @@ render!(
     lifetime::svg
 );
 render!(CarbonReport, carbon::table, carbon::csv);
+render!(SciResult, sci::table, sci::csv);
 render!(
     amdahl_model::calibrate::Calibration,
     calibrate::table,

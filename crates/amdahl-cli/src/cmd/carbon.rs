@@ -131,6 +131,32 @@ pub struct Options {
     /// Print a paragraph a paper can cite instead of the table.
     #[arg(help_heading = "Output", long, value_enum)]
     pub statement: Option<StatementFormat>,
+    /// Print the Software Carbon Intensity (ISO/IEC 21031:2024), (E × I + M) per R, per this
+    /// functional unit (SCI for AI: consumer token, inference, image, second, page,
+    /// execution; provider parameter, training-token, flop) instead of the table. Also reads
+    /// `amdahl serve --json` and `amdahl lifetime --json` results with --from.
+    #[arg(help_heading = "SCI", long, value_enum, value_name = "UNIT")]
+    pub sci: Option<crate::cmd::sci::UnitArg>,
+    /// R: how many units the figures cover (tokens served, requests, training FLOPs, ...);
+    /// required with --sci.
+    #[arg(
+        help_heading = "SCI",
+        long,
+        value_name = "R",
+        requires = "sci",
+        allow_negative_numbers = true
+    )]
+    pub sci_r: Option<f64>,
+    /// M: the embodied emissions to charge, kgCO2e [default: amdahl's embodied share of the
+    /// devices, where it knows them; 0 leaves them out].
+    #[arg(
+        help_heading = "SCI",
+        long,
+        value_name = "KG",
+        requires = "sci",
+        allow_negative_numbers = true
+    )]
+    pub sci_m: Option<f64>,
     /// Override or extend a catalog with a CSV file in the format of data/*.csv (repeatable).
     #[arg(help_heading = "Cost", long = "catalog", value_name = "FILE")]
     pub catalogs: Vec<PathBuf>,
@@ -345,6 +371,9 @@ fn check_positive(flag: &str, v: f64) -> Result<f64> {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let args = *args.options;
+    if let Some(unit) = args.sci {
+        return crate::cmd::sci::run(&args, unit);
+    }
     if args.statement.is_some() && args.format.format() != Format::Table {
         bail!("--statement and --json/--csv cannot be combined; --statement json prints the statement as JSON");
     }

@@ -21,6 +21,7 @@ pub mod report;
 pub mod resolve;
 pub mod run;
 pub mod scale;
+pub mod sci;
 pub mod serve;
 pub mod shape;
 pub mod surface;

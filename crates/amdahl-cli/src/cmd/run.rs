@@ -15,7 +15,9 @@ use amdahl_meter::sink::codecarbon::{self, CodeCarbonCsv};
 use amdahl_meter::sink::RecordSink;
 use amdahl_meter::sink::{json::JsonRecord, samples::SampleLog, textfile::PrometheusTextfile};
 use amdahl_meter::{procfs, runner, stdout_progress, MeterError};
-use amdahl_report::meter::{codecarbon_row, prometheus_textfile, run_summary, CODECARBON_HEADER};
+use amdahl_report::meter::{
+    codecarbon_row_in, prometheus_textfile, run_summary, CODECARBON_HEADER,
+};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -117,7 +119,11 @@ fn validate(args: &Args) -> Result<()> {
 
 /// The session's settings from `run`'s flags: the cost resolved through the catalogs, the
 /// sensors for the scope's target (`probe`: the processes process scope charges).
-fn settings(args: &Args, probe: &Arc<ProcessProbe>) -> Result<Settings> {
+fn settings(
+    args: &Args,
+    probe: &Arc<ProcessProbe>,
+    python_version: Option<String>,
+) -> Result<Settings> {
     validate(args)?;
     let cost = args.cost.resolve()?;
     let scope = match args.scope {
@@ -141,6 +147,7 @@ fn settings(args: &Args, probe: &Arc<ProcessProbe>) -> Result<Settings> {
         cpu_tdp_note,
         progress_file: args.progress.progress_file.clone(),
         total_steps: args.progress.total_steps,
+        python_version,
     })
 }
 
@@ -157,7 +164,7 @@ fn sinks(args: &Args) -> Vec<Box<dyn RecordSink>> {
     if let Some(p) = &args.codecarbon_csv {
         let format = codecarbon::Format {
             header: CODECARBON_HEADER,
-            row: |r| codecarbon_row(r).map_err(Into::into),
+            row: |r, columns| codecarbon_row_in(r, columns).map_err(Into::into),
         };
         sinks.push(Box::new(CodeCarbonCsv::new(p, format)));
     }
@@ -177,9 +184,14 @@ fn notify() -> Notify {
 }
 
 /// `run`'s measurement around work: the command's (`amdahl run`) or the tracked code's (the
-/// Python tracker, through [`crate::embed`]).
-pub fn start_session(args: &Args, probe: Arc<ProcessProbe>, work: Arc<Work>) -> Result<Session> {
-    let settings = settings(args, &probe)?;
+/// Python tracker, through [`crate::embed`], which names its interpreter's `python_version`).
+pub fn start_session(
+    args: &Args,
+    probe: Arc<ProcessProbe>,
+    work: Arc<Work>,
+    python_version: Option<String>,
+) -> Result<Session> {
+    let settings = settings(args, &probe, python_version)?;
     Ok(Session::start(
         settings,
         sinks(args),
@@ -229,7 +241,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     runner::install_forwarding()?;
     let probe = ProcessProbe::new();
     let work = Arc::new(Work::default());
-    let session = start_session(&args, Arc::clone(&probe), Arc::clone(&work))?;
+    let session = start_session(&args, Arc::clone(&probe), Arc::clone(&work), None)?;
     let mut warnings = Vec::new();
     let (finished, spawn_error) = match spawn(&args, &work) {
         Ok((mut child, tee)) => {

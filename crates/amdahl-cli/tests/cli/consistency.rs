@@ -428,3 +428,39 @@ fn units_and_dashes_a_reader_trips_on() {
         .success()
         .stdout(contains("peak at N = -").not());
 }
+
+/// The `[profile.release]` settings of the workspace manifest, `key = value` per line.
+fn release_profile() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+    let toml = std::fs::read_to_string(root).unwrap();
+    let section = toml
+        .split("\n[")
+        .find(|s| s.starts_with("profile.release]"))
+        .expect("Cargo.toml has a [profile.release] section");
+    section
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
+        .collect()
+}
+
+/// Regression: release artefacts shipped with debug info (`debug = 1`: a 158 MB `amdahl`
+/// binary, 18.8 MB without it; the wheel installed 156 MB). The release profile must build
+/// without debug info and strip what dependencies' prebuilt objects bring
+/// (`strip = "debuginfo"` or `"symbols"`); the wheel's size is measured in docs/usage/python.md.
+#[test]
+fn release_artefacts_carry_no_debug_info() {
+    let p = release_profile();
+    let get = |k: &str| p.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    assert!(
+        matches!(get("debug"), Some("false" | "0" | "none")),
+        "[profile.release] debug = {:?}",
+        get("debug")
+    );
+    assert!(
+        matches!(get("strip"), Some("debuginfo" | "symbols" | "true")),
+        "[profile.release] strip = {:?}",
+        get("strip")
+    );
+}

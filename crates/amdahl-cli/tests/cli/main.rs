@@ -32,6 +32,7 @@ mod run;
 mod run_progress;
 mod scale;
 mod schemas;
+mod sci;
 mod serve;
 mod slurm;
 mod surface;

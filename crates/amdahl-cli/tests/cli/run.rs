@@ -347,6 +347,126 @@ fn codecarbon_csv_has_the_3x_header_and_appends() {
     assert_eq!(lines.len(), 3);
 }
 
+/// The columns of one CSV row by header name.
+fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let head = r.headers().unwrap().clone();
+    r.records()
+        .map(|row| {
+            let row = row.unwrap();
+            head.iter()
+                .zip(row.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+/// `MemTotal` of this machine in bytes.
+fn mem_total() -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap();
+    amdahl_meter::procfs::parse_mem_total(&text).unwrap()
+}
+
+/// Regression: the CodeCarbon row said `ram_total_size` 25.3 (decimal GB) where CodeCarbon 3.3.2
+/// writes 23.5 (GiB), estimated RAM at 0.375 W/GB (9.5 W here) where CodeCarbon 3.3.2's DIMM
+/// rule gives 20 W, and left the utilisation columns 0 and `codecarbon_version` a bare amdahl
+/// version. With only a package zone (no dram), RAM is estimated: ram_power is the 3.3.2 rule for
+/// this machine's MemTotal (constant, so the average equals it within the integration's 1 %), the
+/// machine's RAM utilisation and used GiB are filled, CPU utilisation is a percentage.
+#[test]
+fn codecarbon_row_has_codecarbon_3_3_2_units_rule_and_utilisation() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    crate::support::powercap::package(&root);
+    let csv = t.path().join("emissions.csv");
+    let out = t.path().join("r.json");
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--interval", "50ms", "-o"])
+        .arg(&out)
+        .arg("--codecarbon-csv")
+        .arg(&csv)
+        .args(["--", "sleep", "0.3"])
+        .assert()
+        .success();
+    let rows = csv_rows(&std::fs::read_to_string(&csv).unwrap());
+    let row = &rows[0];
+    let num = |k: &str| {
+        row[k]
+            .parse::<f64>()
+            .unwrap_or_else(|_| panic!("{k}: {}", row[k]))
+    };
+    let gib = mem_total() as f64 / 1024f64.powi(3);
+    assert!(
+        (num("ram_total_size") / gib - 1.0).abs() < 1e-9,
+        "{} vs {gib}",
+        row["ram_total_size"]
+    );
+    let rule = amdahl_meter::estimate::ram_watts(gib, amdahl_meter::estimate::ARM).get();
+    assert!(
+        (num("ram_power") / rule - 1.0).abs() < 0.01,
+        "{} vs {rule}",
+        row["ram_power"]
+    );
+    assert!(num("ram_utilization_percent") > 0.0 && num("ram_utilization_percent") <= 100.0);
+    assert!(num("ram_used_gb") > 0.0 && num("ram_used_gb") < gib);
+    assert!((0.0..=100.0).contains(&num("cpu_utilization_percent")));
+    assert_eq!(row["python_version"], "");
+    assert_eq!(
+        row["codecarbon_version"],
+        format!("3.3.2+amdahl.{}", env!("CARGO_PKG_VERSION"))
+    );
+    let r = json(&out);
+    assert_eq!(
+        r["utilization"]["ram_used_gib"]
+            .as_f64()
+            .unwrap()
+            .to_string(),
+        row["ram_used_gb"]
+    );
+}
+
+/// Regression: a CSV an older CodeCarbon started was refused. A CodeCarbon 2.8.4 header (its
+/// `EmissionsData` fields: 32 columns, without water_consumed, wue and the four utilisation
+/// columns) now gets amdahl's row in those 32 columns, each under its own name, with a note.
+#[test]
+fn codecarbon_csv_of_codecarbon_2_8_keeps_its_32_columns() {
+    const HEADER_2_8_4: &str = "timestamp,project_name,run_id,experiment_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,cpu_energy,gpu_energy,ram_energy,energy_consumed,country_name,country_iso_code,region,cloud_provider,cloud_region,os,python_version,codecarbon_version,cpu_count,cpu_model,gpu_count,gpu_model,longitude,latitude,ram_total_size,tracking_mode,on_cloud,pue";
+    assert_eq!(HEADER_2_8_4.split(',').count(), 32);
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    tree(&root);
+    let csv = t.path().join("emissions.csv");
+    std::fs::write(&csv, format!("{HEADER_2_8_4}\n")).unwrap();
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--pue", "1.25", "--codecarbon-csv"])
+        .arg(&csv)
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(contains(
+            "older CodeCarbon header (32 of CodeCarbon 3.3.2's 38 columns)",
+        ));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().next().unwrap(), HEADER_2_8_4);
+    let rows = csv_rows(&text);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].len(), 32);
+    assert_eq!(rows[0]["pue"], "1.25");
+    assert_eq!(rows[0]["tracking_mode"], "machine");
+    assert_eq!(rows[0]["on_cloud"], "N");
+    // A header with a column CodeCarbon never wrote is refused before the command runs.
+    let bad = t.path().join("bad.csv");
+    std::fs::write(&bad, "timestamp,my_column\n").unwrap();
+    amdahl(&root)
+        .args(["run", "--no-gpu", "--codecarbon-csv"])
+        .arg(&bad)
+        .args(["--", "true"])
+        .assert()
+        .code(1)
+        .stderr(contains("CodeCarbon never wrote (my_column)"));
+}
+
 #[test]
 fn a_non_zero_local_rank_only_references_the_node() {
     let t = tempfile::tempdir().unwrap();

@@ -350,6 +350,12 @@ fn models(c: &mut Checker, tmp: &Path) {
         amdahl().args(carbon).args(["--statement", "json"]),
     );
     c.stdout(
+        "amdahl.sci/1",
+        amdahl()
+            .args(carbon)
+            .args(["--sci", "token", "--sci-r", "1e9", "--json"]),
+    );
+    c.stdout(
         "amdahl.carbon/1",
         amdahl().args(["carbon", "--json", "--from"]).arg(&saved),
     );

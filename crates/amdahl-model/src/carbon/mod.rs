@@ -12,6 +12,7 @@ pub mod estimate;
 pub mod from_result;
 pub mod lifetime;
 pub mod network;
+pub mod sci;
 pub mod statement;
 
 pub use embodied::Embodied;
@@ -44,6 +45,8 @@ pub enum CarbonError {
     Input { file: String, message: String },
     #[error("{what} is too large to count (the result overflows); {fix}")]
     TooLarge { what: String, fix: &'static str },
+    #[error("{what} must be 0 or more (got {})", crate::units::shown(.value))]
+    Negative { what: &'static str, value: f64 },
 }
 
 /// Check that `value` is finite and > 0.
