@@ -211,7 +211,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let energy = amdahl_model::infer::intervals::energy_cases_with_arch().map_err(|e| {
         anyhow::anyhow!("the embedded energy validation set (a bug in amdahl): {e}")
     })?;
-    let result = InferResult::new(&ctx, &e, choice)?.with_intervals(&serving, &energy, &hw.arch);
+    let mut result =
+        InferResult::new(&ctx, &e, choice)?.with_intervals(&serving, &energy, &hw.arch);
+    if let (Some(cal), Some(iv)) = (a.sys.calibration()?, result.intervals.as_mut()) {
+        amdahl_model::calibrate::intervals::apply_to_infer(&cal, iv);
+    }
     print_unchecked(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
         crate::cmd::shape::note_tuning(&hw);
@@ -358,7 +362,13 @@ fn run_search(
     let energy = amdahl_model::infer::intervals::energy_cases_with_arch().map_err(|e| {
         anyhow::anyhow!("the embedded energy validation set (a bug in amdahl): {e}")
     })?;
-    let result = result.with_intervals(&serving, &energy, &hw.arch);
+    let mut result = result.with_intervals(&serving, &energy, &hw.arch);
+    if let Some(cal) = a.sys.calibration()? {
+        let listed = result.ranked.iter_mut().chain(result.pareto.iter_mut());
+        for iv in listed.filter_map(|c| c.intervals.as_mut()) {
+            amdahl_model::calibrate::intervals::apply_to_infer(&cal, iv);
+        }
+    }
     print_unchecked(&result, &result.render(a.format.format())?)?;
     if a.format.format() == Format::Table {
         crate::cmd::shape::note_tuning(hw);

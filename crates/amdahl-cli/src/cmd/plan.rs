@@ -360,6 +360,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let runs = validation_set().context("the embedded validation set (a bug in amdahl)")?;
     let mut result =
         PlanResult::new(&model, &hw, &net, &e, &inputs).with_intervals(&runs, a.framework);
+    if let (Some(cal), Some(iv)) = (a.sys.calibration()?, result.intervals.as_mut()) {
+        amdahl_model::calibrate::intervals::apply_to_plan(&cal, iv);
+    }
     result.grid = Some(grid);
     result.pue_source = Some(pue.source);
     if !result.fits {
@@ -548,6 +551,11 @@ fn run_search(
     let runs = validation_set().context("the embedded validation set (a bug in amdahl)")?;
     let mut result = SearchResult::new(model, hw, net, &space, &outcome, wall)
         .with_intervals(&runs, a.framework);
+    if let Some(cal) = a.sys.calibration()? {
+        for iv in result.top.iter_mut().filter_map(|l| l.intervals.as_mut()) {
+            amdahl_model::calibrate::intervals::apply_to_plan(&cal, iv);
+        }
+    }
     result.grid = Some(grid);
     result.pue_source = Some(pue.source);
     print_result(&result, &result.render(a.format.format())?)?;

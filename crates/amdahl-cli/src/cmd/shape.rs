@@ -154,6 +154,15 @@ pub fn read_json<T: serde::de::DeserializeOwned>(flag: &str, path: &std::path::P
 }
 
 impl SystemArgs {
+    /// The `--calibration` file, read again for its residuals (the prediction intervals of a
+    /// calibrated model come from them, not from the validation set).
+    pub fn calibration(&self) -> Result<Option<Calibration>> {
+        self.calibration
+            .as_deref()
+            .map(|p| read_json("--calibration", p))
+            .transpose()
+    }
+
     /// Lay `--device-profile` and `--calibration` over the catalog's device; the user's own
     /// `--idle-w` still wins over a profile's idle power.
     fn tune(&self, hw: &mut Hardware) -> Result<()> {

@@ -121,6 +121,29 @@ fn the_constants_the_rows_were_made_with_come_back() {
         let got = step_of(t.path(), cmd, Some(&cal));
         assert!((got / want - 1.0).abs() < 0.02, "{cmd}: {got} vs {want}");
     }
+    // The calibrated plan's interval comes from the 12 left-out residuals (all within ~2 %),
+    // not from the validation set's class: a band a few per cent wide around the prediction.
+    let out = amdahl()
+        .current_dir(t.path())
+        .args(ROWS[4].split(' '))
+        .args(["--calibration", "cal.json", "--json"])
+        .assert()
+        .success();
+    let p: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let band = &p["intervals"]["step_time_s"];
+    let basis = band["basis"].as_str().unwrap();
+    assert!(
+        basis.starts_with(
+            "calibration runs.csv (step_s, exact leave-one-out): 12 left-out rows, split conformal"
+        ),
+        "{basis}"
+    );
+    let (value, low, high) = (
+        band["value"].as_f64().unwrap(),
+        band["low"].as_f64().unwrap(),
+        band["high"].as_f64().unwrap(),
+    );
+    assert!(low / value > 0.95 && high / value < 1.05, "{band}");
     amdahl()
         .current_dir(t.path())
         .args(ROWS[4].split(' '))

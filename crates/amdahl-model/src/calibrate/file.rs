@@ -44,9 +44,10 @@ pub struct QuantityFit {
     pub mean_abs_before: f64,
     pub mean_abs_after: f64,
     pub mean_abs_loo: f64,
-    /// Each row's leave-one-out signed relative error, predicted / measured − 1 (positive: the
-    /// model optimistic, the validation set's convention), in row order: the residuals that
-    /// prediction intervals of a calibrated model are drawn from.
+    /// Each row's leave-one-out signed relative error of the quantity itself, predicted /
+    /// measured − 1 (positive: the model predicts more than was measured, so for a time it is
+    /// pessimistic), in row order: the residuals the prediction intervals of a calibrated model
+    /// are drawn from (`calibrate::intervals` turns a time's into the rate convention).
     pub loo_signed_errors: Vec<f64>,
 }
 

@@ -1,8 +1,8 @@
 //! Weighted nonlinear least squares of the model's free constants against measured rows
 //! (docs/methodology.md, "Calibration").
 //!
-//! Each row's residual is its relative error, `predicted / measured − 1` (positive: the model is
-//! optimistic, the validation set's convention), so a 10 ms step and a 10 s step weigh alike. The
+//! Each row's residual is its relative error, `predicted / measured − 1` (positive: the model
+//! predicts more than was measured: optimistic for a rate, pessimistic for a time), so a 10 ms step and a 10 s step weigh alike. The
 //! minimiser is Levenberg–Marquardt (Marquardt 1963; Nocedal & Wright, *Numerical Optimization*,
 //! 2nd ed., §10.3) on a forward-difference Jacobian taken through the real model, with the
 //! constants kept inside their physical bounds by projection. Standard errors are those of the

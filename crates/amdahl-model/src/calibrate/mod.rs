@@ -10,6 +10,7 @@
 
 pub mod file;
 pub mod fit;
+pub mod intervals;
 mod linalg;
 
 pub use file::{
