@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of `amdahl serve` (issue 26): 10,000 requests of Llama-3-70B on 8 x H100 at 80 % of
+# Benchmark of `amdahl serve`: 10,000 requests of Llama-3-70B on 8 x H100 at 80 % of
 # the simulated capacity, wall time and simulated requests per second (best of 5), beside
 # `infer --search` over the same node in the same run, and `serve --search` (220 configurations
 # of that node, 1,000 requests each); then the whole command (process start,

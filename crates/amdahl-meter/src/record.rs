@@ -951,7 +951,7 @@ pub(crate) mod tests {
         assert_eq!(m.total_energy_j, Joules(200.0));
     }
 
-    /// Issue 23 item 9: of two overlapping machine-scope records of one machine, the one that
+    /// Regression: of two overlapping machine-scope records of one machine, the one that
     /// started first (19.8 J over 1 s) was kept and the one that covered the run (1,980 J over
     /// 100 s) dropped. The longer reading of the shared counter is the one counted.
     #[test]

@@ -1,4 +1,4 @@
-//! Benchmark of `amdahl serve` (issue 26): 10,000 requests of Llama-3-70B on 8 × H100 (tp 8, bf16,
+//! Benchmark of `amdahl serve`: 10,000 requests of Llama-3-70B on 8 × H100 (tp 8, bf16,
 //! vLLM's H100 scheduler defaults), log-normal prompts (mean 1,024, σ 0.8) and outputs (mean 256,
 //! σ 0.8), Poisson arrivals at 80 % of the capacity the simulator itself finds (the completion rate
 //! of an overloaded probe run). Prints wall time and simulated requests per wall second, best of

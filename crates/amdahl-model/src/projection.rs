@@ -288,7 +288,7 @@ mod tests {
         out
     }
 
-    /// Issue 23 item 8: 356 J measured, 99 J projected when the count went back; 0 s and 0 J
+    /// Regression: 356 J measured, 99 J projected when the count went back; 0 s and 0 J
     /// from a stale progress file already at the total. The projection is never below what was
     /// measured, and says why its count is odd.
     #[test]

@@ -286,7 +286,7 @@ def test_process_scope_charges_this_process(tmp_path, monkeypatch):
 
 
 def test_the_default_scope_is_the_machine_as_amdahl_run_and_codecarbon(powercap):
-    # Issue 23 item 11: over a fake counter moving 5.5 J the tracker reported 0.18-2.2 J (its
+    # Regression: over a fake counter moving 5.5 J the tracker reported 0.18-2.2 J (its
     # CPU-time share) where `amdahl run` reported 5.5 J. Both now charge the machine by default.
     with amdahl.Tracker(no_gpu=True, interval="10ms") as t:
         powercap.burn(5.5, 0.2, 11)

@@ -193,7 +193,7 @@ fn from_a_run_names_what_its_counters_covered() {
     assert_eq!(v["basis"], "measured");
     let method = v["method"].as_str().unwrap_or_default();
     assert!(
-        method.ends_with("; covers GPUs (counter): GPU scope"),
+        method.ends_with("; covers GPUs (counter) — GPU scope"),
         "{v}"
     );
 }
@@ -596,7 +596,7 @@ fn a_saved_plans_grid_is_the_one_charged() {
     assert_eq!(fr["intensity"]["g_per_kwh"], 56.0);
 }
 
-/// Issue 23 item 14: figures no device can produce are flagged, not passed silently. An H100
+/// Regression: figures no device can produce are flagged, not passed silently. An H100
 /// SXM's TDP is 700 W (NVIDIA data sheet): 2,000 W "per device" is a node's power. A 6-year job
 /// on a 5-year life charges 120 % of the manufacture. The figures themselves are kept.
 #[test]
@@ -631,7 +631,7 @@ fn power_above_the_tdp_and_a_job_longer_than_the_life_are_warned_about() {
         .stderr(predicate::str::contains("not the power of one device"));
 }
 
-/// Issue 23 item 13: the statement of an `infer` result is worded as a prediction ("would"),
+/// Regression: the statement of an `infer` result is worded as a prediction ("would"),
 /// rounds as the tables do, says it covers 1,000 requests, and quotes the grid's recorded year.
 /// Before: "ran … was estimated", `17.038179376550822 J`, and "year not given" beside a 2022 grid.
 #[test]
@@ -675,7 +675,7 @@ fn the_statement_of_a_serving_estimate_is_a_rounded_prediction_with_the_grids_ye
     assert!(!long.is_match(&text), "{text}");
 }
 
-/// Issue 23, item 19: `--region aws:us-east-1` charges Northern Virginia's grid (EPA eGRID2022
+/// Regression: `--region aws:us-east-1` charges Northern Virginia's grid (EPA eGRID2022
 /// subregion SRVC, 622.987 lb CO2/MWh = 282.6 g/kWh, direct), not a US average; the statement
 /// names the subregion and its source; comparing it with the US country row (life-cycle) says the
 /// two bases differ, and with the eGRID US total (373.4 g/kWh, same basis) it is 24 % lower.
@@ -726,7 +726,7 @@ fn unknown_subnational_region_suggests() {
         .stderr(predicate::str::contains("did you mean").and(predicate::str::contains("SRVC")));
 }
 
-/// Issue 24: `carbon --from` a plan or serving estimate charges the power model's energy, so it
+/// `carbon --from` a plan or serving estimate charges the power model's energy, so it
 /// prints the model's accuracy line (from the energy validation set) as `plan` and `infer` do;
 /// JSON carries no note, and a measured run's energy gets none.
 #[test]

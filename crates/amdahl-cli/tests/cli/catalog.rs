@@ -346,7 +346,7 @@ fn energy_validation_set_is_printed_with_its_held_out_errors() {
     }
 }
 
-/// Issue 23, item 19: the sub-national rows are listed with source and year, and a cloud region
+/// Regression: the sub-national rows are listed with source and year, and a cloud region
 /// shows the grid it maps to.
 #[test]
 fn subnational_grids_and_the_regions_on_them() {

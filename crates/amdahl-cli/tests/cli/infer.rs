@@ -430,7 +430,7 @@ fn beam_search_decodes_every_beam_and_shares_the_prompt() {
         .stderr(predicate::str::contains("--beams must be a whole number"));
 }
 
-/// Issue 23 item 14: inputs no device has, or that a catalogued model would silently ignore,
+/// Regression: inputs no device has, or that a catalogued model would silently ignore,
 /// are usage errors (exit 2) that say what to give instead. Before: `--tdp-w 1e-9` printed
 /// 2.4e-13 J/token, `--tdp-w 1e308` `inf J` with exit 0, and `--hidden` beside `--model` was
 /// dropped without a word.

@@ -204,7 +204,7 @@ fn bad_input_fails_before_the_command_starts() {
         .assert()
         .code(1)
         .stderr(contains("unknown grid region `atlantis`").and(contains("did you mean")));
-    // Issue 23 item 7: a FIFO as --progress-file hung before the command started (opening a FIFO
+    // Regression: a FIFO as --progress-file hung before the command started (opening a FIFO
     // for reading waits for a writer) and ignored SIGINT/SIGTERM. Now refused at once; the
     // timeout turns a regression into a failure, not a stuck suite.
     let fifo = t.path().join("progress.fifo");
@@ -691,7 +691,7 @@ fn a_progress_file_projects_the_whole_run() {
     assert!(lo <= e && e <= hi);
 }
 
-/// Issue 23 item 8: a progress file left by an earlier run, already at the total, projected 0 s
+/// Regression: a progress file left by an earlier run, already at the total, projected 0 s
 /// and 0 J while the run drew energy. The projection is at least what was measured (3 J here:
 /// 3 advances of 1 J), and the stale count is a warning, on stderr and in the record.
 #[test]

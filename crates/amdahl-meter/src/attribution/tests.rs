@@ -152,7 +152,7 @@ fn cpu_split_by_ticks_memory_by_rss_remainder_unattributed() {
         .all(|x| x.labels.iter().all(|(k, _)| k != "cmdline")));
 }
 
-/// Issue 23 item 5: under build-like churn the children live between two samples and no sample
+/// Regression: under build-like churn the children live between two samples and no sample
 /// sees them; their CPU time reaches the parent's cutime when it reaps them. It is charged to
 /// the parent, less what a child that a sample did see was already charged (no double count).
 #[test]

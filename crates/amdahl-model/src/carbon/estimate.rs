@@ -276,7 +276,7 @@ mod tests {
         assert!((r.compare[1].co2e_kg - 8.0 * r.co2e_kg).abs() < 1e-9);
     }
 
-    /// Regression (issue 23, item 19): an eGRID subregion (direct, CO2 only) compared with a
+    /// Regression: an eGRID subregion (direct, CO2 only) compared with a
     /// country's life-cycle average must say the two bases differ, not print a bare ratio.
     #[test]
     fn mixed_scope_comparison_is_flagged() {

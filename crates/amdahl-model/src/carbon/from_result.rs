@@ -126,7 +126,7 @@ pub fn read_run(v: &Value, file: &str) -> Result<Saved, CarbonError> {
             .cloned()
             .and_then(|s| serde_json::from_value::<CoveredScope>(s).ok());
         energy.method = match scope {
-            Some(s) => format!("{}; covers {parts}: {}", energy.method, s.words()),
+            Some(s) => format!("{}; covers {parts} — {}", energy.method, s.words()),
             None => format!("{}; covers {parts}", energy.method),
         };
     }

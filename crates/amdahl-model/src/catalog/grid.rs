@@ -718,7 +718,7 @@ mod tests {
         (a - b).abs() <= tol
     }
 
-    /// Issue 23, item 19: AWS us-east-1 (Northern Virginia) draws from EPA eGRID subregion SRVC
+    /// Regression: AWS us-east-1 (Northern Virginia) draws from EPA eGRID subregion SRVC
     /// (eGRID2022: 622.987 lb CO2/MWh = 282.6 g/kWh), not from a US average.
     #[test]
     fn aws_us_east_1_is_the_srvc_subregion_not_the_us_mean() {
