@@ -171,6 +171,37 @@ pub(super) fn ticks_from_below(
     font: f64,
     horizontal: bool,
 ) -> (f64, Vec<Tick>) {
+    let (lo, t) = reaching_the_data(axis, (lo, hi), data_lo, len, font, horizontal);
+    // A narrow log axis over less than three decades may fit only two decade labels (10, 100
+    // over data from 2 to 560, where 1-2-5 labels would touch): extend it down to the decade
+    // below, so it gets a third and can be read.
+    if axis.scale != Scale::Log10 || t.len() >= 3 {
+        return (lo, t);
+    }
+    let decade = (lo + EPS).floor();
+    let lower = if decade < lo - EPS {
+        decade
+    } else {
+        decade - 1.0
+    };
+    let wider = ticks_reaching(axis, (lower, hi), data_lo, len, font, horizontal);
+    if wider.len() > t.len() {
+        (lower, wider)
+    } else {
+        (lo, t)
+    }
+}
+
+/// [`ticks_from_below`]'s first step: ticks that reach the lowest data, extending the axis down
+/// to a round value when none does.
+fn reaching_the_data(
+    axis: &Axis,
+    (lo, hi): (f64, f64),
+    data_lo: Option<f64>,
+    len: f64,
+    font: f64,
+    horizontal: bool,
+) -> (f64, Vec<Tick>) {
     let t = ticks_reaching(axis, (lo, hi), data_lo, len, font, horizontal);
     let Some(d) = data_lo else {
         return (lo, t);
