@@ -1,7 +1,7 @@
 //! `amdahl infer` end to end: the `amdahl.infer/1` JSON contract, `--rate`, `--search` and bad
 //! input (exit 1 with an actionable message; exit 2 for usage errors).
 
-use crate::support::{amdahl, json, refused, words};
+use crate::support::{amdahl, json, json_and_svg, refused, words};
 use predicates::prelude::*;
 
 const L70: [&str; 13] = [
@@ -471,23 +471,9 @@ fn absurd_power_and_ignored_shape_flags_are_refused() {
 /// under the figure.
 #[test]
 fn search_figure_names_its_points() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let svg = dir.path().join("search.svg");
-    let out = amdahl()
-        .args(words(
-            "infer --model llama3-8b --system h100 --search --max-tpot-ms 30 --search-max-batch 64 --json --svg",
-        ))
-        .arg(&svg)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
-    let text = std::fs::read_to_string(&svg).unwrap_or_default();
+    let (v, text) = json_and_svg(&words(
+        "infer --model llama3-8b --system h100 --search --max-tpot-ms 30 --search-max-batch 64 --json",
+    ));
     let ranked = v["ranked"].as_array().cloned().unwrap_or_default();
     assert!(!ranked.is_empty());
     for c in ranked.iter().take(6) {

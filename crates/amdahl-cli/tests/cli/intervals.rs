@@ -1,37 +1,20 @@
 //! `--framework` presets and the prediction intervals of `plan` and `infer`, end to end.
 
-use crate::support::{amdahl, json, num, refused, within};
+use crate::support::{amdahl, json, num, refused, within, words};
 use predicates::prelude::*;
 use serde_json::Value;
 
 /// SC21 Table 2's GPT-3 175B with DeepSpeed ZeRO-3 on 384 A100, as published: no model
 /// parallelism, microbatch 4, batch 1536, full recomputation, fp16.
-const SC21_ZERO3: [&str; 21] = [
-    "plan",
-    "--model",
-    "gpt3-175b",
-    "--system",
-    "a100-80gb",
-    "--gpus",
-    "384",
-    "--tp",
-    "1",
-    "--pp",
-    "1",
-    "--mbs",
-    "4",
-    "--batch",
-    "1536",
-    "--recompute",
-    "full",
-    "--zero",
-    "3",
-    "--precision",
-    "fp16",
-];
+const SC21_ZERO3: &str = "plan --model gpt3-175b --system a100-80gb --gpus 384 --tp 1 --pp 1 \
+     --mbs 4 --batch 1536 --recompute full --zero 3 --precision fp16";
 
-fn with(base: &[&'static str], extra: &[&'static str]) -> Vec<&'static str> {
-    base.iter().chain(extra).copied().collect()
+/// The SC21 layout followed by `extra`.
+fn with(extra: &[&'static str]) -> Vec<&'static str> {
+    words(SC21_ZERO3)
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect()
 }
 
 fn band(v: &Value, key: &str) -> (f64, f64, f64, String) {
@@ -48,11 +31,8 @@ fn band(v: &Value, key: &str) -> (f64, f64, f64, String) {
 fn the_deepspeed_preset_sets_what_the_flags_would() {
     // The preset gives DeepSpeed 2021's matrix-by-matrix gathering and its overlap_comm
     // (plan/framework.rs): the same step as the flags typed out.
-    let preset = json(&with(&SC21_ZERO3, &["--framework", "deepspeed"]));
-    let flags = json(&with(
-        &SC21_ZERO3,
-        &["--zero3-prefetch", "module", "--overlap"],
-    ));
+    let preset = json(&with(&["--framework", "deepspeed"]));
+    let flags = json(&with(&["--zero3-prefetch", "module", "--overlap"]));
     assert_eq!(preset["framework"], "deepspeed-2021");
     assert_eq!(preset["layout"]["zero3_prefetch"], "module");
     assert_eq!(preset["layout"]["overlap_dp"], true);
@@ -62,27 +42,24 @@ fn the_deepspeed_preset_sets_what_the_flags_would() {
         1e-12,
     );
     // An explicit flag wins over the preset.
-    let off = json(&with(
-        &SC21_ZERO3,
-        &[
-            "--framework",
-            "deepspeed",
-            "--overlap=false",
-            "--zero3-prefetch",
-            "layer",
-        ],
-    ));
+    let off = json(&with(&[
+        "--framework",
+        "deepspeed",
+        "--overlap=false",
+        "--zero3-prefetch",
+        "layer",
+    ]));
     assert_eq!(off["layout"]["overlap_dp"], false);
     assert_eq!(off["layout"]["zero3_prefetch"], "layer");
     // Without --framework nothing changes: Megatron-LM's defaults.
-    let plain = json(&SC21_ZERO3);
+    let plain = json(&words(SC21_ZERO3));
     assert_eq!(plain["framework"], "megatron-lm");
     assert_eq!(plain["layout"]["overlap_dp"], false);
 }
 
 #[test]
 fn plan_intervals_follow_the_class_and_the_direction_of_each_figure() {
-    let v = json(&with(&SC21_ZERO3, &["--framework", "deepspeed"]));
+    let v = json(&with(&["--framework", "deepspeed"]));
     let (step, lo, hi, basis) = band(&v, "step_time_s");
     // The class is SC21's six ZeRO-3 rows, which ran 1.4–4× slower than typed: a small class,
     // its widest error, and a band above the prediction.
@@ -109,7 +86,7 @@ fn plan_intervals_follow_the_class_and_the_direction_of_each_figure() {
 #[test]
 fn the_plan_table_prints_the_band_and_its_class() {
     amdahl()
-        .args(with(&SC21_ZERO3, &["--framework", "megatron-lm"]))
+        .args(with(&["--framework", "megatron-lm"]))
         .assert()
         .success()
         .stdout(
@@ -149,11 +126,11 @@ fn infer_intervals_and_tpot_without_data() {
 
 #[test]
 fn an_unknown_framework_is_a_usage_error_naming_the_presets() {
-    let e = refused(&with(&SC21_ZERO3, &["--framework", "torch"]));
+    let e = refused(&with(&["--framework", "torch"]));
     assert!(
         e.contains("megatron-lm") && e.contains("deepspeed-2021") && e.contains("fsdp"),
         "{e}"
     );
-    let e = refused(&with(&SC21_ZERO3, &["--overlap=maybe"]));
+    let e = refused(&with(&["--overlap=maybe"]));
     assert!(e.contains("--overlap"), "{e}");
 }

@@ -1,6 +1,6 @@
 //! `amdahl plan` end to end: JSON contract, search, and bad input (exit 1, actionable message).
 
-use crate::support::{amdahl, json, num, refused, within, words};
+use crate::support::{amdahl, json, json_and_svg, num, refused, within, words};
 use assert_cmd::Command;
 use predicates::prelude::*;
 
@@ -788,23 +788,9 @@ fn the_search_tries_every_layout_under_every_cap() {
 /// figure.
 #[test]
 fn search_figure_names_its_points() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let svg = dir.path().join("search.svg");
-    let out = amdahl()
-        .args(words(
-            "plan --model llama2-7b --gpus 16 --batch 64 --search --quiet --top 3 --json --svg",
-        ))
-        .arg(&svg)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
-    let text = std::fs::read_to_string(&svg).unwrap_or_default();
+    let (v, text) = json_and_svg(&words(
+        "plan --model llama2-7b --gpus 16 --batch 64 --search --quiet --top 3 --json",
+    ));
     let top = v["top"].as_array().cloned().unwrap_or_default();
     assert_eq!(top.len(), 3);
     for x in &top {

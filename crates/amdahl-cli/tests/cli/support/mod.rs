@@ -32,6 +32,27 @@ pub fn json(args: &[&str]) -> Value {
     }
 }
 
+/// Run `amdahl ARGS --svg FILE` (ARGS include `--json`), require success, and return the parsed
+/// stdout and the figure's text.
+pub fn json_and_svg(args: &[&str]) -> (Value, String) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let svg = dir.path().join("figure.svg");
+    let out = amdahl()
+        .args(args)
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .unwrap_or_else(|e| panic!("running amdahl: {e}"));
+    assert!(
+        out.status.success(),
+        "amdahl {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON: {e}"));
+    (v, std::fs::read_to_string(&svg).unwrap_or_default())
+}
+
 /// The number at `v[key]`, or a panic naming the missing key.
 pub fn num(v: &Value, key: &str) -> f64 {
     v[key]
