@@ -176,6 +176,50 @@ fn add_joule(counter: &Path) -> String {
     )
 }
 
+/// Submits `sbatch --parsable ARGS` and waits for the job to end, polling its state every 50 ms;
+/// its id, or a panic with the job's state and output when it did not complete. `sbatch --wait`
+/// would poll at 2 s and then 10 s (slurm 22.05 `sbatch.c`, `_job_wait`: 2 s, ×4 up to 32 s),
+/// so a one-second job took ten.
+fn sbatch_and_wait(cl: &Cluster, args: &[&std::ffi::OsStr]) -> String {
+    let o = cl
+        .cmd("sbatch")
+        .arg("--parsable")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "sbatch: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let job = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let state = wait_for(Duration::from_secs(60), "the batch job to end", || {
+        let o = cl
+            .cmd("scontrol")
+            .args(["show", "job", "-o", &job])
+            .output()
+            .ok()?;
+        let line = String::from_utf8_lossy(&o.stdout).into_owned();
+        let state = line
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix("JobState="))?;
+        let ended = [
+            "COMPLETED",
+            "FAILED",
+            "CANCELLED",
+            "TIMEOUT",
+            "NODE_FAIL",
+            "OUT_OF_MEMORY",
+        ];
+        ended.contains(&state).then(|| line.clone())
+    });
+    assert!(
+        state.contains("JobState=COMPLETED") && state.contains("ExitCode=0:0"),
+        "job {job} did not complete: {state}"
+    );
+    job
+}
+
 #[test]
 fn sbatch_and_srun_under_amdahl_run_and_scale() {
     let _one = SLURM.lock().unwrap_or_else(|p| p.into_inner());
@@ -186,26 +230,23 @@ fn sbatch_and_srun_under_amdahl_run_and_scale() {
 
     // sbatch: the batch step runs `amdahl run` around a command adding 1 J.
     let out = cl.path().join("batch.json");
-    let o = cl
-        .cmd("sbatch")
-        .args(["--wait", "--parsable", "-o"])
-        .arg(cl.path().join("batch.log"))
-        .arg("--wrap")
-        .arg(format!(
-            "AMDAHL_POWERCAP_ROOT={r} {a} run --no-gpu --interval 50ms -o {out} -- sh -c '{w}'",
-            r = root.display(),
-            a = amdahl.display(),
-            out = out.display(),
-            w = add_joule(&counter)
-        ))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "sbatch: {}",
-        String::from_utf8_lossy(&o.stderr)
+    let log = cl.path().join("batch.log");
+    let wrap = format!(
+        "AMDAHL_POWERCAP_ROOT={r} {a} run --no-gpu --interval 50ms -o {out} -- sh -c '{w}'",
+        r = root.display(),
+        a = amdahl.display(),
+        out = out.display(),
+        w = add_joule(&counter)
     );
-    let job = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let job = sbatch_and_wait(
+        &cl,
+        &[
+            "-o".as_ref(),
+            log.as_os_str(),
+            "--wrap".as_ref(),
+            wrap.as_ref(),
+        ],
+    );
     let r = json(&out);
     assert_eq!(r["cluster"]["launcher"], "slurm", "{r}");
     assert_eq!(r["cluster"]["job_id"].as_str(), Some(job.as_str()));
@@ -252,14 +293,16 @@ fn sbatch_and_srun_under_amdahl_run_and_scale() {
     assert_eq!(merged["total_energy_j"].as_f64(), Some(1.0), "{merged}");
 
     // amdahl scale over srun -n {n}: 0.1 s serial in task 0, 2.4 s split over the tasks; three
-    // runs per N, the fewest with which the significance test can accept a speedup. (With 1.2 s
-    // split, srun's step launch on a loaded 2-core machine varied enough that the test could
-    // not tell N = 2 from N = 1.)
+    // runs per N, the fewest with which the significance test can accept a speedup, and no
+    // warm-up (a cold first step launch would have to cost over a second to put an N = 2 run
+    // above an N = 1 run). (With 1.2 s split, srun's step launch on a loaded 2-core machine
+    // varied enough that the test could not tell N = 2 from N = 1.)
     let out = cl.path().join("scale.json");
     let o = cl
         .cmd(amdahl.to_str().unwrap())
         .env("AMDAHL_POWERCAP_ROOT", &root)
-        .args(["scale", "--n", "1,2,3", "--runs", "3", "--n-counts", "processes", "-o"])
+        .args(["scale", "--n", "1,2,3", "--runs", "3", "--warmup", "0"])
+        .args(["--n-counts", "processes", "-o"])
         .arg(&out)
         .args(["--", "srun", "--overcommit", "-n", "{n}", "sh", "-c"])
         .arg(format!(
@@ -414,18 +457,16 @@ fn prolog_and_epilog_write_one_record_per_job() {
         e = wrappers.path().join("epilog.sh").display()
     );
     let Some(cl) = cluster(&extra) else { return };
-    let o = cl
-        .cmd("sbatch")
-        .args(["--wait", "--parsable", "-o", "/dev/null", "--wrap"])
-        .arg(format!("sleep 0.5; {}; sleep 0.5", add_joule(&counter)))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "sbatch: {}",
-        String::from_utf8_lossy(&o.stderr)
+    let wrap = format!("sleep 0.5; {}; sleep 0.5", add_joule(&counter));
+    let job = sbatch_and_wait(
+        &cl,
+        &[
+            "-o".as_ref(),
+            "/dev/null".as_ref(),
+            "--wrap".as_ref(),
+            wrap.as_ref(),
+        ],
     );
-    let job = String::from_utf8_lossy(&o.stdout).trim().to_string();
     let host = short_hostname();
     let record = jobs.join(format!("{job}-{host}.json"));
     let pid = jobs.join(format!("{job}-{host}.pid"));
