@@ -315,7 +315,7 @@ fn energy_validation_set_is_printed_with_its_held_out_errors() {
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     // The fitted power model's summary line and the claim's verdicts (docs/methodology.md).
     assert!(
-        text.contains("power met, energy per token not met"),
+        text.contains("power not met, energy per token not met"),
         "{text}"
     );
     assert!(text.contains("busy hopper 0.40, blackwell 0.57"), "{text}");

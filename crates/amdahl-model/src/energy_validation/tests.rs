@@ -52,23 +52,25 @@ fn held_out_accuracy_on_the_claimed_rows() {
             s.worst_abs_error * 100.0
         );
     }
-    // Power: the targets (median ≤ 15 %, none beyond 35 %) are met with margin: 6.8 % and
-    // 19.1 % when the model was fitted (45 rows).
+    // Every row of a modelled engine is in the claim, the host-bound 8B-on-B200 configuration
+    // too (it is only left out of the fit): 54 power rows. Power: 7.7 % median, but 103 % worst
+    // (that configuration at batch 128, 449 W measured where the model says 920 W), so the
+    // targets (median ≤ 15 %, none beyond 35 %) are NOT met. These bounds hold the level
+    // reached, so that a regression fails.
     let p = summary(&v, Quantity::PowerPerGpu, "claim");
-    assert_eq!(p.rows, 45);
+    assert_eq!(p.rows, 54);
     assert!(p.held_out_median_abs_error <= 0.08, "{p:?}");
-    assert!(p.held_out_worst_abs_error <= 0.21, "{p:?}");
+    assert!(p.held_out_worst_abs_error <= 1.05, "{p:?}");
     assert!(
-        p.held_out_median_abs_error <= TARGET_MEDIAN && p.held_out_worst_abs_error <= TARGET_WORST
+        p.held_out_median_abs_error <= TARGET_MEDIAN && p.held_out_worst_abs_error > TARGET_WORST
     );
-    // Energy per token carries the serving model's throughput error as well: 17.8 % median and
-    // 48.7 % worst (Llama-3.1-8B on an H100 at batch 512, whose throughput is predicted 65 % high)
-    // when the model was fitted. The targets are NOT met yet; these bounds hold the level reached
-    // so that a regression fails.
+    // Energy per token carries the serving model's throughput error as well: 18.5 % median and
+    // ~52 % worst (the serving model predicts the large batches of 8B models too fast: the
+    // engine's per-sequence CPU work is not modelled). The targets are NOT met yet.
     let e = summary(&v, Quantity::EnergyPerToken, "claim");
-    assert_eq!(e.rows, 45);
+    assert_eq!(e.rows, 54);
     assert!(e.held_out_median_abs_error <= 0.19, "{e:?}");
-    assert!(e.held_out_worst_abs_error <= 0.50, "{e:?}");
+    assert!(e.held_out_worst_abs_error <= 0.53, "{e:?}");
 }
 
 #[test]
@@ -98,7 +100,7 @@ fn the_wall_power_of_a_training_node() {
 fn rows_outside_the_claim_are_marked_and_explained() {
     let v = energy_validation().unwrap();
     // The only host-bound configuration: Llama-3.1-8B on one B200, whose power drops from 617 W
-    // at batch 64 to 449 W at batch 128.
+    // at batch 64 to 449 W at batch 128. It is explained, not excluded: its rows count.
     let mut host: Vec<&str> = v
         .cases
         .iter()
@@ -107,6 +109,11 @@ fn rows_outside_the_claim_are_marked_and_explained() {
         .collect();
     host.dedup();
     assert_eq!(host, ["mlenergy3-llama3.1-8b-b200-tp1"]);
+    assert!(v
+        .cases
+        .iter()
+        .filter(|c| c.host_bound)
+        .all(|c| c.in_claim()));
     // vLLM 0.5.4 (ML.ENERGY v2) and FastChat (v1) are outside the engines modelled.
     assert!(v
         .cases
