@@ -77,6 +77,22 @@ def carbon(**options: Any) -> Dict[str, Any]:
 
 
 
+def serve(**options: Any) -> Dict[str, Any]:
+    """``amdahl serve``: a simulated request stream (continuous batching) with tail latencies and
+    the energy of each request. Result: schema ``amdahl.serve/1`` (``search=True``:
+    ``amdahl.serve-search/1``)."""
+    return command("serve", **options)
+
+
+def calibrate(runs: Union[str, "os.PathLike[str]"], **options: Any) -> Dict[str, Any]:
+    """``amdahl calibrate RUNS.csv``: the model's constants fitted to measured runs (the CSV's
+    ``command`` column typed as for the CLI, e.g. ``plan --model gpt3-125m --gpus 1 --batch 8``,
+    beside ``step_s``, ``tokens_per_s``, ``ttft_s``, ``tpot_s`` or ``power_w``), each with its
+    standard error and leave-one-out error. ``out=`` writes the calibration for
+    ``plan(calibration=…)``/``infer(calibration=…)``. Result: schema ``amdahl.calibration/1``."""
+    return command("calibrate", [os.fspath(runs)], **options)
+
+
 def fit(points: Optional[Iterable[Point]] = None, file: Union[str, "os.PathLike[str]", None] = None, **options: Any) -> Dict[str, Any]:
     """``amdahl fit``: scaling laws fitted to measured runs.
 

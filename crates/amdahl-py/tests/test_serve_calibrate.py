@@ -1,0 +1,64 @@
+"""``amdahl.serve`` and ``amdahl.calibrate`` give the CLI's results, and a calibration written
+from Python is read back by ``amdahl.plan``."""
+
+import json
+import subprocess
+
+import pytest
+
+import amdahl
+from amdahl import AmdahlError
+
+# docs/usage/calibrate.md's rows: the model's own step times and powers with a GEMM efficiency of
+# 0.60, 30 ms of overhead per step and a busy draw of 0.36 × TDP, rounded to three digits.
+ROWS = """command,step_s,power_w
+plan --model gpt3-125m --system h100 --gpus 1 --batch 8 --recompute none,0.165,382
+plan --model gpt3-350m --system h100 --gpus 1 --batch 16 --mbs 2,0.764,455
+plan --model gpt3-1.3b --system h100 --gpus 2 --tp 2 --batch 32 --mbs 4,1.5,468
+plan --model gpt3-2.7b --system h100 --gpus 4 --tp 4 --batch 64 --mbs 2,3.34,426
+plan --model gpt3-6.7b --system h100 --gpus 8 --tp 8 --batch 64,4.03,369
+plan --model gpt3-760m --system h100 --gpus 1 --batch 4 --recompute none,0.239,425
+"""
+FIT = "gemm_efficiency,step_overhead_s,power_active"
+
+
+def cli_json(amdahl_cmd, *args, cwd=None):
+    out = subprocess.run([amdahl_cmd, *args, "--json"], capture_output=True, text=True, cwd=cwd)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_serve_equals_the_cli(amdahl_cmd):
+    kw = dict(model="llama3-8b", system="h100", rate=4, requests=200, seed=7)
+    py = amdahl.serve(**kw)
+    cli = cli_json(amdahl_cmd, "serve", "--model", "llama3-8b", "--system", "h100", "--rate", "4",
+                   "--requests", "200", "--seed", "7")
+    assert py["schema"] == "amdahl.serve/1"
+    assert py == cli
+
+
+def test_calibrate_recovers_the_constants_and_plan_reads_them(amdahl_cmd, tmp_path):
+    runs = tmp_path / "train.csv"
+    runs.write_text(ROWS)
+    out = tmp_path / "h100.json"
+    py = amdahl.calibrate(runs, fit=FIT, out=out)
+    assert py["schema"] == "amdahl.calibration/1"
+    got = {c["name"]: c for c in py["constants"]}
+    # The constants the rows were made with, within rounding to three digits: ±0.01, ±1 ms, ±0.01.
+    assert got["gemm_efficiency"]["value"] == pytest.approx(0.60, abs=0.01)
+    assert got["step_overhead_s"]["value"] == pytest.approx(0.030, abs=0.001)
+    assert got["power_active"]["value"] == pytest.approx(0.36, abs=0.01)
+    # Same numbers as the command (the CLI reads the CSV by its relative name, as typed).
+    assert py["constants"] == cli_json(amdahl_cmd, "calibrate", str(runs), "--fit", FIT)["constants"]
+    # The written calibration changes the plan it is given to, and the plan names it.
+    layout = dict(model="gpt3-1.3b", system="h100", gpus=8, tp=2, batch=64)
+    plain, tuned = amdahl.plan(**layout), amdahl.plan(**layout, calibration=out)
+    assert tuned["step_time_s"] != plain["step_time_s"]
+    assert "train.csv" in json.dumps(tuned)
+
+
+def test_calibrate_refuses_a_bad_row(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("command,step_s\nplan --model gpt3-125m --system h100 --gpus 1 --batch 8,NaN\n")
+    with pytest.raises(AmdahlError, match="line 2: step_s = NaN"):
+        amdahl.calibrate(bad)
