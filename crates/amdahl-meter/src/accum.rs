@@ -23,6 +23,16 @@ pub fn trapezoid(p0: Watts, p1: Watts, dt: Seconds) -> Joules {
     Watts((p0.get() + p1.get()) / 2.0) * dt
 }
 
+/// What a device draws by estimate while it cannot be measured, and on what basis (said in the
+/// device's note): a GPU whose sensor is unreadable, steps back or is rejected as impossible is
+/// charged this power for those intervals, so its energy is estimated, never lost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fallback {
+    pub power: Watts,
+    /// E.g. "the catalog TDP of MI300X, an upper bound".
+    pub basis: String,
+}
+
 /// Running energy of one device.
 #[derive(Debug, Clone)]
 pub struct Accumulator {
@@ -48,6 +58,13 @@ pub struct Accumulator {
     /// Counter steps rejected as physically impossible, and the first of them for the note.
     pub rejected: u64,
     first_rejected: Option<String>,
+    /// The estimate for intervals without a measurement; None: such intervals are missing.
+    fallback: Option<Fallback>,
+    /// Seconds estimated so far by the fallback (not counting a trailing unreadable span).
+    estimated_s: f64,
+    /// The first and the latest sample time, readable or not ([`Accumulator::seen`]).
+    first_t: Option<Seconds>,
+    seen_t: Seconds,
 }
 
 /// Slack added to each interval before the power check: a counter read ~1 ms late (RAPL's
@@ -69,6 +86,30 @@ impl Accumulator {
             max_power: None,
             rejected: 0,
             first_rejected: None,
+            fallback: None,
+            estimated_s: 0.0,
+            first_t: None,
+            seen_t: Seconds::ZERO,
+        }
+    }
+
+    /// Estimate the intervals that cannot be measured with `f` instead of leaving them out.
+    pub fn with_fallback(mut self, f: Option<Fallback>) -> Self {
+        self.fallback = f;
+        self
+    }
+
+    /// A sample was taken at `t`, whether the device read or not: unreadable spans are timed
+    /// from it.
+    pub fn seen(&mut self, t: Seconds) {
+        self.first_t.get_or_insert(t);
+        self.seen_t = t;
+    }
+
+    /// Charge `dt` seconds to the fallback, where there is one.
+    fn estimate(&mut self, dt: Seconds) {
+        if self.fallback.is_some() && dt.get() > 0.0 {
+            self.estimated_s += dt.get();
         }
     }
 
@@ -137,6 +178,9 @@ impl Accumulator {
                         (None, _) => Some("counter went backwards with no known range".into()),
                         (Some(_), b) => b.clone(),
                     };
+                    if delta.is_none() || bad.is_some() {
+                        self.estimate(dt);
+                    }
                     match delta {
                         Some(_) if bad.is_some() => {
                             self.rejected += 1;
@@ -166,6 +210,10 @@ impl Accumulator {
                 _ => {}
             }
         } else {
+            // Unreadable from the first sample until now: that span is estimated.
+            if let Some(t0) = self.first_t {
+                self.estimate(t - t0);
+            }
             self.incomplete_now = None;
             if let Raw::Power(p) = raw {
                 self.last_power = Some(p);
@@ -189,7 +237,38 @@ impl Accumulator {
         Joules(self.counter_units as f64 / self.units_per_joule)
     }
 
+    /// Energy so far, the method, and why it is less than a measurement. Intervals estimated by
+    /// the fallback (and the span since the last good reading, while the device stays
+    /// unreadable) are added at its power, and then the whole device is an estimate: its figure
+    /// is no longer a measurement, and the note says how much of it was estimated and why.
     pub fn energy(&self) -> (Joules, Method, Option<String>) {
+        let (measured, method, note) = self.measured();
+        let Some(f) = &self.fallback else {
+            return (measured, method, note);
+        };
+        let since = self.last.map(|(t, _)| t).or(self.first_t);
+        let trailing = since.map_or(0.0, |t0| (self.seen_t - t0).get().max(0.0));
+        let secs = self.estimated_s + trailing;
+        if secs <= 0.0 {
+            return (measured, method, note);
+        }
+        let total = self
+            .first_t
+            .map_or(secs, |t0| (self.seen_t - t0).get().max(secs));
+        let est = format!(
+            "estimated for {secs:.1} of {total:.1} s at {:.0} W ({})",
+            f.power.get(),
+            f.basis
+        );
+        let note = Some(match note {
+            Some(n) => format!("{est}; {n}"),
+            None => est,
+        });
+        (measured + f.power * Seconds(secs), Method::Estimate, note)
+    }
+
+    /// What the readings alone give.
+    fn measured(&self) -> (Joules, Method, Option<String>) {
         let counter_energy = self.counter_energy();
         let mut note = None;
         if self.resets > 0 {

@@ -9,6 +9,8 @@ use std::time::Instant;
 struct Device {
     info: DeviceInfo,
     acc: Accumulator,
+    /// Kept to rebuild the accumulator on [`Meter::reset`].
+    fallback: Option<crate::accum::Fallback>,
 }
 
 pub struct Meter {
@@ -88,13 +90,17 @@ impl Meter {
         let sources = sources
             .into_iter()
             .map(|s| {
+                let fallbacks = s.fallbacks();
                 let idx = s
                     .devices()
                     .into_iter()
-                    .map(|info| {
+                    .enumerate()
+                    .map(|(k, info)| {
+                        let f = fallbacks.get(k).cloned().flatten();
                         devices.push(Device {
-                            acc: accumulator(&info),
+                            acc: accumulator(&info).with_fallback(f.clone()),
                             info,
+                            fallback: f,
                         });
                         devices.len() - 1
                     })
@@ -117,7 +123,7 @@ impl Meter {
     /// Forget all energy (after an idle baseline), keeping the sources.
     pub fn reset(&mut self) {
         for d in &mut self.devices {
-            d.acc = accumulator(&d.info);
+            d.acc = accumulator(&d.info).with_fallback(d.fallback.clone());
         }
         self.last_t = Seconds::ZERO;
     }
@@ -155,6 +161,7 @@ impl Meter {
                 let Some(dev) = self.devices.get_mut(i) else {
                     continue;
                 };
+                dev.acc.seen(t);
                 match readings.get(k) {
                     Some(Ok(raw)) => dev.acc.update(t, *raw),
                     Some(Err(e)) => dev

@@ -545,8 +545,11 @@ pub fn same_machine(a: &RunRecord, b: &RunRecord) -> bool {
 /// command's own CPU time). Two whole readings of one device over overlapping windows hold
 /// the same joules; shares of different commands add up.
 fn whole_device(r: &RunRecord, d: &DeviceRecord) -> bool {
-    d.machine_energy_j.is_none()
-        && (r.scope == MeasurementScope::Machine || d.method != Method::Estimate)
+    // Only the CPU and RAM estimates are the command's own share; an estimated GPU (unreadable
+    // sensor, `hwmon::unreadable`) is the whole GPU at its TDP, like its measurement would be.
+    let share_estimate =
+        d.method == Method::Estimate && matches!(d.kind, DeviceKind::Cpu | DeviceKind::Ram);
+    d.machine_energy_j.is_none() && (r.scope == MeasurementScope::Machine || !share_estimate)
 }
 
 /// How complete a record is, to keep the best copy of a run given twice: finished before

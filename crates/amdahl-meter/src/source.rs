@@ -94,4 +94,9 @@ pub enum Raw {
 pub trait EnergySource: Send {
     fn devices(&self) -> Vec<DeviceInfo>;
     fn read(&mut self) -> Vec<Result<Raw, MeterError>>;
+    /// For each device (same order as `devices`; missing entries: None), the estimate charged
+    /// for intervals it cannot measure. Sources without one leave such intervals out and say so.
+    fn fallbacks(&self) -> Vec<Option<crate::accum::Fallback>> {
+        Vec::new()
+    }
 }

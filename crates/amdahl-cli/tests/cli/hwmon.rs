@@ -271,7 +271,8 @@ fn detect_lists_packages_tiles_hidden_gpus_and_garbage() {
     assert_eq!(d["hwmon_root"], h.display().to_string());
 }
 
-/// The exporter serves an AMD GPU's node energy (unattributed to processes: no AMD SMI).
+/// The exporter serves an AMD GPU's node energy (unattributed to processes: no KFD tree, which
+/// it says on stderr).
 #[test]
 fn exporter_serves_amd_gpu_energy() {
     let t = tempfile::tempdir().unwrap();
@@ -315,6 +316,68 @@ fn exporter_serves_amd_gpu_energy() {
     assert_eq!(
         rule.and_then(|x| x.labels.get("rule")).map(String::as_str),
         Some("unattributed"),
+        "{text}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("kfd/kfd/topology/nodes"), "{err}");
+}
+
+/// With the amdgpu KFD tree beside the hwmon root, the exporter splits an AMD GPU's energy
+/// among the processes holding VRAM on it, by CU occupancy (3:1 here), and charges their jobs.
+#[test]
+fn exporter_attributes_amd_gpu_energy_by_kfd_cu_occupancy() {
+    use amdahl_meter::attribution::procs::fake as procs;
+    let t = tempfile::tempdir().unwrap();
+    amdahl_meter::rapl::fake::standard(&t.path().join("powercap")).unwrap();
+    let h = t.path().join("hwmon");
+    fake::amdgpu(
+        &h,
+        "hwmon0",
+        "0000:05:00.0",
+        0x74a1,
+        "aa",
+        Some(400_000_000),
+    )
+    .unwrap();
+    fake::kfd_cpu(&h, 0).unwrap();
+    fake::kfd_gpu(&h, 1, 4242, "0000:05:00.0", 0).unwrap();
+    let proc = t.path().join("proc");
+    procs::machine(&proc, 0, 1_000_000).unwrap();
+    for (pid, cu) in [(300, 90), (301, 30)] {
+        let cg = format!("0::/system.slice/slurmstepd.scope/job_{pid}/step_0/user/task_0\n");
+        procs::process(&proc, pid, "hip", 0, 0, Some(0), Some(&cg), &[]).unwrap();
+        fake::kfd_process(&h, pid, 4242, 1 << 30, Some(cu)).unwrap();
+    }
+    let out = amdahl(t.path())
+        .args(["exporter", "--once", "--interval", "100ms", "--proc-root"])
+        .arg(&proc)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("kfd"), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let m = parse_metrics(&text);
+    let e = crate::support::fake_node::E;
+    let job = |j: &str| {
+        sum(
+            &m,
+            e,
+            &[("scope", "job"), ("job", j), ("device", "amdgpu:0")],
+        )
+    };
+    let node = sum(&m, e, &[("scope", "node"), ("device", "amdgpu:0")]);
+    let (a, b) = (job("300"), job("301"));
+    assert!(
+        node > 0.0 && (a + b - node).abs() < 1e-3 && (a - 3.0 * b).abs() < 1e-3,
+        "{text}"
+    );
+    let rule = m.iter().find(|x| {
+        x.name == "amdahl_gpu_attribution_rule"
+            && x.labels.get("device").map(String::as_str) == Some("amdgpu:0")
+    });
+    assert_eq!(
+        rule.and_then(|x| x.labels.get("rule")).map(String::as_str),
+        Some("utilisation"),
         "{text}"
     );
 }

@@ -2,10 +2,13 @@
 //! GPU's energy. Behind the [`GpuUsageSource`] trait so tests drive it with a fake driver; the
 //! real one is [`BackendUsage`] over any [`GpuBackend`] (NVML in the exporter).
 //!
+//! AMD GPUs get the same from the KFD sysfs tree ([`super::kfd`]); [`Chain`] asks both.
+//!
 //! The rule ([`gpu_weights`], docs/methodology.md "Energy attribution (exporter)"):
-//! 1. by per-process SM utilisation (NVML `nvmlDeviceGetProcessUtilization`) where the driver
-//!    gives samples and they are not all zero;
-//! 2. else equally over the processes holding a compute or graphics context on the GPU;
+//! 1. by per-process SM utilisation (NVML `nvmlDeviceGetProcessUtilization`; on AMD, each
+//!    process's KFD `cu_occupancy`) where the driver gives it and it is not all zero;
+//! 2. else equally over the processes holding a compute or graphics context on the GPU (on AMD,
+//!    a nonzero KFD `vram_<gpuid>`);
 //! 3. else (no process, or nothing readable) the interval's energy stays unattributed.
 
 use crate::gpu::{GpuBackend, ProcessSample};
@@ -110,6 +113,16 @@ impl<B: GpuBackend> GpuUsageSource for BackendUsage<B> {
                 (format!("gpu:{i}"), GpuUsage { samples, processes })
             })
             .collect()
+    }
+}
+
+/// Several usage sources asked in turn (NVML for `gpu:N`, KFD for `amdgpu:N`); their device ids
+/// do not overlap.
+pub struct Chain(pub Vec<Box<dyn GpuUsageSource>>);
+
+impl GpuUsageSource for Chain {
+    fn usage(&mut self) -> Vec<(String, GpuUsage)> {
+        self.0.iter_mut().flat_map(|s| s.usage()).collect()
     }
 }
 

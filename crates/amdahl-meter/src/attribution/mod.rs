@@ -31,6 +31,7 @@
 //! docs/methodology.md, "Energy attribution (exporter)".
 
 pub mod gpu;
+pub mod kfd;
 pub mod procs;
 
 use crate::meter::DeviceEnergy;

@@ -952,3 +952,203 @@ fn process_series_are_bounded_by_cpu_time_with_the_rest_in_other() {
         }
     }
 }
+
+/// AMD GPUs through the KFD sysfs tree (`kfd`), on fake trees with the kernel's layout.
+mod amd_kfd {
+    use super::super::kfd::{self, KfdUsage};
+    use super::*;
+    use crate::hwmon::{fake as hw, AmdVisible};
+    use crate::rapl::{fs_reader, FileReader};
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    const GIB: u64 = 1 << 30;
+
+    /// Two MI300X (hwmon power, PCI c1:00.0 and c2:00.0) and their KFD topology: a CPU node,
+    /// then gpu_ids 1111 and 2222 (real gpu_ids are hashes; any u32 does).
+    fn two_cards(hwmon: &Path) {
+        for (h, addr, uid) in [
+            ("hwmon0", "0000:c1:00.0", "a0"),
+            ("hwmon1", "0000:c2:00.0", "a1"),
+        ] {
+            hw::amdgpu(hwmon, h, addr, 0x74a1, uid, Some(300_000_000)).unwrap();
+        }
+        hw::kfd_cpu(hwmon, 0).unwrap();
+        hw::kfd_gpu(hwmon, 1, 1111, "0000:c1:00.0", 0).unwrap();
+        hw::kfd_gpu(hwmon, 2, 2222, "0000:c2:00.0", 0).unwrap();
+    }
+
+    /// A reader that fails like the kernel: EACCES for pid 103's files, and pid 104 exits as
+    /// soon as its first file is read (its directory goes, later reads get ENOENT).
+    fn racy_reader(kfd_root: std::path::PathBuf) -> FileReader {
+        Arc::new(move |p: &Path| {
+            if p.starts_with(kfd_root.join("proc/103")) {
+                return Err(std::io::Error::from_raw_os_error(libc::EACCES));
+            }
+            let gone = kfd_root.join("proc/104");
+            if p.starts_with(&gone) {
+                let _ = std::fs::remove_dir_all(&gone);
+            }
+            std::fs::read_to_string(p)
+        })
+    }
+
+    fn usage_of(u: &[(String, gpu::GpuUsage)], id: &str) -> gpu::GpuUsage {
+        u.iter()
+            .find(|(d, _)| d == id)
+            .map(|(_, g)| g.clone())
+            .unwrap_or_else(|| panic!("no usage for {id} in {u:?}"))
+    }
+
+    /// Two processes on the first card (CU occupancy 30 and 10), one on the second without a
+    /// readable `cu_occupancy`, one whose files are unreadable, one that exits mid-read, one
+    /// with a context but no VRAM: the first card splits 3:1, the second goes to its one user.
+    #[test]
+    fn users_by_vram_weights_by_cu_occupancy() {
+        let t = tempfile::tempdir().unwrap();
+        let hwmon = t.path().join("hwmon");
+        two_cards(&hwmon);
+        hw::kfd_process(&hwmon, 100, 1111, GIB, Some(30)).unwrap();
+        hw::kfd_process(&hwmon, 101, 1111, 2 * GIB, Some(10)).unwrap();
+        hw::kfd_process(&hwmon, 102, 2222, GIB, None).unwrap();
+        hw::kfd_process(&hwmon, 103, 2222, GIB, Some(50)).unwrap();
+        hw::kfd_process(&hwmon, 104, 1111, GIB, Some(50)).unwrap();
+        hw::kfd_process(&hwmon, 105, 2222, 0, Some(0)).unwrap();
+        let reader = racy_reader(kfd::root_beside(&hwmon));
+        let mut src = kfd::kfd_usage(&hwmon, reader, &AmdVisible::all())
+            .unwrap()
+            .unwrap();
+        let u = src.usage();
+        let (rule, w) = gpu::gpu_weights(&usage_of(&u, "amdgpu:0"));
+        assert_eq!(
+            (rule, w),
+            (GpuRule::Utilisation, vec![(100, 30.0), (101, 10.0)])
+        );
+        let (rule, w) = gpu::gpu_weights(&usage_of(&u, "amdgpu:1"));
+        assert_eq!((rule, w), (GpuRule::Processes, vec![(102, 1.0)]));
+        // The exited process is gone from the tree; asking again changes nothing.
+        assert!(!kfd::root_beside(&hwmon).join("proc/104").exists());
+        assert_eq!(src.usage(), u);
+    }
+
+    /// A CPX-partitioned card (one PCI function, several KFD nodes): a process on any
+    /// partition uses the card, its occupancy summed over them. A card nobody uses is reported
+    /// with no process, so its energy is unattributed.
+    #[test]
+    fn partitions_add_up_to_their_card_and_an_idle_card_is_unattributed() {
+        let t = tempfile::tempdir().unwrap();
+        let hwmon = t.path().join("hwmon");
+        two_cards(&hwmon);
+        hw::kfd_gpu(&hwmon, 3, 3333, "0000:c1:00.0", 1).unwrap();
+        hw::kfd_process(&hwmon, 100, 1111, GIB, Some(4)).unwrap();
+        hw::kfd_process(&hwmon, 100, 3333, GIB, Some(8)).unwrap();
+        hw::kfd_process(&hwmon, 101, 3333, GIB, Some(4)).unwrap();
+        let mut src = kfd::kfd_usage(&hwmon, fs_reader(), &AmdVisible::all())
+            .unwrap()
+            .unwrap();
+        let u = src.usage();
+        assert_eq!(
+            gpu::gpu_weights(&usage_of(&u, "amdgpu:0")),
+            (GpuRule::Utilisation, vec![(100, 12.0), (101, 4.0)])
+        );
+        assert_eq!(
+            gpu::gpu_weights(&usage_of(&u, "amdgpu:1")),
+            (GpuRule::Unattributed, vec![])
+        );
+    }
+
+    #[test]
+    fn no_kfd_tree_says_where_it_looked() {
+        let t = tempfile::tempdir().unwrap();
+        let hwmon = t.path().join("hwmon");
+        hw::amdgpu(&hwmon, "hwmon0", "0000:c1:00.0", 0x74a1, "a", Some(1)).unwrap();
+        let e = match kfd::kfd_usage(&hwmon, fs_reader(), &AmdVisible::all()) {
+            Ok(_) => panic!("a KFD source without a KFD tree"),
+            Err(e) => e,
+        };
+        // No AMD GPU at all: no source, and nothing to say.
+        let none = t.path().join("empty");
+        assert!(matches!(
+            kfd::kfd_usage(&none, fs_reader(), &AmdVisible::all()),
+            Ok(None)
+        ));
+        assert!(
+            e.contains("kfd/kfd/topology/nodes") && e.contains("amdgpu:0 at 0000:c1:00.0"),
+            "{e}"
+        );
+        let cards = [("amdgpu:0".to_string(), "0000:c1:00.0".to_string())];
+        assert!(KfdUsage::new(&kfd::root_beside(&hwmon), fs_reader(), &cards).is_err());
+    }
+
+    /// Through the attributor, with /proc showing the processes: jobs get the KFD split.
+    fn attribute(hwmon: &Path, proc: &Path, e0: f64, e1: f64) -> Snapshot {
+        fake::machine(proc, 0, 1000).unwrap();
+        for pid in [100, 101, 102] {
+            let cg = format!("0::/system.slice/slurmstepd.scope/job_{pid}/step_0/user/task_0\n");
+            fake::process(proc, pid, "hip", 0, 0, Some(0), Some(&cg), &[]).unwrap();
+        }
+        let src = kfd::kfd_usage(hwmon, fs_reader(), &AmdVisible::all())
+            .unwrap()
+            .unwrap();
+        let o = Options {
+            processes: true,
+            ..Options::default()
+        };
+        let mut a = Attributor::new(Box::new(ProcFs::new(proc)), o)
+            .with_gpu(Box::new(gpu::Chain(vec![src])));
+        let d = |a: f64, b: f64| [gpu_dev("amdgpu:0", a), gpu_dev("amdgpu:1", b)];
+        a.step(0.0, &d(0.0, 0.0));
+        a.step(1.0, &d(e0, e1));
+        a.snapshot()
+    }
+
+    #[test]
+    fn jobs_get_their_processes_share_of_each_amd_gpu() {
+        let t = tempfile::tempdir().unwrap();
+        let hwmon = t.path().join("hwmon");
+        two_cards(&hwmon);
+        hw::kfd_process(&hwmon, 100, 1111, GIB, Some(30)).unwrap();
+        hw::kfd_process(&hwmon, 101, 1111, GIB, Some(10)).unwrap();
+        hw::kfd_process(&hwmon, 102, 2222, GIB, None).unwrap();
+        let s = attribute(&hwmon, &t.path().join("proc"), 100.0, 40.0);
+        let close = |got: f64, want: f64| assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        close(find(&s, Partition::Job, "100", "amdgpu:0"), 75.0);
+        close(find(&s, Partition::Job, "101", "amdgpu:0"), 25.0);
+        close(find(&s, Partition::Job, "102", "amdgpu:1"), 40.0);
+        assert!(s
+            .gpu_rules
+            .contains(&("amdgpu:0".into(), GpuRule::Utilisation)));
+        assert!(s
+            .gpu_rules
+            .contains(&("amdgpu:1".into(), GpuRule::Processes)));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// Whatever the users, their VRAM and occupancy (readable or not): on every AMD GPU the
+        /// processes' shares plus unattributed are the GPU's energy, to the µJ.
+        #[test]
+        fn attributed_plus_unattributed_is_the_gpu_energy(
+            users in prop::collection::vec(
+                (100..103u32, prop::bool::ANY, 0..3u64, prop::option::of(0..64u64)), 0..6),
+            e0 in 0.0..5000.0f64,
+            e1 in 0.0..5000.0f64,
+        ) {
+            let t = tempfile::tempdir().unwrap();
+            let hwmon = t.path().join("hwmon");
+            two_cards(&hwmon);
+            for (pid, second, vram, cu) in &users {
+                let gpu_id = if *second { 2222 } else { 1111 };
+                hw::kfd_process(&hwmon, *pid, gpu_id, vram * GIB, *cu).unwrap();
+            }
+            let s = attribute(&hwmon, &t.path().join("proc"), e0, e1);
+            for (dev, e) in [("amdgpu:0", e0), ("amdgpu:1", e1)] {
+                let node = find(&s, Partition::Node, "", dev);
+                prop_assert!((node - e).abs() < 1e-6, "{dev}: node {node} J, metered {e} J");
+                let parts = find(&s, Partition::Process, "", dev)
+                    + find(&s, Partition::Unattributed, "", dev);
+                prop_assert!((parts - node).abs() < 1e-6, "{dev}: {parts} vs {node}");
+            }
+        }
+    }
+}

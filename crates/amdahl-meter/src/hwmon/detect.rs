@@ -42,7 +42,7 @@ fn fix(e: &MeterError) -> Option<String> {
     }
 }
 
-fn row(s: &Sensor, u: &HwmonUse) -> SensorReport {
+fn row(s: &Sensor, u: &HwmonUse, scan: &Scan) -> SensorReport {
     let (status, detail, fix) = match (&s.use_, &s.status) {
         (Use::Metered, Ok(v)) if u.admits(s) => ("ok", what(s, *v), None),
         (Use::Metered, Ok(v)) => (
@@ -58,7 +58,18 @@ fn row(s: &Sensor, u: &HwmonUse) -> SensorReport {
             ),
             None,
         ),
-        (Use::Metered, Err(e)) => ("unusable", format!("{}: {e}", s.info.name), fix(e)),
+        (Use::Metered, Err(e)) => {
+            let instead = match super::select::estimate(s, scan) {
+                Some(Ok(f)) => format!(
+                    "; a run estimates it at {:.0} W ({})",
+                    f.power.get(),
+                    f.basis
+                ),
+                Some(Err(why)) => format!("; not estimated either: {why}"),
+                None => String::new(),
+            };
+            ("unusable", format!("{}: {e}{instead}", s.info.name), fix(e))
+        }
         (Use::Inside(why) | Use::Hidden(why) | Use::Unknown(why), _) => {
             ("ignored", format!("{}: {why}", s.info.name), None)
         }
@@ -101,5 +112,5 @@ pub fn reports(scan: &Scan, u: &HwmonUse) -> Vec<SensorReport> {
             fix: Some(fix.into()),
         }];
     }
-    scan.sensors.iter().map(|s| row(s, u)).collect()
+    scan.sensors.iter().map(|s| row(s, u, scan)).collect()
 }

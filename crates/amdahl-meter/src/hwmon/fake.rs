@@ -150,3 +150,73 @@ pub fn grace(
     set(&dev, "power1_average_interval", 50)?;
     Ok(dev)
 }
+
+/// The KFD tree beside a hwmon root (`ROOT/../kfd/kfd`, where the exporter looks for it:
+/// [`crate::attribution::kfd::root_beside`]), with the layout of the kernel's
+/// drivers/gpu/drm/amd/amdkfd (cited there).
+pub fn kfd_root(hwmon_root: &Path) -> PathBuf {
+    crate::attribution::kfd::root_beside(hwmon_root)
+}
+
+/// KFD topology node `node` for the GPU at PCI `addr` (`0000:c1:00.0`) with `gpu_id`: `gpu_id`
+/// and a `properties` file with `domain` and `location_id` (bus << 8 | device << 3 | function,
+/// plus `partition` << 28 for a partition of a split GPU).
+pub fn kfd_gpu(
+    hwmon_root: &Path,
+    node: u32,
+    gpu_id: u32,
+    addr: &str,
+    partition: u32,
+) -> std::io::Result<()> {
+    let dir = kfd_root(hwmon_root).join(format!("topology/nodes/{node}"));
+    std::fs::create_dir_all(&dir)?;
+    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidInput, addr.to_string());
+    let (domain, rest) = addr.split_once(':').ok_or_else(bad)?;
+    let (bus, rest) = rest.split_once(':').ok_or_else(bad)?;
+    let (dev, func) = rest.split_once('.').ok_or_else(bad)?;
+    let hex = |s: &str| u32::from_str_radix(s, 16).map_err(|_| bad());
+    let location = (partition << 28) | (hex(bus)? << 8) | (hex(dev)? << 3) | hex(func)?;
+    set(&dir, "gpu_id", gpu_id)?;
+    // A few of the other properties, in the kernel's order, so the parser must pick its lines.
+    std::fs::write(
+        dir.join("properties"),
+        format!(
+            "cpu_cores_count 0\nsimd_count 1216\nvendor_id 4098\nlocation_id {location}\n\
+             domain {}\ndrm_render_minor 128\n",
+            hex(domain)?
+        ),
+    )
+}
+
+/// A CPU node of the KFD topology (`gpu_id` 0).
+pub fn kfd_cpu(hwmon_root: &Path, node: u32) -> std::io::Result<()> {
+    let dir = kfd_root(hwmon_root).join(format!("topology/nodes/{node}"));
+    std::fs::create_dir_all(&dir)?;
+    set(&dir, "gpu_id", 0)?;
+    std::fs::write(
+        dir.join("properties"),
+        "cpu_cores_count 96\nlocation_id 0\ndomain 0\n",
+    )
+}
+
+/// Process `pid`'s KFD files for `gpu_id`: `vram_<gpu_id>` (bytes), `sdma_<gpu_id>` (µs) and
+/// `stats_<gpu_id>/evicted_ms`, with `stats_<gpu_id>/cu_occupancy` where `cu` is given.
+pub fn kfd_process(
+    hwmon_root: &Path,
+    pid: u32,
+    gpu_id: u32,
+    vram: u64,
+    cu: Option<u64>,
+) -> std::io::Result<PathBuf> {
+    let dir = kfd_root(hwmon_root).join(format!("proc/{pid}"));
+    let stats = dir.join(format!("stats_{gpu_id}"));
+    std::fs::create_dir_all(&stats)?;
+    set(&dir, "pasid", 32768 + pid)?;
+    set(&dir, &format!("vram_{gpu_id}"), vram)?;
+    set(&dir, &format!("sdma_{gpu_id}"), 0)?;
+    set(&stats, "evicted_ms", 0)?;
+    if let Some(cu) = cu {
+        set(&stats, "cu_occupancy", cu)?;
+    }
+    Ok(dir)
+}

@@ -22,6 +22,7 @@ pub mod intel;
 mod select;
 #[cfg(test)]
 mod tests;
+pub mod unreadable;
 
 use crate::rapl::FileReader;
 use crate::source::{DeviceInfo, DeviceKind, EnergySource, Method, Raw};
@@ -333,28 +334,48 @@ pub fn dedupe(sensors: &mut [Sensor]) {
 pub struct HwmonSource {
     reader: FileReader,
     sensors: Vec<(DeviceInfo, PathBuf, Reading)>,
+    fallbacks: Vec<Option<crate::accum::Fallback>>,
 }
 
 impl HwmonSource {
-    /// The usable sensors of `scan` that `keep` admits; None when none is left.
+    /// The usable sensors of `scan` that `keep` admits, and the GPUs it admits that are visible
+    /// but unreadable and have a catalog TDP ([`unreadable`]: metered as estimates); None when
+    /// none is left. Every GPU with a catalog TDP gets it as the estimate for the intervals it
+    /// cannot measure.
     pub fn from_scan(
         scan: &Scan,
         reader: FileReader,
         keep: impl Fn(&Sensor) -> bool,
     ) -> Option<Self> {
-        let sensors: Vec<_> = scan
-            .sensors
-            .iter()
-            .filter(|s| s.usable() && keep(s))
-            .map(|s| (s.info.clone(), s.path.clone(), s.reading))
-            .collect();
-        (!sensors.is_empty()).then_some(HwmonSource { reader, sensors })
+        let mut sensors = Vec::new();
+        let mut fallbacks = Vec::new();
+        for s in scan.sensors.iter().filter(|s| keep(s)) {
+            let f = unreadable::fallback(s).ok();
+            let mut info = s.info.clone();
+            if !s.usable() {
+                if f.is_none() || !unreadable::unreadable(s, &scan.sensors) {
+                    continue;
+                }
+                info.method = Method::Estimate;
+            }
+            sensors.push((info, s.path.clone(), s.reading));
+            fallbacks.push(f);
+        }
+        (!sensors.is_empty()).then_some(HwmonSource {
+            reader,
+            sensors,
+            fallbacks,
+        })
     }
 }
 
 impl EnergySource for HwmonSource {
     fn devices(&self) -> Vec<DeviceInfo> {
         self.sensors.iter().map(|(d, _, _)| d.clone()).collect()
+    }
+
+    fn fallbacks(&self) -> Vec<Option<crate::accum::Fallback>> {
+        self.fallbacks.clone()
     }
 
     fn read(&mut self) -> Vec<Result<Raw, MeterError>> {

@@ -43,15 +43,34 @@ impl HwmonUse {
         self.used(scan).any(|s| s.covers_host)
     }
 
-    /// Sensors that would be used but cannot be read: said, like unreadable RAPL zones.
+    /// Sensors that would be used but cannot be read: said, like unreadable RAPL zones, with
+    /// what takes their place (an estimate, [`super::unreadable`]) or why nothing does.
     pub fn warnings(&self, scan: &Scan) -> Vec<String> {
         scan.sensors
             .iter()
             .filter(|s| s.use_ == Use::Metered && self.admits(s))
             .filter_map(|s| {
                 let e = s.status.as_ref().err()?;
-                Some(format!("{} ({}) not measured: {e}", s.info.id, s.info.name))
+                let (id, name) = (&s.info.id, &s.info.name);
+                Some(match estimate(s, scan) {
+                    Some(Ok(f)) => format!(
+                        "{id} ({name}) not measured: {e}; estimated at {:.0} W ({}) while it \
+                         cannot be read",
+                        f.power.get(),
+                        f.basis
+                    ),
+                    Some(Err(why)) => {
+                        format!("{id} ({name}) not measured: {e}; not estimated either: {why}")
+                    }
+                    None => format!("{id} ({name}) not measured: {e}"),
+                })
             })
             .collect()
     }
+}
+
+/// The estimate that replaces an unreadable GPU, or why there is none; None where no estimate
+/// is due (not a GPU, or its card is read through another sensor).
+pub fn estimate(s: &Sensor, scan: &Scan) -> Option<Result<crate::accum::Fallback, String>> {
+    super::unreadable::unreadable(s, &scan.sensors).then(|| super::unreadable::fallback(s))
 }

@@ -324,6 +324,10 @@ fn i915_card_before_tiles_and_tiles_when_the_card_is_garbage() {
     );
     let e = by_id(&s, "i915:0").status.as_ref().unwrap_err().to_string();
     assert!(e.contains("energy1_input") && e.contains("-ENODATA"), "{e}");
+    // The tiles measure the card, so the garbage card is not estimated next to them.
+    let src = HwmonSource::from_scan(&s, fs_reader(), |_| true).unwrap();
+    let ids: Vec<String> = src.devices().into_iter().map(|d| d.id).collect();
+    assert_eq!(ids, ["i915:0:gt0", "i915:0:gt1"]);
 }
 
 /// `ZE_AFFINITY_MASK`: a card it leaves out is hidden; a card of which it names one tile is
@@ -406,10 +410,11 @@ fn xe_uses_the_card_channel_not_the_package_inside_it() {
     assert_eq!(ids(&s), [("xe:0".into(), true), ("xe:0:pkg".into(), false)]);
 }
 
-/// The i915 file is a 64-bit sum the driver keeps (no range): a decrease is a reset, counted as
-/// missing intervals and said, never as a negative or a huge wrapped step.
+/// The i915 file is a 64-bit sum the driver keeps (no range): a decrease is a reset, never a
+/// negative or a huge wrapped step. Its interval is estimated at the card's catalog TDP (Max
+/// 1550: 600 W), so nothing is lost, and the device is then an estimate, said in its note.
 #[test]
-fn an_intel_counter_that_steps_back_is_a_reset_not_energy() {
+fn an_intel_counter_that_steps_back_is_estimated_for_that_interval() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("hwmon");
     let card = fake::i915(&root, 0, "0000:3a:00.0", 0x0bd5, 10_000_000, &[]).unwrap();
@@ -425,18 +430,24 @@ fn an_intel_counter_that_steps_back_is_a_reset_not_energy() {
     set(&card, "energy1_input", 201_000_000).unwrap(); // +200 J
     m.sample_at(Seconds(3.0));
     let e = &m.energies()[0];
-    assert_eq!(e.energy_j.get(), 500.0);
+    assert_eq!(
+        (e.energy_j.get(), e.method),
+        (500.0 + 600.0, Method::Estimate)
+    );
+    let note = e.note.as_deref().unwrap_or_default();
     assert!(
-        e.note.as_deref().is_some_and(|n| n.contains("backwards")),
-        "{:?}",
-        e.note
+        note.contains("estimated for 1.0 of 3.0 s at 600 W")
+            && note.contains("catalog TDP of Max 1550")
+            && note.contains("backwards"),
+        "{note}"
     );
 }
 
-/// A sensor that disappears (GPU unbound, hot-unplugged) stops adding and says so; what it
-/// measured before stays.
+/// A sensor that disappears (GPU unbound, hot-unplugged) keeps what it measured, and the time
+/// since is estimated at the catalog TDP (MI300X: 750 W) while it stays unreadable; if the file
+/// comes back, the power readings span the gap and the device is measured again.
 #[test]
-fn a_sensor_that_disappears_keeps_what_it_measured() {
+fn a_sensor_that_disappears_is_estimated_until_it_comes_back() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("hwmon");
     let g = fake::amdgpu(
@@ -457,13 +468,79 @@ fn a_sensor_that_disappears_keeps_what_it_measured() {
     std::fs::remove_file(g.join("power1_average")).unwrap();
     m.sample_at(Seconds(2.0));
     let e = &m.energies()[0];
-    assert_eq!(e.energy_j.get(), 400.0);
+    assert_eq!(
+        (e.energy_j.get(), e.method),
+        (400.0 + 750.0, Method::Estimate)
+    );
+    let note = e.note.as_deref().unwrap_or_default();
     assert!(
-        e.note
-            .as_deref()
-            .is_some_and(|n| n.contains("power1_average")),
-        "{:?}",
-        e.note
+        note.contains("power1_average") && note.contains("estimated for 1.0 of 2.0 s at 750 W"),
+        "{note}"
+    );
+    set(&g, "power1_average", 400_000_000).unwrap();
+    m.sample_at(Seconds(3.0));
+    let e = &m.energies()[0];
+    assert_eq!(
+        (e.energy_j.get(), e.method),
+        (1200.0, Method::IntegratedPower)
+    );
+}
+
+/// A GPU whose power file holds garbage from the start is metered as an estimate at its
+/// catalog TDP, with the file's content in the note and the warning; if the file turns
+/// readable, what it measures from then on is added to the estimate before it.
+#[test]
+fn a_gpu_with_a_garbage_file_is_estimated_not_dropped() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("hwmon");
+    let g = fake::amdgpu(&root, "hwmon0", "0000:05:00.0", 0x74a1, "a", Some(1)).unwrap();
+    set(&g, "power1_average", "garbage").unwrap();
+    let d = sensors::discover(options(t.path(), &root));
+    assert!(device_ids(&d).contains(&"amdgpu:0".to_string()));
+    let w = d.warnings.join("\n");
+    assert!(
+        w.contains("amdgpu:0") && w.contains("garbage") && w.contains("estimated at 750 W"),
+        "{w}"
+    );
+    let s = scan_all(&root);
+    let src = HwmonSource::from_scan(&s, fs_reader(), |_| true).unwrap();
+    assert_eq!(src.devices()[0].method, Method::Estimate);
+    let mut m = Meter::new(vec![Box::new(src)]);
+    for k in 0..3 {
+        m.sample_at(Seconds(f64::from(k)));
+    }
+    let e = &m.energies()[0];
+    assert_eq!((e.energy_j.get(), e.method), (1500.0, Method::Estimate));
+    let note = e.note.as_deref().unwrap_or_default();
+    assert!(
+        note.contains("estimated for 2.0 of 2.0 s at 750 W") && note.contains("garbage"),
+        "{note}"
+    );
+    set(&g, "power1_average", 100_000_000).unwrap();
+    m.sample_at(Seconds(3.0));
+    m.sample_at(Seconds(4.0));
+    let e = &m.energies()[0];
+    // 3 s estimated (0 → 3, up to the first good reading), then 100 W for 1 s.
+    assert_eq!(
+        (e.energy_j.get(), e.method),
+        (2250.0 + 100.0, Method::Estimate)
+    );
+}
+
+/// A GPU the device catalog does not know cannot be estimated: it stays out of the total, and
+/// the warning says why and how to add it.
+#[test]
+fn an_unknown_unreadable_gpu_says_why_it_is_not_estimated() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("hwmon");
+    let g = fake::amdgpu(&root, "hwmon0", "0000:05:00.0", 0x1234, "a", Some(1)).unwrap();
+    set(&g, "power1_average", "garbage").unwrap();
+    let d = sensors::discover(options(t.path(), &root));
+    assert!(!device_ids(&d).contains(&"amdgpu:0".to_string()));
+    let w = d.warnings.join("\n");
+    assert!(
+        w.contains("not estimated either") && w.contains("--catalog"),
+        "{w}"
     );
 }
 
@@ -488,6 +565,17 @@ fn permission_denied_says_how_to_fix_it() {
         w.contains("amdgpu:0") && w.contains("sudo chmod a+r") && w.contains("power1_average"),
         "{w}"
     );
+    // Denied, not dropped: the GPU is metered as an estimate at its catalog TDP. (The reader
+    // fakes EACCES: tests may run as root, whom chmod 000 does not stop.)
+    let est: Vec<_> = d
+        .sources
+        .iter()
+        .flat_map(|s| s.devices())
+        .filter(|x| x.id == "amdgpu:0")
+        .map(|x| x.method)
+        .collect();
+    assert_eq!(est, [Method::Estimate]);
+    assert!(w.contains("estimated at 750 W"), "{w}");
     let r = sensors::detect(&sensors::DetectOptions {
         powercap_root: t.path().join("powercap"),
         reader,
@@ -499,6 +587,10 @@ fn permission_denied_says_how_to_fix_it() {
     });
     let row = r.sensors.iter().find(|x| x.device == "amdgpu:0").unwrap();
     assert_eq!(row.status, "unusable");
+    assert!(
+        row.detail.contains("a run estimates it at 750 W"),
+        "{row:?}"
+    );
     assert!(
         row.fix.as_deref().is_some_and(|f| f.contains("chmod")),
         "{row:?}"

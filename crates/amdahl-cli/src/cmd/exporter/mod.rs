@@ -189,13 +189,28 @@ fn raise_fd_limit() {
     }
 }
 
-/// Per-process GPU usage from NVML, for splitting GPU energy. None without a driver or with
+/// Per-process GPU usage, for splitting GPU energy: NVML for NVIDIA GPUs, the amdgpu KFD tree
+/// beside the hwmon root (`/sys/class/kfd/kfd`) for AMD GPUs. None without either or with
 /// `--no-gpu`: GPU energy then stays unattributed, as `amdahl_gpu_attribution_rule` says.
 fn gpu_usage(args: &Args) -> Option<Box<dyn GpuUsageSource>> {
     if args.no_gpu {
         return None;
     }
-    amdahl_meter::attribution::gpu::nvml_usage().ok()
+    let mut all = Vec::new();
+    all.extend(amdahl_meter::attribution::gpu::nvml_usage().ok());
+    match amdahl_meter::attribution::kfd::kfd_usage(
+        &args.powercap.hwmon_root,
+        rapl::fs_reader(),
+        &AmdVisible::from_env(|k| std::env::var(k).ok()),
+    ) {
+        Ok(src) => all.extend(src),
+        Err(e) => eprintln!(
+            "amdahl: warning: AMD GPU energy is not attributed to processes (it stays \
+             unattributed): {e}"
+        ),
+    }
+    (!all.is_empty())
+        .then(|| Box::new(amdahl_meter::attribution::gpu::Chain(all)) as Box<dyn GpuUsageSource>)
 }
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Metrics> {
