@@ -24,7 +24,7 @@ pub fn fallback(s: &Sensor) -> Result<Fallback, String> {
         // Unreadable, the APU leaves the CPU to RAPL or the CPU estimate (sensors::discover), so
         // its TDP, which holds the CPU cores, would count them twice.
         return Err(format!(
-            "{} is an APU whose TDP holds its CPU cores, which RAPL or the CPU estimate already              counts",
+            "{} is an APU whose TDP holds its CPU cores, which RAPL or the CPU estimate already counts",
             s.info.name
         ));
     }
