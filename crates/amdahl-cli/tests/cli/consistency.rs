@@ -429,14 +429,15 @@ fn units_and_dashes_a_reader_trips_on() {
         .stdout(contains("peak at N = -").not());
 }
 
-/// The `[profile.release]` settings of the workspace manifest, `key = value` per line.
-fn release_profile() -> Vec<(String, String)> {
+/// The `[profile.NAME]` settings of the workspace manifest, `key = value` per line.
+fn profile(name: &str) -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
     let toml = std::fs::read_to_string(root).unwrap();
+    let header = format!("profile.{name}]");
     let section = toml
         .split("\n[")
-        .find(|s| s.starts_with("profile.release]"))
-        .expect("Cargo.toml has a [profile.release] section");
+        .find(|s| s.starts_with(&header))
+        .unwrap_or_else(|| panic!("Cargo.toml has no [profile.{name}] section"));
     section
         .lines()
         .skip(1)
@@ -451,7 +452,7 @@ fn release_profile() -> Vec<(String, String)> {
 /// (`strip = "debuginfo"` or `"symbols"`); the wheel's size is measured in docs/usage/python.md.
 #[test]
 fn release_artefacts_carry_no_debug_info() {
-    let p = release_profile();
+    let p = profile("release");
     let get = |k: &str| p.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
     assert!(
         matches!(get("debug"), Some("false" | "0" | "none")),
@@ -462,5 +463,26 @@ fn release_artefacts_carry_no_debug_info() {
         matches!(get("strip"), Some("debuginfo" | "symbols" | "true")),
         "[profile.release] strip = {:?}",
         get("strip")
+    );
+}
+
+/// Regression: the wheel installed 26.3 MB (release profile), over the 15 MB it must fit in. The
+/// `dist` profile the install line builds (`maturin build --profile dist`) made it 14.4 MB
+/// (docs/usage/python.md): whole-program LTO in one codegen unit, no symbols, size-optimised code
+/// except the models and kernels. A build takes ~10 minutes here, so CI checks the settings that
+/// got there rather than the size.
+#[test]
+fn the_wheel_profile_optimises_for_size() {
+    let p = profile("dist");
+    let get = |k: &str| p.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("inherits"), Some("release"));
+    assert_eq!(get("lto"), Some("fat"));
+    assert_eq!(get("codegen-units"), Some("1"));
+    assert_eq!(get("strip"), Some("symbols"));
+    assert_eq!(get("opt-level"), Some("z"));
+    // The models keep full optimisation: their speed is what users feel.
+    assert_eq!(
+        profile("dist.package.amdahl-model"),
+        [("opt-level".to_string(), "3".to_string())]
     );
 }
