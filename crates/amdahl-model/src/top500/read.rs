@@ -344,107 +344,11 @@ const TFLOPS_SINCE: ListId = ListId {
 
 fn parse_sheet(file: &str, g: &Grid, l: Layout) -> Result<ListFile, Top500Error> {
     let v = View { g, l };
-    let headers: Vec<String> = (0..v.fields()).map(|f| norm(v.header(f))).collect();
-    let raw_headers: Vec<String> = (0..v.fields()).map(|f| raw(v.header(f))).collect();
-    let find = |pred: &dyn Fn(&str) -> bool| headers.iter().position(|h| pred(h));
-    let missing = |column: &'static str, example: &'static str| Top500Error::MissingColumn {
-        file: file.into(),
-        sheet: g.name.clone(),
-        column,
-        example,
-        found: raw_headers
-            .iter()
-            .filter(|h| !h.is_empty())
-            .map(|h| format!("\"{h}\""))
-            .collect::<Vec<_>>()
-            .join(", "),
-    };
-    let header_err = |field: usize, problem: String| {
-        let (r, c) = v.pos(None, field);
-        let (row, column) = g.cell_ref(r, c);
-        Top500Error::Cell(Box::new(CellProblem {
-            file: file.into(),
-            sheet: g.name.clone(),
-            row,
-            column,
-            field: raw_headers.get(field).cloned().unwrap_or_default(),
-            problem,
-        }))
-    };
-
-    let list_guess = ListId::from_file_name(file).or_else(|| {
-        g.name
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .and_then(ListId::from_edition)
-    });
+    let headers = Headers::read(file, &v);
+    let list_guess = guess_list(file, g);
     let mut notes = Vec::new();
-    let list_col = find(&|h| h == "list");
-    let rmax = find(&|h| h.starts_with("rmax")).ok_or_else(|| missing("Rmax", "Rmax [TFlop/s]"))?;
-    let rpeak =
-        find(&|h| h.starts_with("rpeak")).ok_or_else(|| missing("Rpeak", "Rpeak [TFlop/s]"))?;
-    let unit_of = |field: usize| -> Result<f64, Top500Error> {
-        let h = raw_headers.get(field).map(String::as_str).unwrap_or("");
-        if let Some(u) = flop_unit(h) {
-            return Ok(u);
-        }
-        match list_guess {
-            Some(id) if id >= TFLOPS_SINCE && list_col.is_none() => Err(header_err(
-                field,
-                format!(
-                    "the header states no unit, and lists from {TFLOPS_SINCE} on (this is {id}) give TFlop/s; \
-                     write the unit into the header, e.g. \"{h} [TFlop/s]\""
-                ),
-            )),
-            _ => Ok(1e9),
-        }
-    };
-    let (rmax_unit, rpeak_unit) = (unit_of(rmax)?, unit_of(rpeak)?);
-    let unitless: Vec<String> = [rmax, rpeak]
-        .iter()
-        .filter_map(|&f| raw_headers.get(f))
-        .filter(|h| flop_unit(h).is_none())
-        .map(|h| format!("\"{h}\""))
-        .collect();
-    if !unitless.is_empty() {
-        notes.push(format!(
-            "{file}: header {} states no unit: read as GFlop/s, the unit of TOP500 spreadsheets before {TFLOPS_SINCE}",
-            unitless.join(" and ")
-        ));
-    }
-    let hpcg = match find(&|h| h.starts_with("hpcg")) {
-        Some(f) => Some((f, unit_of(f)?)),
-        None => None,
-    };
-    let cols = Columns {
-        rank: find(&|h| h == "rank").ok_or_else(|| missing("Rank", "Rank"))?,
-        name: find(&|h| h == "name"),
-        computer: find(&|h| h == "computer" || h == "system"),
-        site: find(&|h| h == "site" || h == "installationsite"),
-        country: find(&|h| h == "country"),
-        total_cores: find(&|h| h == "totalcores" || h == "cores" || h == "processors")
-            .ok_or_else(|| missing("Total Cores", "Total Cores"))?,
-        acc_cores: find(&|h| h == "acceleratorcoprocessorcores"),
-        accelerator: find(&|h| h == "acceleratorcoprocessor" || h == "accelerator"),
-        nodes: find(&|h| h == "nodes"),
-        rmax: (rmax, rmax_unit),
-        rpeak: (rpeak, rpeak_unit),
-        hpcg,
-        power: find(&|h| h == "power" || h.starts_with("powerkw") || h.starts_with("powermw"))
-            .map(|f| (f, power_unit(raw_headers.get(f).map_or("", String::as_str)))),
-        efficiency: find(&|h| h.contains("flopswatt")).map(|f| {
-            let mflops = headers.get(f).is_some_and(|h| h.contains("mflops"));
-            (f, if mflops { 1e-3 } else { 1.0 })
-        }),
-        list: list_col,
-        source: find(&|h| h == "source"),
-    };
-    if cols.name.is_none() && cols.computer.is_none() {
-        return Err(missing("Name", "Name"));
-    }
-
-    let systems = parse_records(file, &v, &cols, &raw_headers, list_guess, &mut notes)?;
+    let cols = find_columns(&headers, list_guess, &mut notes)?;
+    let systems = parse_records(file, &v, &cols, &headers.raw, list_guess, &mut notes)?;
     Ok(ListFile {
         file: file.into(),
         sheet: g.name.clone(),
@@ -452,6 +356,181 @@ fn parse_sheet(file: &str, g: &Grid, l: Layout) -> Result<ListFile, Top500Error>
         systems,
         notes,
     })
+}
+
+/// A sheet's header labels: normalised to be matched across editions, and as written to be
+/// quoted in messages.
+struct Headers<'a> {
+    file: &'a str,
+    v: &'a View<'a>,
+    norm: Vec<String>,
+    raw: Vec<String>,
+}
+
+impl<'a> Headers<'a> {
+    fn read(file: &'a str, v: &'a View<'a>) -> Self {
+        Headers {
+            file,
+            v,
+            norm: (0..v.fields()).map(|f| norm(v.header(f))).collect(),
+            raw: (0..v.fields()).map(|f| raw(v.header(f))).collect(),
+        }
+    }
+    /// The first field whose normalised label satisfies `pred`.
+    fn find(&self, pred: impl Fn(&str) -> bool) -> Option<usize> {
+        self.norm.iter().position(|h| pred(h))
+    }
+    /// The label of `field` as written ("" beyond the last).
+    fn label(&self, field: usize) -> &str {
+        self.raw.get(field).map_or("", String::as_str)
+    }
+    /// A required column is absent; the labels the sheet has are listed, so that a misspelt
+    /// one can be recognised.
+    fn missing(&self, column: &'static str, example: &'static str) -> Top500Error {
+        Top500Error::MissingColumn {
+            file: self.file.into(),
+            sheet: self.v.g.name.clone(),
+            column,
+            example,
+            found: self
+                .raw
+                .iter()
+                .filter(|h| !h.is_empty())
+                .map(|h| format!("\"{h}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+    /// A problem with the header cell of `field` itself.
+    fn err(&self, field: usize, problem: String) -> Top500Error {
+        let (r, c) = self.v.pos(None, field);
+        let (row, column) = self.v.g.cell_ref(r, c);
+        Top500Error::Cell(Box::new(CellProblem {
+            file: self.file.into(),
+            sheet: self.v.g.name.clone(),
+            row,
+            column,
+            field: self.raw.get(field).cloned().unwrap_or_default(),
+            problem,
+        }))
+    }
+}
+
+/// The list a sheet without a List column is, from the file's name or a sheet named by the
+/// edition's number; it decides how a header without a unit is read.
+fn guess_list(file: &str, g: &Grid) -> Option<ListId> {
+    ListId::from_file_name(file).or_else(|| {
+        g.name
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .and_then(ListId::from_edition)
+    })
+}
+
+/// Every column the list needs or may have, found by its normalised label.
+fn find_columns(
+    h: &Headers<'_>,
+    list_guess: Option<ListId>,
+    notes: &mut Vec<String>,
+) -> Result<Columns, Top500Error> {
+    let list = h.find(|l| l == "list");
+    let (rmax, rpeak, hpcg) = flop_columns(h, list_guess, list, notes)?;
+    let cols = Columns {
+        rank: h
+            .find(|l| l == "rank")
+            .ok_or_else(|| h.missing("Rank", "Rank"))?,
+        name: h.find(|l| l == "name"),
+        computer: h.find(|l| l == "computer" || l == "system"),
+        site: h.find(|l| l == "site" || l == "installationsite"),
+        country: h.find(|l| l == "country"),
+        total_cores: h
+            .find(|l| l == "totalcores" || l == "cores" || l == "processors")
+            .ok_or_else(|| h.missing("Total Cores", "Total Cores"))?,
+        acc_cores: h.find(|l| l == "acceleratorcoprocessorcores"),
+        accelerator: h.find(|l| l == "acceleratorcoprocessor" || l == "accelerator"),
+        nodes: h.find(|l| l == "nodes"),
+        rmax,
+        rpeak,
+        hpcg,
+        power: h
+            .find(|l| l == "power" || l.starts_with("powerkw") || l.starts_with("powermw"))
+            .map(|f| (f, power_unit(h.label(f)))),
+        efficiency: h.find(|l| l.contains("flopswatt")).map(|f| {
+            let mflops = h.norm.get(f).is_some_and(|l| l.contains("mflops"));
+            (f, if mflops { 1e-3 } else { 1.0 })
+        }),
+        list,
+        source: h.find(|l| l == "source"),
+    };
+    if cols.name.is_none() && cols.computer.is_none() {
+        return Err(h.missing("Name", "Name"));
+    }
+    Ok(cols)
+}
+
+/// A performance column with its Flop/s per unit.
+type FlopColumn = (usize, f64);
+
+/// Rmax and Rpeak (both required) and HPCG, with their units; a note when Rmax or Rpeak was
+/// read as GFlop/s for want of a unit, since that reading is a guess.
+fn flop_columns(
+    h: &Headers<'_>,
+    list_guess: Option<ListId>,
+    list: Option<usize>,
+    notes: &mut Vec<String>,
+) -> Result<(FlopColumn, FlopColumn, Option<FlopColumn>), Top500Error> {
+    let rmax = h
+        .find(|l| l.starts_with("rmax"))
+        .ok_or_else(|| h.missing("Rmax", "Rmax [TFlop/s]"))?;
+    let rpeak = h
+        .find(|l| l.starts_with("rpeak"))
+        .ok_or_else(|| h.missing("Rpeak", "Rpeak [TFlop/s]"))?;
+    let unit_of = |field: usize| flop_unit_of(h, field, list_guess, list);
+    let (rmax_unit, rpeak_unit) = (unit_of(rmax)?, unit_of(rpeak)?);
+    let unitless: Vec<String> = [rmax, rpeak]
+        .iter()
+        .filter_map(|&f| h.raw.get(f))
+        .filter(|l| flop_unit(l).is_none())
+        .map(|l| format!("\"{l}\""))
+        .collect();
+    if !unitless.is_empty() {
+        notes.push(format!(
+            "{}: header {} states no unit: read as GFlop/s, the unit of TOP500 spreadsheets before {TFLOPS_SINCE}",
+            h.file,
+            unitless.join(" and ")
+        ));
+    }
+    let hpcg = match h.find(|l| l.starts_with("hpcg")) {
+        Some(f) => Some((f, unit_of(f)?)),
+        None => None,
+    };
+    Ok(((rmax, rmax_unit), (rpeak, rpeak_unit), hpcg))
+}
+
+/// Flop/s per unit of a performance column: the unit its header states, else GFlop/s, the unit
+/// of spreadsheets before [`TFLOPS_SINCE`]. A sheet guessed to be a later list (and without a
+/// List column) is refused instead, since reading it in GFlop/s would be off by 1000×.
+fn flop_unit_of(
+    h: &Headers<'_>,
+    field: usize,
+    list_guess: Option<ListId>,
+    list: Option<usize>,
+) -> Result<f64, Top500Error> {
+    let label = h.label(field);
+    if let Some(u) = flop_unit(label) {
+        return Ok(u);
+    }
+    match list_guess {
+        Some(id) if id >= TFLOPS_SINCE && list.is_none() => Err(h.err(
+            field,
+            format!(
+                "the header states no unit, and lists from {TFLOPS_SINCE} on (this is {id}) give TFlop/s; \
+                 write the unit into the header, e.g. \"{label} [TFlop/s]\""
+            ),
+        )),
+        _ => Ok(1e9),
+    }
 }
 
 /// Every record of the sheet that is a system; blank records are passed over and rows with
