@@ -671,6 +671,39 @@ fn parse_system(
     cols: &Columns,
     list_guess: Option<ListId>,
 ) -> Result<System, Top500Error> {
+    let rank = system_rank(ctx, cols)?;
+    let list = system_list(ctx, cols, list_guess)?;
+    let (rmax, rpeak) = rmax_rpeak(ctx, cols)?;
+    let total_cores = total_cores(ctx, cols)?;
+    let name = match ctx.text(cols.name) {
+        n if n.is_empty() => ctx.text(cols.computer),
+        n => n,
+    };
+    let accelerator = Some(ctx.text(cols.accelerator))
+        .filter(|a| !a.is_empty() && !a.eq_ignore_ascii_case("none"));
+    let source = system_source(ctx, cols);
+    Ok(System {
+        list,
+        rank,
+        name,
+        computer: ctx.text(cols.computer),
+        site: ctx.text(cols.site),
+        country: ctx.text(cols.country),
+        total_cores,
+        accelerator_cores: ctx.count(cols.acc_cores)?,
+        accelerator,
+        nodes: ctx.count(cols.nodes)?,
+        rmax: FlopsPerSecond(rmax),
+        rpeak: FlopsPerSecond(rpeak),
+        hpcg: hpcg(ctx, cols, rpeak)?,
+        power: ctx.positive(cols.power)?.map(Watts),
+        listed_gflops_per_watt: ctx.positive(cols.efficiency)?,
+        source,
+    })
+}
+
+/// The rank: a whole number ≥ 1 that fits the record's u32.
+fn system_rank(ctx: &RowCtx<'_>, cols: &Columns) -> Result<u32, Top500Error> {
     let rank = ctx.required(cols.rank)?;
     if rank < 1.0 || rank.fract() != 0.0 || rank > f64::from(u32::MAX) {
         return Err(ctx.err(
@@ -678,18 +711,30 @@ fn parse_system(
             format!("{rank} is not a rank (a whole number ≥ 1)"),
         ));
     }
-    let list = match cols.list {
-        Some(f) => {
-            let s = ctx.text(Some(f));
-            Some(ListId::parse(&s).ok_or_else(|| {
-                ctx.err(
-                    f,
-                    format!("\"{s}\" is not a list date; write it as YYYY-MM, e.g. 2018-11"),
-                )
-            })?)
-        }
-        None => list_guess,
+    Ok(rank as u32)
+}
+
+/// The row's List date when the sheet has the column, else the list the file was guessed to be.
+fn system_list(
+    ctx: &RowCtx<'_>,
+    cols: &Columns,
+    list_guess: Option<ListId>,
+) -> Result<Option<ListId>, Top500Error> {
+    let Some(f) = cols.list else {
+        return Ok(list_guess);
     };
+    let s = ctx.text(Some(f));
+    ListId::parse(&s).map(Some).ok_or_else(|| {
+        ctx.err(
+            f,
+            format!("\"{s}\" is not a list date; write it as YYYY-MM, e.g. 2018-11"),
+        )
+    })
+}
+
+/// Rmax and Rpeak in Flop/s, both > 0 and Rmax within Rpeak (HPL cannot beat the peak, so a
+/// higher Rmax is a wrong value or unit).
+fn rmax_rpeak(ctx: &RowCtx<'_>, cols: &Columns) -> Result<(f64, f64), Top500Error> {
     let flops = |(f, unit): (usize, f64), what: &str| -> Result<f64, Top500Error> {
         let x = ctx.required(f)?;
         if x <= 0.0 {
@@ -709,6 +754,11 @@ fn parse_system(
             ),
         ));
     }
+    Ok((rmax, rpeak))
+}
+
+/// The total core count, at least one: it is the N of every per-core figure.
+fn total_cores(ctx: &RowCtx<'_>, cols: &Columns) -> Result<u64, Top500Error> {
     let cores = ctx.required(cols.total_cores)?;
     if cores < 1.0 {
         return Err(ctx.err(
@@ -716,13 +766,12 @@ fn parse_system(
             format!("{cores} cores: a system needs at least one core (N ≥ 1)"),
         ));
     }
-    let name = match ctx.text(cols.name) {
-        n if n.is_empty() => ctx.text(cols.computer),
-        n => n,
-    };
-    let accelerator = Some(ctx.text(cols.accelerator))
-        .filter(|a| !a.is_empty() && !a.eq_ignore_ascii_case("none"));
-    let source = match ctx.text(cols.source) {
+    Ok(cores.round() as u64)
+}
+
+/// The row's Source, else where in the file the row is, so that every system can be traced.
+fn system_source(ctx: &RowCtx<'_>, cols: &Columns) -> String {
+    match ctx.text(cols.source) {
         s if s.is_empty() => {
             let (r, c) = ctx.v.pos(Some(ctx.rec), cols.rank);
             let (row, column) = ctx.v.g.cell_ref(r, c);
@@ -734,40 +783,30 @@ fn parse_system(
             format!("{}, sheet \"{}\", {at}", ctx.file, ctx.v.g.name)
         }
         s => s,
-    };
-    Ok(System {
-        list,
-        rank: rank as u32,
-        name,
-        computer: ctx.text(cols.computer),
-        site: ctx.text(cols.site),
-        country: ctx.text(cols.country),
-        total_cores: cores.round() as u64,
-        accelerator_cores: ctx.count(cols.acc_cores)?,
-        accelerator,
-        nodes: ctx.count(cols.nodes)?,
-        rmax: FlopsPerSecond(rmax),
-        rpeak: FlopsPerSecond(rpeak),
-        hpcg: match ctx.positive(cols.hpcg)? {
-            // HPCG, like HPL, cannot beat the theoretical peak (a regression: E_HPCG 200 % was
-            // shown).
-            Some(h) if h > rpeak * (1.0 + 1e-9) => {
-                let f = cols.hpcg.map_or(cols.rmax.0, |c| c.0);
-                return Err(ctx.err(
-                    f,
-                    format!(
-                        "HPCG ({}) exceeds Rpeak ({}): no benchmark beats the theoretical peak; check both values and the units in their headers",
-                        raw(ctx.v.get(ctx.rec, f)),
-                        raw(ctx.v.get(ctx.rec, cols.rpeak.0)),
-                    ),
-                ));
-            }
-            h => h.map(FlopsPerSecond),
-        },
-        power: ctx.positive(cols.power)?.map(Watts),
-        listed_gflops_per_watt: ctx.positive(cols.efficiency)?,
-        source,
-    })
+    }
+}
+
+/// HPCG in Flop/s, if listed. Like HPL it cannot beat the theoretical peak (a regression:
+/// E_HPCG 200 % was shown).
+fn hpcg(
+    ctx: &RowCtx<'_>,
+    cols: &Columns,
+    rpeak: f64,
+) -> Result<Option<FlopsPerSecond>, Top500Error> {
+    match ctx.positive(cols.hpcg)? {
+        Some(h) if h > rpeak * (1.0 + 1e-9) => {
+            let f = cols.hpcg.map_or(cols.rmax.0, |c| c.0);
+            Err(ctx.err(
+                f,
+                format!(
+                    "HPCG ({}) exceeds Rpeak ({}): no benchmark beats the theoretical peak; check both values and the units in their headers",
+                    raw(ctx.v.get(ctx.rec, f)),
+                    raw(ctx.v.get(ctx.rec, cols.rpeak.0)),
+                ),
+            ))
+        }
+        h => Ok(h.map(FlopsPerSecond)),
+    }
 }
 
 #[cfg(test)]
