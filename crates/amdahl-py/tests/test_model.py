@@ -97,3 +97,39 @@ def test_version_is_the_clis_and_names_the_distribution(amdahl_cmd):
     assert metadata.version("amdahl-ml") == amdahl.__version__
     with pytest.raises(metadata.PackageNotFoundError):
         metadata.version("amdahl")
+
+
+def test_concurrent_calls_from_threads_equal_serial_calls():
+    # The extension releases the GIL, so these calls really overlap; each thread's output
+    # settings (--quiet, the captured result: crates/amdahl-cli/src/output.rs) are its own, so no
+    # call may get another's result, nor its error.
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls = []
+    for i in range(16):
+        layout = dict(model="gpt3-175b", system="a100-80gb", gpus=64 * (1 + i % 4), tp=8, pp=8, mbs=1 + i % 2,
+                    batch=768 * (1 + i // 8), recompute="full")
+        if i in (5, 11):
+            layout["gpus"] = 65  # not a multiple of tp × pp: refused
+        calls.append((amdahl.plan, layout))
+        calls.append((amdahl.infer, dict(model=("llama3-8b", "llama3-70b")[i % 2], system="h100", tp=(1, 2, 4, 8)[i % 4],
+                                         precision=("bf16", "fp8")[i % 2], output=128 * (1 + i % 3))))
+
+    def outcome(fn, kw):
+        try:
+            return fn(**kw)
+        except AmdahlError as e:
+            return f"refused: {e}"
+
+    def key(fn, kw):
+        return fn.__name__, tuple(sorted(kw.items()))
+
+    serial = {key(fn, kw): outcome(fn, kw) for fn, kw in calls}
+    # Distinct answers, and some refusals among them, or a mix-up could go unnoticed.
+    assert len({json.dumps(r, sort_keys=True) for r in serial.values()}) >= 20
+    assert sum(isinstance(r, str) for r in serial.values()) == 2
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = [(key(fn, kw), pool.submit(outcome, fn, kw)) for fn, kw in calls]
+        for k, f in futures:
+            assert f.result() == serial[k], k

@@ -21,6 +21,16 @@ fn claim(c: &amdahl_model::energy_validation::EnergyCase) -> &'static str {
 }
 
 pub fn energy_validation_table(v: &EnergyValidation) -> String {
+    let mut s = cases_table(v);
+    s.push_str(&claim_summary_table(v));
+    s.push_str(&targets_line(v));
+    s.push_str(&power_model_line(v));
+    s.push_str(&excluded_lines(v));
+    s
+}
+
+/// Every expressible row with its prediction, in-sample and held out.
+fn cases_table(v: &EnergyValidation) -> String {
     let mut t = Table::new([
         "row",
         "quantity",
@@ -49,6 +59,11 @@ pub fn energy_validation_table(v: &EnergyValidation) -> String {
          model fitted without the row's configuration (the accuracy claim); scope: GPU board \
          counters, per GPU\n\n",
     );
+    s
+}
+
+/// The held-out errors per quantity over the rows in the claim.
+fn claim_summary_table(v: &EnergyValidation) -> String {
     let mut t = Table::new([
         "quantity",
         "rows",
@@ -69,37 +84,47 @@ pub fn energy_validation_table(v: &EnergyValidation) -> String {
             format!("{:.1} %", 100.0 * m.median_abs_error),
         ]);
     }
-    s.push_str(&t.render());
-    let verdict = |q: &str| {
-        v.summaries
-            .iter()
-            .find(|m| m.subset == "claim" && m.quantity == q)
-            .map_or("no rows", |m| {
-                if m.held_out_median_abs_error <= TARGET_MEDIAN
-                    && m.held_out_worst_abs_error <= TARGET_WORST
-                {
-                    "met"
-                } else {
-                    "not met"
-                }
-            })
-    };
-    s.push_str(&format!(
+    t.render()
+}
+
+/// Whether the claim's held-out errors of quantity `q` meet both targets.
+fn verdict(v: &EnergyValidation, q: &str) -> &'static str {
+    v.summaries
+        .iter()
+        .find(|m| m.subset == "claim" && m.quantity == q)
+        .map_or("no rows", |m| {
+            if m.held_out_median_abs_error <= TARGET_MEDIAN
+                && m.held_out_worst_abs_error <= TARGET_WORST
+            {
+                "met"
+            } else {
+                "not met"
+            }
+        })
+}
+
+/// The targets, whether power and energy per token meet them, and which rows the claim covers.
+fn targets_line(v: &EnergyValidation) -> String {
+    format!(
         "targets (held out: median |error| ≤ {:.0} %, none beyond {:.0} %): power {}, energy per \
          token {}; rows in the claim: engines the serving model represents (vLLM ≥ 0.6, \
          TensorRT-LLM, SGLang), host-bound ones included\n",
         100.0 * TARGET_MEDIAN,
         100.0 * TARGET_WORST,
-        verdict("power per GPU (W)"),
-        verdict("energy per output token (J)"),
-    ));
+        verdict(v, "power per GPU (W)"),
+        verdict(v, "energy per output token (J)"),
+    )
+}
+
+/// The shipped power model's coefficients and how many rows they were fitted on.
+fn power_model_line(v: &EnergyValidation) -> String {
     let k = &v.coefficients;
     let active: Vec<String> = k
         .active
         .iter()
         .map(|(a, x)| format!("{a} {x:.2}"))
         .collect();
-    s.push_str(&format!(
+    format!(
         "power model (× TDP): busy {} (other generations {:.3}), + {:.2} × compute share + {:.2} × \
          memory share; fitted on {} power rows (docs/methodology.md, \"Power model\")\n",
         active.join(", "),
@@ -107,23 +132,29 @@ pub fn energy_validation_table(v: &EnergyValidation) -> String {
         k.compute,
         k.memory,
         v.fitted_rows
-    ));
-    if !v.excluded.is_empty() {
-        let mut reasons: Vec<(&str, usize)> = Vec::new();
-        for e in &v.excluded {
-            match reasons.iter_mut().find(|(w, _)| *w == e.why) {
-                Some((_, n)) => *n += 1,
-                None => reasons.push((&e.why, 1)),
-            }
+    )
+}
+
+/// The rows not expressible yet, counted by reason in order of first appearance; empty when
+/// there are none.
+fn excluded_lines(v: &EnergyValidation) -> String {
+    if v.excluded.is_empty() {
+        return String::new();
+    }
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for e in &v.excluded {
+        match reasons.iter_mut().find(|(w, _)| *w == e.why) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((&e.why, 1)),
         }
-        s.push_str(&format!(
-            "\nnot expressible yet: {} of {} rows\n",
-            v.excluded.len(),
-            v.excluded.len() + v.cases.len()
-        ));
-        for (why, n) in reasons {
-            s.push_str(&format!("  {n:>3}  {why}\n"));
-        }
+    }
+    let mut s = format!(
+        "\nnot expressible yet: {} of {} rows\n",
+        v.excluded.len(),
+        v.excluded.len() + v.cases.len()
+    );
+    for (why, n) in reasons {
+        s.push_str(&format!("  {n:>3}  {why}\n"));
     }
     s
 }

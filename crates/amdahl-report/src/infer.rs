@@ -79,8 +79,20 @@ fn figures_table(r: &InferResult) -> String {
     let mut t = Table::new(["quantity", "value"])
         .align(0, Align::Left)
         .align(1, Align::Left);
+    let rows = speed_rows(r)
+        .into_iter()
+        .chain(device_rows(r))
+        .chain(energy_rows(r));
+    for (k, v) in rows {
+        t.row([k.to_string(), v]);
+    }
+    t.render()
+}
+
+/// Latency, throughput and how busy the devices are.
+fn speed_rows(r: &InferResult) -> [(&'static str, String); 7] {
     let iv = r.intervals.as_ref();
-    let rows: Vec<(&str, String)> = vec![
+    [
         (
             "time to first token",
             with_band(format!("{} ms", ms(r.ttft_s)), iv.map(|i| &i.ttft_s), 1e-3),
@@ -101,6 +113,12 @@ fn figures_table(r: &InferResult) -> String {
         ("requests/s", sig(r.requests_per_s, 4)),
         ("MFU", format!("{:.1} %", r.mfu * 100.0)),
         ("MBU (decode)", format!("{:.1} %", r.mbu * 100.0)),
+    ]
+}
+
+/// What one device holds and draws.
+fn device_rows(r: &InferResult) -> [(&'static str, String); 2] {
+    [
         (
             "memory per device",
             format!(
@@ -124,11 +142,17 @@ fn figures_table(r: &InferResult) -> String {
                     .map_or(String::new(), |c| format!(", capped at {c:.0}"))
             ),
         ),
+    ]
+}
+
+/// Energy at the GPU and server scopes, and what it costs in carbon on the chosen grid.
+fn energy_rows(r: &InferResult) -> [(&'static str, String); 6] {
+    [
         (
             "energy per output token (GPU)",
             with_band(
                 format!("{} J", sig(r.energy_per_token_j, 3)),
-                iv.map(|i| &i.energy_per_token_j),
+                r.intervals.as_ref().map(|i| &i.energy_per_token_j),
                 1.0,
             ),
         ),
@@ -136,19 +160,7 @@ fn figures_table(r: &InferResult) -> String {
             "energy per request (GPU)",
             format!("{} J", sig(r.energy_per_request_j, 3)),
         ),
-        (
-            "server (wall) per device",
-            match (&r.server, r.power_per_gpu_server_w) {
-                (Some(s), Some(w)) => format!(
-                    "{w:.0} W: GPU + {:.0} W of host ({}{}), ÷ {} power-supply efficiency",
-                    s.host_w_per_gpu,
-                    s.name,
-                    if s.estimated { ", estimated" } else { "" },
-                    s.psu_efficiency
-                ),
-                _ => "no server known for this device: give --server or --host-w".into(),
-            },
-        ),
+        ("server (wall) per device", server_power(r)),
         (
             "energy per output token (server)",
             r.energy_per_token_server_j
@@ -179,11 +191,21 @@ fn figures_table(r: &InferResult) -> String {
                 r.grid.scope.name()
             ),
         ),
-    ];
-    for (k, v) in rows {
-        t.row([k.to_string(), v]);
+    ]
+}
+
+/// A device's share of the server's wall power, or what to give when no server is known.
+fn server_power(r: &InferResult) -> String {
+    match (&r.server, r.power_per_gpu_server_w) {
+        (Some(s), Some(w)) => format!(
+            "{w:.0} W: GPU + {:.0} W of host ({}{}), ÷ {} power-supply efficiency",
+            s.host_w_per_gpu,
+            s.name,
+            if s.estimated { ", estimated" } else { "" },
+            s.psu_efficiency
+        ),
+        _ => "no server known for this device: give --server or --host-w".into(),
     }
-    t.render()
 }
 
 /// Where one decode step's time goes.

@@ -95,25 +95,27 @@ fn energies(r: &RunRecord) -> (f64, f64, f64) {
 
 /// Every column CodeCarbon 3.3.2 writes, by name, in its header's order.
 fn codecarbon_fields(r: &RunRecord) -> Vec<(&'static str, String)> {
-    let secs = r.duration_s.get();
-    let (cpu, gpu, ram) = energies(r);
-    // Average power in W over the run, with PUE, from kWh: kWh × 3.6e6 / s.
-    let watts = |kwh: f64| if secs > 0.0 { kwh * 3.6e6 / secs } else { 0.0 };
-    let kg = r.co2e_g.kg();
-    let gpus: Vec<&str> = r
-        .devices
-        .iter()
-        .filter(|d| d.kind == DeviceKind::Gpu)
-        .map(|d| d.name.as_str())
-        .collect();
-    let end = utc_iso(r.started_unix_s + secs);
-    // Location columns as CodeCarbon 3.x fills them (`EmissionsTracker._prepare_emissions_data`):
-    // country name and ISO alpha-3, and for a cloud region its provider and name with
-    // on_cloud = Y.
-    let loc = r.intensity.location.as_ref();
-    let cloud = loc.and_then(|l| Some((l.cloud_provider.as_deref()?, l.cloud_region.as_deref()?)));
-    let u = r.utilization;
-    vec![
+    let mut fields = Vec::with_capacity(38);
+    fields.extend(run_fields(r));
+    fields.extend(energy_fields(r));
+    fields.extend(location_fields(r));
+    fields.extend(host_fields(r));
+    fields.extend(usage_fields(r));
+    fields.extend([
+        (
+            "on_cloud",
+            if cloud(r).is_some() { "Y" } else { "N" }.into(),
+        ),
+        ("pue", fmt_f(r.pue)),
+        ("wue", fmt_f(0.0)),
+    ]);
+    fields
+}
+
+/// When the run ended and who it belongs to: timestamp, project_name, run_id, experiment_id.
+fn run_fields(r: &RunRecord) -> [(&'static str, String); 4] {
+    let end = utc_iso(r.started_unix_s + r.duration_s.get());
+    [
         ("timestamp", end.trim_end_matches('Z').to_string()),
         // CodeCarbon's own default is "codecarbon"; a row without a project says who wrote it.
         (
@@ -130,6 +132,17 @@ fn codecarbon_fields(r: &RunRecord) -> Vec<(&'static str, String)> {
                     .unwrap_or_else(|| CODECARBON_DEFAULT_EXPERIMENT.into()),
             ),
         ),
+    ]
+}
+
+/// Duration, emissions, and power and energy by component (duration … water_consumed).
+fn energy_fields(r: &RunRecord) -> [(&'static str, String); 11] {
+    let secs = r.duration_s.get();
+    let (cpu, gpu, ram) = energies(r);
+    // Average power in W over the run, with PUE, from kWh: kWh × 3.6e6 / s.
+    let watts = |kwh: f64| if secs > 0.0 { kwh * 3.6e6 / secs } else { 0.0 };
+    let kg = r.co2e_g.kg();
+    [
         ("duration", fmt_f(secs)),
         ("emissions", fmt_f(kg)),
         (
@@ -145,6 +158,22 @@ fn codecarbon_fields(r: &RunRecord) -> Vec<(&'static str, String)> {
         ("energy_consumed", fmt_f(r.energy_kwh)),
         // WUE × kWh (`_do_measurements`); amdahl takes no WUE, so CodeCarbon's default 0.
         ("water_consumed", fmt_f(0.0)),
+    ]
+}
+
+/// The cloud provider and region of the grid's location, when it is a cloud region.
+fn cloud(r: &RunRecord) -> Option<(&str, &str)> {
+    let l = r.intensity.location.as_ref()?;
+    Some((l.cloud_provider.as_deref()?, l.cloud_region.as_deref()?))
+}
+
+/// Location columns as CodeCarbon 3.x fills them (`EmissionsTracker._prepare_emissions_data`):
+/// country name and ISO alpha-3, and for a cloud region its provider and name (`on_cloud` = Y
+/// is written with the last columns).
+fn location_fields(r: &RunRecord) -> [(&'static str, String); 5] {
+    let loc = r.intensity.location.as_ref();
+    let cloud = cloud(r);
+    [
         (
             "country_name",
             text(loc.map(|l| l.country_name.clone()).unwrap_or_default()),
@@ -163,6 +192,18 @@ fn codecarbon_fields(r: &RunRecord) -> Vec<(&'static str, String)> {
             "cloud_region",
             text(cloud.map(|(_, r)| r.to_string()).unwrap_or_default()),
         ),
+    ]
+}
+
+/// The machine and software that ran (os … latitude).
+fn host_fields(r: &RunRecord) -> [(&'static str, String); 9] {
+    let gpus: Vec<&str> = r
+        .devices
+        .iter()
+        .filter(|d| d.kind == DeviceKind::Gpu)
+        .map(|d| d.name.as_str())
+        .collect();
+    [
         ("os", text(r.host.os.clone())),
         (
             "python_version",
@@ -178,6 +219,13 @@ fn codecarbon_fields(r: &RunRecord) -> Vec<(&'static str, String)> {
         ("gpu_model", text(gpus.join(", "))),
         ("longitude", String::new()),
         ("latitude", String::new()),
+    ]
+}
+
+/// Memory size, measurement scope and utilisation (ram_total_size … ram_used_gb).
+fn usage_fields(r: &RunRecord) -> [(&'static str, String); 6] {
+    let u = r.utilization;
+    [
         // The record keeps decimal GB; CodeCarbon writes GiB.
         ("ram_total_size", fmt_f(r.host.ram_total_gb * 1e9 / GIB)),
         (
@@ -200,9 +248,6 @@ fn codecarbon_fields(r: &RunRecord) -> Vec<(&'static str, String)> {
             "ram_used_gb",
             fmt_f(u.map(|u| u.ram_used_gib).unwrap_or(0.0)),
         ),
-        ("on_cloud", if cloud.is_some() { "Y" } else { "N" }.into()),
-        ("pue", fmt_f(r.pue)),
-        ("wue", fmt_f(0.0)),
     ]
 }
 

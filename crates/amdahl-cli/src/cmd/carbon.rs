@@ -12,7 +12,7 @@ use amdahl_model::carbon::network::NetworkIntensity;
 use amdahl_model::carbon::{self, embodied, from_result, ItEnergy, Statement};
 use amdahl_model::catalog::devices::{Device, PeakPrecision};
 use amdahl_model::catalog::{embodied as factors, Catalogs};
-use amdahl_model::units::{Flops, Seconds, Watts};
+use amdahl_model::units::{Flops, FlopsPerSecond, Seconds, Watts};
 use amdahl_report::{carbon as render, render::Render, to_json};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
@@ -254,16 +254,49 @@ fn it_energy(
     device: Option<&Device>,
     saved: Option<&from_result::Saved>,
 ) -> Result<ItEnergy> {
-    let time = [
+    let time = time_flags(args);
+    let compute = compute_path(args);
+    exclusive_flags(args, &time)?;
+    if let Some(saved) = saved {
+        return saved_energy(args, device, saved, &time, compute);
+    }
+    if args.count.is_none() && (args.hours.is_some() || args.days.is_some()) {
+        eprintln!("warning: no --count; the energy is that of one device for the given time");
+    }
+    let count = args.count.unwrap_or(1);
+    let (watts, how) = power(args, device)?;
+    let duration = if compute {
+        if time.iter().any(|t| t.1) {
+            bail!("the compute path (--params/--model/--tokens/--flops) derives the time; drop --hours/--days/--device-hours");
+        }
+        compute_path_duration(args, c, device)?
+    } else {
+        given_duration(args, count)?
+    };
+    let mut e = ItEnergy::from_power(count, duration, watts, how)?;
+    // The compute path derives the time from FLOPs and an assumed MFU: a prediction, which the
+    // statement words as "would".
+    e.predicted = compute;
+    Ok(e)
+}
+
+/// The duration flags of path (a), each with whether it was given.
+fn time_flags(args: &Options) -> [(&'static str, bool); 3] {
+    [
         ("--hours", args.hours.is_some()),
         ("--days", args.days.is_some()),
         ("--device-hours", args.device_hours.is_some()),
-    ];
-    let compute = args.params.is_some()
-        || args.model.is_some()
-        || args.tokens.is_some()
-        || args.flops.is_some();
-    exclusive(&time)?;
+    ]
+}
+
+/// Whether any flag of the compute path (b) was given.
+fn compute_path(args: &Options) -> bool {
+    args.params.is_some() || args.model.is_some() || args.tokens.is_some() || args.flops.is_some()
+}
+
+/// Refuses flags that give the same quantity twice (a duration, a FLOP count, an efficiency).
+fn exclusive_flags(args: &Options, time: &[(&str, bool)]) -> Result<()> {
+    exclusive(time)?;
     exclusive(&[
         ("--params", args.params.is_some()),
         ("--model", args.model.is_some()),
@@ -272,37 +305,59 @@ fn it_energy(
     exclusive(&[
         ("--mfu", args.mfu.is_some()),
         ("--achieved-tflops", args.achieved_tflops.is_some()),
-    ])?;
-    let any_time = time.iter().any(|t| t.1);
-    if let Some(saved) = saved {
-        for (flag, set) in time.iter().copied().chain([
-            ("--params/--model/--tokens/--flops", compute),
-            ("--power", args.power.is_some()),
-            ("--utilisation", args.utilisation.is_some()),
-            ("--device-profile", args.device_profile.is_some()),
-        ]) {
-            if set {
-                bail!("--from and {flag} cannot be combined: the result file already holds the energy");
-            }
+    ])
+}
+
+/// Path (c): the saved result's energy. Flags of paths (a) and (b) are refused rather than
+/// ignored, since the user would believe they changed the figure.
+fn saved_energy(
+    args: &Options,
+    device: Option<&Device>,
+    saved: &from_result::Saved,
+    time: &[(&'static str, bool)],
+    compute: bool,
+) -> Result<ItEnergy> {
+    for (flag, set) in time.iter().copied().chain([
+        ("--params/--model/--tokens/--flops", compute),
+        ("--power", args.power.is_some()),
+        ("--utilisation", args.utilisation.is_some()),
+        ("--device-profile", args.device_profile.is_some()),
+    ]) {
+        if set {
+            bail!("--from and {flag} cannot be combined: the result file already holds the energy");
         }
-        let mut e = saved.energy.clone();
-        // --count applies to a measured total only with a device (for the embodied share); a
-        // plan already knows its device count.
-        if let Some(n) = args.count.filter(|_| device.is_some()) {
-            e.count = Some(n);
-        }
-        return Ok(e);
     }
-    if args.count.is_none() && (args.hours.is_some() || args.days.is_some()) {
-        eprintln!("warning: no --count; the energy is that of one device for the given time");
+    let mut e = saved.energy.clone();
+    // --count applies to a measured total only with a device (for the embodied share); a
+    // plan already knows its device count.
+    if let Some(n) = args.count.filter(|_| device.is_some()) {
+        e.count = Some(n);
     }
-    let count = args.count.unwrap_or(1);
-    let (watts, how) = power(args, device)?;
-    let duration = if compute {
-        if any_time {
-            bail!("the compute path (--params/--model/--tokens/--flops) derives the time; drop --hours/--days/--device-hours");
-        }
-        let flops = match (args.flops, args.params, args.model.as_deref(), args.tokens) {
+    Ok(e)
+}
+
+/// Path (b): the wall-clock time of the job's FLOPs on --count devices at the given MFU.
+fn compute_path_duration(args: &Options, c: &Catalogs, device: Option<&Device>) -> Result<Seconds> {
+    let flops = job_flops(args, c)?;
+    let d = device.context("the compute path needs --device NAME for its peak FLOP/s")?;
+    let peak = precision_peak(args, d)?;
+    let mfu = match (args.mfu, args.achieved_tflops) {
+        (Some(m), None) => m,
+        (None, Some(t)) => t / peak.tflops(),
+        _ => bail!("the compute path needs --mfu X or --achieved-tflops T"),
+    };
+    // The time is FLOPs ÷ (N × peak × MFU): without N it would be invented (the same defect
+    // as --device-hours without --count, a regression), so N is required here.
+    let Some(n) = args.count else {
+        bail!("the compute path needs --count N (devices in parallel): the wall-clock time is FLOPs ÷ (N × peak × MFU)");
+    };
+    Ok(carbon::compute_duration(flops, n, peak, mfu)?)
+}
+
+/// The job's FLOPs: --flops, or 6·P·D from --params or --model and --tokens.
+fn job_flops(args: &Options, c: &Catalogs) -> Result<Flops> {
+    Ok(
+        match (args.flops, args.params, args.model.as_deref(), args.tokens) {
             (Some(f), _, _, None) => Flops(f),
             (Some(_), _, _, Some(_)) => bail!(
                 "--flops and --tokens cannot be combined; --tokens goes with --params or --model"
@@ -318,47 +373,37 @@ fn it_energy(
             _ => bail!(
                 "the compute path needs --tokens D with --params P or --model NAME, or --flops F"
             ),
-        };
-        let d = device.context("the compute path needs --device NAME for its peak FLOP/s")?;
-        let precision: PeakPrecision = args.precision.parse().map_err(anyhow::Error::msg)?;
-        let peak = d.peak(precision).with_context(|| {
-            let have: Vec<&str> = PeakPrecision::ALL
-                .iter()
-                .filter(|p| d.peak(**p).is_some())
-                .map(|p| p.name())
-                .collect();
-            format!(
-                "{} has no published {precision} peak; use --precision {}",
-                d.name,
-                have.join("|")
-            )
-        })?;
-        let mfu = match (args.mfu, args.achieved_tflops) {
-            (Some(m), None) => m,
-            (None, Some(t)) => t / peak.tflops(),
-            _ => bail!("the compute path needs --mfu X or --achieved-tflops T"),
-        };
-        // The time is FLOPs ÷ (N × peak × MFU): without N it would be invented (the same defect
-        // as --device-hours without --count, a regression), so N is required here.
-        let Some(n) = args.count else {
-            bail!("the compute path needs --count N (devices in parallel): the wall-clock time is FLOPs ÷ (N × peak × MFU)");
-        };
-        carbon::compute_duration(flops, n, peak, mfu)?
-    } else {
-        match (args.hours, args.days, args.device_hours) {
-            (Some(h), _, _) => Seconds::from_hours(check_positive("--hours", h)?),
-            (_, Some(d), _) => Seconds::from_days(check_positive("--days", d)?),
-            (_, _, Some(h)) => Seconds::from_hours(check_positive("--device-hours", h)? / f64::from(count)),
-            _ => bail!(
-                "say how long: --hours H, --days D or --device-hours H; or the compute path (--params P --tokens D), or --from FILE"
-            ),
-        }
-    };
-    let mut e = ItEnergy::from_power(count, duration, watts, how)?;
-    // The compute path derives the time from FLOPs and an assumed MFU: a prediction, which the
-    // statement words as "would".
-    e.predicted = compute;
-    Ok(e)
+        },
+    )
+}
+
+/// The device's peak at --precision; the error lists the precisions it does publish.
+fn precision_peak(args: &Options, d: &Device) -> Result<FlopsPerSecond> {
+    let precision: PeakPrecision = args.precision.parse().map_err(anyhow::Error::msg)?;
+    d.peak(precision).with_context(|| {
+        let have: Vec<&str> = PeakPrecision::ALL
+            .iter()
+            .filter(|p| d.peak(**p).is_some())
+            .map(|p| p.name())
+            .collect();
+        format!(
+            "{} has no published {precision} peak; use --precision {}",
+            d.name,
+            have.join("|")
+        )
+    })
+}
+
+/// Path (a): the wall-clock time from --hours, --days or --device-hours over `count` devices.
+fn given_duration(args: &Options, count: u32) -> Result<Seconds> {
+    Ok(match (args.hours, args.days, args.device_hours) {
+        (Some(h), _, _) => Seconds::from_hours(check_positive("--hours", h)?),
+        (_, Some(d), _) => Seconds::from_days(check_positive("--days", d)?),
+        (_, _, Some(h)) => Seconds::from_hours(check_positive("--device-hours", h)? / f64::from(count)),
+        _ => bail!(
+            "say how long: --hours H, --days D or --device-hours H; or the compute path (--params P --tokens D), or --from FILE"
+        ),
+    })
 }
 
 fn check_positive(flag: &str, v: f64) -> Result<f64> {

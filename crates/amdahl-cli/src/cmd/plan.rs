@@ -470,83 +470,12 @@ fn run_search(
     inputs: CostInputs,
     (grid, pue): (GridIntensity, Pue),
 ) -> Result<ExitCode> {
-    let precision = a.precision;
-    if hw.peak(precision).is_none() {
-        return Err(PlanError::Precision {
-            device: hw.name.clone(),
-            precision: precision.name(),
-        }
-        .into());
-    }
-    validate_model(model)?;
-    // The user's batch is kept exactly unless --batch-max allows a smaller one (a reader asked
-    // for 2,520, the search listed B2516, B1424 and B2112 without a word).
-    let (max_batch, exact_batch) = match (a.batch, a.batch_max) {
-        (Some(b), None) => (b, true),
-        (None, Some(m)) => (m, false),
-        _ => bail!("give --batch B (kept exactly) or --batch-max B (the largest allowed)"),
-    };
-    if a.gpus == 0 || max_batch == 0 || a.search_mbs.contains(&0) || a.sys.gpus_per_node == 0 {
-        bail!("--gpus, --gpus-per-node, --batch/--batch-max and --search-mbs must be at least 1");
-    }
-    if a.top == 0 {
-        bail!("--top must be at least 1");
-    }
-    // --up-to enumerates every node count; a million of them is already far beyond any cluster.
-    if a.up_to && a.gpus / u64::from(a.sys.gpus_per_node) > 1_000_000 {
-        bail!(
-            "--up-to with --gpus {} would enumerate more than a million node counts; give at \
-             most {} GPUs",
-            a.gpus,
-            1_000_000 * u64::from(a.sys.gpus_per_node)
-        );
-    }
-    let space = SearchSpace {
-        gpus: a.gpus,
-        up_to: a.up_to,
-        max_batch,
-        exact_batch,
-        microbatches: a.search_mbs.clone(),
-        max_interleave: a.max_interleave,
-        precisions: vec![precision],
-        flash_attention: a.flash,
-        framework: a.framework,
-        max_cp: a.max_cp,
-        objective: a.objective,
-        top_k: a.top,
-        cost: inputs,
-        power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
-    };
+    let space = search_space(a, model, hw, inputs)?;
     let start = Instant::now();
     let outcome = search_with_progress(model, hw, net, &space)?;
     let wall = start.elapsed().as_secs_f64();
     if outcome.fitting == 0 {
-        // No layout at all (e.g. every --search-mbs larger than the batch): there is no memory
-        // figure to quote, so say what to change instead of "needs NaN GiB".
-        let Some((need, layout)) = outcome.leanest.map(|l| (l.memory_bytes, l.layout.label()))
-        else {
-            bail!(
-                "no layout of {} {} is valid for --batch {} with --search-mbs {}: a micro-batch \
-                 must fit in each data-parallel group's share of the batch; give smaller \
-                 --search-mbs or a larger --batch",
-                a.gpus,
-                hw.name,
-                a.batch.or(a.batch_max).unwrap_or_default(),
-                a.search_mbs
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            );
-        };
-        return Err(PlanError::FitsNowhere {
-            gpus: a.gpus,
-            device: hw.name.clone(),
-            need_gib: need / (1024.0 * 1024.0 * 1024.0),
-            have_gib: usable(hw.memory).gib(),
-            layout,
-        }
-        .into());
+        return Err(fits_nowhere(a, hw, &outcome));
     }
     let runs = validation_set().context("the embedded validation set (a bug in amdahl)")?;
     let mut result = SearchResult::new(model, hw, net, &space, &outcome, wall)
@@ -568,6 +497,103 @@ fn run_search(
         crate::output::write_plot(p, &amdahl_report::plan::search_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The layouts `--search` enumerates, after checking that the flags bound a search that can
+/// run: checked here, before the worker thread starts, so a mistake is an error, not an empty
+/// result.
+fn search_space(
+    a: &Options,
+    model: &ModelShape,
+    hw: &Hardware,
+    inputs: CostInputs,
+) -> Result<SearchSpace> {
+    let precision = a.precision;
+    if hw.peak(precision).is_none() {
+        return Err(PlanError::Precision {
+            device: hw.name.clone(),
+            precision: precision.name(),
+        }
+        .into());
+    }
+    validate_model(model)?;
+    let (max_batch, exact_batch) = search_batch(a)?;
+    if a.top == 0 {
+        bail!("--top must be at least 1");
+    }
+    // --up-to enumerates every node count; a million of them is already far beyond any cluster.
+    if a.up_to && a.gpus / u64::from(a.sys.gpus_per_node) > 1_000_000 {
+        bail!(
+            "--up-to with --gpus {} would enumerate more than a million node counts; give at \
+             most {} GPUs",
+            a.gpus,
+            1_000_000 * u64::from(a.sys.gpus_per_node)
+        );
+    }
+    Ok(SearchSpace {
+        gpus: a.gpus,
+        up_to: a.up_to,
+        max_batch,
+        exact_batch,
+        microbatches: a.search_mbs.clone(),
+        max_interleave: a.max_interleave,
+        precisions: vec![precision],
+        flash_attention: a.flash,
+        framework: a.framework,
+        max_cp: a.max_cp,
+        objective: a.objective,
+        top_k: a.top,
+        cost: inputs,
+        power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
+    })
+}
+
+/// The largest batch the search may use and whether it must be exactly that one.
+fn search_batch(a: &Options) -> Result<(u32, bool)> {
+    // The user's batch is kept exactly unless --batch-max allows a smaller one (a reader asked
+    // for 2,520, the search listed B2516, B1424 and B2112 without a word).
+    let (max_batch, exact_batch) = match (a.batch, a.batch_max) {
+        (Some(b), None) => (b, true),
+        (None, Some(m)) => (m, false),
+        _ => bail!("give --batch B (kept exactly) or --batch-max B (the largest allowed)"),
+    };
+    if a.gpus == 0 || max_batch == 0 || a.search_mbs.contains(&0) || a.sys.gpus_per_node == 0 {
+        bail!("--gpus, --gpus-per-node, --batch/--batch-max and --search-mbs must be at least 1");
+    }
+    Ok((max_batch, exact_batch))
+}
+
+/// The error of a search in which no layout fits: the leanest layout's memory against what a
+/// device has, or, when there was no valid layout at all, what to change (there is no memory
+/// figure to quote, and "needs NaN GiB" would say nothing).
+fn fits_nowhere(a: &Options, hw: &Hardware, outcome: &SearchOutcome) -> anyhow::Error {
+    let Some((need, layout)) = outcome
+        .leanest
+        .as_ref()
+        .map(|l| (l.memory_bytes, l.layout.label()))
+    else {
+        return anyhow!(
+            "no layout of {} {} is valid for --batch {} with --search-mbs {}: a micro-batch \
+             must fit in each data-parallel group's share of the batch; give smaller \
+             --search-mbs or a larger --batch",
+            a.gpus,
+            hw.name,
+            a.batch.or(a.batch_max).unwrap_or_default(),
+            a.search_mbs
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+    };
+    PlanError::FitsNowhere {
+        gpus: a.gpus,
+        device: hw.name.clone(),
+        need_gib: need / (1024.0 * 1024.0 * 1024.0),
+        have_gib: usable(hw.memory).gib(),
+        layout,
+    }
+    .into()
 }
 
 /// The search on a worker thread, with a progress bar over its layouts × caps (unless

@@ -4,7 +4,7 @@
 
 use super::decompose::{decompose, Decomposition};
 use super::error::ScalingError;
-use super::input::{Dataset, Measure, Series};
+use super::input::{Dataset, Measure, Row, Series};
 use super::laws;
 use super::models::{fit, ModelFit, ModelKind, Skipped};
 use super::whatif::{WhatIf, WhatIfResult};
@@ -165,82 +165,21 @@ fn analyse_series(
     s: &Series,
     opts: &FitOptions,
 ) -> Result<SeriesResult, ScalingError> {
-    let measured_baseline = matches!(d.measure, Measure::Time | Measure::Throughput);
-    let min_n = s.rows.iter().map(|r| r.n).fold(f64::INFINITY, f64::min);
-    let n0 = opts
-        .baseline_n
-        .unwrap_or(if measured_baseline { min_n } else { 1.0 });
-    if n0.is_nan() || n0 < 1.0 {
-        return Err(ScalingError::Argument {
-            name: "baseline-n".into(),
-            value: n0,
-            message: "the baseline N must be ≥ 1".into(),
-        });
-    }
-    // rate ∝ 1/time; for speedup/efficiency inputs the baseline rate is 1 by definition.
-    let rate = |r: &super::input::Row| match d.measure {
-        Measure::Time => 1.0 / r.value,
-        Measure::Throughput | Measure::Speedup => r.value,
-        Measure::Efficiency | Measure::Rmax => r.value * r.n / n0,
-    };
-    let r0 = if measured_baseline {
-        let base = s
-            .rows
-            .iter()
-            .find(|r| r.n == n0)
-            .ok_or(ScalingError::BaselineMissing {
-                label: s.label.clone(),
-                n: n0,
-            })?;
-        rate(base)
-    } else {
-        1.0
-    };
-    let points: Vec<PointResult> = s
+    let n0 = baseline_n(d, s, opts)?;
+    let r0 = baseline_rate(d, s, n0)?;
+    let points = point_results(d.measure, s, n0, r0);
+    let ns: Vec<f64> = s.rows.iter().map(|r| r.n).collect();
+    let ts: Vec<f64> = s
         .rows
         .iter()
-        .map(|r| {
-            let p = r.n / n0;
-            let speedup = rate(r) / r0;
-            let defined = (p - 1.0).abs() > 1e-12;
-            PointResult {
-                n: r.n,
-                p,
-                speedup,
-                efficiency: speedup / p,
-                alpha_eff: defined.then(|| laws::alpha_eff_from_speedup(p, speedup)),
-                karp_flatt: defined.then(|| laws::karp_flatt(p, speedup)),
-                value: r.value,
-            }
-        })
+        .map(|r| 1.0 / rate(d.measure, r, n0))
         .collect();
-
-    let ns: Vec<f64> = s.rows.iter().map(|r| r.n).collect();
-    let ts: Vec<f64> = s.rows.iter().map(|r| 1.0 / rate(r)).collect();
     let (models, skipped) = fit_all(&s.label, &ns, &ts, n0)?;
     let (chosen_idx, choice_reason) = choose(&models);
     let chosen = &models[chosen_idx];
     let (trend, trend_slope, trend_slope_stderr) = trend(&points);
-    let predictions = opts
-        .predict
-        .iter()
-        .map(|&n| {
-            let sp = chosen.speedup(n, n0);
-            let p = n / n0;
-            Prediction {
-                n,
-                speedup: sp,
-                efficiency: sp / p,
-                alpha_eff: ((p - 1.0).abs() > 1e-12).then(|| laws::alpha_eff_from_speedup(p, sp)),
-            }
-        })
-        .collect();
-    let decomposition = if d.phase_names.is_empty() || d.measure != Measure::Time {
-        None
-    } else {
-        let runs: Vec<(f64, Vec<f64>)> = s.rows.iter().map(|r| (r.n, r.phases.clone())).collect();
-        decompose(&d.phase_names, n0, &runs)
-    };
+    let predictions = predictions_at(opts, chosen, n0);
+    let decomposition = phase_decomposition(d, s, n0);
     let what_if = what_if_at(opts, &ns, n0, chosen)?;
     Ok(SeriesResult {
         what_if,
@@ -263,6 +202,105 @@ fn analyse_series(
         predictions,
         decomposition,
     })
+}
+
+/// Whether the measure is absolute (time, throughput), so that the baseline is a measured run;
+/// speedup, efficiency and Rmax are already relative to one.
+fn measured_baseline(m: Measure) -> bool {
+    matches!(m, Measure::Time | Measure::Throughput)
+}
+
+/// N0: `--baseline-n`, else the smallest measured N for an absolute measure, else 1.
+fn baseline_n(d: &Dataset, s: &Series, opts: &FitOptions) -> Result<f64, ScalingError> {
+    let min_n = s.rows.iter().map(|r| r.n).fold(f64::INFINITY, f64::min);
+    let n0 = opts.baseline_n.unwrap_or(if measured_baseline(d.measure) {
+        min_n
+    } else {
+        1.0
+    });
+    if n0.is_nan() || n0 < 1.0 {
+        return Err(ScalingError::Argument {
+            name: "baseline-n".into(),
+            value: n0,
+            message: "the baseline N must be ≥ 1".into(),
+        });
+    }
+    Ok(n0)
+}
+
+/// A run's rate, so that every measure compares the same way: rate ∝ 1/time; for
+/// speedup/efficiency inputs the baseline rate is 1 by definition.
+fn rate(m: Measure, r: &Row, n0: f64) -> f64 {
+    match m {
+        Measure::Time => 1.0 / r.value,
+        Measure::Throughput | Measure::Speedup => r.value,
+        Measure::Efficiency | Measure::Rmax => r.value * r.n / n0,
+    }
+}
+
+/// The rate speedups are relative to: the run at N0 for an absolute measure (an error when
+/// there is none), else 1.
+fn baseline_rate(d: &Dataset, s: &Series, n0: f64) -> Result<f64, ScalingError> {
+    if !measured_baseline(d.measure) {
+        return Ok(1.0);
+    }
+    let base = s
+        .rows
+        .iter()
+        .find(|r| r.n == n0)
+        .ok_or(ScalingError::BaselineMissing {
+            label: s.label.clone(),
+            n: n0,
+        })?;
+    Ok(rate(d.measure, base, n0))
+}
+
+/// Every run's speedup, efficiency, α_eff and Karp–Flatt e against the baseline (`r0`: its
+/// rate); the last two are undefined at p = 1.
+fn point_results(m: Measure, s: &Series, n0: f64, r0: f64) -> Vec<PointResult> {
+    s.rows
+        .iter()
+        .map(|r| {
+            let p = r.n / n0;
+            let speedup = rate(m, r, n0) / r0;
+            let defined = (p - 1.0).abs() > 1e-12;
+            PointResult {
+                n: r.n,
+                p,
+                speedup,
+                efficiency: speedup / p,
+                alpha_eff: defined.then(|| laws::alpha_eff_from_speedup(p, speedup)),
+                karp_flatt: defined.then(|| laws::karp_flatt(p, speedup)),
+                value: r.value,
+            }
+        })
+        .collect()
+}
+
+/// The chosen model's speedup and efficiency at every `--predict` N.
+fn predictions_at(opts: &FitOptions, chosen: &ModelFit, n0: f64) -> Vec<Prediction> {
+    opts.predict
+        .iter()
+        .map(|&n| {
+            let sp = chosen.speedup(n, n0);
+            let p = n / n0;
+            Prediction {
+                n,
+                speedup: sp,
+                efficiency: sp / p,
+                alpha_eff: ((p - 1.0).abs() > 1e-12).then(|| laws::alpha_eff_from_speedup(p, sp)),
+            }
+        })
+        .collect()
+}
+
+/// Where the time goes by phase; only phase times of a time measure can be decomposed.
+fn phase_decomposition(d: &Dataset, s: &Series, n0: f64) -> Option<Decomposition> {
+    if d.phase_names.is_empty() || d.measure != Measure::Time {
+        return None;
+    }
+    let runs: Vec<(f64, Vec<f64>)> = s.rows.iter().map(|r| (r.n, r.phases.clone())).collect();
+    decompose(&d.phase_names, n0, &runs)
 }
 
 /// Every scaling model fitted to the series (`ns`, `ts`: counts and times), and the ones that

@@ -344,107 +344,11 @@ const TFLOPS_SINCE: ListId = ListId {
 
 fn parse_sheet(file: &str, g: &Grid, l: Layout) -> Result<ListFile, Top500Error> {
     let v = View { g, l };
-    let headers: Vec<String> = (0..v.fields()).map(|f| norm(v.header(f))).collect();
-    let raw_headers: Vec<String> = (0..v.fields()).map(|f| raw(v.header(f))).collect();
-    let find = |pred: &dyn Fn(&str) -> bool| headers.iter().position(|h| pred(h));
-    let missing = |column: &'static str, example: &'static str| Top500Error::MissingColumn {
-        file: file.into(),
-        sheet: g.name.clone(),
-        column,
-        example,
-        found: raw_headers
-            .iter()
-            .filter(|h| !h.is_empty())
-            .map(|h| format!("\"{h}\""))
-            .collect::<Vec<_>>()
-            .join(", "),
-    };
-    let header_err = |field: usize, problem: String| {
-        let (r, c) = v.pos(None, field);
-        let (row, column) = g.cell_ref(r, c);
-        Top500Error::Cell(Box::new(CellProblem {
-            file: file.into(),
-            sheet: g.name.clone(),
-            row,
-            column,
-            field: raw_headers.get(field).cloned().unwrap_or_default(),
-            problem,
-        }))
-    };
-
-    let list_guess = ListId::from_file_name(file).or_else(|| {
-        g.name
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .and_then(ListId::from_edition)
-    });
+    let headers = Headers::read(file, &v);
+    let list_guess = guess_list(file, g);
     let mut notes = Vec::new();
-    let list_col = find(&|h| h == "list");
-    let rmax = find(&|h| h.starts_with("rmax")).ok_or_else(|| missing("Rmax", "Rmax [TFlop/s]"))?;
-    let rpeak =
-        find(&|h| h.starts_with("rpeak")).ok_or_else(|| missing("Rpeak", "Rpeak [TFlop/s]"))?;
-    let unit_of = |field: usize| -> Result<f64, Top500Error> {
-        let h = raw_headers.get(field).map(String::as_str).unwrap_or("");
-        if let Some(u) = flop_unit(h) {
-            return Ok(u);
-        }
-        match list_guess {
-            Some(id) if id >= TFLOPS_SINCE && list_col.is_none() => Err(header_err(
-                field,
-                format!(
-                    "the header states no unit, and lists from {TFLOPS_SINCE} on (this is {id}) give TFlop/s; \
-                     write the unit into the header, e.g. \"{h} [TFlop/s]\""
-                ),
-            )),
-            _ => Ok(1e9),
-        }
-    };
-    let (rmax_unit, rpeak_unit) = (unit_of(rmax)?, unit_of(rpeak)?);
-    let unitless: Vec<String> = [rmax, rpeak]
-        .iter()
-        .filter_map(|&f| raw_headers.get(f))
-        .filter(|h| flop_unit(h).is_none())
-        .map(|h| format!("\"{h}\""))
-        .collect();
-    if !unitless.is_empty() {
-        notes.push(format!(
-            "{file}: header {} states no unit: read as GFlop/s, the unit of TOP500 spreadsheets before {TFLOPS_SINCE}",
-            unitless.join(" and ")
-        ));
-    }
-    let hpcg = match find(&|h| h.starts_with("hpcg")) {
-        Some(f) => Some((f, unit_of(f)?)),
-        None => None,
-    };
-    let cols = Columns {
-        rank: find(&|h| h == "rank").ok_or_else(|| missing("Rank", "Rank"))?,
-        name: find(&|h| h == "name"),
-        computer: find(&|h| h == "computer" || h == "system"),
-        site: find(&|h| h == "site" || h == "installationsite"),
-        country: find(&|h| h == "country"),
-        total_cores: find(&|h| h == "totalcores" || h == "cores" || h == "processors")
-            .ok_or_else(|| missing("Total Cores", "Total Cores"))?,
-        acc_cores: find(&|h| h == "acceleratorcoprocessorcores"),
-        accelerator: find(&|h| h == "acceleratorcoprocessor" || h == "accelerator"),
-        nodes: find(&|h| h == "nodes"),
-        rmax: (rmax, rmax_unit),
-        rpeak: (rpeak, rpeak_unit),
-        hpcg,
-        power: find(&|h| h == "power" || h.starts_with("powerkw") || h.starts_with("powermw"))
-            .map(|f| (f, power_unit(raw_headers.get(f).map_or("", String::as_str)))),
-        efficiency: find(&|h| h.contains("flopswatt")).map(|f| {
-            let mflops = headers.get(f).is_some_and(|h| h.contains("mflops"));
-            (f, if mflops { 1e-3 } else { 1.0 })
-        }),
-        list: list_col,
-        source: find(&|h| h == "source"),
-    };
-    if cols.name.is_none() && cols.computer.is_none() {
-        return Err(missing("Name", "Name"));
-    }
-
-    let systems = parse_records(file, &v, &cols, &raw_headers, list_guess, &mut notes)?;
+    let cols = find_columns(&headers, list_guess, &mut notes)?;
+    let systems = parse_records(file, &v, &cols, &headers.raw, list_guess, &mut notes)?;
     Ok(ListFile {
         file: file.into(),
         sheet: g.name.clone(),
@@ -452,6 +356,181 @@ fn parse_sheet(file: &str, g: &Grid, l: Layout) -> Result<ListFile, Top500Error>
         systems,
         notes,
     })
+}
+
+/// A sheet's header labels: normalised to be matched across editions, and as written to be
+/// quoted in messages.
+struct Headers<'a> {
+    file: &'a str,
+    v: &'a View<'a>,
+    norm: Vec<String>,
+    raw: Vec<String>,
+}
+
+impl<'a> Headers<'a> {
+    fn read(file: &'a str, v: &'a View<'a>) -> Self {
+        Headers {
+            file,
+            v,
+            norm: (0..v.fields()).map(|f| norm(v.header(f))).collect(),
+            raw: (0..v.fields()).map(|f| raw(v.header(f))).collect(),
+        }
+    }
+    /// The first field whose normalised label satisfies `pred`.
+    fn find(&self, pred: impl Fn(&str) -> bool) -> Option<usize> {
+        self.norm.iter().position(|h| pred(h))
+    }
+    /// The label of `field` as written ("" beyond the last).
+    fn label(&self, field: usize) -> &str {
+        self.raw.get(field).map_or("", String::as_str)
+    }
+    /// A required column is absent; the labels the sheet has are listed, so that a misspelt
+    /// one can be recognised.
+    fn missing(&self, column: &'static str, example: &'static str) -> Top500Error {
+        Top500Error::MissingColumn {
+            file: self.file.into(),
+            sheet: self.v.g.name.clone(),
+            column,
+            example,
+            found: self
+                .raw
+                .iter()
+                .filter(|h| !h.is_empty())
+                .map(|h| format!("\"{h}\""))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+    /// A problem with the header cell of `field` itself.
+    fn err(&self, field: usize, problem: String) -> Top500Error {
+        let (r, c) = self.v.pos(None, field);
+        let (row, column) = self.v.g.cell_ref(r, c);
+        Top500Error::Cell(Box::new(CellProblem {
+            file: self.file.into(),
+            sheet: self.v.g.name.clone(),
+            row,
+            column,
+            field: self.raw.get(field).cloned().unwrap_or_default(),
+            problem,
+        }))
+    }
+}
+
+/// The list a sheet without a List column is, from the file's name or a sheet named by the
+/// edition's number; it decides how a header without a unit is read.
+fn guess_list(file: &str, g: &Grid) -> Option<ListId> {
+    ListId::from_file_name(file).or_else(|| {
+        g.name
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .and_then(ListId::from_edition)
+    })
+}
+
+/// Every column the list needs or may have, found by its normalised label.
+fn find_columns(
+    h: &Headers<'_>,
+    list_guess: Option<ListId>,
+    notes: &mut Vec<String>,
+) -> Result<Columns, Top500Error> {
+    let list = h.find(|l| l == "list");
+    let (rmax, rpeak, hpcg) = flop_columns(h, list_guess, list, notes)?;
+    let cols = Columns {
+        rank: h
+            .find(|l| l == "rank")
+            .ok_or_else(|| h.missing("Rank", "Rank"))?,
+        name: h.find(|l| l == "name"),
+        computer: h.find(|l| l == "computer" || l == "system"),
+        site: h.find(|l| l == "site" || l == "installationsite"),
+        country: h.find(|l| l == "country"),
+        total_cores: h
+            .find(|l| l == "totalcores" || l == "cores" || l == "processors")
+            .ok_or_else(|| h.missing("Total Cores", "Total Cores"))?,
+        acc_cores: h.find(|l| l == "acceleratorcoprocessorcores"),
+        accelerator: h.find(|l| l == "acceleratorcoprocessor" || l == "accelerator"),
+        nodes: h.find(|l| l == "nodes"),
+        rmax,
+        rpeak,
+        hpcg,
+        power: h
+            .find(|l| l == "power" || l.starts_with("powerkw") || l.starts_with("powermw"))
+            .map(|f| (f, power_unit(h.label(f)))),
+        efficiency: h.find(|l| l.contains("flopswatt")).map(|f| {
+            let mflops = h.norm.get(f).is_some_and(|l| l.contains("mflops"));
+            (f, if mflops { 1e-3 } else { 1.0 })
+        }),
+        list,
+        source: h.find(|l| l == "source"),
+    };
+    if cols.name.is_none() && cols.computer.is_none() {
+        return Err(h.missing("Name", "Name"));
+    }
+    Ok(cols)
+}
+
+/// A performance column with its Flop/s per unit.
+type FlopColumn = (usize, f64);
+
+/// Rmax and Rpeak (both required) and HPCG, with their units; a note when Rmax or Rpeak was
+/// read as GFlop/s for want of a unit, since that reading is a guess.
+fn flop_columns(
+    h: &Headers<'_>,
+    list_guess: Option<ListId>,
+    list: Option<usize>,
+    notes: &mut Vec<String>,
+) -> Result<(FlopColumn, FlopColumn, Option<FlopColumn>), Top500Error> {
+    let rmax = h
+        .find(|l| l.starts_with("rmax"))
+        .ok_or_else(|| h.missing("Rmax", "Rmax [TFlop/s]"))?;
+    let rpeak = h
+        .find(|l| l.starts_with("rpeak"))
+        .ok_or_else(|| h.missing("Rpeak", "Rpeak [TFlop/s]"))?;
+    let unit_of = |field: usize| flop_unit_of(h, field, list_guess, list);
+    let (rmax_unit, rpeak_unit) = (unit_of(rmax)?, unit_of(rpeak)?);
+    let unitless: Vec<String> = [rmax, rpeak]
+        .iter()
+        .filter_map(|&f| h.raw.get(f))
+        .filter(|l| flop_unit(l).is_none())
+        .map(|l| format!("\"{l}\""))
+        .collect();
+    if !unitless.is_empty() {
+        notes.push(format!(
+            "{}: header {} states no unit: read as GFlop/s, the unit of TOP500 spreadsheets before {TFLOPS_SINCE}",
+            h.file,
+            unitless.join(" and ")
+        ));
+    }
+    let hpcg = match h.find(|l| l.starts_with("hpcg")) {
+        Some(f) => Some((f, unit_of(f)?)),
+        None => None,
+    };
+    Ok(((rmax, rmax_unit), (rpeak, rpeak_unit), hpcg))
+}
+
+/// Flop/s per unit of a performance column: the unit its header states, else GFlop/s, the unit
+/// of spreadsheets before [`TFLOPS_SINCE`]. A sheet guessed to be a later list (and without a
+/// List column) is refused instead, since reading it in GFlop/s would be off by 1000×.
+fn flop_unit_of(
+    h: &Headers<'_>,
+    field: usize,
+    list_guess: Option<ListId>,
+    list: Option<usize>,
+) -> Result<f64, Top500Error> {
+    let label = h.label(field);
+    if let Some(u) = flop_unit(label) {
+        return Ok(u);
+    }
+    match list_guess {
+        Some(id) if id >= TFLOPS_SINCE && list.is_none() => Err(h.err(
+            field,
+            format!(
+                "the header states no unit, and lists from {TFLOPS_SINCE} on (this is {id}) give TFlop/s; \
+                 write the unit into the header, e.g. \"{label} [TFlop/s]\""
+            ),
+        )),
+        _ => Ok(1e9),
+    }
 }
 
 /// Every record of the sheet that is a system; blank records are passed over and rows with
@@ -592,6 +671,39 @@ fn parse_system(
     cols: &Columns,
     list_guess: Option<ListId>,
 ) -> Result<System, Top500Error> {
+    let rank = system_rank(ctx, cols)?;
+    let list = system_list(ctx, cols, list_guess)?;
+    let (rmax, rpeak) = rmax_rpeak(ctx, cols)?;
+    let total_cores = total_cores(ctx, cols)?;
+    let name = match ctx.text(cols.name) {
+        n if n.is_empty() => ctx.text(cols.computer),
+        n => n,
+    };
+    let accelerator = Some(ctx.text(cols.accelerator))
+        .filter(|a| !a.is_empty() && !a.eq_ignore_ascii_case("none"));
+    let source = system_source(ctx, cols);
+    Ok(System {
+        list,
+        rank,
+        name,
+        computer: ctx.text(cols.computer),
+        site: ctx.text(cols.site),
+        country: ctx.text(cols.country),
+        total_cores,
+        accelerator_cores: ctx.count(cols.acc_cores)?,
+        accelerator,
+        nodes: ctx.count(cols.nodes)?,
+        rmax: FlopsPerSecond(rmax),
+        rpeak: FlopsPerSecond(rpeak),
+        hpcg: hpcg(ctx, cols, rpeak)?,
+        power: ctx.positive(cols.power)?.map(Watts),
+        listed_gflops_per_watt: ctx.positive(cols.efficiency)?,
+        source,
+    })
+}
+
+/// The rank: a whole number ≥ 1 that fits the record's u32.
+fn system_rank(ctx: &RowCtx<'_>, cols: &Columns) -> Result<u32, Top500Error> {
     let rank = ctx.required(cols.rank)?;
     if rank < 1.0 || rank.fract() != 0.0 || rank > f64::from(u32::MAX) {
         return Err(ctx.err(
@@ -599,18 +711,30 @@ fn parse_system(
             format!("{rank} is not a rank (a whole number ≥ 1)"),
         ));
     }
-    let list = match cols.list {
-        Some(f) => {
-            let s = ctx.text(Some(f));
-            Some(ListId::parse(&s).ok_or_else(|| {
-                ctx.err(
-                    f,
-                    format!("\"{s}\" is not a list date; write it as YYYY-MM, e.g. 2018-11"),
-                )
-            })?)
-        }
-        None => list_guess,
+    Ok(rank as u32)
+}
+
+/// The row's List date when the sheet has the column, else the list the file was guessed to be.
+fn system_list(
+    ctx: &RowCtx<'_>,
+    cols: &Columns,
+    list_guess: Option<ListId>,
+) -> Result<Option<ListId>, Top500Error> {
+    let Some(f) = cols.list else {
+        return Ok(list_guess);
     };
+    let s = ctx.text(Some(f));
+    ListId::parse(&s).map(Some).ok_or_else(|| {
+        ctx.err(
+            f,
+            format!("\"{s}\" is not a list date; write it as YYYY-MM, e.g. 2018-11"),
+        )
+    })
+}
+
+/// Rmax and Rpeak in Flop/s, both > 0 and Rmax within Rpeak (HPL cannot beat the peak, so a
+/// higher Rmax is a wrong value or unit).
+fn rmax_rpeak(ctx: &RowCtx<'_>, cols: &Columns) -> Result<(f64, f64), Top500Error> {
     let flops = |(f, unit): (usize, f64), what: &str| -> Result<f64, Top500Error> {
         let x = ctx.required(f)?;
         if x <= 0.0 {
@@ -630,6 +754,11 @@ fn parse_system(
             ),
         ));
     }
+    Ok((rmax, rpeak))
+}
+
+/// The total core count, at least one: it is the N of every per-core figure.
+fn total_cores(ctx: &RowCtx<'_>, cols: &Columns) -> Result<u64, Top500Error> {
     let cores = ctx.required(cols.total_cores)?;
     if cores < 1.0 {
         return Err(ctx.err(
@@ -637,13 +766,12 @@ fn parse_system(
             format!("{cores} cores: a system needs at least one core (N ≥ 1)"),
         ));
     }
-    let name = match ctx.text(cols.name) {
-        n if n.is_empty() => ctx.text(cols.computer),
-        n => n,
-    };
-    let accelerator = Some(ctx.text(cols.accelerator))
-        .filter(|a| !a.is_empty() && !a.eq_ignore_ascii_case("none"));
-    let source = match ctx.text(cols.source) {
+    Ok(cores.round() as u64)
+}
+
+/// The row's Source, else where in the file the row is, so that every system can be traced.
+fn system_source(ctx: &RowCtx<'_>, cols: &Columns) -> String {
+    match ctx.text(cols.source) {
         s if s.is_empty() => {
             let (r, c) = ctx.v.pos(Some(ctx.rec), cols.rank);
             let (row, column) = ctx.v.g.cell_ref(r, c);
@@ -655,40 +783,30 @@ fn parse_system(
             format!("{}, sheet \"{}\", {at}", ctx.file, ctx.v.g.name)
         }
         s => s,
-    };
-    Ok(System {
-        list,
-        rank: rank as u32,
-        name,
-        computer: ctx.text(cols.computer),
-        site: ctx.text(cols.site),
-        country: ctx.text(cols.country),
-        total_cores: cores.round() as u64,
-        accelerator_cores: ctx.count(cols.acc_cores)?,
-        accelerator,
-        nodes: ctx.count(cols.nodes)?,
-        rmax: FlopsPerSecond(rmax),
-        rpeak: FlopsPerSecond(rpeak),
-        hpcg: match ctx.positive(cols.hpcg)? {
-            // HPCG, like HPL, cannot beat the theoretical peak (a regression: E_HPCG 200 % was
-            // shown).
-            Some(h) if h > rpeak * (1.0 + 1e-9) => {
-                let f = cols.hpcg.map_or(cols.rmax.0, |c| c.0);
-                return Err(ctx.err(
-                    f,
-                    format!(
-                        "HPCG ({}) exceeds Rpeak ({}): no benchmark beats the theoretical peak; check both values and the units in their headers",
-                        raw(ctx.v.get(ctx.rec, f)),
-                        raw(ctx.v.get(ctx.rec, cols.rpeak.0)),
-                    ),
-                ));
-            }
-            h => h.map(FlopsPerSecond),
-        },
-        power: ctx.positive(cols.power)?.map(Watts),
-        listed_gflops_per_watt: ctx.positive(cols.efficiency)?,
-        source,
-    })
+    }
+}
+
+/// HPCG in Flop/s, if listed. Like HPL it cannot beat the theoretical peak (a regression:
+/// E_HPCG 200 % was shown).
+fn hpcg(
+    ctx: &RowCtx<'_>,
+    cols: &Columns,
+    rpeak: f64,
+) -> Result<Option<FlopsPerSecond>, Top500Error> {
+    match ctx.positive(cols.hpcg)? {
+        Some(h) if h > rpeak * (1.0 + 1e-9) => {
+            let f = cols.hpcg.map_or(cols.rmax.0, |c| c.0);
+            Err(ctx.err(
+                f,
+                format!(
+                    "HPCG ({}) exceeds Rpeak ({}): no benchmark beats the theoretical peak; check both values and the units in their headers",
+                    raw(ctx.v.get(ctx.rec, f)),
+                    raw(ctx.v.get(ctx.rec, cols.rpeak.0)),
+                ),
+            ))
+        }
+        h => Ok(h.map(FlopsPerSecond)),
+    }
 }
 
 #[cfg(test)]
