@@ -357,3 +357,26 @@ fn fit_csv_above_the_cap_is_refused_and_the_cap_can_be_raised() {
         .assert()
         .success();
 }
+
+/// Regression: `--accelerate` at a `--predict` N where the chosen fit (USL, past its peak) is
+/// slower than the baseline failed with the what-if's internal argument
+/// ("invalid argument `serial` = 3.69…: 1−α must lie in [0, 1)"). It names the fit, the N and
+/// the predicted speed-up, and what to change.
+#[test]
+fn accelerate_beyond_where_the_fit_speeds_up_says_why() {
+    amdahl()
+        .args(["fit", "--builtin", "--accelerate", "4", "--predict", "4096"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("fit predicts a speed-up of 0."))
+        .stderr(predicate::str::contains("at N = 4096"))
+        .stderr(predicate::str::contains(
+            "--predict an N where the fit still speeds up",
+        ))
+        .stderr(predicate::str::contains("invalid argument").not());
+    // Within the fit's useful range the what-if is computed.
+    amdahl()
+        .args(["fit", "--builtin", "--accelerate", "4", "--predict", "64"])
+        .assert()
+        .success();
+}

@@ -180,7 +180,7 @@ fn analyse_series(
     let (trend, trend_slope, trend_slope_stderr) = trend(&points);
     let predictions = predictions_at(opts, chosen, n0);
     let decomposition = phase_decomposition(d, s, n0);
-    let what_if = what_if_at(opts, &ns, n0, chosen)?;
+    let what_if = what_if_at(opts, &s.label, &ns, n0, chosen)?;
     Ok(SeriesResult {
         what_if,
         label: s.label.clone(),
@@ -337,6 +337,7 @@ fn fit_all(
 /// serial fraction there.
 fn what_if_at(
     opts: &FitOptions,
+    label: &str,
     ns: &[f64],
     n0: f64,
     chosen: &ModelFit,
@@ -352,7 +353,18 @@ fn what_if_at(
             // 1−α at that N from the chosen model's Karp–Flatt value (equals σ-like constants
             // for Amdahl; includes the growing overhead for the others).
             let p = n / n0;
-            let serial = laws::karp_flatt(p, chosen.speedup(n, n0));
+            let speedup = chosen.speedup(n, n0);
+            let serial = laws::karp_flatt(p, speedup);
+            // A retrograde fit (USL past its peak) can predict a speed-up below 1 far out, where
+            // Karp–Flatt's e exceeds 1: say so in the user's terms, not the what-if's argument.
+            if !(serial < 1.0) {
+                return Err(ScalingError::WhatIfBeyondFit {
+                    label: display_label(label),
+                    model: chosen.model.name().into(),
+                    n,
+                    speedup,
+                });
+            }
             let result = WhatIf {
                 n: p,
                 serial,

@@ -40,6 +40,18 @@ pub enum ScalingError {
     BaselineMissing { label: String, n: f64 },
     #[error("series `{label}`: no model could be fitted ({reasons}); measure at more distinct N")]
     NoModelFits { label: String, reasons: String },
+    #[error(
+        "series `{label}`: the chosen {model} fit predicts a speed-up of {speedup:.3} at N = {n} \
+         (more processors slower than the baseline), so there is no serial fraction in [0, 1) for \
+         --accelerate to start from; --predict an N where the fit still speeds up, or leave \
+         --predict out"
+    )]
+    WhatIfBeyondFit {
+        label: String,
+        model: String,
+        n: f64,
+        speedup: f64,
+    },
     #[error("invalid argument `{name}` = {value}: {message}")]
     Argument {
         name: String,
