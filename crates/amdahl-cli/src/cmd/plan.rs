@@ -492,6 +492,8 @@ fn run_search(
     if a.top == 0 {
         bail!("--top must be at least 1");
     }
+    // Every layout of the search spans --gpus (with --up-to, up to it).
+    net.check_nodes(&hw.name, a.gpus, format!("--gpus {}", a.gpus))?;
     // --up-to enumerates every node count; a million of them is already far beyond any cluster.
     if a.up_to && a.gpus / u64::from(a.sys.gpus_per_node) > 1_000_000 {
         bail!(
