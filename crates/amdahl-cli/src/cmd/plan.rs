@@ -471,6 +471,8 @@ fn run_search(
     (grid, pue): (GridIntensity, Pue),
 ) -> Result<ExitCode> {
     let space = search_space(a, model, hw, inputs)?;
+    // Every layout of the search spans --gpus (with --up-to, up to it).
+    net.check_nodes(&hw.name, a.gpus, format!("--gpus {}", a.gpus))?;
     let start = Instant::now();
     let outcome = search_with_progress(model, hw, net, &space)?;
     let wall = start.elapsed().as_secs_f64();

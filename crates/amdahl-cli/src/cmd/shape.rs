@@ -5,7 +5,7 @@
 use amdahl_model::calibrate::Calibration;
 use amdahl_model::catalog::Catalogs;
 use amdahl_model::infer::{KvFormat, WeightFormat};
-use amdahl_model::plan::{system, Hardware, ModelShape, Moe, Network, Overrides};
+use amdahl_model::plan::{system, Hardware, Link, ModelShape, Moe, Network, Overrides};
 use amdahl_model::power::ServerShare;
 use amdahl_model::profile::DeviceProfile;
 use amdahl_model::units::{BytesPerSecond, Seconds, Watts};
@@ -360,19 +360,22 @@ impl SystemArgs {
             if !(x >= 0.0 && x.is_finite()) {
                 bail!("--inter-latency-us {x} must be a non-negative number");
             }
-            net.inter.latency = Seconds(x * 1e-6);
+            inter_tier(&mut net, &hw, "--inter-latency-us")?.latency = Seconds(x * 1e-6);
         }
         if let Some(x) = self.inter_eff {
             if !(x > 0.0 && x <= 1.0) {
                 bail!("--inter-eff {x} must be in (0, 1]");
             }
-            net.inter.efficiency = x;
+            inter_tier(&mut net, &hw, "--inter-eff")?.efficiency = x;
         }
         for (what, v) in [
-            ("--inter-gbit", net.inter.bandwidth.get()),
-            ("--intra-gbs", net.intra.bandwidth.get()),
-            ("--tdp-w", hw.tdp.get()),
-        ] {
+            net.inter.map(|l| ("--inter-gbit", l.bandwidth.get())),
+            Some(("--intra-gbs", net.intra.bandwidth.get())),
+            Some(("--tdp-w", hw.tdp.get())),
+        ]
+        .into_iter()
+        .flatten()
+        {
             if !(v > 0.0 && v.is_finite()) {
                 bail!("{what} must be a positive number");
             }
@@ -390,6 +393,19 @@ impl SystemArgs {
             );
         }
         Ok((hw, net))
+    }
+}
+
+/// The inter-node tier an `--inter-…` option refines: refused, naming `--inter-gbit`, where the
+/// device has none (no reference server in the catalog and no --inter-gbit).
+fn inter_tier<'a>(net: &'a mut Network, hw: &Hardware, flag: &str) -> Result<&'a mut Link> {
+    match net.inter.as_mut() {
+        Some(l) => Ok(l),
+        None => bail!(
+            "{flag} refines the inter-node network, and the catalog has no reference-server \
+             inter-node bandwidth for {}: give --inter-gbit (Gbit/s per device) too",
+            hw.name
+        ),
     }
 }
 

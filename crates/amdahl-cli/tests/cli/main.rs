@@ -19,6 +19,7 @@ mod faults;
 mod fit;
 mod hwmon;
 mod infer;
+mod inter_node;
 mod intervals;
 mod lifetime;
 mod merge;

@@ -112,14 +112,12 @@ impl Modelled {
 }
 
 /// The row's device and its node. A device without a catalogued reference-server network (the
-/// A40, L40S and L4 are PCIe cards in servers of many makes) is given 100 Gbit/s per GPU when the
-/// row fits in one node, where the inter-node network carries nothing.
+/// A40, L40S and L4 are PCIe cards in servers of many makes) has no inter-node tier: a row
+/// within one node does not use one, and the serving and training models refuse a wider one.
 fn row_system(r: &Row) -> Result<(crate::plan::Hardware, crate::plan::Network), String> {
     let d = crate::catalog::devices::lookup(&r.system)
         .map_err(|_| format!("device `{}` is not in the catalog", r.system))?;
-    let single_node = r.gpus <= 8;
-    let gbit = d.scale_out_gbit.or(single_node.then_some(100.0));
-    crate::plan::system(d, &crate::plan::Overrides::default(), gbit).map_err(|e| e.to_string())
+    crate::plan::system(d, &crate::plan::Overrides::default(), None).map_err(|e| e.to_string())
 }
 
 /// A row modelled, or the reason it cannot be yet.
@@ -220,6 +218,13 @@ fn model_training_row(r: &Row, quantity: Quantity) -> Result<Modelled, String> {
     let model = catalog_model(&r.model)
         .map_err(|_| format!("model `{}` is not in the catalog", r.model))?;
     let (hw, net) = row_system(r)?;
+    // Said here: the layout search below reads any refusal as "does not fit".
+    net.check_nodes(
+        &hw.name,
+        u64::from(r.gpus),
+        format!("a row of {} GPUs", r.gpus),
+    )
+    .map_err(|e| e.to_string())?;
     let precision = ComputePrecision::parse(&r.precision)
         .ok_or_else(|| format!("precision `{}` is not a training precision", r.precision))?;
     let model = ModelShape {

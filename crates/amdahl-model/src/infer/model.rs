@@ -236,6 +236,12 @@ fn prepare(
     check_memory: bool,
 ) -> Result<Setup, InferError> {
     validate_serving(model, net, serving, req)?;
+    // Replicas are independent: only a replica wider than a node sends anything between nodes.
+    net.check_nodes(
+        &hw.name,
+        u64::from(serving.tp) * u64::from(serving.pp),
+        format!("tp {} × pp {} per replica", serving.tp, serving.pp),
+    )?;
     let total = u64::from(req.input) + u64::from(req.output);
     let shard = Shard::new(model, serving.tp, serving.pp, serving.weights, serving.kv);
     let arithmetic = serving.weights.arithmetic(hw);
@@ -364,7 +370,7 @@ fn microbatched(
         let link = if span <= u64::from(net.gpus_per_node) {
             &net.intra
         } else {
-            &net.inter
+            net.inter_link()
         };
         (pp - 1.0) * p2p(link, w.tokens * s.shard.hidden * ACT_BYTES / s.shard.tp)
     } else {

@@ -320,7 +320,11 @@ fn tp_scaling(c: &Context, batch: u32) -> Result<Vec<TpPoint>, InferError> {
         let tp = tp as u32;
         let ok_heads = c.model.heads.is_multiple_of(tp)
             && (c.model.kv_heads.is_multiple_of(tp) || tp.is_multiple_of(c.model.kv_heads));
-        if !ok_heads {
+        // Without an inter-node figure, a TP that would take the replica past one node is left
+        // out rather than refused: the configuration asked for stays within one.
+        let leaves_node = c.net.inter.is_none()
+            && u64::from(tp) * u64::from(sv.pp) > u64::from(c.net.gpus_per_node);
+        if !ok_heads || leaves_node {
             continue;
         }
         let serving = Serving {

@@ -300,7 +300,7 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     let link = if s.tp <= f64::from(net.gpus_per_node) {
         &net.intra
     } else {
-        &net.inter
+        net.inter_link()
     };
     layer.comm = 2.0 * all_reduce(link, s.tp, t * h * ACT_BYTES);
 

@@ -56,7 +56,7 @@ pub fn all_to_all(net: &Network, p: f64, local: f64, bytes: f64) -> f64 {
             peers * link.latency.get() + peers / p * bytes / link.effective_bandwidth()
         }
     };
-    tier(&net.intra, local - 1.0).max(tier(&net.inter, p - local))
+    tier(&net.intra, local - 1.0).max(tier(net.inter_link(), p - local))
 }
 
 /// Point-to-point send of `bytes`: α + M/β.
@@ -92,11 +92,11 @@ mod tests {
         let net = Network {
             gpus_per_node: 8,
             intra: link(),
-            inter: Link {
+            inter: Some(Link {
                 bandwidth: BytesPerSecond(50e9),
                 latency: Seconds(10e-6),
                 efficiency: 1.0,
-            },
+            }),
             dp_rails: None,
         };
         // 8 ranks in one node, 1 GB each: 7·5 µs + 7/8 GB / 100 GB/s.

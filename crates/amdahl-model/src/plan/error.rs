@@ -23,6 +23,17 @@ pub enum PlanError {
         what: &'static str,
         fix: &'static str,
     },
+    #[error(
+        "the catalog has no reference-server inter-node bandwidth for {device}, and {what} \
+         spans {span} devices, more than one node of {gpus_per_node}; give --inter-gbit (Gbit/s \
+         per device), or keep the layout within one node (--gpus-per-node sets its size)"
+    )]
+    InterNode {
+        device: String,
+        what: String,
+        span: u64,
+        gpus_per_node: u32,
+    },
     #[error("model {model} cannot be planned: {reason}; give its shape with --layers/--hidden/--heads/--seq/--vocab or --model-file")]
     ModelShape { model: String, reason: String },
     #[error("{what} must be at least 1 (got {value})")]

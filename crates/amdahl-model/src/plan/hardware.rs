@@ -474,7 +474,11 @@ impl Link {
 pub struct Network {
     pub gpus_per_node: u32,
     pub intra: Link,
-    pub inter: Link,
+    /// The tier between nodes; absent where no figure is known (no reference server for the
+    /// device in the catalog, no --inter-gbit): the layout then stays within one node, and no
+    /// figure nobody gave is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inter: Option<Link>,
     /// Network interfaces per node that a data-parallel collective spreads its inter-node
     /// traffic over. `None` (the default): one per rank of the group on the node, as NCCL's
     /// rings do (docs/methodology.md "Communication per iteration", DP); `Some(n)`: at most `n`
@@ -486,9 +490,9 @@ pub struct Network {
 impl Network {
     /// The network of an 8-device node of this device: its intra-node link inside, `inter_gbit`
     /// Gbit/s per device between nodes (the catalog's `scale_out_gbit`: DGX A100 8 × HDR 200;
-    /// DGX H100 8 × NDR 400). Efficiencies and latencies: typical nccl-tests figures
-    /// (docs/methodology.md).
-    pub fn node_of(hw: &Hardware, inter_gbit: f64) -> Self {
+    /// DGX H100 8 × NDR 400), no inter-node tier where that is `None`. Efficiencies and
+    /// latencies: typical nccl-tests figures (docs/methodology.md).
+    pub fn node_of(hw: &Hardware, inter_gbit: Option<f64>) -> Self {
         Network {
             gpus_per_node: 8,
             intra: Link {
@@ -496,13 +500,37 @@ impl Network {
                 latency: Seconds(5e-6),
                 efficiency: 0.80,
             },
-            inter: Link {
-                bandwidth: BytesPerSecond(inter_gbit * 1e9 / 8.0),
+            inter: inter_gbit.map(|gbit| Link {
+                bandwidth: BytesPerSecond(gbit * 1e9 / 8.0),
                 latency: Seconds(10e-6),
                 efficiency: 0.85,
-            },
+            }),
             dp_rails: None,
         }
+    }
+
+    /// The link the model charges inter-node traffic to. Without an inter-node tier the layout
+    /// stays within one node ([`Network::check_nodes`]), so whatever the model would send
+    /// between nodes — nothing, except the tied embedding's all-reduce between the first and
+    /// the last pipeline stage, which the planner always charges to the network — goes over
+    /// the intra-node link.
+    pub fn inter_link(&self) -> &Link {
+        self.inter.as_ref().unwrap_or(&self.intra)
+    }
+
+    /// `span` devices working together (`what`: "--gpus 16", "tp 4 × pp 4 per replica") need the
+    /// inter-node tier when they do not fit in one node: refused, naming `--inter-gbit`, when
+    /// there is none. A layout within one node never needs it.
+    pub fn check_nodes(&self, device: &str, span: u64, what: String) -> Result<(), PlanError> {
+        if self.inter.is_some() || span <= u64::from(self.gpus_per_node) {
+            return Ok(());
+        }
+        Err(PlanError::InterNode {
+            device: device.to_string(),
+            what,
+            span,
+            gpus_per_node: self.gpus_per_node,
+        })
     }
 }
 
@@ -514,21 +542,15 @@ pub fn catalog_system(name: &str) -> Result<(Hardware, Network), PlanError> {
 }
 
 /// Hardware and network for a catalogued device: `inter_gbit` (Gbit/s per device between nodes)
-/// if given, else the catalog's `scale_out_gbit`, else an error that says to give it.
+/// if given, else the catalog's `scale_out_gbit`, else no inter-node tier — which only a layout
+/// that leaves one node needs ([`Network::check_nodes`] refuses it there, naming `--inter-gbit`).
 pub fn system(
     d: &Device,
     o: &Overrides,
     inter_gbit: Option<f64>,
 ) -> Result<(Hardware, Network), PlanError> {
     let hw = Hardware::from_catalog(d, o)?;
-    let gbit = inter_gbit
-        .or(d.scale_out_gbit)
-        .ok_or_else(|| PlanError::DeviceField {
-            device: d.name.clone(),
-            what: "reference-server inter-node bandwidth",
-            fix: "give --inter-gbit (Gbit/s per device)",
-        })?;
-    let net = Network::node_of(&hw, gbit);
+    let net = Network::node_of(&hw, inter_gbit.or(d.scale_out_gbit));
     Ok((hw, net))
 }
 
@@ -550,7 +572,7 @@ mod tests {
         assert_eq!(hw.memory, Bytes::from_gib(80.0));
         assert_eq!(hw.memory_bandwidth.get(), 2039e9);
         assert_eq!(hw.intra_node_bandwidth.get(), 300e9);
-        assert_eq!(net.inter.bandwidth.get(), 200e9 / 8.0);
+        assert_eq!(net.inter_link().bandwidth.get(), 200e9 / 8.0);
         assert_eq!(hw.tdp, Watts(400.0));
         // No idle_w in the catalog: 1/8 of TDP, marked as an estimate.
         assert_eq!(hw.idle_power, Watts(50.0));
@@ -570,12 +592,51 @@ mod tests {
             idle_power: Some(Watts(30.0)),
             ..Overrides::default()
         };
-        let e = system(d, &o, None).unwrap_err().to_string();
-        assert!(e.contains("--inter-gbit"), "{e}");
-        let (hw, _) = system(d, &o, Some(100.0)).unwrap();
+        // No reference server either: no inter-node tier until --inter-gbit gives one.
+        let (_, net) = system(d, &o, None).unwrap();
+        assert!(net.inter.is_none());
+        let (hw, net) = system(d, &o, Some(100.0)).unwrap();
+        assert_eq!(net.inter.unwrap().bandwidth.get(), 100e9 / 8.0);
         assert_eq!(hw.class, DeviceClass::Generic);
         assert_eq!(hw.idle_power, Watts(30.0));
         assert!(!hw.idle_power_estimated);
+    }
+
+    #[test]
+    fn only_a_layout_that_leaves_the_node_needs_the_inter_node_tier() {
+        // L40S: a PCIe card, no reference server, so no catalogued scale-out bandwidth.
+        let d = crate::catalog::devices::lookup("l40s").unwrap();
+        let (hw, net) = system(d, &Overrides::default(), None).unwrap();
+        assert!(net.inter.is_none());
+        // Within the node the model's inter-node traffic goes over the intra-node link.
+        assert_eq!(net.inter_link(), &net.intra);
+        assert!(net.check_nodes(&hw.name, 8, "8".into()).is_ok());
+        let e = net
+            .check_nodes(&hw.name, 16, "the layout tp 1 × pp 1 × dp 16".into())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("L40S")
+                && e.contains("--inter-gbit")
+                && e.contains("dp 16 spans 16 devices"),
+            "{e}"
+        );
+        // With a figure any span is fine.
+        let (hw, net) = system(d, &Overrides::default(), Some(100.0)).unwrap();
+        assert!(net.check_nodes(&hw.name, 64, "64".into()).is_ok());
+    }
+
+    #[test]
+    fn a_network_without_inter_node_tier_serialises_without_the_field() {
+        let d = crate::catalog::devices::lookup("l40s").unwrap();
+        let (_, net) = system(d, &Overrides::default(), None).unwrap();
+        let v = serde_json::to_value(net).unwrap();
+        assert!(v.get("inter").is_none(), "{v}");
+        let back: Network = serde_json::from_value(v).unwrap();
+        assert_eq!(back, net);
+        let (_, net) = catalog_system("h100").unwrap();
+        let v = serde_json::to_value(net).unwrap();
+        assert_eq!(v["inter"]["bandwidth"].as_f64(), Some(50e9));
     }
 
     #[test]

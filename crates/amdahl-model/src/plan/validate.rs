@@ -74,6 +74,17 @@ pub fn validate(
     validate_model(model)?;
     validate_degrees(model, net, l)?;
     validate_sizes(model, l, gpus)?;
+    net.check_nodes(
+        &hw.name,
+        l.gpus(),
+        match l.cp {
+            1 => format!("the layout tp {} × pp {} × dp {}", l.tp, l.pp, l.dp),
+            cp => format!(
+                "the layout tp {} × cp {cp} × pp {} × dp {}",
+                l.tp, l.pp, l.dp
+            ),
+        },
+    )?;
     validate_options(model, hw, l)
 }
 

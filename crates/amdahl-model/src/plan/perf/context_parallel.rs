@@ -51,7 +51,7 @@ mod tests {
         let x = setting(&m, &hw, &net, &l);
         let lt = layer(&x);
         let ring = exposed_ring_time(
-            &net.inter,
+            net.inter_link(),
             &l,
             kv_chunk_bytes(&m, &l),
             lt.attn_fwd,

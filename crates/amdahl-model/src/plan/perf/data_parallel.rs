@@ -210,7 +210,8 @@ pub(crate) fn ring_latency(net: &Network, k: f64, local: f64) -> f64 {
     }
     let local = local.clamp(1.0, k);
     let inter_hops = (k / local).ceil() - 1.0;
-    inter_hops * net.inter.latency.get() + (k - 1.0 - inter_hops).max(0.0) * net.intra.latency.get()
+    inter_hops * net.inter_link().latency.get()
+        + (k - 1.0 - inter_hops).max(0.0) * net.intra.latency.get()
 }
 
 /// Time of one pass (forward or backward) of a layer under ZeRO-3 that computes for `compute`
@@ -289,7 +290,7 @@ mod tests {
         assert_eq!(dp.groups[1].0, 0.0);
         assert_eq!(dp.groups[0], (first, 24.0));
         assert_eq!((dp.weight_bytes, dp.grad_bytes, dp.local), (2.0, 2.0, 1.0));
-        close(dp.comm, all_reduce(&net.inter, 24.0, first * 2.0));
+        close(dp.comm, all_reduce(net.inter_link(), 24.0, first * 2.0));
     }
 
     #[test]
@@ -298,7 +299,10 @@ mod tests {
         let l = Layout { zero: 1, ..base() };
         let dp = run(&l);
         let (first, _) = stage_params(&m, &l, 10, true, false);
-        close(dp.comm, 2.0 * all_gather(&net.inter, 24.0, first * 2.0));
+        close(
+            dp.comm,
+            2.0 * all_gather(net.inter_link(), 24.0, first * 2.0),
+        );
         let l = Layout {
             dp: 1,
             batch: 96,

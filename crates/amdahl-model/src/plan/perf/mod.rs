@@ -377,7 +377,7 @@ fn link(net: &Network, span: u64) -> &Link {
     if span <= u64::from(net.gpus_per_node) {
         &net.intra
     } else {
-        &net.inter
+        net.inter_link()
     }
 }
 
@@ -512,9 +512,9 @@ mod tests {
         // NCCL gives each ring its own interface: a group with k ranks on a node reaches k
         // interfaces' bandwidth across nodes (NVIDIA/nccl issue #601); `dp_rails` caps it.
         let (_, _, net) = setup();
-        let one = net.inter.bandwidth.get();
+        let one = net.inter_link().bandwidth.get();
         assert_eq!(dp_tier(&net, 64, 4.0).bandwidth.get(), 4.0 * one);
-        assert_eq!(dp_tier(&net, 64, 4.0).latency, net.inter.latency);
+        assert_eq!(dp_tier(&net, 64, 4.0).latency, net.inter_link().latency);
         let capped = Network {
             dp_rails: Some(1),
             ..net
@@ -546,7 +546,7 @@ mod tests {
                 ..net
             }),
         );
-        let latency = 2.0 * 15.0 * net.inter.latency.get();
+        let latency = 2.0 * 15.0 * net.inter_link().latency.get();
         assert!(
             ((rails - latency) / (single - latency) - 0.5).abs() < 1e-9,
             "{rails} vs {single}"
@@ -571,7 +571,7 @@ mod tests {
             ..Layout::default()
         };
         let dp = |l: &Layout| estimate(&m, &hw, &net, l).breakdown.dp_comm.get();
-        let alpha = 15.0 * net.inter.latency.get();
+        let alpha = 15.0 * net.inter_link().latency.get();
         let scatter = dp(&l) - 2.0 * alpha;
         let all_reduce = dp(&Layout {
             grad_all_reduce: true,
@@ -600,7 +600,7 @@ mod tests {
     #[test]
     fn ring_latency_counts_hops_between_and_inside_nodes() {
         let (_, _, net) = setup();
-        let (inter, intra) = (net.inter.latency.get(), net.intra.latency.get());
+        let (inter, intra) = (net.inter_link().latency.get(), net.intra.latency.get());
         // 16 ranks, 8 per node: 15 hops, one of them between the two nodes.
         let t = ring_latency(&net, 16.0, 8.0);
         assert!((t - (inter + 14.0 * intra)).abs() < 1e-15, "{t}");

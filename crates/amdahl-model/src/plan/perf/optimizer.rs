@@ -31,7 +31,7 @@ pub fn optimizer_step(x: &Setting, dp: &DataParallel) -> OptimizerStep {
     let time = owned_params * step_bytes_per_param(l) / x.k.mem_rate;
     let tied_embedding = if l.pp > 1 && model.tied_embeddings {
         all_reduce(
-            &x.net.inter,
+            x.net.inter_link(),
             2.0,
             model.embedding_params() / x.t * dp.grad_bytes,
         )
@@ -89,7 +89,7 @@ mod tests {
         let (step, _) = run(&m, &base());
         close(
             step.tied_embedding,
-            all_reduce(&net.inter, 2.0, 51200.0 * 12288.0 / 8.0 * 2.0),
+            all_reduce(net.inter_link(), 2.0, 51200.0 * 12288.0 / 8.0 * 2.0),
         );
         let untied = crate::plan::spec::ModelShape {
             tied_embeddings: false,

@@ -147,7 +147,7 @@ mod tests {
             &context_parallel(&x, &lt),
             &expert_parallel(&x),
         );
-        let send = p2p(&net.inter, 2048.0 * 12288.0 * 2.0 / 8.0);
+        let send = p2p(net.inter_link(), 2048.0 * 12288.0 * 2.0 / 8.0);
         (pipe, lt, tp, send)
     }
 
