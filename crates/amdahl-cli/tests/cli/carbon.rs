@@ -752,3 +752,38 @@ fn a_modelled_energy_read_from_a_result_says_how_far_the_model_holds() {
         .success()
         .stderr(predicate::str::contains(note).not());
 }
+
+/// `amdahl carbon ARGS` and `ARGS --statement md`: (table, statement).
+fn table_and_statement(args: &[&str]) -> (String, String) {
+    let text = |extra: &[&str]| {
+        let out = amdahl().args(args).args(extra).assert().success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    (text(&[]), text(&["--statement", "md"]))
+}
+
+/// The value of the table row `key`, e.g. "power per device".
+fn row<'a>(table: &'a str, key: &str) -> &'a str {
+    table
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no row `{key}` in\n{table}"))
+}
+
+/// Regression: a figure the statement shows in a smaller unit than the table was rounded after
+/// scaling, so a half-way value came out differently: 7 Wh at 369.5 g/kWh = 2.5865 g, "0.002586
+/// kg" in the table and "2.587 gCO₂e" in the statement. The statement now scales the table's
+/// rounded figure.
+#[test]
+fn a_statements_figure_in_a_smaller_unit_has_the_tables_digits() {
+    let (table, statement) =
+        table_and_statement(&words("carbon --device h100 --hours 0.01 --region US"));
+    assert_eq!(row(&table, "operational CO2e"), "0.002586 kg", "{table}");
+    assert!(
+        statement.contains("to 2.586 gCO₂e of operational emissions"),
+        "{statement}"
+    );
+    assert_eq!(row(&table, "IT energy"), "0.007 kWh", "{table}");
+    assert!(statement.contains("was estimated at 7 Wh"), "{statement}");
+}
