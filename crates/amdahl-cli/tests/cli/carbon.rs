@@ -787,3 +787,42 @@ fn a_statements_figure_in_a_smaller_unit_has_the_tables_digits() {
     assert_eq!(row(&table, "IT energy"), "0.007 kWh", "{table}");
     assert!(statement.contains("was estimated at 7 Wh"), "{statement}");
 }
+
+/// Regression: the method of a saved serving estimate said "465 W per device" beside the
+/// table's "power per device 465.5 W" (and the report's 465.5 W), and neither a plan's nor an
+/// serving estimate's statement said that its "IT energy" is the GPU boards' alone (the
+/// commands' own tables label it GPU scope, beside a larger server figure).
+#[test]
+fn a_saved_predictions_statement_quotes_the_tables_power_and_its_gpu_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, args) in [
+        (
+            "infer.json",
+            "infer --model llama3-70b --system h100 --gpus 8 --tp 4 --precision fp8 --rate 20 \
+             --region FR --json",
+        ),
+        (
+            "plan.json",
+            "plan --model llama2-7b --system h100 --gpus 16 --tp 2 --batch 64 --recompute full \
+             --json",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        let out = amdahl().args(words(args)).assert().success();
+        std::fs::write(&path, &out.get_output().stdout).unwrap();
+        let (table, statement) = table_and_statement(&["carbon", "--from", path.to_str().unwrap()]);
+        let power = row(&table, "power per device");
+        assert!(
+            row(&table, "energy").contains(&format!(", {power} per device")),
+            "{table}"
+        );
+        assert!(
+            statement.contains(&format!(", {power} per device")),
+            "{power}: {statement}"
+        );
+        assert!(
+            statement.contains(", GPU scope: the GPU boards only)"),
+            "{statement}"
+        );
+    }
+}
