@@ -317,7 +317,12 @@ fn statement(s: &Statement, m: &Markup) -> String {
         (Some(d), Some(n)) => format!("{} {} {}", num(f64::from(n), 10), m.times, e(d)),
         (Some(d), None) => e(d),
         (None, Some(n)) => format!("{} devices", num(f64::from(n), 10)),
-        (None, None) => "the measured hardware".into(),
+        // A run record names no device; its energy is measured only if every device in its
+        // total was ("the measured hardware" was said of a run estimated throughout).
+        (None, None) => match s.basis {
+            amdahl_model::carbon::Basis::Measured => "the measured hardware".into(),
+            amdahl_model::carbon::Basis::Estimated => "the observed hardware".into(),
+        },
     };
     // A prediction is worded in the conditional; a job that ran, in the past.
     let (ran, was, is) = if s.predicted {

@@ -826,3 +826,29 @@ fn a_saved_predictions_statement_quotes_the_tables_power_and_its_gpu_scope() {
         );
     }
 }
+
+/// Regression: the statement of a run whose every device was only estimated said it "ran on the
+/// measured hardware", and "the CPU and memory … was estimated".
+#[test]
+fn an_estimated_runs_statement_does_not_call_its_hardware_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    std::fs::write(
+        &path,
+        r#"{"schema":"amdahl.run/1","total_energy_j":36,"duration_s":1,"exit_code":0,
+            "devices":[{"id":"estimate:cpu","method":"estimate","in_total":true},
+                       {"id":"estimate:ram","method":"estimate","in_total":true}]}"#,
+    )
+    .unwrap();
+    let (table, statement) = table_and_statement(&["carbon", "--from", path.to_str().unwrap()]);
+    assert!(row(&table, "energy").starts_with("estimated"), "{table}");
+    assert!(
+        statement.contains("The computation ran on the observed hardware")
+            && !statement.contains("measured hardware"),
+        "{statement}"
+    );
+    assert!(
+        statement.contains("the CPU and memory had no readable energy counter and were estimated"),
+        "{statement}"
+    );
+}

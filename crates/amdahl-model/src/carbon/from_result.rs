@@ -118,8 +118,9 @@ pub fn read_run(v: &Value, file: &str) -> Result<Saved, CarbonError> {
         let parts: Vec<&str> = estimated.iter().map(|id| device_words(id)).collect();
         energy.method = format!(
             "amdahl run, file {file}; {} had no readable energy counter and \
-                 was estimated from CPU time × TDP share and RAM size",
-            parts.join(" and ")
+                 {} estimated from CPU time × TDP share and RAM size",
+            parts.join(" and "),
+            if parts.len() > 1 { "were" } else { "was" }
         );
     }
     // What the counters covered (the record's `covers`, absent in older records): a measured
