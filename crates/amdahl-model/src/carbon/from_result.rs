@@ -314,9 +314,11 @@ fn device_words(id: &str) -> &str {
     }
 }
 
-/// What a run record says that a citation must not hide: the command failed, was killed by a
-/// signal, or the record is partial (amdahl was stopped before the command ended).
-fn run_caveats(v: &Value) -> Vec<String> {
+/// What a run record (or a merge of them) says that a citation must not hide: the command
+/// failed, was killed by a signal, or the record is partial (amdahl was stopped before the
+/// command ended). The statement opens with them, and `amdahl report` captions the result with
+/// them.
+pub fn run_caveats(v: &Value) -> Vec<String> {
     let mut out = Vec::new();
     match v.get("exit_code").and_then(Value::as_i64) {
         Some(0) | None => {}
