@@ -639,3 +639,48 @@ fn captions_say_what_the_results_record() {
         "{f}"
     );
 }
+
+/// Regression: a plan's training figures are typed units with no suffix in their names, and the
+/// report's key figures showed them bare: "training: emissions 4086701" beside the statement's
+/// "4,087 kgCO₂e" (grams), "training: it energy 3.068e10" (joules) beside "8,521 kWh".
+#[test]
+fn a_plans_training_figures_are_named_with_their_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = save(
+        dir.path(),
+        "plan.json",
+        &words("plan --model llama2-7b --system h100 --gpus 16 --tp 2 --batch 64 --recompute full"),
+    );
+    let page_path = dir.path().join("page.html");
+    let out = report(&[plan], &page_path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    for (path, name) in [
+        ("training.train_time", "training: train time (s)"),
+        (
+            "training.power_per_device",
+            "training: power per device (W)",
+        ),
+        ("training.it_energy", "training: IT energy (J)"),
+        ("training.facility_energy", "training: facility energy (J)"),
+        ("training.emissions", "training: emissions (gCO2e)"),
+        ("training.intensity", "training: intensity (g/kWh)"),
+        (
+            "training.server_power_per_device",
+            "training: server power per device (W)",
+        ),
+        (
+            "training.server_emissions",
+            "training: server emissions (gCO2e)",
+        ),
+    ] {
+        assert!(
+            page.contains(&format!("<th title=\"{path}\">{name}</th>")),
+            "`{path}` not shown as `{name}`"
+        );
+    }
+}
