@@ -219,6 +219,43 @@ pub fn shown(x: &f64) -> String {
     }
 }
 
+/// [`sig`] without trailing zeros, with thousands separators: 1.10 → "1.1", 1291159 → "1,291,159".
+/// How tables and statements show a figure, so text built beside a table (a saved result's
+/// method, a statement) quotes the table's number (a method said "465 W" beside "465.5 W").
+pub fn readable(x: f64, digits: usize) -> String {
+    let s = sig(x, digits);
+    if s.contains('e') || !x.is_finite() {
+        return s;
+    }
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    let (sign, rest) = s.strip_prefix('-').map_or(("", s.as_str()), |r| ("-", r));
+    let (int, frac) = rest
+        .split_once('.')
+        .map_or((rest, None), |(i, f)| (i, Some(f)));
+    let mut grouped = String::new();
+    for (i, ch) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(ch);
+    }
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+/// `x` rounded as [`sig`] shows it, as a number: a figure shown in another unit (g for a table's
+/// kg) is this value scaled, so both show the same digits (2.5865 g was "2.587 g" beside
+/// "0.002586 kg").
+pub fn rounded(x: f64, digits: usize) -> f64 {
+    sig(x, digits).parse().unwrap_or(x)
+}
+
 /// Format a number for humans with `sig` significant digits, switching to scientific notation for
 /// very small or very large magnitudes (α_eff values of 1e-7 next to efficiencies of 0.78).
 pub fn sig(x: f64, sig: usize) -> String {

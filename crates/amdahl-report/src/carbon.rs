@@ -1,7 +1,6 @@
 //! Rendering of `amdahl carbon` results: a human table, CSV, and the statement as Markdown or LaTeX
 //! (JSON is `to_json` of the structs).
 
-use crate::sig;
 use crate::table::{Align, Table};
 use amdahl_model::carbon::network::{Move, Transfer};
 use amdahl_model::carbon::{CarbonReport, Statement};
@@ -9,30 +8,7 @@ use amdahl_model::catalog::grid::year_label;
 
 /// `sig` without trailing zeros, with thousands separators: 1.10 → "1.1", 1291159 → "1,291,159".
 pub(crate) fn num(x: f64, digits: usize) -> String {
-    let s = sig(x, digits);
-    if s.contains('e') || !x.is_finite() {
-        return s;
-    }
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    };
-    let (sign, rest) = s.strip_prefix('-').map_or(("", s.as_str()), |r| ("-", r));
-    let (int, frac) = rest
-        .split_once('.')
-        .map_or((rest, None), |(i, f)| (i, Some(f)));
-    let mut grouped = String::new();
-    for (i, ch) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(ch);
-    }
-    match frac {
-        Some(f) => format!("{sign}{grouped}.{f}"),
-        None => format!("{sign}{grouped}"),
-    }
+    amdahl_model::units::readable(x, digits)
 }
 
 pub(crate) fn kg(x: f64) -> String {
@@ -298,25 +274,32 @@ fn duration_words(hours: f64) -> String {
     }
 }
 
-/// An energy in J, Wh, kWh or MWh, whichever keeps the number readable.
-pub(crate) fn energy_words(kwh: f64) -> String {
+/// An energy in J, Wh, kWh or MWh, whichever keeps the number readable. Wh are the table's kWh
+/// figure ([`kwh`]) rounded first, then scaled, so both show the same digits; kWh and MWh are
+/// computed as the table computes them; J are not a decimal shift of kWh, so they are rounded
+/// from the exact value.
+pub(crate) fn energy_words(exact_kwh: f64) -> String {
+    let kwh = amdahl_model::units::rounded(exact_kwh, 4);
     if kwh >= 1e4 {
-        format!("{} MWh", num(kwh / 1e3, 4))
+        format!("{} MWh", num(exact_kwh / 1e3, 4))
     } else if kwh >= 1.0 {
-        format!("{} kWh", num(kwh, 4))
+        format!("{} kWh", num(exact_kwh, 4))
     } else if kwh >= 1e-3 {
         format!("{} Wh", num(kwh * 1e3, 4))
     } else {
-        format!("{} J", num(kwh * 3.6e6, 4))
+        format!("{} J", num(exact_kwh * 3.6e6, 4))
     }
 }
 
-/// A mass of CO2e in mg, g, kg or t, whichever keeps the number readable.
-pub(crate) fn mass_words(kg: f64, co2: &str) -> String {
+/// A mass of CO2e in mg, g, kg or t, whichever keeps the number readable: the table's kg figure
+/// ([`kg`]) rounded first, then scaled, so both show the same digits (kg and t are computed as
+/// the table computes them).
+pub(crate) fn mass_words(exact_kg: f64, co2: &str) -> String {
+    let kg = amdahl_model::units::rounded(exact_kg, 4);
     if kg >= 1e4 {
-        format!("{} t{co2}", num(kg / 1e3, 4))
+        format!("{} t{co2}", num(exact_kg / 1e3, 4))
     } else if kg >= 1.0 {
-        format!("{} kg{co2}", num(kg, 4))
+        format!("{} kg{co2}", num(exact_kg, 4))
     } else if kg >= 1e-3 {
         format!("{} g{co2}", num(kg * 1e3, 4))
     } else if kg >= 1e-6 {
@@ -334,7 +317,12 @@ fn statement(s: &Statement, m: &Markup) -> String {
         (Some(d), Some(n)) => format!("{} {} {}", num(f64::from(n), 10), m.times, e(d)),
         (Some(d), None) => e(d),
         (None, Some(n)) => format!("{} devices", num(f64::from(n), 10)),
-        (None, None) => "the measured hardware".into(),
+        // A run record names no device; its energy is measured only if every device in its
+        // total was ("the measured hardware" was said of a run estimated throughout).
+        (None, None) => match s.basis {
+            amdahl_model::carbon::Basis::Measured => "the measured hardware".into(),
+            amdahl_model::carbon::Basis::Estimated => "the observed hardware".into(),
+        },
     };
     // A prediction is worded in the conditional; a job that ran, in the past.
     let (ran, was, is) = if s.predicted {

@@ -46,7 +46,7 @@ fn word(w: &str) -> String {
     match w {
         "gpu" | "cpu" | "pue" | "tp" | "pp" | "dp" | "ep" | "mfu" | "hfu" | "mbu" | "ttft"
         | "tpot" | "kv" | "ram" | "slo" | "tdp" | "id" | "sp" | "moe" | "hbm" | "nvml" | "rapl"
-        | "json" | "csv" => w.to_uppercase(),
+        | "json" | "csv" | "it" => w.to_uppercase(),
         "gpus" => "GPUs".into(),
         "cpus" => "CPUs".into(),
         "co2e" => "CO2e".into(),
@@ -84,6 +84,13 @@ fn unit_of_typed(parent: Option<&str>, key: &str) -> Option<&'static str> {
         (_, k) if k.starts_with("peak_") => Some("FLOP/s"),
         (_, k) if k.ends_with("bandwidth") => Some("bytes/s"),
         (Some("device"), "tdp" | "idle_power" | "power_cap") => Some("W"),
+        // A plan's training cost (typed units): "training: emissions 4086701" stood bare
+        // beside the statement's "4,087 kgCO₂e".
+        (Some("training"), "train_time") => Some("s"),
+        (Some("training"), "power_per_device" | "server_power_per_device") => Some("W"),
+        (Some("training"), "it_energy" | "facility_energy" | "server_facility_energy") => Some("J"),
+        (Some("training"), "emissions" | "server_emissions") => Some("gCO2e"),
+        (Some("training"), "intensity") => Some("g/kWh"),
         _ => None,
     }
 }

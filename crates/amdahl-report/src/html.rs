@@ -62,22 +62,79 @@ fn parts(s: &Saved) -> Parts {
     }
 }
 
-/// What a result's figures are: the kind's sentence, or for a measured run which of its devices
-/// were only estimated.
+/// What a result's figures are, from what the result records where the kind's figures can be
+/// of either nature: a run's or a merge's devices (measured, partly or wholly estimated) opened
+/// by the run's caveats (a failed or interrupted command, as its statement opens), a lifetime's
+/// phases; the kind's fixed sentence otherwise.
 fn nature(s: &Saved) -> String {
-    let Typed::Run(r) = &s.typed else {
-        return s.kind.nature().to_string();
+    let text = match &s.typed {
+        Typed::Run(r) if r.devices.is_empty() => {
+            "Measured by another rank: this record holds no devices.".to_string()
+        }
+        Typed::Run(r) => run_nature(r.devices.iter().filter(|d| d.in_total).map(|d| {
+            (
+                d.id.as_str(),
+                matches!(d.method, amdahl_meter::Method::Estimate),
+            )
+        })),
+        Typed::Merge(m) => merge_nature(m),
+        Typed::Lifetime(l) => lifetime_nature(l),
+        _ => return s.kind.nature().to_string(),
     };
-    if r.devices.is_empty() {
-        return "Measured by another rank: this record holds no devices.".to_string();
+    let caveats = match &s.typed {
+        Typed::Run(_) | Typed::Merge(_) => amdahl_model::carbon::from_result::run_caveats(&s.json),
+        _ => Vec::new(),
+    };
+    caveats
+        .iter()
+        .map(|c| format!("Caution: {c}. "))
+        .chain([text])
+        .collect()
+}
+
+/// The caption of a merge from the methods of its nodes' devices: "Measured" was said of a merge
+/// of runs whose every device was estimated.
+fn merge_nature(m: &amdahl_meter::record::MergeResult) -> String {
+    use amdahl_meter::Method;
+    let methods = || m.nodes.iter().flat_map(|n| n.methods.iter());
+    let estimated = methods().any(|x| *x == Method::Estimate);
+    let measured = methods().any(|x| *x != Method::Estimate);
+    match (estimated, measured) {
+        (false, _) => "Measured: the sum of the merged runs' measured records (each run's \
+                       devices keep their own method)."
+            .to_string(),
+        (true, false) => "Estimated, not measured: the sum of the merged runs' records, whose \
+                          devices had no readable counter and were estimated from their use \
+                          (CPU time × TDP share, RAM × W per GB)."
+            .to_string(),
+        (true, true) => "Partly estimated: the sum of the merged runs' records, some of whose \
+                         devices had no readable counter and were estimated from their use; the \
+                         others were measured (each run's devices keep their own method)."
+            .to_string(),
     }
-    let in_total = r.devices.iter().filter(|d| d.in_total).map(|d| {
-        (
-            d.id.as_str(),
-            matches!(d.method, amdahl_meter::Method::Estimate),
-        )
-    });
-    run_nature(in_total)
+}
+
+/// The caption of a lifetime from its phases' bases: it was "training and serving energy
+/// predicted by the model, embodied carbon from published factors", also for given or measured
+/// energies, and a lifetime charges no embodied carbon.
+fn lifetime_nature(l: &amdahl_model::carbon::lifetime::LifetimeReport) -> String {
+    use amdahl_model::carbon::Basis;
+    let phase = |basis: &dyn Fn(&amdahl_model::carbon::lifetime::Alternative) -> Basis| {
+        let all = |b: Basis| l.alternatives.iter().all(|a| basis(a) == b);
+        if all(Basis::Measured) {
+            "measured"
+        } else if all(Basis::Estimated) {
+            "estimated"
+        } else {
+            "measured for some alternatives, estimated for others"
+        }
+    };
+    format!(
+        "Training energy {}, serving energy {}, as each alternative's methods say (terminal \
+         summary); operational emissions only, no embodied carbon.",
+        phase(&|a| a.training.basis),
+        phase(&|a| a.serving.basis)
+    )
 }
 
 /// The caption of a run from its devices in the total, (id, estimated): measured, partly

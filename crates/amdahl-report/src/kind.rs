@@ -63,9 +63,10 @@ pub const KINDS: &[Kind] = &[
     Kind::of::<record::RunRecord>(record::RUN_SCHEMA)
         .shown("Measured runs", "", |v| Ok(Typed::Run(typed(v)?)))
         .energy(from_result::read_run),
+    // As a run's, a merge's nature depends on its devices' methods: the page words it.
     Kind::of::<record::MergeResult>(record::MERGE_SCHEMA).shown(
         "Merged runs",
-        "Measured: the sum of the merged runs' measured records (each run's devices keep their own method).",
+        "",
         |v| Ok(Typed::Merge(typed(v)?)),
     ),
     Kind::of::<scale_result::ScaleResult>(scale_result::SCHEMA)
@@ -133,9 +134,10 @@ pub const KINDS: &[Kind] = &[
         "this is an `amdahl serve --search` result, a ranking of configurations rather than one; \
          pass an `amdahl infer --json` result of the configuration you chose",
     ),
+    // A lifetime's nature depends on its phases (given, predicted or measured): the page words it.
     Kind::of::<life::LifetimeReport>(life::SCHEMA).shown(
         "Lifetime costs",
-        "Estimated: training and serving energy predicted by the model, embodied carbon from published factors.",
+        "",
         |v| Ok(Typed::Lifetime(typed(v)?)),
     ),
     Kind::of::<sci::SciResult>(sci::SCHEMA).shown(

@@ -752,3 +752,103 @@ fn a_modelled_energy_read_from_a_result_says_how_far_the_model_holds() {
         .success()
         .stderr(predicate::str::contains(note).not());
 }
+
+/// `amdahl carbon ARGS` and `ARGS --statement md`: (table, statement).
+fn table_and_statement(args: &[&str]) -> (String, String) {
+    let text = |extra: &[&str]| {
+        let out = amdahl().args(args).args(extra).assert().success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    (text(&[]), text(&["--statement", "md"]))
+}
+
+/// The value of the table row `key`, e.g. "power per device".
+fn row<'a>(table: &'a str, key: &str) -> &'a str {
+    table
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no row `{key}` in\n{table}"))
+}
+
+/// Regression: a figure the statement shows in a smaller unit than the table was rounded after
+/// scaling, so a half-way value came out differently: 7 Wh at 369.5 g/kWh = 2.5865 g, "0.002586
+/// kg" in the table and "2.587 gCO₂e" in the statement. The statement now scales the table's
+/// rounded figure.
+#[test]
+fn a_statements_figure_in_a_smaller_unit_has_the_tables_digits() {
+    let (table, statement) =
+        table_and_statement(&words("carbon --device h100 --hours 0.01 --region US"));
+    assert_eq!(row(&table, "operational CO2e"), "0.002586 kg", "{table}");
+    assert!(
+        statement.contains("to 2.586 gCO₂e of operational emissions"),
+        "{statement}"
+    );
+    assert_eq!(row(&table, "IT energy"), "0.007 kWh", "{table}");
+    assert!(statement.contains("was estimated at 7 Wh"), "{statement}");
+}
+
+/// Regression: the method of a saved serving estimate said "465 W per device" beside the
+/// table's "power per device 465.5 W" (and the report's 465.5 W), and neither a plan's nor an
+/// serving estimate's statement said that its "IT energy" is the GPU boards' alone (the
+/// commands' own tables label it GPU scope, beside a larger server figure).
+#[test]
+fn a_saved_predictions_statement_quotes_the_tables_power_and_its_gpu_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, args) in [
+        (
+            "infer.json",
+            "infer --model llama3-70b --system h100 --gpus 8 --tp 4 --precision fp8 --rate 20 \
+             --region FR --json",
+        ),
+        (
+            "plan.json",
+            "plan --model llama2-7b --system h100 --gpus 16 --tp 2 --batch 64 --recompute full \
+             --json",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        let out = amdahl().args(words(args)).assert().success();
+        std::fs::write(&path, &out.get_output().stdout).unwrap();
+        let (table, statement) = table_and_statement(&["carbon", "--from", path.to_str().unwrap()]);
+        let power = row(&table, "power per device");
+        assert!(
+            row(&table, "energy").contains(&format!(", {power} per device")),
+            "{table}"
+        );
+        assert!(
+            statement.contains(&format!(", {power} per device")),
+            "{power}: {statement}"
+        );
+        assert!(
+            statement.contains(", GPU scope: the GPU boards only)"),
+            "{statement}"
+        );
+    }
+}
+
+/// Regression: the statement of a run whose every device was only estimated said it "ran on the
+/// measured hardware", and "the CPU and memory … was estimated".
+#[test]
+fn an_estimated_runs_statement_does_not_call_its_hardware_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    std::fs::write(
+        &path,
+        r#"{"schema":"amdahl.run/1","total_energy_j":36,"duration_s":1,"exit_code":0,
+            "devices":[{"id":"estimate:cpu","method":"estimate","in_total":true},
+                       {"id":"estimate:ram","method":"estimate","in_total":true}]}"#,
+    )
+    .unwrap();
+    let (table, statement) = table_and_statement(&["carbon", "--from", path.to_str().unwrap()]);
+    assert!(row(&table, "energy").starts_with("estimated"), "{table}");
+    assert!(
+        statement.contains("The computation ran on the observed hardware")
+            && !statement.contains("measured hardware"),
+        "{statement}"
+    );
+    assert!(
+        statement.contains("the CPU and memory had no readable energy counter and were estimated"),
+        "{statement}"
+    );
+}

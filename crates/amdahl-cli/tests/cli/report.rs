@@ -545,3 +545,142 @@ fn plots_carry_csv_beside_and_export_to_png_and_pdf_by_extension() {
         .expect("a MediaBox");
     assert!((width - 241.0).abs() < 0.5, "page {width} pt wide");
 }
+
+/// The caption (the "nature" line) of each card of `page`, by file name.
+fn captions(page: &str) -> Vec<(String, String)> {
+    page.split("<article class=\"card\"")
+        .skip(1)
+        .filter_map(|card| {
+            let file = card.split_once("<h3>")?.1.split_once("</h3>")?.0;
+            let nature = card
+                .split_once("<p class=\"nature\">")?
+                .1
+                .split_once("</p>")?
+                .0;
+            Some((file.to_string(), nature.replace("&amp;", "&")))
+        })
+        .collect()
+}
+
+/// A run on this machine with no readable counter (every device estimated from its use), which
+/// exits with `code`.
+fn estimated_run(dir: &Path, name: &str, code: i32) -> PathBuf {
+    let out = dir.join(name);
+    amdahl()
+        .env("AMDAHL_POWERCAP_ROOT", dir.join("no-powercap"))
+        .env("AMDAHL_HWMON_ROOT", dir.join("no-hwmon"))
+        .scrub_env()
+        .args([
+            "run",
+            "--no-gpu",
+            "--cpu-tdp",
+            "100",
+            "--interval",
+            "100ms",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["--", "sh", "-c", &format!("exit {code}")])
+        .assert()
+        .code(code);
+    out
+}
+
+/// Regression: the captions were fixed sentences per kind, not the result's facts: a merge of
+/// runs whose every device was estimated was captioned "Measured: the sum of the merged runs'
+/// measured records", a lifetime from given kWh "training and serving energy predicted by the
+/// model, embodied carbon from published factors" (a lifetime has no embodied carbon), and a
+/// failed run "Measured: …" while its statement on the same card opened "Caution: the measured
+/// command failed".
+#[test]
+fn captions_say_what_the_results_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = estimated_run(d, "est.json", 0);
+    let failed = estimated_run(d, "failed.json", 3);
+    let merged = save(d, "merge.json", &["merge", run.to_str().unwrap()]);
+    let life = save(
+        d,
+        "life.json",
+        &words(
+            "lifetime --train-kwh 50000 --kwh-per-1000-requests 0.4 --requests-per-day 1e6 \
+             --days 365",
+        ),
+    );
+    let page_path = d.join("page.html");
+    let out = report(&[merged, life, failed], &page_path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    let caption = |file: &str| -> String {
+        captions(&page)
+            .into_iter()
+            .find(|(f, _)| f.ends_with(file))
+            .unwrap_or_else(|| panic!("no card for {file}"))
+            .1
+    };
+    let m = caption("merge.json");
+    assert!(
+        m.starts_with("Estimated, not measured:") && !m.contains("measured records"),
+        "{m}"
+    );
+    let l = caption("life.json");
+    assert!(
+        !l.contains("embodied carbon from published factors") && !l.contains("predicted"),
+        "{l}"
+    );
+    assert!(l.contains("no embodied carbon"), "{l}");
+    let f = caption("failed.json");
+    assert!(
+        f.contains("the measured command failed with exit status 3"),
+        "{f}"
+    );
+}
+
+/// Regression: a plan's training figures are typed units with no suffix in their names, and the
+/// report's key figures showed them bare: "training: emissions 4086701" beside the statement's
+/// "4,087 kgCO₂e" (grams), "training: it energy 3.068e10" (joules) beside "8,521 kWh".
+#[test]
+fn a_plans_training_figures_are_named_with_their_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = save(
+        dir.path(),
+        "plan.json",
+        &words("plan --model llama2-7b --system h100 --gpus 16 --tp 2 --batch 64 --recompute full"),
+    );
+    let page_path = dir.path().join("page.html");
+    let out = report(&[plan], &page_path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    for (path, name) in [
+        ("training.train_time", "training: train time (s)"),
+        (
+            "training.power_per_device",
+            "training: power per device (W)",
+        ),
+        ("training.it_energy", "training: IT energy (J)"),
+        ("training.facility_energy", "training: facility energy (J)"),
+        ("training.emissions", "training: emissions (gCO2e)"),
+        ("training.intensity", "training: intensity (g/kWh)"),
+        (
+            "training.server_power_per_device",
+            "training: server power per device (W)",
+        ),
+        (
+            "training.server_emissions",
+            "training: server emissions (gCO2e)",
+        ),
+    ] {
+        assert!(
+            page.contains(&format!("<th title=\"{path}\">{name}</th>")),
+            "`{path}` not shown as `{name}`"
+        );
+    }
+}

@@ -14,13 +14,17 @@
 
 use super::covered::CoveredScope;
 use super::{CarbonError, ItEnergy};
-use crate::units::{sig, Joules, Seconds, Watts};
+use crate::units::{readable, Joules, Seconds, Watts};
 use serde_json::Value;
 
 /// Requests an `amdahl.infer/1` result is read as: the unit `co2e_per_1000_requests_g` uses.
 pub const INFER_REQUESTS: f64 = 1000.0;
 // `read_infer`'s text says "1,000 requests".
 const _: () = assert!(INFER_REQUESTS == 1000.0);
+
+/// What a predicted energy (a plan's, a serving estimate's) covers, in the words of the
+/// commands' own tables ("GPU scope", beside a larger server figure).
+const GPU_SCOPE: &str = "GPU scope: the GPU boards only";
 
 /// What a saved result says: its IT energy, and where it knows them the device (a catalog name)
 /// and the PUE it assumed.
@@ -114,8 +118,9 @@ pub fn read_run(v: &Value, file: &str) -> Result<Saved, CarbonError> {
         let parts: Vec<&str> = estimated.iter().map(|id| device_words(id)).collect();
         energy.method = format!(
             "amdahl run, file {file}; {} had no readable energy counter and \
-                 was estimated from CPU time × TDP share and RAM size",
-            parts.join(" and ")
+                 {} estimated from CPU time × TDP share and RAM size",
+            parts.join(" and "),
+            if parts.len() > 1 { "were" } else { "was" }
         );
     }
     // What the counters covered (the record's `covers`, absent in older records): a measured
@@ -171,13 +176,15 @@ pub fn read_plan(v: &Value, file: &str) -> Result<Saved, CarbonError> {
         .pointer("/device/idle_power_estimated")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    // The power as the carbon table's "power per device" row shows it, and the scope the
+    // plan's own table gives it: the GPU boards' energy, below the server (wall) figure.
     let method = format!(
-        "amdahl plan prediction, file {file}: {} on {count} × {}, {:e} tokens, {:.0} W \
-             per device{}",
+        "amdahl plan prediction, file {file}: {} on {count} × {}, {:e} tokens, {} W \
+             per device{}, {GPU_SCOPE}",
         text_at("model.name").as_deref().unwrap_or("a model"),
         device.as_deref().unwrap_or("devices"),
         number("training.tokens")?,
-        power.get(),
+        readable(power.get(), 4),
         if idle_estimated {
             ", idle power estimated as 1/8 of TDP"
         } else {
@@ -259,16 +266,18 @@ pub fn read_infer(v: &Value, file: &str) -> Result<Saved, CarbonError> {
     // The model and system may be plain names or objects with a `name`.
     let name = |key: &str| text_at(key).or_else(|| text_at(&format!("{key}.name")));
     let device = name("system").or_else(|| name("device"));
-    // The statement quotes this text: rounded as the tables round, and saying that the
-    // figures are those of 1,000 requests (a raw `196.4238052073119 J` was printed).
+    // The statement quotes this text: rounded as the tables round (the power as the carbon
+    // table's "power per device" row: "465 W" stood beside "465.5 W"), saying that the figures
+    // are those of 1,000 requests (a raw `196.4238052073119 J` was printed) and, as `infer`'s
+    // table does, that they are the GPU scope's.
     let method = format!(
         "`amdahl infer` prediction of 1,000 requests ({file}): {} on {count} × {}, {} J per \
-         request, {:.0} W per device, {} requests/s",
+         request, {} W per device, {} requests/s, {GPU_SCOPE}",
         name("model").as_deref().unwrap_or("a model"),
         device.as_deref().unwrap_or("devices"),
-        sig(per_request, 4),
-        power.get(),
-        sig(rate, 4),
+        readable(per_request, 4),
+        readable(power.get(), 4),
+        readable(rate, 4),
     );
     let mut energy = ItEnergy::from_power(count, Seconds(INFER_REQUESTS / rate), power, method)
         .map_err(|e| err(e.to_string()))?;
@@ -305,9 +314,11 @@ fn device_words(id: &str) -> &str {
     }
 }
 
-/// What a run record says that a citation must not hide: the command failed, was killed by a
-/// signal, or the record is partial (amdahl was stopped before the command ended).
-fn run_caveats(v: &Value) -> Vec<String> {
+/// What a run record (or a merge of them) says that a citation must not hide: the command
+/// failed, was killed by a signal, or the record is partial (amdahl was stopped before the
+/// command ended). The statement opens with them, and `amdahl report` captions the result with
+/// them.
+pub fn run_caveats(v: &Value) -> Vec<String> {
     let mut out = Vec::new();
     match v.get("exit_code").and_then(Value::as_i64) {
         Some(0) | None => {}
