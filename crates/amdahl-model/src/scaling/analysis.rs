@@ -357,7 +357,7 @@ fn what_if_at(
             let serial = laws::karp_flatt(p, speedup);
             // A retrograde fit (USL past its peak) can predict a speed-up below 1 far out, where
             // Karp–Flatt's e exceeds 1: say so in the user's terms, not the what-if's argument.
-            if !(serial < 1.0) {
+            if serial.is_nan() || serial >= 1.0 {
                 return Err(ScalingError::WhatIfBeyondFit {
                     label: display_label(label),
                     model: chosen.model.name().into(),
