@@ -79,6 +79,12 @@ fn nature(s: &Saved) -> String {
         })),
         Typed::Merge(m) => merge_nature(m),
         Typed::Lifetime(l) => lifetime_nature(l),
+        Typed::Plan(p) if !p.device.tuning.provenance.is_empty() => {
+            tuned_nature("a model prediction", &p.device.tuning.provenance)
+        }
+        Typed::Infer(i) if !i.tuning.is_empty() => {
+            tuned_nature("a serving model's prediction", &i.tuning)
+        }
         _ => return s.kind.nature().to_string(),
     };
     let caveats = match &s.typed {
@@ -90,6 +96,16 @@ fn nature(s: &Saved) -> String {
         .map(|c| format!("Caution: {c}. "))
         .chain([text])
         .collect()
+}
+
+/// The caption of a prediction whose device constants came from the user's measurements (a
+/// device profile, a calibration) rather than only from published specifications.
+fn tuned_nature(what: &str, provenance: &[String]) -> String {
+    format!(
+        "Estimated: {what} from published device specifications with constants measured by the \
+         user ({}); the prediction itself measured nothing.",
+        provenance.join("; ")
+    )
 }
 
 /// The caption of a merge from the methods of its nodes' devices: "Measured" was said of a merge

@@ -684,3 +684,68 @@ fn a_plans_training_figures_are_named_with_their_units() {
         );
     }
 }
+
+/// Regression: a plan made with `--calibration` (or `--device-profile`) was captioned "from
+/// published device specifications" like any other, while its JSON records the measured
+/// constants it used. The caption names them; an untuned plan keeps the fixed sentence.
+#[test]
+fn a_tuned_predictions_caption_names_the_measurements_it_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // docs/usage/calibrate.md's rows: a GEMM efficiency of 0.60, 30 ms per step, 0.36 × TDP busy.
+    std::fs::write(
+        d.join("train.csv"),
+        "command,step_s,power_w\n\
+         plan --model gpt3-125m --system h100 --gpus 1 --batch 8 --recompute none,0.165,382\n\
+         plan --model gpt3-350m --system h100 --gpus 1 --batch 16 --mbs 2,0.764,455\n\
+         plan --model gpt3-1.3b --system h100 --gpus 2 --tp 2 --batch 32 --mbs 4,1.5,468\n\
+         plan --model gpt3-2.7b --system h100 --gpus 4 --tp 4 --batch 64 --mbs 2,3.34,426\n\
+         plan --model gpt3-6.7b --system h100 --gpus 8 --tp 8 --batch 64,4.03,369\n\
+         plan --model gpt3-760m --system h100 --gpus 1 --batch 4 --recompute none,0.239,425\n",
+    )
+    .unwrap();
+    let calibration = d.join("h100.json");
+    amdahl()
+        .current_dir(d)
+        .args([
+            "calibrate",
+            "train.csv",
+            "--fit",
+            "gemm_efficiency,step_overhead_s",
+            "-q",
+            "-o",
+        ])
+        .arg(&calibration)
+        .assert()
+        .success();
+    let layout = "plan --model gpt3-1.3b --system h100 --gpus 8 --tp 2 --batch 64";
+    let plain = save(d, "plain.json", &words(layout));
+    let tuned_args = format!("{layout} --calibration {}", calibration.display());
+    let tuned = save(d, "tuned.json", &words(&tuned_args));
+    let page_path = d.join("page.html");
+    let out = report(&[plain, tuned], &page_path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    let caption = |file: &str| -> String {
+        captions(&page)
+            .into_iter()
+            .find(|(f, _)| f.ends_with(file))
+            .unwrap_or_else(|| panic!("no card for {file}"))
+            .1
+    };
+    let t = caption("tuned.json");
+    assert!(
+        t.contains("constants measured by the user (calibrated"),
+        "{t}"
+    );
+    assert!(t.contains("calibrated on 6 rows of train.csv"), "{t}");
+    let p = caption("plain.json");
+    assert!(
+        p.starts_with("Estimated: a model prediction from published device specifications;"),
+        "{p}"
+    );
+}
