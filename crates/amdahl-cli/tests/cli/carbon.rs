@@ -852,3 +852,23 @@ fn an_estimated_runs_statement_does_not_call_its_hardware_measured() {
         "{statement}"
     );
 }
+
+/// Regression (trust round 3, item 13): a saved plan's method printed the training tokens as
+/// stored ("3.14159e11 tokens", "3e11 tokens") where the plan's own table says "training on
+/// 3.14e11 tokens".
+#[test]
+fn a_saved_plans_method_quotes_the_tokens_as_the_plan_table_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = "plan --model llama3-8b --system h100 --gpus 8 --batch 64 --tokens 3.14159e11";
+    let out = amdahl().args(words(plan)).assert().success();
+    let table = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(table.contains("training on 3.14e11 tokens"), "{table}");
+    let path = dir.path().join("plan.json");
+    let out = amdahl().args(words(plan)).arg("--json").assert().success();
+    std::fs::write(&path, &out.get_output().stdout).unwrap();
+    let (table, statement) = table_and_statement(&["carbon", "--from", path.to_str().unwrap()]);
+    for text in [row(&table, "energy"), statement.as_str()] {
+        assert!(text.contains(", 3.14e11 tokens, "), "{text}");
+        assert!(!text.contains("3.14159"), "{text}");
+    }
+}

@@ -176,14 +176,15 @@ pub fn read_plan(v: &Value, file: &str) -> Result<Saved, CarbonError> {
         .pointer("/device/idle_power_estimated")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    // The power as the carbon table's "power per device" row shows it, and the scope the
+    // The power as the carbon table's "power per device" row shows it, the tokens as the
+    // plan's table does ("training on 3.00e11 tokens"; "3e11" was printed), and the scope the
     // plan's own table gives it: the GPU boards' energy, below the server (wall) figure.
     let method = format!(
-        "amdahl plan prediction, file {file}: {} on {count} × {}, {:e} tokens, {} W \
+        "amdahl plan prediction, file {file}: {} on {count} × {}, {} tokens, {} W \
              per device{}, {GPU_SCOPE}",
         text_at("model.name").as_deref().unwrap_or("a model"),
         device.as_deref().unwrap_or("devices"),
-        number("training.tokens")?,
+        crate::units::sig(number("training.tokens")?, 3),
         readable(power.get(), 4),
         if idle_estimated {
             ", idle power estimated as 1/8 of TDP"
