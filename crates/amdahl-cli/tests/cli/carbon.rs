@@ -872,3 +872,20 @@ fn a_saved_plans_method_quotes_the_tokens_as_the_plan_table_shows_them() {
         assert!(!text.contains("3.14159"), "{text}");
     }
 }
+
+/// Regression (trust round 3, item 13): a statement's duration in seconds or minutes had 3
+/// significant digits ("101 seconds", "7.41 minutes") where the table shows 4 ("0.02797 h",
+/// "0.1235 h") and the statement's hours and days have 4.
+#[test]
+fn a_statements_seconds_and_minutes_have_the_tables_digits() {
+    for (hours, table_h, words_) in [
+        ("0.02797", "(0.02797 h)", "for 100.7 seconds"),
+        ("0.123456", "(0.1235 h)", "for 7.407 minutes"),
+    ] {
+        let (table, statement) = table_and_statement(&[
+            "carbon", "--device", "h100", "--count", "1", "--hours", hours, "--power", "500",
+        ]);
+        assert!(row(&table, "duration").contains(table_h), "{table}");
+        assert!(statement.contains(words_), "{statement}");
+    }
+}
