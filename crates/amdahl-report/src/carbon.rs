@@ -255,9 +255,19 @@ struct Markup {
 }
 
 /// Text that goes inside the statement's own parentheses: inner parentheses become commas and
-/// code ticks go, so the paragraph never nests brackets (sources and method strings carry their own).
+/// code ticks go, so the paragraph never nests parentheses (sources and method strings carry
+/// their own). A run's `covers` clause (the method's last) keeps its groups as brackets: as
+/// commas, "CPU packages (counter) + DRAM (counter)" read "CPU packages, counter + DRAM,
+/// counter", each part no longer with its methods.
 fn flat(t: &str) -> String {
-    t.replace(" (", ", ").replace(['(', ')', '`'], "")
+    let commas = |t: &str| t.replace(" (", ", ").replace(['(', ')', '`'], "");
+    match t.find("; covers ") {
+        Some(i) => {
+            let (head, covers) = t.split_at(i);
+            commas(head) + &covers.replace('(', "[").replace(')', "]").replace('`', "")
+        }
+        None => commas(t),
+    }
 }
 
 /// A duration in the unit a reader expects: seconds, minutes, hours, then days, each with the

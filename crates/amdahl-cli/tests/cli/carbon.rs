@@ -889,3 +889,34 @@ fn a_statements_seconds_and_minutes_have_the_tables_digits() {
         assert!(statement.contains(words_), "{statement}");
     }
 }
+
+/// Regression (trust round 3, item 13): the statement flattened the parentheses of a run's
+/// `covers` into commas, "covers GPUs, counter, integrated-power + CPU packages, counter + DRAM,
+/// counter", where the run's summary and the table say "GPUs (counter, integrated-power) + CPU
+/// packages (counter) + DRAM (counter)". Inside the statement's own parenthesis they are now
+/// brackets, which keep each part's methods with it.
+#[test]
+fn a_statement_keeps_each_covered_part_with_its_methods() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("run.json");
+    std::fs::write(
+        &f,
+        r#"{"schema":"amdahl.run/1","total_energy_j":3.6e6,"duration_s":3600,
+           "covers":{"parts":"GPUs (counter, integrated-power) + CPU packages (counter) + DRAM (counter)",
+                     "scope":"gpu-and-part-of-host"}}"#,
+    )
+    .unwrap();
+    let (table, statement) = table_and_statement(&["carbon", "--from", f.to_str().unwrap()]);
+    assert!(
+        row(&table, "energy").contains(
+            "covers GPUs (counter, integrated-power) + CPU packages (counter) + DRAM (counter) — "
+        ),
+        "{table}"
+    );
+    assert!(
+        statement.contains(
+            "covers GPUs [counter, integrated-power] + CPU packages [counter] + DRAM [counter] — "
+        ),
+        "{statement}"
+    );
+}
