@@ -920,3 +920,31 @@ fn a_statement_keeps_each_covered_part_with_its_methods() {
         "{statement}"
     );
 }
+
+/// Trust round 3, item 13: a run record of 0 J (the command ended before its counters first
+/// advanced) is refused, not stated as "measured at 0 J" (a device that was seen never used no
+/// energy), and the refusal says why and what to do instead of "measured energy must be a
+/// positive number".
+#[test]
+fn a_zero_joule_run_is_refused_saying_why_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("run.json");
+    std::fs::write(
+        &f,
+        r#"{"schema":"amdahl.run/1","total_energy_j":0,"duration_s":0.004,"exit_code":0,
+            "devices":[{"id":"rapl:package-0","method":"counter","in_total":true}]}"#,
+    )
+    .unwrap();
+    let out = amdahl()
+        .args(["carbon", "--from", f.to_str().unwrap(), "--statement", "md"])
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("0 J"), "{err}");
+    assert!(
+        err.contains("before any device in its total registered energy"),
+        "{err}"
+    );
+    assert!(err.contains("longer"), "{err}");
+    assert!(!err.contains("must be a positive number"), "{err}");
+}
