@@ -490,6 +490,7 @@ pub struct MergedNode {
     pub energy_j: Joules,
     pub energy_kwh: f64,
     pub co2e_g: GramsCo2e,
+    /// How the energy counted was read: the methods of the devices in its records' totals.
     pub methods: Vec<Method>,
     pub partial: bool,
 }
@@ -771,7 +772,9 @@ fn count_record(
     node.energy_kwh += rec_kwh;
     node.co2e_g += rec_co2;
     node.partial |= r.partial;
-    for d in &r.devices {
+    // The methods of the energy counted: a device left out of its record's total (a package
+    // inside psys) made a merge of estimated devices "partly estimated … others measured".
+    for d in r.devices.iter().filter(|d| d.in_total) {
         if !node.methods.contains(&d.method) {
             node.methods.push(d.method);
         }

@@ -255,18 +255,31 @@ struct Markup {
 }
 
 /// Text that goes inside the statement's own parentheses: inner parentheses become commas and
-/// code ticks go, so the paragraph never nests brackets (sources and method strings carry their own).
+/// code ticks go, so the paragraph never nests parentheses (sources and method strings carry
+/// their own). A run's `covers` clause (the method's last) keeps its groups as brackets: as
+/// commas, "CPU packages (counter) + DRAM (counter)" read "CPU packages, counter + DRAM,
+/// counter", each part no longer with its methods.
 fn flat(t: &str) -> String {
-    t.replace(" (", ", ").replace(['(', ')', '`'], "")
+    let commas = |t: &str| t.replace(" (", ", ").replace(['(', ')', '`'], "");
+    match t.find("; covers ") {
+        Some(i) => {
+            let (head, covers) = t.split_at(i);
+            commas(head) + &covers.replace('(', "[").replace(')', "]").replace('`', "")
+        }
+        None => commas(t),
+    }
 }
 
-/// A duration in the unit a reader expects: seconds, minutes, hours, then days.
+/// A duration in the unit a reader expects: seconds, minutes, hours, then days, each with the
+/// table's 4 digits (seconds and minutes had 3: "101 seconds" beside the table's "0.02797 h").
+/// Seconds and minutes are not a decimal shift of the table's hours, so they are rounded from
+/// the exact value.
 fn duration_words(hours: f64) -> String {
     let secs = hours * 3600.0;
     if secs < 120.0 {
-        format!("{} seconds", num(secs, 3))
+        format!("{} seconds", num(secs, 4))
     } else if secs < 7200.0 {
-        format!("{} minutes", num(secs / 60.0, 3))
+        format!("{} minutes", num(secs / 60.0, 4))
     } else if hours < 72.0 {
         format!("{} hours", num(hours, 4))
     } else {
@@ -552,7 +565,7 @@ mod tests {
             f.starts_with("Caution: the measured command failed with exit status 2"),
             "{f}"
         );
-        assert!(f.contains("for 35.4 seconds"), "{f}");
+        assert!(f.contains("for 35.35 seconds"), "{f}");
         assert!(f.contains("measured at 98.19 Wh"), "{f}");
         assert!(f.contains("42.81 gCO₂e"), "{f}");
         let sci = f.as_bytes().windows(3).any(|w| {
@@ -567,7 +580,7 @@ mod tests {
 
     #[test]
     fn readable_units() {
-        assert_eq!(duration_words(9.82e-5), "0.354 seconds");
+        assert_eq!(duration_words(9.82e-5), "0.3535 seconds");
         assert_eq!(duration_words(0.5), "30 minutes");
         assert_eq!(duration_words(997.9), "41.58 days");
         assert_eq!(energy_words(2e-7), "0.72 J");

@@ -24,10 +24,11 @@ fn grid(a: &Alternative, serving: bool) -> String {
         (&a.training.intensity, &a.training.pue)
     };
     format!(
-        "PUE {}, {} g/kWh ({})",
+        "PUE {}, {} g/kWh ({}, {})",
         num(p.value, 3),
         num(i.g_per_kwh.get(), 4),
-        i.code
+        i.code,
+        amdahl_model::catalog::grid::year_label(i.year)
     )
 }
 

@@ -187,10 +187,11 @@ fn energy_rows(r: &ServeResult) -> Vec<(&'static str, String)> {
         (
             "per 1,000 requests (× PUE)",
             format!(
-                "{} kWh, {} gCO2e ({}, {} g/kWh, PUE {})",
+                "{} kWh, {} gCO2e ({}, {}, {} g/kWh, PUE {})",
                 sig(r.kwh_per_1000_requests, 3),
                 sig(r.co2e_per_1000_requests_g, 3),
                 r.grid,
+                amdahl_model::catalog::grid::year_label(r.grid_year),
                 sig(r.grid_g_per_kwh, 4),
                 r.pue
             ),

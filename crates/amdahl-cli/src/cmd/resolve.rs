@@ -43,8 +43,8 @@ pub struct GridArgs {
     /// Scope of --intensity [default: lifecycle, the scope of every catalogued grid].
     #[arg(long, value_name = "lifecycle|direct")]
     pub intensity_scope: Option<String>,
-    /// Data year of --intensity, printed in the statement [default: none; shown as "year not
-    /// given"].
+    /// Data year of --intensity, recorded with it and printed beside the intensity (and in
+    /// `carbon --statement`) [default: none; shown as "year not given"].
     #[arg(long, value_name = "YEAR")]
     pub intensity_year: Option<u16>,
     /// Where --intensity comes from (printed in the statement).

@@ -11,7 +11,7 @@ use amdahl_model::carbon::lifetime::LifetimeReport;
 use amdahl_model::carbon::sci::{self, Covers, Embodied, Part, SciItem, SciResult, Unit};
 use amdahl_model::catalog::embodied as factors;
 use amdahl_model::serve::ServeResult;
-use amdahl_model::units::Seconds;
+use amdahl_model::units::{readable, Seconds};
 use amdahl_report::render::Render;
 use anyhow::{bail, Context, Result};
 use std::process::ExitCode;
@@ -171,11 +171,13 @@ fn from_carbon(args: &Options, r: f64, declared: Option<Embodied>) -> Result<Sci
         computed,
         "amdahl knows no embodied share here (give --device NAME, or leave out --no-embodied)",
     )?;
+    // PUE and intensity as `carbon`'s table and statement show them ("PUE 1.12345" stood
+    // beside the table's "1.12").
     let source = format!(
         "{}; PUE {}, {} gCO2e/kWh ({})",
         report.method,
-        report.pue.value,
-        amdahl_report::num(report.intensity.g_per_kwh.get()),
+        readable(report.pue.value, 3),
+        readable(report.intensity.g_per_kwh.get(), 4),
         report.intensity.code
     );
     let parts = [Part {

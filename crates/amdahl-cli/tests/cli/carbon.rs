@@ -852,3 +852,99 @@ fn an_estimated_runs_statement_does_not_call_its_hardware_measured() {
         "{statement}"
     );
 }
+
+/// Regression (trust round 3, item 13): a saved plan's method printed the training tokens as
+/// stored ("3.14159e11 tokens", "3e11 tokens") where the plan's own table says "training on
+/// 3.14e11 tokens".
+#[test]
+fn a_saved_plans_method_quotes_the_tokens_as_the_plan_table_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = "plan --model llama3-8b --system h100 --gpus 8 --batch 64 --tokens 3.14159e11";
+    let out = amdahl().args(words(plan)).assert().success();
+    let table = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(table.contains("training on 3.14e11 tokens"), "{table}");
+    let path = dir.path().join("plan.json");
+    let out = amdahl().args(words(plan)).arg("--json").assert().success();
+    std::fs::write(&path, &out.get_output().stdout).unwrap();
+    let (table, statement) = table_and_statement(&["carbon", "--from", path.to_str().unwrap()]);
+    for text in [row(&table, "energy"), statement.as_str()] {
+        assert!(text.contains(", 3.14e11 tokens, "), "{text}");
+        assert!(!text.contains("3.14159"), "{text}");
+    }
+}
+
+/// Regression (trust round 3, item 13): a statement's duration in seconds or minutes had 3
+/// significant digits ("101 seconds", "7.41 minutes") where the table shows 4 ("0.02797 h",
+/// "0.1235 h") and the statement's hours and days have 4.
+#[test]
+fn a_statements_seconds_and_minutes_have_the_tables_digits() {
+    for (hours, table_h, words_) in [
+        ("0.02797", "(0.02797 h)", "for 100.7 seconds"),
+        ("0.123456", "(0.1235 h)", "for 7.407 minutes"),
+    ] {
+        let (table, statement) = table_and_statement(&[
+            "carbon", "--device", "h100", "--count", "1", "--hours", hours, "--power", "500",
+        ]);
+        assert!(row(&table, "duration").contains(table_h), "{table}");
+        assert!(statement.contains(words_), "{statement}");
+    }
+}
+
+/// Regression (trust round 3, item 13): the statement flattened the parentheses of a run's
+/// `covers` into commas, "covers GPUs, counter, integrated-power + CPU packages, counter + DRAM,
+/// counter", where the run's summary and the table say "GPUs (counter, integrated-power) + CPU
+/// packages (counter) + DRAM (counter)". Inside the statement's own parenthesis they are now
+/// brackets, which keep each part's methods with it.
+#[test]
+fn a_statement_keeps_each_covered_part_with_its_methods() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("run.json");
+    std::fs::write(
+        &f,
+        r#"{"schema":"amdahl.run/1","total_energy_j":3.6e6,"duration_s":3600,
+           "covers":{"parts":"GPUs (counter, integrated-power) + CPU packages (counter) + DRAM (counter)",
+                     "scope":"gpu-and-part-of-host"}}"#,
+    )
+    .unwrap();
+    let (table, statement) = table_and_statement(&["carbon", "--from", f.to_str().unwrap()]);
+    assert!(
+        row(&table, "energy").contains(
+            "covers GPUs (counter, integrated-power) + CPU packages (counter) + DRAM (counter) — "
+        ),
+        "{table}"
+    );
+    assert!(
+        statement.contains(
+            "covers GPUs [counter, integrated-power] + CPU packages [counter] + DRAM [counter] — "
+        ),
+        "{statement}"
+    );
+}
+
+/// Trust round 3, item 13: a run record of 0 J (the command ended before its counters first
+/// advanced) is refused, not stated as "measured at 0 J" (a device that was seen never used no
+/// energy), and the refusal says why and what to do instead of "measured energy must be a
+/// positive number".
+#[test]
+fn a_zero_joule_run_is_refused_saying_why_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("run.json");
+    std::fs::write(
+        &f,
+        r#"{"schema":"amdahl.run/1","total_energy_j":0,"duration_s":0.004,"exit_code":0,
+            "devices":[{"id":"rapl:package-0","method":"counter","in_total":true}]}"#,
+    )
+    .unwrap();
+    let out = amdahl()
+        .args(["carbon", "--from", f.to_str().unwrap(), "--statement", "md"])
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("0 J"), "{err}");
+    assert!(
+        err.contains("before any device in its total registered energy"),
+        "{err}"
+    );
+    assert!(err.contains("longer"), "{err}");
+    assert!(!err.contains("must be a positive number"), "{err}");
+}

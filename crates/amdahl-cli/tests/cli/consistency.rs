@@ -486,3 +486,72 @@ fn the_wheel_profile_optimises_for_size() {
         [("opt-level".to_string(), "3".to_string())]
     );
 }
+
+/// Regression (trust round 3, item 13): `--intensity-year`'s help, shared by every command with
+/// a grid, said "printed in the statement", but only `carbon` has `--statement`, and `serve` and
+/// `lifetime` showed the year nowhere (`serve` did not even record it). Every command that takes
+/// it now prints it beside the intensity, and the help says so.
+#[test]
+fn every_command_that_takes_intensity_year_prints_it() {
+    let grid = "--intensity 300 --intensity-year 2019";
+    let dir = tempfile::tempdir().unwrap();
+    let mut outputs = vec![];
+    for line in [
+        "carbon --device h100 --count 8 --hours 10 --power 500",
+        "plan --model llama3-8b --system h100 --gpus 8 --batch 64",
+        "infer --model llama3-8b --system h100",
+        "serve --model llama3-8b --system h100 --rate 5 --requests 20",
+        "lifetime --train-kwh 50000 --kwh-per-1000-requests 0.4 --requests-per-day 1e6 --days 365",
+    ] {
+        let out = amdahl()
+            .args(words(line))
+            .args(words(grid))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outputs.push((line, String::from_utf8_lossy(&out.stdout).into_owned()));
+    }
+    let out = run_cmd(dir.path())
+        .args(words(grid))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let both = [out.stdout, out.stderr].concat();
+    outputs.push(("run", String::from_utf8_lossy(&both).into_owned()));
+    for (line, text) in &outputs {
+        assert!(
+            text.contains("2019"),
+            "{line}: the year is not shown:\n{text}"
+        );
+    }
+    let serve = stdout_json(&words(&format!(
+        "serve --model llama3-8b --system h100 --rate 5 --requests 20 {grid} --json"
+    )));
+    assert_eq!(serve["grid_year"], 2019, "{}", serve["grid"]);
+    for cmd in [
+        "carbon", "plan", "infer", "serve", "lifetime", "run", "scale",
+    ] {
+        let out = amdahl().args([cmd, "--help"]).output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout).replace('\n', " ");
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let year = help
+            .split_once("--intensity-year <YEAR>")
+            .map(|(_, h)| h.split("[default").next().unwrap_or(""))
+            .unwrap_or_else(|| panic!("{cmd}: no --intensity-year"));
+        assert!(!year.contains("printed in the statement"), "{cmd}: {year}");
+        assert!(
+            year.contains("printed beside the intensity"),
+            "{cmd}: {year}"
+        );
+    }
+}

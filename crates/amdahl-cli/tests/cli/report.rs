@@ -749,3 +749,45 @@ fn a_tuned_predictions_caption_names_the_measurements_it_used() {
         "{p}"
     );
 }
+
+/// Regression (trust round 3, item 13): a merge's caption (and its table's `methods`) counted
+/// the methods of every device of its records, also those left out of the total (a package
+/// inside psys): a merge of a run whose every device in the total was estimated was captioned
+/// "Partly estimated … the others were measured" beside that run's own "Estimated, not
+/// measured". Only the devices in the total decide.
+#[test]
+fn a_merges_caption_counts_only_the_devices_in_its_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = estimated_run(d, "est.json", 0);
+    let mut r: Value = serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+    r["devices"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "id": "rapl:package-0", "kind": "cpu-package", "name": "package-0", "method": "counter",
+            "energy_j": 5.0, "avg_power_w": 10.0, "in_total": false
+        }));
+    std::fs::write(&run, serde_json::to_string(&r).unwrap()).unwrap();
+    let merged = save(d, "merge.json", &["merge", run.to_str().unwrap()]);
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(
+        m["nodes"][0]["methods"],
+        serde_json::json!(["estimate"]),
+        "{m}"
+    );
+    let page_path = d.join("page.html");
+    let out = report(&[merged, run], &page_path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    for (file, caption) in captions(&page) {
+        assert!(
+            caption.starts_with("Estimated, not measured:"),
+            "{file}: {caption}"
+        );
+    }
+}

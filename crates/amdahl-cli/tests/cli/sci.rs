@@ -275,3 +275,26 @@ fn report_shows_a_saved_sci_result() {
     assert!(page.contains("0.01 gCO2e per token"), "no SCI figure");
     assert!(page.contains("ISO/IEC 21031:2024"), "no standard");
 }
+
+/// Regression (trust round 3, item 13): the SCI's source text printed the PUE as given
+/// ("PUE 1.12345") where `carbon`'s table and statement for the same job print "1.12".
+#[test]
+fn the_sci_source_quotes_the_pue_as_the_carbon_table_shows_it() {
+    let job = [
+        "carbon", "--count", "8", "--hours", "10", "--power", "500", "--pue", "1.12345",
+    ];
+    let text = |extra: &[&str]| {
+        let out = amdahl().args(job).args(extra).assert().success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    let table = text(&[]);
+    let pue = table
+        .lines()
+        .find_map(|l| l.strip_prefix("PUE"))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no PUE row in\n{table}"));
+    assert!(pue.starts_with("1.12 ("), "{table}");
+    let sci = text(&["--sci", "token", "--sci-r", "1e6", "--sci-m", "0"]);
+    assert!(sci.contains("; PUE 1.12, "), "{sci}");
+    assert!(!sci.contains("1.12345"), "{sci}");
+}

@@ -92,6 +92,18 @@ pub fn read_run(v: &Value, file: &str) -> Result<Saved, CarbonError> {
     let number = |path: &str| d.number(path);
     let j = number("total_energy_j")?;
     let s = number("duration_s")?;
+    // Refused rather than stated: "measured at 0 J" would say that hardware that ran used no
+    // energy, when its counters only never advanced (a command shorter than their update
+    // interval: about 1 ms for RAPL, a 10 ms CPU-time tick for an estimate).
+    if j == 0.0 {
+        return Err(err(format!(
+            "the record's total is 0 J: the command ended ({} s) before any device in its \
+             total registered energy, so the record holds no measured energy to state (0 J would say the run \
+             used none). Measure a longer run, e.g. repeat the command in a loop inside one \
+             `amdahl run` and divide by the repetitions",
+            readable(s, 4)
+        )));
+    }
     // Devices counted in the total whose energy was only estimated (CPU time × TDP).
     let estimated: Vec<String> = v
         .get("devices")
@@ -176,14 +188,15 @@ pub fn read_plan(v: &Value, file: &str) -> Result<Saved, CarbonError> {
         .pointer("/device/idle_power_estimated")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    // The power as the carbon table's "power per device" row shows it, and the scope the
+    // The power as the carbon table's "power per device" row shows it, the tokens as the
+    // plan's table does ("training on 3.00e11 tokens"; "3e11" was printed), and the scope the
     // plan's own table gives it: the GPU boards' energy, below the server (wall) figure.
     let method = format!(
-        "amdahl plan prediction, file {file}: {} on {count} × {}, {:e} tokens, {} W \
+        "amdahl plan prediction, file {file}: {} on {count} × {}, {} tokens, {} W \
              per device{}, {GPU_SCOPE}",
         text_at("model.name").as_deref().unwrap_or("a model"),
         device.as_deref().unwrap_or("devices"),
-        number("training.tokens")?,
+        crate::units::sig(number("training.tokens")?, 3),
         readable(power.get(), 4),
         if idle_estimated {
             ", idle power estimated as 1/8 of TDP"
