@@ -306,7 +306,7 @@ impl DeviceProfile {
             peak_fp4: None,
             memory: crate::units::Bytes(0.0),
             memory_bandwidth: crate::units::BytesPerSecond(self.memory_bandwidth.unwrap_or(1.0)),
-            intra_node_bandwidth: crate::units::BytesPerSecond(1.0),
+            intra_node_bandwidth: None,
             tdp: Watts(0.0),
             idle_power: Watts(0.0),
             idle_power_estimated: true,

@@ -472,7 +472,7 @@ fn run_search(
 ) -> Result<ExitCode> {
     let space = search_space(a, model, hw, inputs)?;
     // Every layout of the search spans --gpus (with --up-to, up to it).
-    net.check_nodes(&hw.name, a.gpus, format!("--gpus {}", a.gpus))?;
+    net.check_span(&hw.name, a.gpus, format!("--gpus {}", a.gpus))?;
     let start = Instant::now();
     let outcome = search_with_progress(model, hw, net, &space)?;
     let wall = start.elapsed().as_secs_f64();

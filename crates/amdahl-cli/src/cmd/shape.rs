@@ -370,7 +370,7 @@ impl SystemArgs {
         }
         for (what, v) in [
             net.inter.map(|l| ("--inter-gbit", l.bandwidth.get())),
-            Some(("--intra-gbs", net.intra.bandwidth.get())),
+            net.intra.map(|l| ("--intra-gbs", l.bandwidth.get())),
             Some(("--tdp-w", hw.tdp.get())),
         ]
         .into_iter()

@@ -21,6 +21,7 @@ mod hwmon;
 mod infer;
 mod inter_node;
 mod intervals;
+mod intra_node;
 mod lifetime;
 mod merge;
 mod mpi;

@@ -219,7 +219,7 @@ fn model_training_row(r: &Row, quantity: Quantity) -> Result<Modelled, String> {
         .map_err(|_| format!("model `{}` is not in the catalog", r.model))?;
     let (hw, net) = row_system(r)?;
     // Said here: the layout search below reads any refusal as "does not fit".
-    net.check_nodes(
+    net.check_span(
         &hw.name,
         u64::from(r.gpus),
         format!("a row of {} GPUs", r.gpus),

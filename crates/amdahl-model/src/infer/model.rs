@@ -237,7 +237,7 @@ fn prepare(
 ) -> Result<Setup, InferError> {
     validate_serving(model, net, serving, req)?;
     // Replicas are independent: only a replica wider than a node sends anything between nodes.
-    net.check_nodes(
+    net.check_span(
         &hw.name,
         u64::from(serving.tp) * u64::from(serving.pp),
         format!("tp {} × pp {} per replica", serving.tp, serving.pp),
@@ -368,7 +368,7 @@ fn microbatched(
     let hop = if s.serving.pp > 1 {
         let span = u64::from(s.serving.tp) * u64::from(s.serving.pp);
         let link = if span <= u64::from(net.gpus_per_node) {
-            &net.intra
+            net.intra_link()
         } else {
             net.inter_link()
         };

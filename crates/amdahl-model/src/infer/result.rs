@@ -321,10 +321,10 @@ fn tp_scaling(c: &Context, batch: u32) -> Result<Vec<TpPoint>, InferError> {
         let ok_heads = c.model.heads.is_multiple_of(tp)
             && (c.model.kv_heads.is_multiple_of(tp) || tp.is_multiple_of(c.model.kv_heads));
         // Without an inter-node figure, a TP that would take the replica past one node is left
-        // out rather than refused: the configuration asked for stays within one.
-        let leaves_node = c.net.inter.is_none()
-            && u64::from(tp) * u64::from(sv.pp) > u64::from(c.net.gpus_per_node);
-        if !ok_heads || leaves_node {
+        // out rather than refused: the configuration asked for stays within one. Likewise
+        // without an intra-node figure, every TP that puts two devices of a node to work.
+        let out_of_reach = !c.net.reaches(u64::from(tp) * u64::from(sv.pp));
+        if !ok_heads || out_of_reach {
             continue;
         }
         let serving = Serving {

@@ -298,7 +298,7 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     // Tensor parallelism: two all-reduces of the t × h activation per layer (after the attention
     // output projection and after the MLP; Shoeybi et al. 2019, Fig. 3).
     let link = if s.tp <= f64::from(net.gpus_per_node) {
-        &net.intra
+        net.intra_link()
     } else {
         net.inter_link()
     };

@@ -56,7 +56,7 @@ pub fn all_to_all(net: &Network, p: f64, local: f64, bytes: f64) -> f64 {
             peers * link.latency.get() + peers / p * bytes / link.effective_bandwidth()
         }
     };
-    tier(&net.intra, local - 1.0).max(tier(net.inter_link(), p - local))
+    tier(net.intra_link(), local - 1.0).max(tier(net.inter_link(), p - local))
 }
 
 /// Point-to-point send of `bytes`: α + M/β.
@@ -91,7 +91,7 @@ mod tests {
     fn all_to_all_inside_a_node_is_pairwise_exchange_and_across_nodes_is_nic_bound() {
         let net = Network {
             gpus_per_node: 8,
-            intra: link(),
+            intra: Some(link()),
             inter: Some(Link {
                 bandwidth: BytesPerSecond(50e9),
                 latency: Seconds(10e-6),

@@ -34,6 +34,16 @@ pub enum PlanError {
         span: u64,
         gpus_per_node: u32,
     },
+    #[error(
+        "the catalog has no intra-node link bandwidth for {device}, and {what} puts {per_node} \
+         devices that talk to each other in one node; give --intra-gbs (GB/s per device and \
+         direction), or run on one device"
+    )]
+    IntraNode {
+        device: String,
+        what: String,
+        per_node: u64,
+    },
     #[error("model {model} cannot be planned: {reason}; give its shape with --layers/--hidden/--heads/--seq/--vocab or --model-file")]
     ModelShape { model: String, reason: String },
     #[error("{what} must be at least 1 (got {value})")]

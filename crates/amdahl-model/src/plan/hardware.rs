@@ -214,8 +214,11 @@ pub struct Hardware {
     pub peak_fp4: Option<FlopsPerSecond>,
     pub memory: Bytes,
     pub memory_bandwidth: BytesPerSecond,
-    /// Per-GPU, per-direction bandwidth of the intra-node link (NVLink).
-    pub intra_node_bandwidth: BytesPerSecond,
+    /// Per-GPU, per-direction bandwidth of the intra-node link (NVLink); absent where the
+    /// catalog has none and no --intra-gbs gave one (MI300A, Max 1550): only a layout whose
+    /// devices talk to each other inside a node needs it, and no figure nobody gave is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intra_node_bandwidth: Option<BytesPerSecond>,
     pub tdp: Watts,
     pub idle_power: Watts,
     /// `idle_power` is the [`IDLE_FRACTION_OF_TDP`] estimate, not a catalogued or given figure.
@@ -296,7 +299,8 @@ impl Hardware {
     /// - class: from the `arch` column ([`DeviceClass::from_arch`]).
     ///
     /// Fails, naming the device and the option that supplies it, when something the model needs
-    /// is neither in the catalog nor in `o`.
+    /// is neither in the catalog nor in `o` — except the intra-node link, which only a layout of
+    /// more than one device in a node needs ([`Network::check_span`]).
     pub fn from_catalog(d: &Device, o: &Overrides) -> Result<Self, PlanError> {
         let missing = |what: &'static str, fix: &'static str| PlanError::DeviceField {
             device: d.name.clone(),
@@ -313,10 +317,9 @@ impl Hardware {
         let memory_bandwidth = d
             .memory_bandwidth
             .ok_or_else(|| missing("memory bandwidth", "add memory_bw_gbs with --catalog"))?;
-        let intra_node_bandwidth = o
-            .intra_node_bandwidth
-            .or(d.link_bandwidth.map(|b| b * 0.5))
-            .ok_or_else(|| missing("intra-node link bandwidth", "give --intra-gbs"))?;
+        // No figure is no error here: only devices that talk to each other need one
+        // (`Network::check_span` refuses that, naming --intra-gbs).
+        let intra_node_bandwidth = o.intra_node_bandwidth.or(d.link_bandwidth.map(|b| b * 0.5));
         let tdp = o
             .tdp
             .or(d.tdp)
@@ -469,11 +472,24 @@ impl Link {
     }
 }
 
+/// What the model charges traffic that no device sends to: free. The link of a tier the
+/// network does not have ([`Network::intra_link`]); [`Network::check_span`] keeps every layout
+/// that would send anything over it out, so it only ever multiplies zero messages and bytes.
+static NO_LINK: Link = Link {
+    bandwidth: BytesPerSecond(f64::INFINITY),
+    latency: Seconds(0.0),
+    efficiency: 1.0,
+};
+
 /// The two tiers of a GPU cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Network {
     pub gpus_per_node: u32,
-    pub intra: Link,
+    /// The tier inside a node; absent where no figure is known (none in the catalog, no
+    /// --intra-gbs): no two devices of a node then work together (a layout of one device),
+    /// and no figure nobody gave is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intra: Option<Link>,
     /// The tier between nodes; absent where no figure is known (no reference server for the
     /// device in the catalog, no --inter-gbit): the layout then stays within one node, and no
     /// figure nobody gave is shown.
@@ -488,18 +504,19 @@ pub struct Network {
 }
 
 impl Network {
-    /// The network of an 8-device node of this device: its intra-node link inside, `inter_gbit`
-    /// Gbit/s per device between nodes (the catalog's `scale_out_gbit`: DGX A100 8 × HDR 200;
-    /// DGX H100 8 × NDR 400), no inter-node tier where that is `None`. Efficiencies and
-    /// latencies: typical nccl-tests figures (docs/methodology.md).
+    /// The network of an 8-device node of this device: its intra-node link inside (none where
+    /// the device has no figure), `inter_gbit` Gbit/s per device between nodes (the catalog's
+    /// `scale_out_gbit`: DGX A100 8 × HDR 200; DGX H100 8 × NDR 400), no inter-node tier where
+    /// that is `None`. Efficiencies and latencies: typical nccl-tests figures
+    /// (docs/methodology.md).
     pub fn node_of(hw: &Hardware, inter_gbit: Option<f64>) -> Self {
         Network {
             gpus_per_node: 8,
-            intra: Link {
-                bandwidth: hw.intra_node_bandwidth,
+            intra: hw.intra_node_bandwidth.map(|bandwidth| Link {
+                bandwidth,
                 latency: Seconds(5e-6),
                 efficiency: 0.80,
-            },
+            }),
             inter: inter_gbit.map(|gbit| Link {
                 bandwidth: BytesPerSecond(gbit * 1e9 / 8.0),
                 latency: Seconds(10e-6),
@@ -509,19 +526,49 @@ impl Network {
         }
     }
 
+    /// The link the model charges intra-node traffic to. Without an intra-node tier no two
+    /// devices of a node work together ([`Network::check_span`]), so the model sends nothing
+    /// over it: a free link that multiplies zero messages and bytes, never shown.
+    pub fn intra_link(&self) -> &Link {
+        self.intra.as_ref().unwrap_or(&NO_LINK)
+    }
+
     /// The link the model charges inter-node traffic to. Without an inter-node tier the layout
-    /// stays within one node ([`Network::check_nodes`]), so whatever the model would send
+    /// stays within one node ([`Network::check_span`]), so whatever the model would send
     /// between nodes — nothing, except the tied embedding's all-reduce between the first and
     /// the last pipeline stage, which the planner always charges to the network — goes over
     /// the intra-node link.
     pub fn inter_link(&self) -> &Link {
-        self.inter.as_ref().unwrap_or(&self.intra)
+        self.inter.as_ref().unwrap_or(self.intra_link())
+    }
+
+    /// Whether `span` devices working together, packed onto nodes of `gpus_per_node`, have the
+    /// tiers they talk over: the intra-node one where two or more share a node, the inter-node
+    /// one where they leave it. The what-ifs (infer's TP sweep, serve's search) leave out what
+    /// this refuses; [`Network::check_span`] says why.
+    pub fn reaches(&self, span: u64) -> bool {
+        !self.lacks_intra_for(span)
+            && (self.inter.is_some() || span <= u64::from(self.gpus_per_node))
+    }
+
+    /// Whether `span` devices working together put two or more in one node, and the network
+    /// has no intra-node tier for them to talk over.
+    pub fn lacks_intra_for(&self, span: u64) -> bool {
+        self.intra.is_none() && span.min(u64::from(self.gpus_per_node)) > 1
     }
 
     /// `span` devices working together (`what`: "--gpus 16", "tp 4 × pp 4 per replica") need the
-    /// inter-node tier when they do not fit in one node: refused, naming `--inter-gbit`, when
-    /// there is none. A layout within one node never needs it.
-    pub fn check_nodes(&self, device: &str, span: u64, what: String) -> Result<(), PlanError> {
+    /// intra-node tier when two or more of them share a node, and the inter-node tier when they
+    /// do not fit in one node: refused, naming `--intra-gbs` or `--inter-gbit`, when the network
+    /// has no such tier. One device never needs either.
+    pub fn check_span(&self, device: &str, span: u64, what: String) -> Result<(), PlanError> {
+        if self.lacks_intra_for(span) {
+            return Err(PlanError::IntraNode {
+                device: device.to_string(),
+                what,
+                per_node: span.min(u64::from(self.gpus_per_node)),
+            });
+        }
         if self.inter.is_some() || span <= u64::from(self.gpus_per_node) {
             return Ok(());
         }
@@ -543,7 +590,9 @@ pub fn catalog_system(name: &str) -> Result<(Hardware, Network), PlanError> {
 
 /// Hardware and network for a catalogued device: `inter_gbit` (Gbit/s per device between nodes)
 /// if given, else the catalog's `scale_out_gbit`, else no inter-node tier — which only a layout
-/// that leaves one node needs ([`Network::check_nodes`] refuses it there, naming `--inter-gbit`).
+/// that leaves one node needs ([`Network::check_span`] refuses it there, naming `--inter-gbit`).
+/// Likewise the intra-node link: `o`'s, else the catalog's, else none, which only a layout with
+/// two or more devices in a node needs (refused there naming `--intra-gbs`).
 pub fn system(
     d: &Device,
     o: &Overrides,
@@ -571,7 +620,7 @@ mod tests {
         assert!(hw.peak(ComputePrecision::Fp8).is_none());
         assert_eq!(hw.memory, Bytes::from_gib(80.0));
         assert_eq!(hw.memory_bandwidth.get(), 2039e9);
-        assert_eq!(hw.intra_node_bandwidth.get(), 300e9);
+        assert_eq!(hw.intra_node_bandwidth, Some(BytesPerSecond(300e9)));
         assert_eq!(net.inter_link().bandwidth.get(), 200e9 / 8.0);
         assert_eq!(hw.tdp, Watts(400.0));
         // No idle_w in the catalog: 1/8 of TDP, marked as an estimate.
@@ -582,8 +631,13 @@ mod tests {
     #[test]
     fn overrides_fill_in_and_replace() {
         let d = crate::catalog::devices::lookup("tpuv4").unwrap();
-        // TPU v4 has no catalogued per-chip link bandwidth and no reference server.
-        let e = system(d, &Overrides::default(), None)
+        // TPU v4 has no catalogued per-chip link bandwidth and no reference server: no
+        // intra-node tier until --intra-gbs gives one, and two chips working together are
+        // refused naming it.
+        let (hw, net) = system(d, &Overrides::default(), None).unwrap();
+        assert!(hw.intra_node_bandwidth.is_none() && net.intra.is_none());
+        let e = net
+            .check_span(&hw.name, 2, "tp 2 × pp 1 per replica".into())
             .unwrap_err()
             .to_string();
         assert!(e.contains("TPU v4") && e.contains("--intra-gbs"), "{e}");
@@ -597,6 +651,7 @@ mod tests {
         assert!(net.inter.is_none());
         let (hw, net) = system(d, &o, Some(100.0)).unwrap();
         assert_eq!(net.inter.unwrap().bandwidth.get(), 100e9 / 8.0);
+        assert_eq!(net.intra.unwrap().bandwidth.get(), 100e9);
         assert_eq!(hw.class, DeviceClass::Generic);
         assert_eq!(hw.idle_power, Watts(30.0));
         assert!(!hw.idle_power_estimated);
@@ -609,10 +664,10 @@ mod tests {
         let (hw, net) = system(d, &Overrides::default(), None).unwrap();
         assert!(net.inter.is_none());
         // Within the node the model's inter-node traffic goes over the intra-node link.
-        assert_eq!(net.inter_link(), &net.intra);
-        assert!(net.check_nodes(&hw.name, 8, "8".into()).is_ok());
+        assert_eq!(net.inter_link(), net.intra_link());
+        assert!(net.check_span(&hw.name, 8, "8".into()).is_ok());
         let e = net
-            .check_nodes(&hw.name, 16, "the layout tp 1 × pp 1 × dp 16".into())
+            .check_span(&hw.name, 16, "the layout tp 1 × pp 1 × dp 16".into())
             .unwrap_err()
             .to_string();
         assert!(
@@ -623,7 +678,83 @@ mod tests {
         );
         // With a figure any span is fine.
         let (hw, net) = system(d, &Overrides::default(), Some(100.0)).unwrap();
-        assert!(net.check_nodes(&hw.name, 64, "64".into()).is_ok());
+        assert!(net.check_span(&hw.name, 64, "64".into()).is_ok());
+    }
+
+    #[test]
+    fn only_devices_that_talk_inside_a_node_need_the_intra_node_link() {
+        // MI300A and Max 1550: no catalogued intra-node link bandwidth (docs/methodology.md).
+        for name in ["mi300a", "max-1550"] {
+            let d = crate::catalog::devices::lookup(name).unwrap();
+            let (hw, net) = system(d, &Overrides::default(), None).unwrap();
+            assert!(
+                hw.intra_node_bandwidth.is_none() && net.intra.is_none(),
+                "{name}"
+            );
+            // One device talks to nobody: no link needed, none charged.
+            assert!(net
+                .check_span(&hw.name, 1, "tp 1 × pp 1 per replica".into())
+                .is_ok());
+            assert!(net.reaches(1));
+            assert_eq!(
+                crate::plan::collective::all_reduce(net.intra_link(), 1.0, 1e9),
+                0.0
+            );
+            assert_eq!(
+                0.0 * crate::plan::collective::p2p(net.intra_link(), 1e9),
+                0.0
+            );
+            // Two devices in a node are refused, naming the option and the layout.
+            for span in [2, 8, 16] {
+                assert!(!net.reaches(span), "{name} {span}");
+                let e = net
+                    .check_span(
+                        &hw.name,
+                        span,
+                        format!("the layout tp 1 × pp 1 × dp {span}"),
+                    )
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    e.contains(&hw.name)
+                        && e.contains("--intra-gbs")
+                        && e.contains(&format!("dp {span} puts {} devices", span.min(8))),
+                    "{e}"
+                );
+            }
+            // One device per node talks only between nodes: the intra-node link is not needed.
+            let (_, spread) = system(d, &Overrides::default(), Some(200.0)).unwrap();
+            let spread = Network {
+                gpus_per_node: 1,
+                ..spread
+            };
+            assert!(spread.reaches(4));
+            assert!(spread.check_span(&hw.name, 4, "4".into()).is_ok());
+            let o = Overrides {
+                intra_node_bandwidth: Some(BytesPerSecond(100e9)),
+                ..Overrides::default()
+            };
+            let (hw, net) = system(d, &o, None).unwrap();
+            assert_eq!(hw.intra_node_bandwidth, Some(BytesPerSecond(100e9)));
+            assert_eq!(net.intra_link().bandwidth.get(), 100e9);
+            assert!(net.check_span(&hw.name, 8, "8".into()).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_network_without_intra_node_tier_serialises_without_the_field() {
+        let (hw, net) = catalog_system("mi300a").unwrap();
+        let v = serde_json::to_value(&hw).unwrap();
+        assert!(v.get("intra_node_bandwidth").is_none(), "{v}");
+        assert_eq!(serde_json::from_value::<Hardware>(v).unwrap(), hw);
+        let v = serde_json::to_value(net).unwrap();
+        assert!(v.get("intra").is_none(), "{v}");
+        assert_eq!(serde_json::from_value::<Network>(v).unwrap(), net);
+        let (hw, net) = catalog_system("h100").unwrap();
+        let v = serde_json::to_value(&hw).unwrap();
+        assert_eq!(v["intra_node_bandwidth"].as_f64(), Some(450e9));
+        let v = serde_json::to_value(net).unwrap();
+        assert_eq!(v["intra"]["bandwidth"].as_f64(), Some(450e9));
     }
 
     #[test]

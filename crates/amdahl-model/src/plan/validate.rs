@@ -74,7 +74,7 @@ pub fn validate(
     validate_model(model)?;
     validate_degrees(model, net, l)?;
     validate_sizes(model, l, gpus)?;
-    net.check_nodes(
+    net.check_span(
         &hw.name,
         l.gpus(),
         match l.cp {

@@ -118,6 +118,11 @@ fn configs(net: &Network, space: &SearchSpace) -> Vec<(Serving, u32, Option<Watt
     let mut out = Vec::new();
     for tp in divisors(u64::from(net.gpus_per_node)) {
         let per = tp * u64::from(space.pp);
+        // Without an intra-node figure only replicas of one device per node are simulated;
+        // `search` says once per TP why the others are not.
+        if net.lacks_intra_for(per) {
+            continue;
+        }
         for replicas in 1..=space.max_gpus / per.max(1) {
             for &weights in &space.precisions {
                 for &seqs in &space.max_num_seqs {
@@ -136,6 +141,20 @@ fn configs(net: &Network, space: &SearchSpace) -> Vec<(Serving, u32, Option<Watt
         }
     }
     out
+}
+
+/// The TPs `configs` leaves out for want of an intra-node link, each with the refusal that
+/// names `--intra-gbs`.
+fn no_intra_node(hw: &Hardware, net: &Network, space: &SearchSpace) -> Vec<String> {
+    divisors(u64::from(net.gpus_per_node))
+        .into_iter()
+        .filter(|tp| net.lacks_intra_for(tp * u64::from(space.pp)))
+        .filter_map(|tp| {
+            let what = format!("tp {tp} × pp {} per replica", space.pp);
+            let e = net.check_span(&hw.name, tp * u64::from(space.pp), what);
+            e.err().map(|e| format!("tp {tp}: {e}"))
+        })
+        .collect()
 }
 
 /// Simulate one configuration.
@@ -279,7 +298,7 @@ pub fn search(
     d: Described,
 ) -> Result<ServeSearch, ServeError> {
     let mut all = Vec::new();
-    let mut skipped = Vec::new();
+    let mut skipped = no_intra_node(hw, net, space);
     for cfg in configs(net, space) {
         match candidate(model, hw, net, space, cfg, requests) {
             Ok(c) => all.push(c),

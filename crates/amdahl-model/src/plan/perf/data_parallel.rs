@@ -211,7 +211,7 @@ pub(crate) fn ring_latency(net: &Network, k: f64, local: f64) -> f64 {
     let local = local.clamp(1.0, k);
     let inter_hops = (k / local).ceil() - 1.0;
     inter_hops * net.inter_link().latency.get()
-        + (k - 1.0 - inter_hops).max(0.0) * net.intra.latency.get()
+        + (k - 1.0 - inter_hops).max(0.0) * net.intra_link().latency.get()
 }
 
 /// Time of one pass (forward or backward) of a layer under ZeRO-3 that computes for `compute`

@@ -375,7 +375,7 @@ pub fn iteration_flops(model: &ModelShape, l: &Layout, s: f64) -> IterationFlops
 /// The tier a group of `span` consecutive ranks crosses.
 fn link(net: &Network, span: u64) -> &Link {
     if span <= u64::from(net.gpus_per_node) {
-        &net.intra
+        net.intra_link()
     } else {
         net.inter_link()
     }
@@ -526,7 +526,7 @@ mod tests {
         };
         assert_eq!(dp_tier(&two, 64, 4.0).bandwidth.get(), 2.0 * one);
         // Inside one node the group uses NVLink, rails or not.
-        assert_eq!(dp_tier(&net, 8, 8.0), net.intra);
+        assert_eq!(dp_tier(&net, 8, 8.0), *net.intra_link());
 
         // End to end: GPT-3 175B at TP 4 × PP 8 × DP 16 on 512 A100 (2 DP ranks per node), the
         // gradient all-reduce not overlapped: the bandwidth term halves, the latency stays.
@@ -600,7 +600,10 @@ mod tests {
     #[test]
     fn ring_latency_counts_hops_between_and_inside_nodes() {
         let (_, _, net) = setup();
-        let (inter, intra) = (net.inter_link().latency.get(), net.intra.latency.get());
+        let (inter, intra) = (
+            net.inter_link().latency.get(),
+            net.intra_link().latency.get(),
+        );
         // 16 ranks, 8 per node: 15 hops, one of them between the two nodes.
         let t = ring_latency(&net, 16.0, 8.0);
         assert!((t - (inter + 14.0 * intra)).abs() < 1e-15, "{t}");
@@ -804,9 +807,9 @@ mod tests {
         let fp8 = estimate(&m, &hw, &net, &l).breakdown.tp_comm.get();
         let bf16 = estimate(&m, &hw, &net, &bf16).breakdown.tp_comm.get();
         let sbh = 2048.0 * 12288.0;
-        let ag = |bytes: f64| all_gather(&net.intra, 8.0, bytes);
+        let ag = |bytes: f64| all_gather(net.intra_link(), 8.0, bytes);
         let want = (4.0 * (ag(sbh) + ag(2.0 * sbh)) + 2.0 * ag(sbh))
-            / (4.0 * all_reduce(&net.intra, 8.0, 2.0 * sbh) + 2.0 * ag(2.0 * sbh));
+            / (4.0 * all_reduce(net.intra_link(), 8.0, 2.0 * sbh) + 2.0 * ag(2.0 * sbh));
         assert!(
             ((fp8 / bf16) / want - 1.0).abs() < 1e-9,
             "{} vs {want}",

@@ -55,7 +55,7 @@ pub fn tensor_parallel(x: &Setting, lt: &LayerTimes) -> TensorParallel {
             2.0 - counts::moe_fraction(model)
         };
         let bytes = if fp8 { 1.0 } else { act };
-        inputs * all_gather(&net.intra, t, sbh * bytes)
+        inputs * all_gather(net.intra_link(), t, sbh * bytes)
     } else {
         0.0
     };
@@ -66,9 +66,9 @@ pub fn tensor_parallel(x: &Setting, lt: &LayerTimes) -> TensorParallel {
     // the reduce-scatters carry 16-bit partial sums (TE `LayerNormLinear`, `Linear`,
     // `base.py`). Each all-reduce's worth is then an fp8 all-gather plus a 16-bit reduce-scatter.
     let message = if fp8 && l.sp {
-        all_gather(&net.intra, t, sbh) + all_gather(&net.intra, t, sbh * act)
+        all_gather(net.intra_link(), t, sbh) + all_gather(net.intra_link(), t, sbh * act)
     } else {
-        all_reduce(&net.intra, t, sbh * act)
+        all_reduce(net.intra_link(), t, sbh * act)
     };
     let all = messages * message + sp_regathers;
     let layer = if l.tp_overlap {
@@ -110,7 +110,7 @@ mod tests {
         let l = base();
         let x = setting(&m, &hw, &net, &l);
         let tp = tensor_parallel(&x, &layer(&x));
-        let one = all_reduce(&net.intra, 8.0, 2048.0 * 12288.0 * 2.0);
+        let one = all_reduce(net.intra_link(), 8.0, 2048.0 * 12288.0 * 2.0);
         assert_eq!(tp.messages, 6.0);
         assert_eq!(tp.sp_regathers, 0.0);
         close(tp.message, one);
@@ -147,7 +147,7 @@ mod tests {
         let tp = tensor_parallel(&x, &lt);
         close(
             tp.sp_regathers,
-            2.0 * all_gather(&net.intra, 8.0, 2048.0 * 12288.0 * 2.0),
+            2.0 * all_gather(net.intra_link(), 8.0, 2048.0 * 12288.0 * 2.0),
         );
         close(tp.all, tp.messages * tp.message + tp.sp_regathers);
         let l = Layout {
