@@ -562,6 +562,15 @@ fn captions(page: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The caption of the card of the file whose name ends in `file`.
+fn caption_of(page: &str, file: &str) -> String {
+    captions(page)
+        .into_iter()
+        .find(|(f, _)| f.ends_with(file))
+        .unwrap_or_else(|| panic!("no card for {file}"))
+        .1
+}
+
 /// A run on this machine with no readable counter (every device estimated from its use), which
 /// exits with `code`.
 fn estimated_run(dir: &Path, name: &str, code: i32) -> PathBuf {
@@ -615,13 +624,7 @@ fn captions_say_what_the_results_record() {
         String::from_utf8_lossy(&out.stderr)
     );
     let page = std::fs::read_to_string(&page_path).unwrap();
-    let caption = |file: &str| -> String {
-        captions(&page)
-            .into_iter()
-            .find(|(f, _)| f.ends_with(file))
-            .unwrap_or_else(|| panic!("no card for {file}"))
-            .1
-    };
+    let caption = |file: &str| caption_of(&page, file);
     let m = caption("merge.json");
     assert!(
         m.starts_with("Estimated, not measured:") && !m.contains("measured records"),
@@ -730,13 +733,7 @@ fn a_tuned_predictions_caption_names_the_measurements_it_used() {
         String::from_utf8_lossy(&out.stderr)
     );
     let page = std::fs::read_to_string(&page_path).unwrap();
-    let caption = |file: &str| -> String {
-        captions(&page)
-            .into_iter()
-            .find(|(f, _)| f.ends_with(file))
-            .unwrap_or_else(|| panic!("no card for {file}"))
-            .1
-    };
+    let caption = |file: &str| caption_of(&page, file);
     let t = caption("tuned.json");
     assert!(
         t.contains("constants measured by the user (calibrated"),
