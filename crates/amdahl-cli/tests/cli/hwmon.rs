@@ -2,12 +2,12 @@
 //! hwmon trees written by amdahl-meter's own builder (`hwmon::fake`, which cites the drivers'
 //! layouts), pointed at with `AMDAHL_HWMON_ROOT`.
 
-use crate::support::real::{parse_metrics, sum};
+use crate::support::real::{parse_metrics, sum, Metric};
 use crate::support::ScrubEnv;
 use amdahl_meter::hwmon::fake;
 use assert_cmd::Command;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn amdahl(t: &Path) -> Command {
     let mut c = Command::cargo_bin("amdahl").unwrap();
@@ -271,13 +271,10 @@ fn detect_lists_packages_tiles_hidden_gpus_and_garbage() {
     assert_eq!(d["hwmon_root"], h.display().to_string());
 }
 
-/// The exporter serves an AMD GPU's node energy (unattributed to processes: no KFD tree, which
-/// it says on stderr).
-#[test]
-fn exporter_serves_amd_gpu_energy() {
-    let t = tempfile::tempdir().unwrap();
-    amdahl_meter::rapl::fake::standard(&t.path().join("powercap")).unwrap();
-    let h = t.path().join("hwmon");
+/// A node with RAPL packages and one amdgpu card (400 W) under `dir`; its hwmon root.
+fn amd_node(dir: &Path) -> PathBuf {
+    amdahl_meter::rapl::fake::standard(&dir.join("powercap")).unwrap();
+    let h = dir.join("hwmon");
     fake::amdgpu(
         &h,
         "hwmon0",
@@ -287,13 +284,38 @@ fn exporter_serves_amd_gpu_energy() {
         Some(400_000_000),
     )
     .unwrap();
+    h
+}
+
+/// One `exporter --once` sample of the fake node under `dir`, processes from `proc`.
+fn exporter_once(dir: &Path, proc: &Path) -> std::process::Output {
+    amdahl(dir)
+        .args(["exporter", "--once", "--interval", "100ms", "--proc-root"])
+        .arg(proc)
+        .output()
+        .unwrap()
+}
+
+/// The attribution rule the exporter reports for the card `amdgpu:0`.
+fn amd_rule(m: &[Metric]) -> Option<&str> {
+    m.iter()
+        .find(|x| {
+            x.name == "amdahl_gpu_attribution_rule"
+                && x.labels.get("device").map(String::as_str) == Some("amdgpu:0")
+        })
+        .and_then(|x| x.labels.get("rule"))
+        .map(String::as_str)
+}
+
+/// The exporter serves an AMD GPU's node energy (unattributed to processes: no KFD tree, which
+/// it says on stderr).
+#[test]
+fn exporter_serves_amd_gpu_energy() {
+    let t = tempfile::tempdir().unwrap();
+    amd_node(t.path());
     let proc = t.path().join("proc");
     amdahl_meter::attribution::procs::fake::machine(&proc, 0, 1_000_000).unwrap();
-    let out = amdahl(t.path())
-        .args(["exporter", "--once", "--interval", "100ms", "--proc-root"])
-        .arg(&proc)
-        .output()
-        .unwrap();
+    let out = exporter_once(t.path(), &proc);
     assert!(
         out.status.success(),
         "{}",
@@ -309,15 +331,7 @@ fn exporter_serves_amd_gpu_energy() {
     // 400 W over the one interval of --once (100 ms, plus scheduling): 40 J, within a factor
     // the loaded CI machine's wake-ups allow.
     assert!(j > 30.0 && j < 120.0, "{j} J\n{text}");
-    let rule = m.iter().find(|x| {
-        x.name == "amdahl_gpu_attribution_rule"
-            && x.labels.get("device").map(String::as_str) == Some("amdgpu:0")
-    });
-    assert_eq!(
-        rule.and_then(|x| x.labels.get("rule")).map(String::as_str),
-        Some("unattributed"),
-        "{text}"
-    );
+    assert_eq!(amd_rule(&m), Some("unattributed"), "{text}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("kfd/kfd/topology/nodes"), "{err}");
 }
@@ -328,17 +342,7 @@ fn exporter_serves_amd_gpu_energy() {
 fn exporter_attributes_amd_gpu_energy_by_kfd_cu_occupancy() {
     use amdahl_meter::attribution::procs::fake as procs;
     let t = tempfile::tempdir().unwrap();
-    amdahl_meter::rapl::fake::standard(&t.path().join("powercap")).unwrap();
-    let h = t.path().join("hwmon");
-    fake::amdgpu(
-        &h,
-        "hwmon0",
-        "0000:05:00.0",
-        0x74a1,
-        "aa",
-        Some(400_000_000),
-    )
-    .unwrap();
+    let h = amd_node(t.path());
     fake::kfd_cpu(&h, 0).unwrap();
     fake::kfd_gpu(&h, 1, 4242, "0000:05:00.0", 0).unwrap();
     let proc = t.path().join("proc");
@@ -348,11 +352,7 @@ fn exporter_attributes_amd_gpu_energy_by_kfd_cu_occupancy() {
         procs::process(&proc, pid, "hip", 0, 0, Some(0), Some(&cg), &[]).unwrap();
         fake::kfd_process(&h, pid, 4242, 1 << 30, Some(cu)).unwrap();
     }
-    let out = amdahl(t.path())
-        .args(["exporter", "--once", "--interval", "100ms", "--proc-root"])
-        .arg(&proc)
-        .output()
-        .unwrap();
+    let out = exporter_once(t.path(), &proc);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && !err.contains("kfd"), "{err}");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -371,15 +371,7 @@ fn exporter_attributes_amd_gpu_energy_by_kfd_cu_occupancy() {
         node > 0.0 && (a + b - node).abs() < 1e-3 && (a - 3.0 * b).abs() < 1e-3,
         "{text}"
     );
-    let rule = m.iter().find(|x| {
-        x.name == "amdahl_gpu_attribution_rule"
-            && x.labels.get("device").map(String::as_str) == Some("amdgpu:0")
-    });
-    assert_eq!(
-        rule.and_then(|x| x.labels.get("rule")).map(String::as_str),
-        Some("utilisation"),
-        "{text}"
-    );
+    assert_eq!(amd_rule(&m), Some("utilisation"), "{text}");
 }
 
 /// With a (fake) `libamd_smi.so` on the loader path, the GPU it has a counter for is read as a
