@@ -853,7 +853,7 @@ fn an_estimated_runs_statement_does_not_call_its_hardware_measured() {
     );
 }
 
-/// Regression (trust round 3, item 13): a saved plan's method printed the training tokens as
+/// Regression: a saved plan's method printed the training tokens as
 /// stored ("3.14159e11 tokens", "3e11 tokens") where the plan's own table says "training on
 /// 3.14e11 tokens".
 #[test]
@@ -873,7 +873,7 @@ fn a_saved_plans_method_quotes_the_tokens_as_the_plan_table_shows_them() {
     }
 }
 
-/// Regression (trust round 3, item 13): a statement's duration in seconds or minutes had 3
+/// Regression: a statement's duration in seconds or minutes had 3
 /// significant digits ("101 seconds", "7.41 minutes") where the table shows 4 ("0.02797 h",
 /// "0.1235 h") and the statement's hours and days have 4.
 #[test]
@@ -890,7 +890,7 @@ fn a_statements_seconds_and_minutes_have_the_tables_digits() {
     }
 }
 
-/// Regression (trust round 3, item 13): the statement flattened the parentheses of a run's
+/// Regression: the statement flattened the parentheses of a run's
 /// `covers` into commas, "covers GPUs, counter, integrated-power + CPU packages, counter + DRAM,
 /// counter", where the run's summary and the table say "GPUs (counter, integrated-power) + CPU
 /// packages (counter) + DRAM (counter)". Inside the statement's own parenthesis they are now
@@ -921,7 +921,7 @@ fn a_statement_keeps_each_covered_part_with_its_methods() {
     );
 }
 
-/// Trust round 3, item 13: a run record of 0 J (the command ended before its counters first
+/// Regression: a run record of 0 J (the command ended before its counters first
 /// advanced) is refused, not stated as "measured at 0 J" (a device that was seen never used no
 /// energy), and the refusal says why and what to do instead of "measured energy must be a
 /// positive number".

@@ -487,7 +487,7 @@ fn the_wheel_profile_optimises_for_size() {
     );
 }
 
-/// Regression (trust round 3, item 13): `--intensity-year`'s help, shared by every command with
+/// Regression: `--intensity-year`'s help, shared by every command with
 /// a grid, said "printed in the statement", but only `carbon` has `--statement`, and `serve` and
 /// `lifetime` showed the year nowhere (`serve` did not even record it). Every command that takes
 /// it now prints it beside the intensity, and the help says so.

@@ -747,7 +747,7 @@ fn a_tuned_predictions_caption_names_the_measurements_it_used() {
     );
 }
 
-/// Regression (trust round 3, item 13): a merge's caption (and its table's `methods`) counted
+/// Regression: a merge's caption (and its table's `methods`) counted
 /// the methods of every device of its records, also those left out of the total (a package
 /// inside psys): a merge of a run whose every device in the total was estimated was captioned
 /// "Partly estimated … the others were measured" beside that run's own "Estimated, not

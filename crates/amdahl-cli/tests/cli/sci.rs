@@ -276,7 +276,7 @@ fn report_shows_a_saved_sci_result() {
     assert!(page.contains("ISO/IEC 21031:2024"), "no standard");
 }
 
-/// Regression (trust round 3, item 13): the SCI's source text printed the PUE as given
+/// Regression: the SCI's source text printed the PUE as given
 /// ("PUE 1.12345") where `carbon`'s table and statement for the same job print "1.12".
 #[test]
 fn the_sci_source_quotes_the_pue_as_the_carbon_table_shows_it() {
