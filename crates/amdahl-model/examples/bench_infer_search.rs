@@ -50,6 +50,7 @@ fn main() {
             gpus: 8,
             pp: 1,
             kv: KvFormat::Fp8,
+            engine: Default::default(),
             precisions: WeightFormat::ALL.to_vec(),
             max_batch: 1024,
             max_ttft_s: None,

@@ -45,15 +45,15 @@ pub struct Coefficients {
 
 /// Busy draw without compute or memory traffic, per device generation (the catalog's `arch`),
 /// where the energy validation set has power measurements of that generation to fit it on.
-pub const ACTIVE: [(&str, f64); 2] = [("hopper", 0.40), ("blackwell", 0.57)];
+pub const ACTIVE: [(&str, f64); 2] = [("hopper", 0.35), ("blackwell", 0.50)];
 
 /// The busy draw of a generation without measurements in the set (Volta, Ampere, CDNA, …): the
 /// mean of the fitted generations; `amdahl infer` says so in its notes.
-pub const ACTIVE_UNFITTED: f64 = 0.485;
+pub const ACTIVE_UNFITTED: f64 = 0.43;
 
 /// Added at the full dense peak and at the full data-sheet bandwidth, every generation alike.
-pub const COMPUTE: f64 = 0.76;
-pub const MEMORY: f64 = 0.48;
+pub const COMPUTE: f64 = 1.14;
+pub const MEMORY: f64 = 0.57;
 
 /// The shipped coefficients are a weighted least-squares fit (relative error) over the power rows
 /// of the energy validation set: one busy draw per generation with measurements, one compute and
@@ -264,10 +264,11 @@ mod tests {
     fn a_cap_slows_the_compute_clock_until_the_power_fits() {
         let k = Coefficients::of("hopper");
         let (tdp, idle) = (Watts(700.0), Watts(87.5));
-        // A compute-bound pass at 70 % of peak: 700 · (0.40 + 0.76 · 0.7) = 652 W uncapped.
+        // A compute-bound pass at 50 % of peak: 700 · (0.35 + 1.14 · 0.5 + 0.57 · 0.1) = 684 W
+        // uncapped.
         let a = Activity {
             busy: 1.0,
-            compute: 0.7,
+            compute: 0.5,
             memory: 0.1,
         };
         assert_eq!(
@@ -277,7 +278,8 @@ mod tests {
         let s = capped_clock(&k, tdp, idle, Watts(450.0), &a, 0.9).unwrap();
         // At the returned clock the pass draws the cap.
         let stretch = 1.0 + 0.9 * (1.0 / s - 1.0);
-        let p = 700.0 * (0.40 * s + 0.76 * 0.7 * s * s / stretch + 0.48 * 0.1 / stretch);
+        let p =
+            700.0 * (k.active * s + k.compute * 0.5 * s * s / stretch + k.memory * 0.1 / stretch);
         assert!((p - 450.0).abs() < 1e-4, "{s} {p}");
         assert!(s < 1.0 && s > 0.5, "{s}");
         // Memory traffic alone above the cap: impossible.

@@ -321,6 +321,7 @@ impl DeviceProfile {
                 }),
                 power: None,
                 step_overhead: None,
+                per_sequence_overhead: None,
                 provenance: vec![self.provenance(&self.device, file)],
             },
         };

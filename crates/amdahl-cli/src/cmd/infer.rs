@@ -170,6 +170,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         replicas: replicas(gpus, tp, pp)?,
         weights: a.formats.precision,
         kv: a.formats.kv_precision,
+        engine: a.formats.engine,
     };
     let s = setup(&model, &hw, &net, serving, req)?;
     let (e, choice) = match (a.batch, a.rate) {
@@ -265,6 +266,7 @@ pub fn workload(
         replicas: replicas(gpus, tp, pp)?,
         weights: a.formats.precision,
         kv: a.formats.kv_precision,
+        engine: a.formats.engine,
     };
     let s = setup(&model, &hw, &net, serving, req)?;
     let batch = count("--batch", batch)?;
@@ -325,6 +327,7 @@ fn run_search(
         gpus,
         pp,
         kv: a.formats.kv_precision,
+        engine: a.formats.engine,
         precisions: WeightFormat::offered(hw),
         max_batch: a.search_max_batch,
         max_ttft_s: positive_ms("--max-ttft-ms", a.max_ttft_ms)?,
@@ -342,6 +345,7 @@ fn run_search(
         gpus,
         pp,
         kv_precision: space.kv,
+        engine: space.engine,
         input_tokens: req.input,
         output_tokens: req.output,
         max_ttft_s: space.max_ttft_s,

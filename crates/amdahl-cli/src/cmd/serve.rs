@@ -234,6 +234,7 @@ fn run_search(
             .map_or(u64::from(net.gpus_per_node).max(tp_pp), u64::from),
         pp: a.pp,
         kv: a.formats.kv_precision,
+        engine: a.formats.engine,
         precisions: a.search_precision.clone(),
         max_num_seqs: a.search_max_num_seqs.clone(),
         max_num_batched_tokens: a
@@ -278,6 +279,7 @@ fn serving(a: &Options) -> Result<Serving> {
         replicas,
         weights: a.formats.precision,
         kv: a.formats.kv_precision,
+        engine: a.formats.engine,
     })
 }
 

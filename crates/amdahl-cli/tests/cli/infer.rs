@@ -486,3 +486,41 @@ fn search_figure_names_its_points() {
         assert!(text.contains(&name), "`{name}` not in the figure");
     }
 }
+
+#[test]
+fn vllm_adds_its_host_time_per_running_sequence() {
+    // The same configuration under TensorRT-LLM (the default) and vLLM: vLLM's decode step is
+    // longer by exactly 31.4 µs per running sequence (crate::infer::engine, fitted on
+    // ML.ENERGY's vLLM 0.11 runs), every other term unchanged.
+    let base = words("infer --model llama3-8b --system h100 --input 212 --output 397 --batch 256");
+    let trt = json(&base);
+    let vllm = json(&[&base[..], &["--engine", "vllm"]].concat());
+    assert_eq!(trt["engine"], "tensorrt-llm");
+    assert_eq!(vllm["engine"], "vllm");
+    assert_eq!(f(&trt["decode"], "engine_host_s"), 0.0);
+    let host = f(&vllm["decode"], "engine_host_s");
+    assert!((host - 256.0 * 31.4e-6).abs() < 1e-12, "{host}");
+    let step = |v: &serde_json::Value| f(v, "tpot_s");
+    assert!(
+        (step(&vllm) - step(&trt) - host).abs() < 1e-12,
+        "{} {}",
+        step(&vllm),
+        step(&trt)
+    );
+    assert_eq!(
+        f(&vllm["decode"], "compute_s") + f(&vllm["decode"], "memory_s"),
+        f(&trt["decode"], "compute_s") + f(&trt["decode"], "memory_s")
+    );
+    // Slower, and at the busy draw the host time costs energy per token too.
+    assert!(f(&vllm, "output_tokens_per_s") < f(&trt, "output_tokens_per_s"));
+    assert!(f(&vllm, "energy_per_token_j") > f(&trt, "energy_per_token_j"));
+    // The table says where the time went.
+    amdahl()
+        .args([&base[..], &["--engine", "vllm"]].concat())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("+ vllm host 8.04"));
+    // An engine amdahl does not know is a usage error naming the ones it does.
+    let e = refused(&[&base[..], &["--engine", "tgi"]].concat());
+    assert!(e.contains("tensorrt-llm") && e.contains("vllm"), "{e}");
+}

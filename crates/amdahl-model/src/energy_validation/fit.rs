@@ -117,6 +117,29 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     Some(x)
 }
 
+/// One throughput row as the engine host-time fit sees it: the modelled time per output token
+/// without host time (`tau0`), how fast it grows with the host time per sequence (`slope`, exact:
+/// the time is linear in it), and the measured time per output token.
+#[derive(Debug, Clone, Copy)]
+pub struct HostSample {
+    pub tau0: f64,
+    pub slope: f64,
+    pub measured: f64,
+}
+
+/// The host time per running sequence that minimises the squared relative error of the modelled
+/// time per token over `samples`: with r = (τ0 + c·g)/τm − 1 linear in c, the least-squares c is
+/// Σ (g/τm)(1 − τ0/τm) / Σ (g/τm)², never below zero. `None` with nothing to fit.
+pub fn fit_host(samples: &[HostSample]) -> Option<f64> {
+    let (mut num, mut den) = (0.0, 0.0);
+    for s in samples {
+        let g = s.slope / s.measured;
+        num += g * (1.0 - s.tau0 / s.measured);
+        den += g * g;
+    }
+    (den > 0.0).then(|| (num / den).max(0.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +185,35 @@ mod tests {
     fn underdetermined_is_none() {
         assert!(fit(&[term("hopper", [1.0, 0.2, 0.3], [0.4, 0.7, 0.5])]).is_none());
         assert!(fit(&[]).is_none());
+    }
+
+    #[test]
+    fn host_time_is_recovered_exactly_and_never_negative() {
+        // Rows made with 40 µs per sequence at batches 8 to 512: the fit returns it.
+        let made = |c: f64| -> Vec<HostSample> {
+            [8.0, 64.0, 512.0]
+                .iter()
+                .map(|&b| {
+                    let (tau0, slope) = (0.01 + b * 1e-5, b / 100.0);
+                    HostSample {
+                        tau0,
+                        slope,
+                        measured: tau0 + c * slope,
+                    }
+                })
+                .collect()
+        };
+        let c = fit_host(&made(40e-6)).unwrap();
+        assert!((c - 40e-6).abs() < 1e-12, "{c}");
+        // Rows faster than the model without host time give zero, not a negative time.
+        let fast: Vec<HostSample> = made(0.0)
+            .into_iter()
+            .map(|s| HostSample {
+                measured: s.tau0 * 0.8,
+                ..s
+            })
+            .collect();
+        assert_eq!(fit_host(&fast), Some(0.0));
+        assert_eq!(fit_host(&[]), None);
     }
 }

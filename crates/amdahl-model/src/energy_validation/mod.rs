@@ -11,12 +11,14 @@ mod fit;
 mod predict;
 mod rows;
 
-pub use fit::{fit, PowerFit};
+pub use fit::{fit, fit_host, HostSample, PowerFit};
 pub use predict::Quantity;
 pub use rows::EnergySetError;
 
+use crate::infer::engine::VLLM_PER_SEQUENCE_S;
 use crate::stats::{median, sorted};
 use fit::Term;
+use predict::Modelled;
 use rows::Row;
 use serde::{Deserialize, Serialize};
 
@@ -131,6 +133,16 @@ pub struct EnergyValidation {
     pub fitted: PowerFit,
     /// Power rows the fit used.
     pub fitted_rows: usize,
+    /// vLLM's host time per running sequence as amdahl ships it ([`VLLM_PER_SEQUENCE_S`]), s.
+    #[serde(default)]
+    pub vllm_host_s: f64,
+    /// The same fitted on every fitted throughput row now (equal to the shipped one, rounded,
+    /// unless the set or the serving model changed since), s; `None` without such rows.
+    #[serde(default)]
+    pub fitted_vllm_host_s: Option<f64>,
+    /// Throughput rows that fit used.
+    #[serde(default)]
+    pub fitted_host_rows: usize,
     pub cases: Vec<EnergyCase>,
     pub summaries: Vec<Summary>,
     pub excluded: Vec<Excluded>,
@@ -170,6 +182,35 @@ fn host_bound(rows: &[Row]) -> Vec<String> {
         .collect()
 }
 
+/// Host time per sequence at which the fit probes each row's slope (the modelled time per token
+/// is linear in it, so any positive value gives the exact slope).
+const HOST_PROBE_S: f64 = 1e-5;
+
+/// Every modelled row at `host_s` of vLLM host time per sequence: rows that do not use it are
+/// taken from `base` as they are.
+fn remodel<'a>(
+    base: &[(&'a Row, Modelled)],
+    host_s: f64,
+) -> Result<Vec<(&'a Row, Modelled)>, EnergySetError> {
+    base.iter()
+        .map(|(r, m)| {
+            if !m.uses_host {
+                return Ok((*r, m.clone()));
+            }
+            predict::model_row(r, host_s)
+                .map(|m| (*r, m))
+                .map_err(|what| EnergySetError {
+                    row: r.id.clone(),
+                    what,
+                })
+        })
+        .collect()
+}
+
+/// What a configuration's rows are predicted with when it is held out: its name, the power model
+/// fitted without it, and every row modelled with the host time fitted without it.
+type HeldOut<'a> = (String, PowerFit, Vec<(&'a Row, Modelled)>);
+
 /// Predict every row of the set.
 pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
     let rows = rows::rows()?;
@@ -177,7 +218,7 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
     let mut modelled = Vec::new();
     let mut excluded = Vec::new();
     for r in &rows {
-        match predict::model_row(r) {
+        match predict::model_row(r, VLLM_PER_SEQUENCE_S) {
             Ok(m) => modelled.push((r, m)),
             Err(why) => excluded.push(Excluded {
                 id: r.id.clone(),
@@ -187,34 +228,65 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
     }
     let fitted_in =
         |r: &Row| software_modelled(r) && !host_bound.iter().any(|c| c == r.configuration());
-    let terms = |leave_out: Option<&str>| -> Vec<Term> {
-        modelled
-            .iter()
-            .filter(|(r, _)| fitted_in(r) && Some(r.configuration()) != leave_out)
-            .filter_map(|(_, m)| m.regression())
-            .collect()
-    };
     let bad = |what: &str| EnergySetError {
         row: "power rows".into(),
         what: what.into(),
     };
-    let all_terms = terms(None);
+    // The vLLM host time per sequence, fitted on the throughput rows of the fitted
+    // configurations: each row's time per token without host time and its slope.
+    let (zero, probe) = (remodel(&modelled, 0.0)?, remodel(&modelled, HOST_PROBE_S)?);
+    let samples: Vec<(&str, HostSample)> = zero
+        .iter()
+        .zip(&probe)
+        .filter(|((r, m), _)| m.uses_host && m.quantity == Quantity::Throughput && fitted_in(r))
+        .map(|((r, m0), (_, m1))| {
+            let tau0 = m0.seconds_per_token();
+            (
+                r.configuration(),
+                HostSample {
+                    tau0,
+                    slope: (m1.seconds_per_token() - tau0) / HOST_PROBE_S,
+                    measured: 1.0 / m0.published,
+                },
+            )
+        })
+        .collect();
+    let host_fit = |leave_out: Option<&str>| -> Option<f64> {
+        let of: Vec<HostSample> = samples
+            .iter()
+            .filter(|(c, _)| Some(*c) != leave_out)
+            .map(|(_, s)| *s)
+            .collect();
+        fit_host(&of)
+    };
+    let terms = |of: &[(&Row, Modelled)], leave_out: Option<&str>| -> Vec<Term> {
+        of.iter()
+            .filter(|(r, _)| fitted_in(r) && Some(r.configuration()) != leave_out)
+            .filter_map(|(_, m)| m.regression())
+            .collect()
+    };
+    let all_terms = terms(&modelled, None);
     let fitted = fit(&all_terms).ok_or_else(|| bad("too few to fit the power model"))?;
+    let fitted_host_s = host_fit(None);
     let shipped = PowerFit::shipped();
     let mut cases = Vec::new();
-    let mut held_out_fits: Vec<(String, PowerFit)> = Vec::new();
-    for (r, m) in &modelled {
+    // Per configuration held out: the host time and the power model fitted without it, and
+    // every row modelled with that host time.
+    let mut held_out_models: Vec<HeldOut> = Vec::new();
+    for (i, (r, m)) in modelled.iter().enumerate() {
         let config = r.configuration().to_string();
-        let k = match held_out_fits.iter().find(|(c, _)| *c == config) {
-            Some((_, k)) => k.clone(),
-            None => {
-                let k = fit(&terms(Some(&config)))
-                    .ok_or_else(|| bad("too few left out of a configuration to fit"))?;
-                held_out_fits.push((config.clone(), k.clone()));
-                k
-            }
-        };
-        let (predicted, held_out) = (m.predict(&shipped), m.predict(&k));
+        if !held_out_models.iter().any(|(c, _, _)| *c == config) {
+            let host_s = host_fit(Some(&config)).unwrap_or(VLLM_PER_SEQUENCE_S);
+            let rows_then = remodel(&modelled, host_s)?;
+            let k = fit(&terms(&rows_then, Some(&config)))
+                .ok_or_else(|| bad("too few left out of a configuration to fit"))?;
+            held_out_models.push((config.clone(), k, rows_then));
+        }
+        let (_, k, rows_then) = held_out_models
+            .iter()
+            .find(|(c, _, _)| *c == config)
+            .expect("pushed above");
+        let (predicted, held_out) = (m.predict(&shipped), rows_then[i].1.predict(k));
         cases.push(EnergyCase {
             id: r.id.clone(),
             configuration: config.clone(),
@@ -259,6 +331,9 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
         coefficients: shipped,
         fitted,
         fitted_rows: all_terms.len(),
+        vllm_host_s: VLLM_PER_SEQUENCE_S,
+        fitted_vllm_host_s: fitted_host_s,
+        fitted_host_rows: samples.len(),
         cases,
         summaries,
         excluded,

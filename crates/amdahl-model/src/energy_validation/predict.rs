@@ -6,6 +6,7 @@ use super::fit::{PowerFit, Term};
 use super::rows::Row;
 use crate::infer::model::{estimate, setup_unchecked, Requests, Serving};
 use crate::infer::precision::{KvFormat, WeightFormat};
+use crate::infer::Engine;
 use crate::plan::{
     catalog_model, estimate as plan_estimate, validate, ComputePrecision, Layout, ModelShape,
     Recompute,
@@ -59,6 +60,8 @@ pub struct Modelled {
     pub fits: bool,
     /// The server around the GPUs and how many it holds (server-scope rows).
     server: Option<(ServerShare, f64)>,
+    /// Modelled with the vLLM host time per sequence ([`model_row`]'s argument).
+    pub uses_host: bool,
 }
 
 impl Modelled {
@@ -69,6 +72,11 @@ impl Modelled {
             .iter()
             .map(|(w, a)| w * device_power(&k, self.tdp, self.idle, self.cap, a).get())
             .sum()
+    }
+
+    /// Seconds per output token of the row's GPUs together.
+    pub fn seconds_per_token(&self) -> f64 {
+        1.0 / self.tokens_per_s
     }
 
     /// The row's quantity under coefficients `k`.
@@ -120,8 +128,9 @@ fn row_system(r: &Row) -> Result<(crate::plan::Hardware, crate::plan::Network), 
     crate::plan::system(d, &crate::plan::Overrides::default(), None).map_err(|e| e.to_string())
 }
 
-/// A row modelled, or the reason it cannot be yet.
-pub fn model_row(r: &Row) -> Result<Modelled, String> {
+/// A row modelled, or the reason it cannot be yet. A vLLM row is modelled with `vllm_host_s` of
+/// host time per running sequence ([`crate::infer::Engine`]; the set's fit varies it).
+pub fn model_row(r: &Row, vllm_host_s: f64) -> Result<Modelled, String> {
     let quantity = match r.measured.as_str() {
         "gpu_power_w_all_gpus" | "gpu_power_w_per_gpu" => Quantity::PowerPerGpu,
         "energy_per_output_token_j" => Quantity::EnergyPerToken,
@@ -164,7 +173,14 @@ pub fn model_row(r: &Row) -> Result<Modelled, String> {
         replicas: (r.gpus / (tp * pp)).max(1),
         weights,
         kv,
+        // The framework as a user would name it to `--engine`; the others (Hugging Face
+        // generation, FastChat) as the default engine.
+        engine: r.framework.parse().unwrap_or_default(),
     };
+    let uses_host = serving.engine == Engine::Vllm;
+    if uses_host {
+        hw.tuning.per_sequence_overhead = Some(crate::units::Seconds(vllm_host_s));
+    }
     let (input, output) = match (r.input_tokens, r.output_tokens) {
         (Some(i), Some(o)) => (i, o),
         _ => return Err("input or output length not given".into()),
@@ -198,6 +214,7 @@ pub fn model_row(r: &Row) -> Result<Modelled, String> {
         output_tokens: f64::from(requests.output),
         fits: r.batch <= s.max_batch,
         server: None,
+        uses_host,
     })
 }
 
@@ -270,5 +287,6 @@ fn model_training_row(r: &Row, quantity: Quantity) -> Result<Modelled, String> {
         output_tokens: 0.0,
         fits: true,
         server: Some((server, f64::from(net.gpus_per_node))),
+        uses_host: false,
     })
 }

@@ -9,6 +9,7 @@
 //! needs. Every formula's source: docs/methodology.md ("Inference").
 
 pub mod charging;
+pub mod engine;
 pub mod error;
 pub mod intervals;
 pub mod model;
@@ -21,6 +22,7 @@ pub mod step;
 mod properties;
 pub mod validation;
 
+pub use engine::Engine;
 pub use error::InferError;
 pub use model::{
     batch_for_rate, estimate, evaluate_at, iteration, replicas, setup, setup_unchecked, Evaluation,

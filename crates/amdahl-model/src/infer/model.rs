@@ -8,6 +8,7 @@
 //! throughput = batch · output / (T_prefill(batch) + (output − 1) · T_decode(batch)).
 //! Formulas and sources: docs/methodology.md ("Inference").
 
+use super::engine::Engine;
 use super::error::InferError;
 use super::precision::{Arithmetic, KvFormat, WeightFormat};
 use super::step::{pass, Device, Pass, Shard, Work, ACT_BYTES};
@@ -32,6 +33,9 @@ pub struct Serving {
     pub replicas: u32,
     pub weights: WeightFormat,
     pub kv: KvFormat,
+    /// The serving engine: its host time per running sequence ([`Engine`]).
+    #[serde(default)]
+    pub engine: Engine,
 }
 
 impl Serving {
@@ -93,6 +97,8 @@ pub struct Evaluation {
     pub decode_comm_s: f64,
     pub decode_latency_s: f64,
     pub decode_overhead_s: f64,
+    /// The engine's host time for the step's sequences.
+    pub decode_host_s: f64,
     pub decode_p2p_s: f64,
     pub power_prefill_w: f64,
     pub power_decode_w: f64,
@@ -245,7 +251,7 @@ fn prepare(
     let total = u64::from(req.input) + u64::from(req.output);
     let shard = Shard::new(model, serving.tp, serving.pp, serving.weights, serving.kv);
     let arithmetic = serving.weights.arithmetic(hw);
-    let device = Device::new(hw, arithmetic);
+    let device = Device::new(hw, arithmetic, serving.engine);
     let capacity = hw.memory.get();
     let usable = USABLE_MEMORY * capacity;
     let (input, output) = (f64::from(req.input), f64::from(req.output));
@@ -496,6 +502,7 @@ pub fn estimate(s: &Setup, hw: &Hardware, net: &Network, batch: u32) -> Evaluati
         decode_comm_s: dec.comm * f64::from(s.serving.pp),
         decode_latency_s: dec.latency * f64::from(s.serving.pp),
         decode_overhead_s: dec.overhead * f64::from(s.serving.pp),
+        decode_host_s: dec.host * f64::from(s.serving.pp),
         decode_p2p_s: dec_p2p,
         power_prefill_w: p_pre,
         power_decode_w: p_dec,

@@ -12,6 +12,7 @@ fn serving(tp: u32, w: WeightFormat) -> Serving {
         replicas: 1,
         weights: w,
         kv: KvFormat::Bf16,
+        engine: Default::default(),
     }
 }
 

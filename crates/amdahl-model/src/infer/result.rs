@@ -3,6 +3,7 @@
 //! names of `amdahl.infer/1` are a contract (`amdahl lifetime` reads them).
 
 pub use super::charging::Charging;
+use super::engine::Engine;
 use super::error::InferError;
 use super::intervals::{infer_intervals, Figures, InferIntervals};
 use super::model::{estimate, setup_unchecked, Evaluation, InferMemory, Serving, Setup};
@@ -85,6 +86,9 @@ pub struct DecodeBreakdown {
     /// Kernels bound by neither: the per-kernel latency of the GEMM curve.
     pub kernel_latency_s: f64,
     pub overhead_s: f64,
+    /// The serving engine's host time for the step's sequences (vLLM: per running sequence).
+    #[serde(default)]
+    pub engine_host_s: f64,
 }
 
 /// Result of `amdahl infer` (one configuration).
@@ -99,6 +103,9 @@ pub struct InferResult {
     /// The GEMMs' arithmetic and whether the weight format is native or weight-only.
     pub arithmetic: String,
     pub kv_precision: KvFormat,
+    /// The serving engine whose host time the steps include.
+    #[serde(default)]
+    pub engine: Engine,
     pub tp: u32,
     pub pp: u32,
     pub replicas: u32,
@@ -253,6 +260,7 @@ impl InferResult {
             precision: sv.weights,
             arithmetic: s.arithmetic.describe(sv.weights),
             kv_precision: sv.kv,
+            engine: sv.engine,
             tp: sv.tp,
             pp: sv.pp,
             replicas: sv.replicas,
@@ -299,6 +307,7 @@ impl InferResult {
                 pp_comm_s: e.decode_p2p_s,
                 kernel_latency_s: e.decode_latency_s,
                 overhead_s: e.decode_overhead_s,
+                engine_host_s: e.decode_host_s,
             },
             tp_scaling: tp_scaling(c, e.batch)?,
             precision_whatif: precision_whatif(c, e.batch)?,
@@ -409,6 +418,9 @@ pub struct InferSearchResult {
     pub gpus: u64,
     pub pp: u32,
     pub kv_precision: KvFormat,
+    /// The serving engine whose host time the steps include.
+    #[serde(default)]
+    pub engine: Engine,
     pub input_tokens: u32,
     pub output_tokens: u32,
     pub max_ttft_s: Option<f64>,

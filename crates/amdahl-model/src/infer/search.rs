@@ -3,6 +3,7 @@
 //! front of TPOT vs energy per token.
 
 use super::charging::Charging;
+use super::engine::Engine;
 use super::error::InferError;
 use super::model::{estimate, setup, Requests, Serving, Setup};
 use super::precision::{KvFormat, WeightFormat};
@@ -17,6 +18,7 @@ pub struct Space {
     pub gpus: u64,
     pub pp: u32,
     pub kv: KvFormat,
+    pub engine: Engine,
     pub precisions: Vec<WeightFormat>,
     pub max_batch: u32,
     pub max_ttft_s: Option<f64>,
@@ -161,6 +163,7 @@ pub fn search(
                 replicas,
                 weights: w,
                 kv: space.kv,
+                engine: space.engine,
             };
             let s = match setup(model, hw, net, serving, req) {
                 Ok(s) => s,

@@ -4,6 +4,7 @@
 //! sustained rate) and its bytes over the achieved memory bandwidth; tensor-parallel all-reduces
 //! are added on the tier they cross. Formulas and sources: docs/methodology.md ("Inference").
 
+use super::engine::Engine;
 use super::precision::{Arithmetic, KvFormat, WeightFormat};
 use crate::plan::collective::all_reduce;
 use crate::plan::{ComputePrecision, Hardware, ModelShape, Network};
@@ -36,6 +37,8 @@ pub struct Pass {
     pub comm: f64,
     /// The fixed per-step overhead.
     pub overhead: f64,
+    /// The engine's host time for the pass's sequences ([`super::engine::Engine`]).
+    pub host: f64,
     /// FLOPs this device executed.
     pub flops: f64,
     /// Bytes this device moved to or from its memory.
@@ -55,10 +58,12 @@ pub struct Device {
     pub bandwidth: f64,
     /// Fixed time per step: [`STEP_OVERHEAD_S`], or the user's calibrated figure.
     pub overhead: f64,
+    /// Host time per sequence of a step: the engine's, or the user's calibrated figure.
+    pub per_sequence: f64,
 }
 
 impl Device {
-    pub fn new(hw: &Hardware, arith: Arithmetic) -> Self {
+    pub fn new(hw: &Hardware, arith: Arithmetic, engine: Engine) -> Self {
         let curve = hw.curve();
         let peak = hw.peak(arith.precision).unwrap_or(hw.peak_bf16).get();
         Device {
@@ -68,6 +73,9 @@ impl Device {
             latency: curve.latency.get(),
             bandwidth: hw.memory_bandwidth.get() * curve.memory_efficiency,
             overhead: hw.step_overhead().map_or(STEP_OVERHEAD_S, |o| o.get()),
+            per_sequence: hw
+                .per_sequence_overhead()
+                .map_or(engine.per_sequence_s(), |o| o.get()),
         }
     }
 }
@@ -313,7 +321,8 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     // Output layer: logits of the last token of every sequence.
     gemm(h, s.vocab / s.tp, w.rows, &mut p);
     p.overhead = d.overhead;
-    p.time = p.compute + p.memory + p.latency + p.comm + p.overhead;
+    p.host = d.per_sequence * w.rows;
+    p.time = p.compute + p.memory + p.latency + p.comm + p.overhead + p.host;
     p
 }
 

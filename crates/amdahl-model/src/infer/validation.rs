@@ -85,6 +85,7 @@ fn case(header: &csv::StringRecord, rec: &csv::StringRecord) -> Result<InferCase
         replicas: gpus / (tp * pp).max(1),
         weights: WeightFormat::parse(get("precision")?).ok_or("precision")?,
         kv: KvFormat::parse(get("kv")?).ok_or("kv")?,
+        engine: get("engine")?.parse().map_err(|e| format!("{e}"))?,
     };
     let req = Requests {
         input: num("input")? as u32,

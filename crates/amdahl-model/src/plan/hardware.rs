@@ -253,6 +253,10 @@ pub struct Tuning {
     /// [`crate::infer::step::STEP_OVERHEAD_S`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_overhead: Option<Seconds>,
+    /// Host time per running sequence per serving iteration, in place of the serving engine's
+    /// ([`crate::infer::Engine::per_sequence_s`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_sequence_overhead: Option<Seconds>,
     /// "A100 SXM4 80GB, profiled on HOST at DATE", "calibrated on N rows of FILE".
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<String>,
@@ -382,6 +386,10 @@ impl Hardware {
     /// model's own (none in `plan`, [`crate::infer::step::STEP_OVERHEAD_S`] in `infer`).
     pub fn step_overhead(&self) -> Option<Seconds> {
         self.tuning.step_overhead
+    }
+
+    pub fn per_sequence_overhead(&self) -> Option<Seconds> {
+        self.tuning.per_sequence_overhead
     }
 
     /// Board power while doing `a`: the shared power model ([`crate::power`], docs/methodology.md,

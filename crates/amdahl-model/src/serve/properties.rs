@@ -26,6 +26,7 @@ fn case(replicas: u32, router: Router) -> Case {
             replicas,
             weights: WeightFormat::Bf16,
             kv: KvFormat::Bf16,
+            engine: Default::default(),
         },
         limits: vllm_defaults(&hw),
         router,

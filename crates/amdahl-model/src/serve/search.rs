@@ -9,7 +9,7 @@ use super::error::ServeError;
 use super::result::OVERLOAD_QUEUE_SHARE;
 use super::scheduler::Limits;
 use super::{check_requests, prepare, simulate, Config, Request, Router};
-use crate::infer::{KvFormat, Serving, WeightFormat};
+use crate::infer::{Engine, KvFormat, Serving, WeightFormat};
 use crate::plan::error::divisors;
 use crate::plan::{Hardware, ModelShape, Network};
 use crate::stats::{quantile, sorted};
@@ -25,6 +25,7 @@ pub struct SearchSpace {
     pub max_gpus: u64,
     pub pp: u32,
     pub kv: KvFormat,
+    pub engine: Engine,
     pub precisions: Vec<WeightFormat>,
     pub max_num_seqs: Vec<u32>,
     pub max_num_batched_tokens: u32,
@@ -133,6 +134,7 @@ fn configs(net: &Network, space: &SearchSpace) -> Vec<(Serving, u32, Option<Watt
                             replicas: replicas as u32,
                             weights,
                             kv: space.kv,
+                            engine: space.engine,
                         };
                         out.push((serving, seqs, cap));
                     }
@@ -355,6 +357,7 @@ mod tests {
             max_gpus,
             pp: 1,
             kv: KvFormat::Bf16,
+            engine: Default::default(),
             precisions: vec![WeightFormat::Bf16, WeightFormat::Fp8],
             max_num_seqs: vec![64, 256],
             max_num_batched_tokens: 8192,

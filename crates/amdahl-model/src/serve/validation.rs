@@ -180,6 +180,7 @@ fn config(r: &Row) -> Result<Config, String> {
             replicas: r.replicas,
             weights,
             kv,
+            engine: r.engine.parse().unwrap_or_default(),
         },
         limits: Limits {
             max_num_seqs: r.max_num_seqs,
