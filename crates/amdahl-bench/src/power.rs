@@ -10,10 +10,11 @@ use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 /// How long idle power is read, and how long `bench gpu` holds each power load. Two seconds
-/// cover two of the 1 s averaging windows of NVML's power reading on Ampere and newer GPUs
-/// (NVML API reference, `nvmlDeviceGetPowerUsage`: "power averaged over 1 sec interval") and
-/// about 20 updates of its energy counter, which advances about every 100 ms (ML.ENERGY,
-/// "Thermally Stable Profiling for Accurate GPU Energy Measurement", 2025), so one update's
+/// cover two of the 1 s averaging windows of NVML's power reading on Ampere (but GA100) and
+/// newer GPUs (NVML API reference, `nvmlDeviceGetPowerUsage`: "power averaged over 1 sec
+/// interval") and
+/// about 20 updates of its energy counter, which advances about every 100 ms (ML.ENERGY blog,
+/// "Thermally Stable Profiling for Accurate GPU Energy Measurement"), so one update's
 /// quantisation is at most 5 %; RAPL updates about every millisecond (Hähnel et al. 2012, see
 /// [`crate::energy::MIN_INTERVAL`]), 2,000 updates. `--power-window` changes it.
 pub const POWER_WINDOW: Duration = Duration::from_secs(2);

@@ -222,6 +222,13 @@ mod tests {
         assert!(c.copy_sizes.is_empty() && !c.sizes.is_empty());
         let c = config(&["--no-gemm"]).unwrap();
         assert!(c.sizes.is_empty() && !c.copy_sizes.is_empty());
+        // The device-to-device copy and the power window.
+        let c = config(&["--quick"]).unwrap();
+        assert_eq!((c.device_copy_bytes, c.power_window_s), (256 << 20, 2.0));
+        let c = config(&["--device-mib", "8", "--power-window", "500ms"]).unwrap();
+        assert_eq!((c.device_copy_bytes, c.power_window_s), (8 << 20, 0.5));
+        let c = config(&["--device-mib", "0", "--power-window", "0"]).unwrap();
+        assert_eq!((c.device_copy_bytes, c.power_window_s), (0, 0.0));
     }
 
     #[test]
@@ -233,6 +240,8 @@ mod tests {
         assert!(err(&["--repeats", "0"]).contains("--repeats"));
         assert!(err(&["--min-time", "-1"]).contains("--min-time"));
         assert!(err(&["--copy-mib", "0"]).contains("--copy-mib"));
+        assert!(err(&["--device-mib", "-2"]).contains("--device-mib -2 is out of range"));
+        assert!(err(&["--power-window", "-1"]).contains("--power-window"));
         assert!(err(&["--sizes", "3000000000"]).contains("out of range"));
         assert!(config(&["--no-gemm", "--no-copy"]).is_err());
     }
