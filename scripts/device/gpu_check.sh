@@ -4,7 +4,8 @@
 # What it measures, all within ~5 minutes, results under $OUT:
 #   1. `amdahl detect`                                       -> detect.txt (NVML seen?)
 #   2. `amdahl bench gpu --quick` (table)                    -> bench_gpu_quick.txt
-#   3. `amdahl bench gpu` full sizes, JSON                   -> bench_gpu.json (+ .txt)
+#   3. `amdahl bench gpu` full sizes, JSON, with the device-memory copy and NVML power
+#      (idle, GEMM, copy) and the device profile             -> bench_gpu.json, profile.json
 #   4. `amdahl run` around a ~20 s fp16 GEMM loop            -> run.json, samples.jsonl, run.txt
 #      with nvidia-smi polling power at 100 ms beside it     -> nvsmi_power.csv
 #   5. the NVML energy counter vs the NVML power integrated by amdahl (run.json device note)
@@ -101,7 +102,8 @@ log "bench gpu --quick rc=$?"
 
 # --- 3. full bench (JSON) -----------------------------------------------------------------------
 log "bench gpu (full sizes, json)"
-timeout 150 "$AMDAHL" bench gpu --repeats 10 "${EXTRA_ARGS[@]}" --json > "$OUT/bench_gpu.json" 2> "$OUT/bench_gpu.err"
+timeout 150 "$AMDAHL" bench gpu --repeats 10 "${EXTRA_ARGS[@]}" --json --profile-out "$OUT/profile.json" \
+  > "$OUT/bench_gpu.json" 2> "$OUT/bench_gpu.err"
 log "bench gpu rc=$?"
 
 # --- 4. energy: amdahl run around a ~20 s GEMM loop, nvidia-smi beside it -----------------------
@@ -113,7 +115,8 @@ if command -v nvidia-smi >/dev/null; then
 fi
 log "amdahl run -- bench gpu fp16 n=$GEMM_N for $LOOP_S s"
 timeout 90 "$AMDAHL" run --interval 250ms --baseline 3s -o "$OUT/run.json" --log "$OUT/samples.jsonl" -- \
-  "$AMDAHL" bench gpu --no-copy --precision fp16 --sizes "$GEMM_N" --repeats 1 --min-time "$LOOP_S" --json \
+  "$AMDAHL" bench gpu --no-copy --device-mib 0 --power-window 0 --precision fp16 --sizes "$GEMM_N" \
+  --repeats 1 --min-time "$LOOP_S" --json \
   > "$OUT/run_child.json" 2> "$OUT/run.txt"
 log "amdahl run rc=$?"
 [ -n "$poll" ] && kill "$poll" 2>/dev/null

@@ -16,6 +16,11 @@ pub trait EnergyProbe {
     /// Why readings are missing: the probe cannot measure at all, or the latest `stop` that
     /// gave `None`. Printed as "not measured (<reason>)".
     fn reason_unmeasured(&self) -> String;
+    /// Whether any reading can come at all (false: every `stop` is `None`), so a caller can skip
+    /// a wait that could only end in "not measured" (the idle window).
+    fn measures(&self) -> bool {
+        true
+    }
     /// Begin an interval.
     fn start(&mut self);
     /// End the interval: joules used since `start`, or `None` when nothing was measured.
@@ -31,6 +36,9 @@ impl EnergyProbe for NoProbe {
     }
     fn reason_unmeasured(&self) -> String {
         "no energy sensor wired to the benchmark".into()
+    }
+    fn measures(&self) -> bool {
+        false
     }
     fn start(&mut self) {}
     fn stop(&mut self) -> Option<Joules> {
@@ -86,6 +94,11 @@ pub struct EnergyReading {
     pub joules_per_unit: f64,
     /// "J/FLOP", "J/OP" or "J/B".
     pub unit: String,
+    /// Seconds between the two counter readings (the timed repeats): the interval's average
+    /// power is `joules_per_run` × runs / `interval_s`. Absent in reports saved before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_s: Option<f64>,
 }
 
 impl EnergyReading {
@@ -107,7 +120,21 @@ impl EnergyReading {
             joules_per_run: Joules(per_run),
             joules_per_unit: per_run / work_per_run,
             unit: unit.to_string(),
+            interval_s: None,
         })
+    }
+
+    /// The same reading, over an interval of `seconds`.
+    pub fn over(mut self, seconds: f64) -> Self {
+        self.interval_s = (seconds > 0.0 && seconds.is_finite()).then_some(seconds);
+        self
+    }
+
+    /// Average power over the interval: the runs' joules over its length, where recorded.
+    pub fn watts(&self, runs: usize) -> Option<f64> {
+        let s = self.interval_s?;
+        let w = self.joules_per_run.0 * runs as f64 / s;
+        (w > 0.0 && w.is_finite()).then_some(w)
     }
 }
 
@@ -190,6 +217,10 @@ impl EnergyProbe for MeterProbe {
             ));
         }
         s
+    }
+
+    fn measures(&self) -> bool {
+        MeterProbe::measures(self)
     }
 
     fn reason_unmeasured(&self) -> String {

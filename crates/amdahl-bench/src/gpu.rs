@@ -1,4 +1,6 @@
-//! GPU micro-benchmarks: cuBLAS GEMM throughput per precision and host↔device copy bandwidth.
+//! GPU micro-benchmarks: cuBLAS GEMM throughput per precision, host↔device copy bandwidth,
+//! device-memory (HBM) bandwidth from device-to-device copies, and the board's power at idle and
+//! under the compute-bound (GEMM) and memory-bound (copy) loads where NVML is readable.
 //!
 //! The measuring code (`gpu/cuda.rs`) exists only with the `cuda` feature; it loads the CUDA
 //! driver and cuBLAS at run time (cudarc's dynamic loading), so the feature builds on machines
@@ -13,6 +15,7 @@
 #[cfg(feature = "cuda")]
 mod cuda;
 
+use crate::power::PowerStatus;
 use crate::stats::{Rate, Stats};
 use crate::Hooks;
 use serde::{Deserialize, Serialize};
@@ -196,9 +199,20 @@ pub struct GpuConfig {
     pub min_time_s: f64,
     /// Order of the reference check run once per precision before timing.
     pub check_n: usize,
+    /// Bytes of each of the two buffers of the device-to-device copy (0: not measured).
+    pub device_copy_bytes: usize,
+    /// Seconds of the idle window before the loads and of each power load (0: no power read).
+    pub power_window_s: f64,
 }
 
 const MIB: usize = 1 << 20;
+
+/// Device-to-device copy buffers, each far larger than the L2 cache so the copy streams from
+/// and to HBM: H100 has 50 MB of L2 (NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022),
+/// A100 40 MB (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020), so 1 GiB is 20×
+/// Hopper's and the quick 256 MiB 5×. A GPU with a larger L2 wants a larger `--device-mib`.
+pub const DEVICE_COPY_BYTES: usize = 1024 * MIB;
+pub const DEVICE_COPY_BYTES_QUICK: usize = 256 * MIB;
 
 impl GpuConfig {
     /// Seconds, not minutes: two sizes, few repeats, 64 MiB copies.
@@ -212,6 +226,8 @@ impl GpuConfig {
             repeats: 5,
             min_time_s: 0.0,
             check_n: 128,
+            device_copy_bytes: DEVICE_COPY_BYTES_QUICK,
+            power_window_s: crate::power::POWER_WINDOW.as_secs_f64(),
         }
     }
 
@@ -222,13 +238,14 @@ impl GpuConfig {
             copy_sizes: vec![MIB, 16 * MIB, 256 * MIB, 1024 * MIB],
             warmup: 3,
             repeats: 20,
+            device_copy_bytes: DEVICE_COPY_BYTES,
             ..Self::quick(device)
         }
     }
 
     /// Reject what cannot run before touching a device.
     pub fn validate(&self) -> Result<(), GpuError> {
-        if self.sizes.is_empty() && self.copy_sizes.is_empty() {
+        if self.sizes.is_empty() && self.copy_sizes.is_empty() && self.device_copy_bytes == 0 {
             return Err(GpuError::Invalid("nothing to measure: no sizes".into()));
         }
         if !self.sizes.is_empty() && self.precisions.is_empty() {
@@ -262,7 +279,36 @@ impl GpuConfig {
                 self.min_time_s
             )));
         }
+        if !(self.power_window_s.is_finite() && self.power_window_s >= 0.0) {
+            return Err(GpuError::Invalid(format!(
+                "--power-window must be a number of seconds ≥ 0, got {}",
+                self.power_window_s
+            )));
+        }
+        if device_copy_device_bytes(self.device_copy_bytes).is_none() {
+            return Err(GpuError::Invalid(format!(
+                "--device-mib {} is too large",
+                self.device_copy_bytes >> 20
+            )));
+        }
         Ok(())
+    }
+
+    /// The power window as a duration (validated: finite, ≥ 0).
+    pub fn power_window(&self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.power_window_s).unwrap_or_default()
+    }
+
+    /// The GEMM whose power is read as the compute-bound load: the largest size of the 16-bit
+    /// precision (bf16, else fp16), else fp32 — the precision whose sustained rate a profile
+    /// turns into the GEMM efficiency (`amdahl_model::profile::DeviceProfile::apply`), so the
+    /// power and the utilisation it is divided by belong to the same load.
+    pub fn power_gemm(&self) -> Option<(GpuPrecision, usize)> {
+        let p = [GpuPrecision::Bf16, GpuPrecision::Fp16, GpuPrecision::Fp32]
+            .into_iter()
+            .find(|p| self.precisions.contains(p))?;
+        let n = self.sizes.iter().copied().filter(|&n| p.size_ok(n)).max()?;
+        Some((p, n))
     }
 }
 
@@ -294,7 +340,16 @@ pub fn check_memory(cfg: &GpuConfig, free: u64) -> Result<(), GpuError> {
         .copy_sizes
         .iter()
         .map(|&b| (format!("a {} MiB copy", b >> 20), Some(b as u64)));
-    for (what, need) in gemm.chain(copies) {
+    let device = (cfg.device_copy_bytes > 0).then(|| {
+        (
+            format!(
+                "the device-to-device copy ({} MiB, two buffers)",
+                cfg.device_copy_bytes >> 20
+            ),
+            device_copy_device_bytes(cfg.device_copy_bytes),
+        )
+    });
+    for (what, need) in gemm.chain(copies).chain(device) {
         let need = need.unwrap_or(u64::MAX);
         if need > free {
             return Err(GpuError::OutOfMemory {
@@ -305,6 +360,19 @@ pub fn check_memory(cfg: &GpuConfig, free: u64) -> Result<(), GpuError> {
         }
     }
     Ok(())
+}
+
+/// Bytes of HBM traffic one device-to-device copy of `bytes` moves: each byte is read once and
+/// written once. The convention of NVIDIA's `bandwidthTest` (cuda-samples, device-to-device: 2 ×
+/// size / time) and of STREAM's and BabelStream's copy kernel (2 × 8 B per element): the
+/// achieved bandwidth, not the copy rate, which is half of it.
+pub fn device_copy_bytes_moved(bytes: usize) -> f64 {
+    2.0 * bytes as f64
+}
+
+/// Device memory the copy holds (source and destination). `None` on overflow.
+pub fn device_copy_device_bytes(bytes: usize) -> Option<u64> {
+    (bytes as u64).checked_mul(2)
 }
 
 /// Which way a copy went.
@@ -380,6 +448,41 @@ pub struct CopyRow {
     pub bandwidth: Rate,
 }
 
+/// Device-memory bandwidth: `cuMemcpyDtoDAsync` of one buffer into another on the same GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DeviceCopyRow {
+    /// Bytes per buffer (one copy's size).
+    pub bytes: u64,
+    /// HBM traffic per copy counted for the bandwidth: read + write, 2 × `bytes`.
+    pub bytes_moved: f64,
+    pub time: Stats,
+    /// `bytes_moved` per second; `max` (from the fastest copy) is the achieved bandwidth the
+    /// profile keeps (best of the repeats, as STREAM and `bandwidthTest` report).
+    pub bandwidth: Rate,
+}
+
+/// The board's power (NVML) at idle and under the two loads, or why not.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GpuPower {
+    /// Before the CUDA context is opened: nothing of this process on the GPU.
+    pub idle: PowerStatus,
+    /// Holding the compute-bound GEMM ([`GpuConfig::power_gemm`]).
+    pub compute: PowerStatus,
+    /// Holding the device-to-device copy.
+    pub memory: PowerStatus,
+}
+
+impl GpuPower {
+    /// Every figure not measured, for the same reason.
+    pub fn not_measured(reason: &str) -> Self {
+        Self {
+            idle: PowerStatus::not_measured(reason),
+            compute: PowerStatus::not_measured(reason),
+            memory: PowerStatus::not_measured(reason),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuReport {
     pub schema: String,
@@ -390,7 +493,22 @@ pub struct GpuReport {
     pub checks: Vec<GpuCheck>,
     pub gemm: Vec<GpuGemmRow>,
     pub copies: Vec<CopyRow>,
+    /// The device-to-device copy, where measured.
+    #[serde(default)]
+    pub device_memory: Option<DeviceCopyRow>,
+    #[serde(default)]
+    pub power: GpuPower,
     pub not_measured: Vec<NotMeasured>,
+}
+
+impl GpuReport {
+    /// The achieved device-memory bandwidth (B/s): the best device-to-device copy.
+    pub fn memory_bandwidth(&self) -> Option<f64> {
+        self.device_memory
+            .as_ref()
+            .map(|d| d.bandwidth.max)
+            .filter(|b| b.is_finite() && *b > 0.0)
+    }
 }
 
 /// Measure the GPU. Without the `cuda` feature this is [`GpuError::NotBuilt`].
@@ -438,18 +556,34 @@ pub fn fill_copy_shares(r: &mut GpuReport) {
     }
 }
 
+/// The next value of Vigna's splitmix64 generator (the seeding generator of xoshiro,
+/// <https://prng.di.unimi.it/splitmix64.c>).
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `len` pseudo-random bytes (splitmix64): the device-to-device copy's source, incompressible.
+pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        out.extend_from_slice(&splitmix64(&mut state).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
 /// Deterministic check inputs (splitmix64): k/8 with k ∈ [−8, 8] for floating point, k for int8,
 /// exactly representable in every precision here.
 pub fn check_values(p: GpuPrecision, len: usize, seed: u64) -> Vec<f64> {
     let mut state = seed;
     (0..len)
         .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            let k = (z % 17) as f64 - 8.0;
+            let k = (splitmix64(&mut state) % 17) as f64 - 8.0;
             if p == GpuPrecision::Int8 {
                 k
             } else {
@@ -585,7 +719,8 @@ mod tests {
         assert!(bad(|c| c.copy_sizes = vec![0]).contains("copy size"));
         assert!(bad(|c| {
             c.sizes.clear();
-            c.copy_sizes.clear()
+            c.copy_sizes.clear();
+            c.device_copy_bytes = 0;
         })
         .contains("nothing"));
     }
@@ -711,6 +846,8 @@ mod tests {
                 copy_share: None,
             }],
             copies: vec![],
+            device_memory: None,
+            power: GpuPower::default(),
             not_measured: vec![],
         };
         fill_copy_shares(&mut r);
@@ -727,6 +864,115 @@ mod tests {
         fill_copy_shares(&mut r);
         let s = r.gemm[0].copy_share.unwrap();
         assert!((s - 0.5).abs() < 1e-9, "{s}");
+    }
+
+    #[test]
+    fn a_device_copy_moves_each_byte_twice() {
+        // 1 GiB read and 1 GiB written: 2 GiB of HBM traffic; in 1 ms, 2.147 TB/s.
+        assert_eq!(device_copy_bytes_moved(1 << 30), 2.0 * (1u64 << 30) as f64);
+        assert_eq!(device_copy_device_bytes(1 << 30), Some(2 << 30));
+        assert_eq!(device_copy_device_bytes(usize::MAX), None);
+        let time = Stats {
+            min: Seconds(1e-3),
+            median: Seconds(2e-3),
+            max: Seconds(4e-3),
+            repeats: 3,
+        };
+        let moved = device_copy_bytes_moved(1 << 30);
+        let mut r = GpuReport {
+            schema: SCHEMA.into(),
+            device: GpuDevice {
+                index: 0,
+                name: "fake".into(),
+                compute_capability: "9.0".into(),
+                memory_bytes: 0,
+                driver_cuda_version: None,
+            },
+            debug_build: false,
+            timing: String::new(),
+            checks: vec![],
+            gemm: vec![],
+            copies: vec![],
+            device_memory: None,
+            power: GpuPower::default(),
+            not_measured: vec![],
+        };
+        assert_eq!(r.memory_bandwidth(), None);
+        r.device_memory = Some(DeviceCopyRow {
+            bytes: 1 << 30,
+            bytes_moved: moved,
+            time,
+            bandwidth: time.rates(moved),
+        });
+        // The best copy (1 ms), not the median (2 ms).
+        let bw = r.memory_bandwidth().unwrap();
+        assert!((bw - 2.0 * (1u64 << 30) as f64 / 1e-3).abs() < 1.0, "{bw}");
+    }
+
+    #[test]
+    fn the_device_copy_counts_against_free_memory() {
+        let mut c = GpuConfig::quick(0);
+        c.sizes.clear();
+        c.copy_sizes.clear();
+        c.device_copy_bytes = 1 << 30;
+        assert!(
+            c.validate().is_ok(),
+            "a device copy alone is something to measure"
+        );
+        assert!(check_memory(&c, 2 << 30).is_ok());
+        let e = check_memory(&c, 1 << 30).unwrap_err().to_string();
+        assert!(
+            e.contains("device-to-device copy (1024 MiB, two buffers) needs 2.00 GiB"),
+            "{e}"
+        );
+        c.device_copy_bytes = 0;
+        assert!(c.validate().unwrap_err().to_string().contains("nothing"));
+    }
+
+    #[test]
+    fn the_power_gemm_is_the_largest_16_bit_else_fp32() {
+        let mut c = GpuConfig::quick(0);
+        c.sizes = vec![1024, 4096, 2048];
+        assert_eq!(c.power_gemm(), Some((GpuPrecision::Bf16, 4096)));
+        c.precisions = vec![GpuPrecision::Fp32, GpuPrecision::Fp16];
+        assert_eq!(c.power_gemm(), Some((GpuPrecision::Fp16, 4096)));
+        c.precisions = vec![GpuPrecision::Fp64, GpuPrecision::Fp32];
+        assert_eq!(c.power_gemm(), Some((GpuPrecision::Fp32, 4096)));
+        c.precisions = vec![GpuPrecision::Fp64, GpuPrecision::Int8];
+        assert_eq!(c.power_gemm(), None);
+        c.precisions = vec![GpuPrecision::Bf16];
+        c.sizes.clear();
+        assert_eq!(c.power_gemm(), None);
+    }
+
+    #[test]
+    fn power_window_is_validated() {
+        let mut c = GpuConfig::quick(0);
+        assert_eq!(c.power_window(), crate::power::POWER_WINDOW);
+        c.power_window_s = 0.0;
+        assert!(c.validate().is_ok());
+        assert!(c.power_window().is_zero());
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            c.power_window_s = bad;
+            assert!(
+                c.validate()
+                    .unwrap_err()
+                    .to_string()
+                    .contains("--power-window"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn random_bytes_are_not_a_constant() {
+        let b = random_bytes(1000, 4);
+        assert_eq!(b.len(), 1000);
+        // Every byte value about equally often: no run of zeros for compression to find.
+        let zeros = b.iter().filter(|x| **x == 0).count();
+        assert!(zeros < 20, "{zeros}");
+        assert_eq!(b, random_bytes(1000, 4));
+        assert_ne!(b, random_bytes(1000, 5));
     }
 
     #[cfg(not(feature = "cuda"))]

@@ -13,6 +13,7 @@ pub mod kernels;
 pub mod machine;
 pub mod memory;
 pub mod mlp;
+pub mod power;
 pub mod precision;
 pub mod profile;
 pub mod roofline;
@@ -22,6 +23,7 @@ pub mod stats;
 
 pub use energy::{EnergyProbe, EnergyReading, EnergyStatus, MeterProbe, NoProbe};
 pub use error::{BenchError, Result};
+pub use power::PowerStatus;
 pub use precision::Precision;
 
 /// One step of a benchmark run, for a progress bar.
@@ -101,9 +103,12 @@ impl<'a> Hooks<'a> {
             f();
         }
         self.energy.start();
+        let started = std::time::Instant::now();
         let s = stats::measure(0, repeats, f);
         let total = self.energy.stop();
-        let e = EnergyReading::new(self.energy.source(), total, s.repeats, work_per_run, unit);
+        let interval = started.elapsed().as_secs_f64();
+        let e = EnergyReading::new(self.energy.source(), total, s.repeats, work_per_run, unit)
+            .map(|e| e.over(interval));
         (s, e)
     }
 

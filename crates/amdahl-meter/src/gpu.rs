@@ -71,6 +71,19 @@ pub fn parse_visible(var: Option<&str>) -> Visible {
 }
 
 impl Visible {
+    /// Only the device a CUDA program opens as ordinal `ordinal`: the `ordinal`-th entry of the
+    /// list (none past its end), or NVML index `ordinal` when every device is visible — CUDA's
+    /// ordinal equals NVML's index when `CUDA_DEVICE_ORDER=PCI_BUS_ID`; callers that need
+    /// certainty compare the names.
+    pub fn nth(&self, ordinal: usize) -> Visible {
+        match self {
+            Visible::All => Visible::List(vec![ordinal.to_string()]),
+            Visible::List(items) => {
+                Visible::List(items.get(ordinal).cloned().into_iter().collect())
+            }
+        }
+    }
+
     pub fn admits(&self, index: u32, uuid: &str) -> bool {
         match self {
             Visible::All => true,
@@ -252,6 +265,18 @@ pub mod fake {
 mod tests {
     use super::fake::*;
     use super::*;
+
+    #[test]
+    fn the_nth_visible_device_is_cudas_ordinal() {
+        assert_eq!(Visible::All.nth(2), Visible::List(vec!["2".into()]));
+        let v = parse_visible(Some("3,GPU-8e3f"));
+        assert_eq!(v.nth(0), Visible::List(vec!["3".into()]));
+        assert_eq!(v.nth(1), Visible::List(vec!["GPU-8e3f".into()]));
+        assert!(v.nth(1).admits(0, "GPU-8e3f-1234") && !v.nth(1).admits(3, "GPU-aaaa"));
+        // Past the list: no device at all, not the first.
+        assert_eq!(v.nth(2), Visible::List(vec![]));
+        assert!(!v.nth(2).admits(0, "GPU-8e3f"));
+    }
 
     #[test]
     fn cuda_visible_devices_follows_cuda_rules() {

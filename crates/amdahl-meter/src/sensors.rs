@@ -83,21 +83,30 @@ fn gpus(opts: &Options, notes: &mut Vec<String>, sources: &mut Vec<Box<dyn Energ
     if !opts.gpus {
         return;
     }
+    let (src, n) = nvml_source(&opts.visible);
+    notes.extend(n);
+    sources.extend(src);
+}
+
+/// The NVIDIA GPUs `visible` admits as one NVML energy source (`None` when NVML does not open
+/// or admits none), and notes on what could not be read. `amdahl bench gpu` takes the one GPU
+/// it measures this way (`Visible::nth`).
+pub fn nvml_source(visible: &Visible) -> (Option<Box<dyn EnergySource>>, Vec<String>) {
     #[cfg(feature = "nvml")]
     match crate::nvml::NvmlBackend::init() {
         Ok(b) => {
-            let (src, n) = crate::gpu::GpuSource::new(b, &opts.visible);
-            notes.extend(n);
-            if let Some(s) = src {
-                sources.push(Box::new(s));
-            }
+            let (src, notes) = crate::gpu::GpuSource::new(b, visible);
+            (src.map(|s| Box::new(s) as Box<dyn EnergySource>), notes)
         }
-        Err(e) => notes.push(format!("no NVIDIA GPU measured: {e}")),
+        Err(e) => (None, vec![format!("no NVIDIA GPU measured: {e}")]),
     }
     #[cfg(not(feature = "nvml"))]
     {
-        let _ = sources;
-        notes.push("no NVIDIA GPU measured: built without the `nvml` feature".into());
+        let _ = visible;
+        (
+            None,
+            vec!["no NVIDIA GPU measured: built without the `nvml` feature".into()],
+        )
     }
 }
 

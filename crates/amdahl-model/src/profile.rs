@@ -40,12 +40,14 @@ pub struct GemmProfile {
 /// Power of the device while the benchmark ran, where a counter was readable.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PowerProfile {
+    /// Over a quiet window before the loads (`--power-window`; on a GPU before the CUDA context
+    /// is opened).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_w: Option<f64>,
     /// During the largest GEMM of the 16-bit (else fp32) precision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_w: Option<f64>,
-    /// During the memory-bandwidth kernel.
+    /// During the memory-bandwidth kernel (STREAM triad; a device-to-device copy on GPUs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_w: Option<f64>,
     /// The counter (`RAPL package-0`, `NVML`), or why none was read.

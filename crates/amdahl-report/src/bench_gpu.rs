@@ -1,10 +1,12 @@
 //! Rendering of `amdahl bench gpu` (schema `amdahl.bench.gpu/1`): a GEMM table, a copy-bandwidth
-//! table and notes; one CSV grid holding both. Pure functions of [`GpuReport`].
+//! table, the device-memory bandwidth, the power and notes; one CSV grid holding them. Pure
+//! functions of [`GpuReport`].
 
 use crate::bench::Grid;
 use crate::sig;
 use crate::table::Table;
 use amdahl_bench::gpu::{Direction, GpuReport, HostMemory};
+use amdahl_bench::PowerStatus;
 
 const GIGA: f64 = 1e9;
 const TERA: f64 = 1e12;
@@ -72,9 +74,59 @@ pub fn gpu_grid(r: &GpuReport) -> Grid {
             "-".into(),
         ]);
     }
+    if let Some(d) = &r.device_memory {
+        rows.push(vec![
+            "device memory".into(),
+            "device→device (read + write)".into(),
+            d.bytes.to_string(),
+            sig(d.bandwidth.min / GIGA, 4),
+            sig(d.bandwidth.median / GIGA, 4),
+            sig(d.bandwidth.max / GIGA, 4),
+            "GB/s".into(),
+            sig(d.time.median.0, 3),
+            "-".into(),
+        ]);
+    }
+    for (case, p) in power_cases(r) {
+        if let PowerStatus::Measured { watts, seconds, .. } = p {
+            let w = format!("{watts:.1}");
+            rows.push(vec![
+                "power".into(),
+                case.into(),
+                "-".into(),
+                w.clone(),
+                w.clone(),
+                w,
+                "W".into(),
+                format!("{seconds:.2}"),
+                "-".into(),
+            ]);
+        }
+    }
     Grid {
         headers: headers.iter().map(|h| h.to_string()).collect(),
         rows,
+    }
+}
+
+fn power_cases(r: &GpuReport) -> [(&'static str, &PowerStatus); 3] {
+    [
+        ("idle", &r.power.idle),
+        ("compute", &r.power.compute),
+        ("memory", &r.power.memory),
+    ]
+}
+
+/// "idle: 71.5 W over 2.00 s" or "idle: not measured (why)".
+fn power_line(case: &str, p: &PowerStatus) -> String {
+    match p {
+        PowerStatus::Measured {
+            watts,
+            seconds,
+            during,
+            ..
+        } => format!("  {case}: {watts:.1} W ({during}, {seconds:.2} s)\n"),
+        PowerStatus::NotMeasured { reason } => format!("  {case}: not measured ({reason})\n"),
     }
 }
 
@@ -143,6 +195,15 @@ pub fn gpu_text(r: &GpuReport) -> String {
         }
         s.push_str(&t.render());
     }
+    if let Some(d) = &r.device_memory {
+        s.push_str(&format!(
+            "\ndevice memory: device-to-device copy of {} MiB, read + write counted (2 × the \
+             buffer per copy): best {} GB/s, median {} GB/s\n",
+            sig(d.bytes as f64 / MIB, 4),
+            sig(d.bandwidth.max / GIGA, 4),
+            sig(d.bandwidth.median / GIGA, 4),
+        ));
+    }
     if !r.checks.is_empty() {
         let checks: Vec<String> = r
             .checks
@@ -159,7 +220,17 @@ pub fn gpu_text(r: &GpuReport) -> String {
         s.push_str(&format!("not measured: {}: {}\n", m.what, m.reason));
     }
     s.push_str(&format!("timing: {}\n", r.timing));
-    s.push_str("energy: not measured per case; run it under `amdahl run` for NVML energy\n");
+    let source = power_cases(r).iter().find_map(|(_, p)| match p {
+        PowerStatus::Measured { source, .. } => Some(source.clone()),
+        PowerStatus::NotMeasured { .. } => None,
+    });
+    s.push_str(&format!(
+        "power{}:\n",
+        source.map_or(String::new(), |x| format!(" ({x})"))
+    ));
+    for (case, p) in power_cases(r) {
+        s.push_str(&power_line(case, p));
+    }
     s
 }
 
@@ -215,6 +286,27 @@ mod tests {
                 time: stats(1e-3),
                 bandwidth: stats(1e-3).rates((1u64 << 26) as f64),
             }],
+            device_memory: Some(DeviceCopyRow {
+                bytes: 1 << 30,
+                bytes_moved: device_copy_bytes_moved(1 << 30),
+                time: stats(1e-3),
+                bandwidth: stats(1e-3).rates(device_copy_bytes_moved(1 << 30)),
+            }),
+            power: GpuPower {
+                idle: PowerStatus::Measured {
+                    watts: 71.5,
+                    seconds: 2.0,
+                    during: "idle".into(),
+                    source: "gpu:0 Fake H200 (counter)".into(),
+                },
+                compute: PowerStatus::Measured {
+                    watts: 655.0,
+                    seconds: 2.01,
+                    during: "fp16 GEMM n=4096".into(),
+                    source: "gpu:0 Fake H200 (counter)".into(),
+                },
+                memory: PowerStatus::not_measured("power window of 0 s"),
+            },
             not_measured: vec![NotMeasured {
                 what: "int8 n=1001".into(),
                 reason: "multiple of 4".into(),
@@ -239,12 +331,29 @@ mod tests {
         assert!(t.contains("not measured: int8 n=1001"), "{t}");
         // Copy share: 3·4096²·2 B = 100.7 MB at 67.1 GB/s = 1.5 ms vs 0.2 ms GEMM: 88.2 %.
         assert!(t.contains("88.2%"), "{t}");
+        // 2 GiB moved per 1 ms copy: 2147 GB/s.
+        assert!(t.contains("best 2147 GB/s"), "{t}");
+        assert!(t.contains("power (gpu:0 Fake H200 (counter)):"), "{t}");
+        assert!(t.contains("  idle: 71.5 W (idle, 2.00 s)"), "{t}");
+        assert!(
+            t.contains("  compute: 655.0 W (fp16 GEMM n=4096, 2.01 s)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("  memory: not measured (power window of 0 s)"),
+            "{t}"
+        );
     }
 
     #[test]
     fn grid_has_one_row_per_measurement() {
         let g = gpu_grid(&report());
-        assert_eq!(g.rows.len(), 3);
+        // A GEMM, two copies, the device copy and the two measured powers.
+        assert_eq!(g.rows.len(), 6);
+        assert_eq!(g.rows[3][0], "device memory");
+        assert_eq!(g.rows[3][5], "2147");
+        assert_eq!(g.rows[4][..3], ["power", "idle", "-"]);
+        assert_eq!(g.rows[4][4], "71.5");
         assert_eq!(g.rows[0][0], "gemm");
         assert_eq!(g.rows[0][6], "TFLOP/s");
         assert_eq!(g.rows[1][1], "host→device pinned");

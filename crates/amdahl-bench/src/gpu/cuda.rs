@@ -4,13 +4,18 @@
 //! column-major) for all precisions, so the layout is the same everywhere (TN: both operands are
 //! read along contiguous columns, which int8 kernels favour). Each timed call sits between two CUDA events on the stream;
 //! copies are timed with the host clock around the copy and a stream synchronisation, because a
-//! pageable copy is staged by the host and events would miss part of it.
+//! pageable copy is staged by the host and events would miss part of it. The device-to-device
+//! copy runs on the device alone, so each one sits between two events like a GEMM.
+//!
+//! Power (the hooks' energy probe, NVML in the binary): idle before the context is opened, then
+//! the compute-bound GEMM and the device-to-device copy each held for the power window.
 
 use super::{
-    check_memory, check_values, compare, gemm_device_bytes, gemm_flops, reference_tn, CopyRow,
-    Direction, GpuCheck, GpuConfig, GpuDevice, GpuError, GpuGemmRow, GpuPrecision, GpuReport,
-    HostMemory, NotMeasured, SCHEMA,
+    check_memory, check_values, compare, device_copy_bytes_moved, gemm_device_bytes, gemm_flops,
+    random_bytes, reference_tn, CopyRow, DeviceCopyRow, Direction, GpuCheck, GpuConfig, GpuDevice,
+    GpuError, GpuGemmRow, GpuPower, GpuPrecision, GpuReport, HostMemory, NotMeasured, SCHEMA,
 };
+use crate::power::PowerStatus;
 use crate::stats::Stats;
 use crate::Hooks;
 use cudarc::cublas::{result as blas, sys as bsys, CudaBlas};
@@ -26,6 +31,10 @@ use std::time::Instant;
 
 /// Inputs for timing repeat a pattern of this many values (a prime, so rows do not line up).
 const PATTERN: usize = 1_048_573;
+
+/// A power load is enqueued in batches of about this much device time between synchronisations,
+/// so the host's wait does not leave the GPU idle between calls (a launch costs microseconds).
+const POWER_BATCH_S: f64 = 0.01;
 
 pub(super) fn run(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError> {
     // cudarc panics when it cannot dlopen a library it needs: look for the driver first.
@@ -60,33 +69,50 @@ fn cu<E: Display>(what: impl Into<String>) -> impl FnOnce(E) -> GpuError {
 }
 
 fn measure(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError> {
+    // Before this process holds a context: the GPU as a job that has not started finds it.
+    let idle = hooks.idle_power(cfg.power_window());
     let (ctx, device) = open_device(cfg)?;
     let stream = ctx.default_stream();
     let (free, _) = ctx.mem_get_info().map_err(cu("reading free memory"))?;
     check_memory(cfg, free as u64)?;
 
     let gemm_steps = cfg.precisions.len() * (cfg.sizes.len() + 1);
-    let total = if cfg.sizes.is_empty() { 0 } else { gemm_steps } + cfg.copy_sizes.len() * 4;
+    let total = if cfg.sizes.is_empty() { 0 } else { gemm_steps }
+        + cfg.copy_sizes.len() * 4
+        + usize::from(cfg.device_copy_bytes > 0);
     let mut steps = Steps {
         hooks,
         done: 0,
         total,
     };
     let mut not_measured = Vec::new();
-    let (checks, gemm) = measure_gemm(cfg, &stream, &mut steps, &mut not_measured)?;
+    let (checks, gemm, compute) = measure_gemm(cfg, &stream, &mut steps, &mut not_measured)?;
     let copies = measure_copies(cfg, &ctx, &stream, &mut steps)?;
+    let (device_memory, memory) = match measure_device_copy(cfg, &stream, &mut steps)? {
+        Some((row, power)) => (Some(row), power),
+        None => (
+            None,
+            PowerStatus::not_measured("no device-to-device copy (--device-mib 0)"),
+        ),
+    };
     steps.finish();
 
     Ok(GpuReport {
         schema: SCHEMA.into(),
         device,
         debug_build: crate::DEBUG_BUILD,
-        timing: "GEMM: CUDA events around each cublasGemmEx call (after warm-up); copies: host \
-                 clock around cuMemcpy*Async + stream synchronize"
+        timing: "GEMM and device-to-device copy: CUDA events around each call (after warm-up); \
+                 host↔device copies: host clock around cuMemcpy*Async + stream synchronize"
             .into(),
         checks,
         gemm,
         copies,
+        device_memory,
+        power: GpuPower {
+            idle,
+            compute,
+            memory,
+        },
         not_measured,
     })
 }
@@ -146,17 +172,27 @@ fn open_device(cfg: &GpuConfig) -> Result<(Arc<CudaContext>, GpuDevice), GpuErro
     Ok((ctx, device))
 }
 
-/// The cuBLAS check and timed GEMMs of every precision and size; what cannot be measured (no
-/// cuBLAS, int8 at a size not a multiple of 4) goes to `not_measured`.
+/// What [`measure_gemm`] gives: the checks, the timed GEMMs and the compute-bound power.
+type GemmResults = (Vec<GpuCheck>, Vec<GpuGemmRow>, PowerStatus);
+
+/// The cuBLAS check and timed GEMMs of every precision and size, and the power held over
+/// [`GpuConfig::power_gemm`]; what cannot be measured (no cuBLAS, int8 at a size not a multiple
+/// of 4) goes to `not_measured`.
 fn measure_gemm(
     cfg: &GpuConfig,
     stream: &Arc<CudaStream>,
     steps: &mut Steps<'_, '_>,
     not_measured: &mut Vec<NotMeasured>,
-) -> Result<(Vec<GpuCheck>, Vec<GpuGemmRow>), GpuError> {
+) -> Result<GemmResults, GpuError> {
     let (mut checks, mut gemm) = (Vec::new(), Vec::new());
+    let power_case = cfg.power_gemm();
+    let mut compute = PowerStatus::not_measured(if cfg.sizes.is_empty() {
+        "no GEMM measured (--no-gemm)"
+    } else {
+        "no bf16, fp16 or fp32 GEMM measured (--precision)"
+    });
     if cfg.sizes.is_empty() {
-        return Ok((checks, gemm));
+        return Ok((checks, gemm, compute));
     }
     // SAFETY: only tries to load libcublas with libloading.
     if !unsafe { bsys::is_culib_present() } {
@@ -166,7 +202,8 @@ fn measure_gemm(
                      nvidia-cublas-cu12 wheel) and add its lib folder to LD_LIBRARY_PATH"
                 .into(),
         });
-        return Ok((checks, gemm));
+        compute = PowerStatus::not_measured("no GEMM measured (libcublas.so not loaded)");
+        return Ok((checks, gemm, compute));
     }
     let handle = CudaBlas::new(stream.clone()).map_err(cu("creating a cuBLAS handle"))?;
     for &p in &cfg.precisions {
@@ -184,7 +221,11 @@ fn measure_gemm(
                 continue;
             }
             steps.start(format!("{p} n={n}"));
-            let time = dispatch_time(&handle, stream, p, n, cfg)?;
+            let hold = (power_case == Some((p, n))).then_some(&mut *steps.hooks);
+            let (time, power) = dispatch_time(&handle, stream, p, n, cfg, hold)?;
+            if let Some(power) = power {
+                compute = power;
+            }
             let flops_per_run = gemm_flops(n);
             gemm.push(GpuGemmRow {
                 precision: p,
@@ -199,7 +240,7 @@ fn measure_gemm(
             steps.done += 1;
         }
     }
-    Ok((checks, gemm))
+    Ok((checks, gemm, compute))
 }
 
 /// Host↔device copies of every size, pageable and pinned, each direction.
@@ -398,13 +439,23 @@ fn dispatch_time(
     p: GpuPrecision,
     n: usize,
     cfg: &GpuConfig,
-) -> Result<Stats, GpuError> {
+    hold: Option<&mut Hooks<'_>>,
+) -> Result<(Stats, Option<PowerStatus>), GpuError> {
     match p {
-        GpuPrecision::Fp64 => time_gemm::<f64, f64>(h, s, p, n, cfg),
-        GpuPrecision::Fp32 | GpuPrecision::Tf32 => time_gemm::<f32, f32>(h, s, p, n, cfg),
-        GpuPrecision::Fp16 => time_gemm::<half::f16, half::f16>(h, s, p, n, cfg),
-        GpuPrecision::Bf16 => time_gemm::<half::bf16, half::bf16>(h, s, p, n, cfg),
-        GpuPrecision::Int8 => time_gemm::<i8, i32>(h, s, p, n, cfg),
+        GpuPrecision::Fp64 => time_gemm::<f64, f64>(h, s, p, n, cfg, hold),
+        GpuPrecision::Fp32 | GpuPrecision::Tf32 => time_gemm::<f32, f32>(h, s, p, n, cfg, hold),
+        GpuPrecision::Fp16 => time_gemm::<half::f16, half::f16>(h, s, p, n, cfg, hold),
+        GpuPrecision::Bf16 => time_gemm::<half::bf16, half::bf16>(h, s, p, n, cfg, hold),
+        GpuPrecision::Int8 => time_gemm::<i8, i32>(h, s, p, n, cfg, hold),
+    }
+}
+
+/// Calls per power batch: about [`POWER_BATCH_S`] of device time at the median time per call.
+fn power_batch(median_s: f64) -> usize {
+    if median_s > 0.0 && median_s.is_finite() {
+        ((POWER_BATCH_S / median_s).ceil() as usize).clamp(1, 10_000)
+    } else {
+        1
     }
 }
 
@@ -432,14 +483,16 @@ fn check<I: Elem, O: Elem>(
     compare(p, n, &got, &want, &abs)
 }
 
-/// Warm up, then time calls until `repeats` and `min_time_s` are both reached.
+/// Warm up, then time calls until `repeats` and `min_time_s` are both reached; with `hold`,
+/// then keep calling for the power window with its energy probe around.
 fn time_gemm<I: Elem, O: Elem>(
     h: &CudaBlas,
     stream: &Arc<CudaStream>,
     p: GpuPrecision,
     n: usize,
     cfg: &GpuConfig,
-) -> Result<Stats, GpuError> {
+    hold: Option<&mut Hooks<'_>>,
+) -> Result<(Stats, Option<PowerStatus>), GpuError> {
     let pattern: Vec<I> = check_values(p, PATTERN.min(n * n), 3)
         .into_iter()
         .map(I::from_f64)
@@ -470,10 +523,98 @@ fn time_gemm<I: Elem, O: Elem>(
             .map_err(cu("reading the event timer"))?;
         samples.push(f64::from(ms) / 1e3);
     }
-    Stats::from_samples(&samples).ok_or_else(|| GpuError::Cuda {
+    let stats = Stats::from_samples(&samples).ok_or_else(|| GpuError::Cuda {
         what: format!("timing {p} n={n}"),
         message: "the event timer returned no finite time".into(),
-    })
+    })?;
+    let Some(hooks) = hold else {
+        return Ok((stats, None));
+    };
+    let batch = power_batch(stats.median.0);
+    let power = hooks.power_during(&format!("{p} GEMM n={n}"), cfg.power_window(), || {
+        for _ in 0..batch {
+            ops.gemm(h, stream, p)?;
+        }
+        stream.synchronize().map_err(cu("synchronising"))
+    })?;
+    Ok((stats, Some(power)))
+}
+
+/// The device-memory bandwidth: `cuMemcpyDtoDAsync` of one buffer into another (random bytes),
+/// warm-up, then each copy between two events; then the copy held for the power window.
+fn measure_device_copy(
+    cfg: &GpuConfig,
+    stream: &Arc<CudaStream>,
+    steps: &mut Steps<'_, '_>,
+) -> Result<Option<(DeviceCopyRow, PowerStatus)>, GpuError> {
+    let bytes = cfg.device_copy_bytes;
+    if bytes == 0 {
+        return Ok(None);
+    }
+    steps.start(format!("device-to-device copy {} MiB", bytes >> 20));
+    // Random bytes, not zeros: Ampere and newer compress data in L2 and DRAM ("compute data
+    // compression", NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020), which would
+    // shrink the traffic of a zero-filled buffer.
+    // A 1 MiB random block repeated: a block that repeats only every MiB is as incompressible
+    // to the hardware as one that never does, and filling 1 GiB takes a memcpy per MiB.
+    let pattern = random_bytes(PATTERN.min(bytes), 4);
+    let mut host = vec![0u8; bytes];
+    for chunk in host.chunks_mut(pattern.len()) {
+        chunk.copy_from_slice(&pattern[..chunk.len()]);
+    }
+    let src = stream
+        .clone_htod(&host)
+        .map_err(cu("copying the source buffer to the device"))?;
+    drop(host);
+    let mut dst = stream
+        .alloc_zeros::<u8>(bytes)
+        .map_err(cu("allocating the destination buffer"))?;
+    let mut copy = || {
+        stream
+            .memcpy_dtod(&src, &mut dst)
+            .map_err(cu("copying device to device"))
+    };
+    for _ in 0..cfg.warmup.max(1) {
+        copy()?;
+    }
+    stream.synchronize().map_err(cu("synchronising"))?;
+    let timing = Some(dsys::CUevent_flags::CU_EVENT_DEFAULT);
+    let mut samples = Vec::with_capacity(cfg.repeats);
+    let started = Instant::now();
+    while samples.len() < cfg.repeats || started.elapsed().as_secs_f64() < cfg.min_time_s {
+        let start = stream
+            .record_event(timing)
+            .map_err(cu("recording an event"))?;
+        copy()?;
+        let end = stream
+            .record_event(timing)
+            .map_err(cu("recording an event"))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(cu("reading the event timer"))?;
+        samples.push(f64::from(ms) / 1e3);
+    }
+    let time = Stats::from_samples(&samples).ok_or_else(|| GpuError::Cuda {
+        what: "timing the device-to-device copy".into(),
+        message: "the event timer returned no finite time".into(),
+    })?;
+    let moved = device_copy_bytes_moved(bytes);
+    let row = DeviceCopyRow {
+        bytes: bytes as u64,
+        bytes_moved: moved,
+        time,
+        bandwidth: time.rates(moved),
+    };
+    let batch = power_batch(time.median.0);
+    let during = format!("device-to-device copy of {} MiB", bytes >> 20);
+    let power = steps.hooks.power_during(&during, cfg.power_window(), || {
+        for _ in 0..batch {
+            copy()?;
+        }
+        stream.synchronize().map_err(cu("synchronising"))
+    })?;
+    steps.done += 1;
+    Ok(Some((row, power)))
 }
 
 fn time_copy(

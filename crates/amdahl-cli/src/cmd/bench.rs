@@ -95,6 +95,24 @@ pub struct Common {
     pub format: FormatArgs,
 }
 
+/// The quiet window before the loads in which idle power is read.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct PowerWindowArgs {
+    /// Seconds of the quiet window before the benchmark in which idle power is read (gemm and
+    /// memory with --profile-out; gpu always, and each GPU power load is held this long): 2.5 or
+    /// a duration such as 3s; 0 reads no idle power [default: 2s].
+    #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = crate::domain::seconds)]
+    pub power_window: Option<f64>,
+}
+
+impl PowerWindowArgs {
+    pub fn window(&self) -> std::time::Duration {
+        self.power_window
+            .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+            .unwrap_or(amdahl_bench::power::POWER_WINDOW)
+    }
+}
+
 /// `--profile-out`: the measurements as a device profile for `plan`, `infer`, `carbon` and
 /// `calibrate` (`--device-profile`).
 #[derive(ClapArgs, Debug, Clone)]
@@ -107,6 +125,8 @@ pub struct ProfileArgs {
     /// measured device's name, if one matches].
     #[arg(long, value_name = "NAME", requires = "profile_out")]
     pub profile_system: Option<String>,
+    #[command(flatten)]
+    pub power: PowerWindowArgs,
 }
 
 impl ProfileArgs {
@@ -262,12 +282,45 @@ fn profile_origin(
     Ok(Some(p.origin(&device().unwrap_or_default())?))
 }
 
+/// Idle power for the profile, read across the power window before the benchmark, only when a
+/// profile is written and a counter is readable (otherwise nothing is waited for and the status
+/// says why).
+fn profile_idle(
+    h: &mut amdahl_bench::Hooks<'_>,
+    profile: bool,
+    window: std::time::Duration,
+) -> Option<amdahl_bench::PowerStatus> {
+    profile.then(|| h.idle_power(window))
+}
+
+/// Say on stderr that the machine should stay quiet while idle power is read.
+fn announce_idle(probe: &MeterProbe, window: std::time::Duration) {
+    if probe.measures() && !window.is_zero() {
+        crate::output::note(&format!(
+            "reading idle power for {} s before the benchmark; keep the machine quiet",
+            window.as_secs_f64()
+        ));
+    }
+}
+
 /// `--profile-out` on a benchmark that measures nothing a profile holds.
 fn no_profile(p: &ProfileArgs, what: &str) -> Result<()> {
     if p.profile_out.is_some() {
         anyhow::bail!(
             "--profile-out: `bench {what}` measures nothing a device profile holds; profile with \
              `bench gemm`, `bench memory` or `bench gpu`"
+        );
+    }
+    idle_needs_profile(p, what)
+}
+
+/// `--power-window` on a CPU benchmark sets the idle window of its profile: without
+/// `--profile-out` it would be ignored, so it is refused instead.
+fn idle_needs_profile(p: &ProfileArgs, what: &str) -> Result<()> {
+    if p.power.power_window.is_some() && p.profile_out.is_none() {
+        anyhow::bail!(
+            "--power-window: `bench {what}` reads idle power only for a device profile; add \
+             --profile-out FILE (or drop --power-window)"
         );
     }
     Ok(())
@@ -278,7 +331,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         What::Sparse { common, .. } => no_profile(&common.profile, "sparse")?,
         What::Roofline { common } => no_profile(&common.profile, "roofline")?,
         What::Scaling { common } => no_profile(&common.profile, "scaling")?,
-        _ => {}
+        What::Gemm { common, .. } => idle_needs_profile(&common.profile, "gemm")?,
+        What::Memory { common } => idle_needs_profile(&common.profile, "memory")?,
+        What::Gpu(_) => {}
     }
     match args.what {
         What::Gpu(a) => gpu::run(a),
@@ -312,12 +367,19 @@ fn run_gemm(common: Common, precision: Vec<String>) -> Result<ExitCode> {
     }
     amdahl_bench::gemm::validate(&cfg)?;
     let origin = profile_origin(&common.profile, amdahl_meter::procfs::cpu_model)?;
-    let r = with_progress(st.energy, |h| amdahl_bench::gemm::run(&cfg, h))
-        .context("running the GEMM benchmark")?;
-    if let Some(o) = origin {
+    let window = common.profile.power.window();
+    if origin.is_some() {
+        announce_idle(&st.energy, window);
+    }
+    let (r, idle) = with_progress(st.energy, |h| {
+        let idle = profile_idle(h, origin.is_some(), window);
+        amdahl_bench::gemm::run(&cfg, h).map(|r| (r, idle))
+    })
+    .context("running the GEMM benchmark")?;
+    if let (Some(o), Some(idle)) = (origin, idle) {
         common
             .profile
-            .write(&amdahl_bench::profile::from_gemm(&r, &o))?;
+            .write(&amdahl_bench::profile::from_gemm(&r, &o, &idle))?;
     }
     emit(&common, &r)
 }
@@ -360,12 +422,19 @@ fn run_memory(common: Common) -> Result<ExitCode> {
         cfg.repeats = r;
     }
     let origin = profile_origin(&common.profile, amdahl_meter::procfs::cpu_model)?;
-    let r = with_progress(st.energy, |h| amdahl_bench::memory::run(&cfg, h))
-        .context("running the memory benchmark")?;
-    if let Some(o) = origin {
+    let window = common.profile.power.window();
+    if origin.is_some() {
+        announce_idle(&st.energy, window);
+    }
+    let (r, idle) = with_progress(st.energy, |h| {
+        let idle = profile_idle(h, origin.is_some(), window);
+        amdahl_bench::memory::run(&cfg, h).map(|r| (r, idle))
+    })
+    .context("running the memory benchmark")?;
+    if let (Some(o), Some(idle)) = (origin, idle) {
         common
             .profile
-            .write(&amdahl_bench::profile::from_memory(&r, &o))?;
+            .write(&amdahl_bench::profile::from_memory(&r, &o, &idle))?;
     }
     emit(&common, &r)
 }

@@ -362,3 +362,150 @@ fn bench_repeats_above_the_cap_is_refused_before_running() {
         .code(1)
         .stderr(predicate::str::contains("cap of 1000000"));
 }
+
+/// A fake powercap tree whose package counter a thread advances at `watts` in real time (every
+/// millisecond, written atomically), as RAPL does under a steady draw.
+struct RateCounter {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RateCounter {
+    fn start(root: &Path, watts: f64) -> Self {
+        rapl::fake::zone(root, "intel-rapl:0", "package-0", START_UJ, 262_143_328_850).unwrap();
+        let dir = root.join("intel-rapl:0");
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let t0 = std::time::Instant::now();
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                let uj = START_UJ + (watts * 1e6 * t0.elapsed().as_secs_f64()) as u64;
+                std::fs::write(dir.join("energy_uj.tmp"), format!("{uj}\n")).unwrap();
+                std::fs::rename(dir.join("energy_uj.tmp"), dir.join("energy_uj")).unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for RateCounter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `--profile-out` reads idle power across the quiet window before the GEMMs: a counter that
+/// advances 30 J/s gives 30 W idle, and the same counter under the GEMM gives 30 W loaded (the
+/// fake does not know about the load; the point is that both come from the counter's rate).
+#[test]
+fn a_profile_holds_the_idle_power_of_the_rapl_counter() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("powercap");
+    let profile = t.path().join("cpu.json");
+    let counter = RateCounter::start(&root, 30.0);
+    // n = 512 for 20 repeats: ≥ 10 ms of timed runs (see the test above), so the GEMM's energy
+    // is read too.
+    Command::cargo_bin("amdahl")
+        .unwrap()
+        .env("AMDAHL_POWERCAP_ROOT", &root)
+        .args([
+            "bench",
+            "gemm",
+            "--quick",
+            "--precision",
+            "fp32",
+            "--sizes",
+            "512",
+        ])
+        .args(["--repeats", "20", "--threads", "1", "--power-window", "1"])
+        .arg("--profile-out")
+        .arg(&profile)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "reading idle power for 1 s before the benchmark",
+        ));
+    drop(counter);
+    let p: Value = serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+    let idle = p["power"]["idle_w"].as_f64().unwrap();
+    // The writer thread steps every millisecond: a reading lags by one step at most (0.03 J
+    // over the 1 s window) unless the machine is busy; 10 % leaves room for that.
+    assert!((idle - 30.0).abs() < 3.0, "idle {idle} W");
+    let compute = p["power"]["compute_w"].as_f64().unwrap();
+    assert!((compute - 30.0).abs() < 3.0, "compute {compute} W");
+    assert!(p["power"].get("memory_w").is_none());
+    assert!(p["power"]["method"]
+        .as_str()
+        .unwrap()
+        .starts_with("intel-rapl:0 package-0 (counter)"));
+    let notes = p["notes"].to_string();
+    assert!(notes.contains(" W during idle over 1.0"), "{notes}");
+    assert!(
+        notes.contains(" W during fp32 GEMM n=512 on 1 thread over "),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("power.memory_w: this benchmark runs no such load"),
+        "{notes}"
+    );
+}
+
+/// Without a readable counter the profile has no idle power — the notes say why — and the
+/// window is not waited for.
+#[test]
+fn a_profile_without_a_counter_has_no_idle_power() {
+    let t = tempfile::tempdir().unwrap();
+    let profile = t.path().join("mem.json");
+    amdahl()
+        .args(["bench", "memory", "--quick", "--power-window", "600"])
+        .arg("--powercap-root")
+        .arg(t.path())
+        .arg("--profile-out")
+        .arg(&profile)
+        .timeout(Duration::from_secs(300))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("reading idle power").not());
+    let p: Value = serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+    for f in ["idle_w", "compute_w", "memory_w"] {
+        assert!(p["power"].get(f).is_none(), "{}", p["power"]);
+    }
+    let notes = p["notes"].to_string();
+    assert!(
+        notes.contains("power.idle_w: not measured: estimate only"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("power.memory_w: not measured: estimate only"),
+        "{notes}"
+    );
+    assert_eq!(
+        p["power"]["method"],
+        "not measured: estimate only: CPU time × TDP share"
+    );
+}
+
+#[test]
+fn power_window_without_a_profile_is_refused() {
+    for what in ["gemm", "memory", "sparse"] {
+        amdahl()
+            .args(["bench", what, "--quick", "--power-window", "1"])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "reads idle power only for a device profile",
+            ));
+    }
+    amdahl()
+        .args(["bench", "gemm", "--power-window", "soon"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--power-window"));
+}

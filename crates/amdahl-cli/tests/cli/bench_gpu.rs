@@ -32,6 +32,10 @@ fn bad_flags_exit_1_before_any_device_is_touched() {
         (&["--repeats", "0"][..], "--repeats"),
         (&["--copy-mib", "0"][..], "--copy-mib"),
         (&["--sizes", "4000000000"][..], "out of range"),
+        (
+            &["--device-mib", "-1"][..],
+            "--device-mib -1 is out of range",
+        ),
     ] {
         amdahl()
             .args(["bench", "gpu"])
@@ -46,6 +50,11 @@ fn bad_flags_exit_1_before_any_device_is_touched() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--min-time"));
+    amdahl()
+        .args(["bench", "gpu", "--power-window", "-1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--power-window"));
 }
 
 #[test]
@@ -64,7 +73,14 @@ mod fake_driver {
     use serde_json::Value;
     use std::path::{Path, PathBuf};
 
+    /// The fake driver as libcuda and libcublas, without NVML.
     fn build_fake(dir: &Path) -> Option<PathBuf> {
+        build_fake_with(dir, false)
+    }
+
+    /// The fake as libcuda, libcublas and, with `nvml`, libnvidia-ml: links to one file, so the
+    /// fake NVML sees what the fake driver runs.
+    fn build_fake_with(dir: &Path, nvml: bool) -> Option<PathBuf> {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_cuda.c");
         let lib = dir.join("libcuda.so.1");
         let ok = std::process::Command::new("cc")
@@ -78,7 +94,10 @@ mod fake_driver {
             eprintln!("skipped: no C compiler to build the fake CUDA library");
             return None;
         }
-        std::fs::copy(&lib, dir.join("libcublas.so.12")).ok()?;
+        std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcublas.so.12")).ok()?;
+        if nvml {
+            std::os::unix::fs::symlink("libcuda.so.1", dir.join("libnvidia-ml.so.1")).ok()?;
+        }
         Some(dir.to_path_buf())
     }
 
@@ -102,6 +121,8 @@ mod fake_driver {
             "64,130",
             "--copy-mib",
             "1",
+            "--device-mib",
+            "2",
             "--repeats",
             "2",
         ];
@@ -120,10 +141,28 @@ mod fake_driver {
         assert!(gemm.iter().all(|g| g["copy_share"].as_f64().is_some()));
         assert_eq!(v["not_measured"][0]["what"], "int8 n=130");
         assert_eq!(v["copies"].as_array().unwrap().len(), 4);
+        // The device-to-device copy: 2 MiB read and 2 MiB written per copy.
+        let d = &v["device_memory"];
+        assert_eq!(d["bytes"], 2 << 20);
+        assert_eq!(d["bytes_moved"], 2.0 * (2 << 20) as f64);
+        let best = d["bandwidth"]["max"].as_f64().unwrap();
+        let fastest = d["time"]["min"].as_f64().unwrap();
+        assert!(
+            (best * fastest / (4 << 20) as f64 - 1.0).abs() < 1e-9,
+            "{d}"
+        );
+        // No NVML here: no power, and why.
+        for case in ["idle", "compute", "memory"] {
+            assert_eq!(v["power"][case]["status"], "not_measured", "{}", v["power"]);
+        }
 
         gpu(&libs, &quick)
             .success()
-            .stdout(predicate::str::contains("host↔device copies"));
+            .stdout(predicate::str::contains("host↔device copies"))
+            .stdout(predicate::str::contains(
+                "device memory: device-to-device copy of 2.000 MiB",
+            ))
+            .stdout(predicate::str::contains("  idle: not measured ("));
         amdahl()
             .env("LD_LIBRARY_PATH", &libs)
             .env("FAKE_WRONG", "1")
@@ -165,6 +204,8 @@ mod fake_driver {
                 "64,128",
                 "--copy-mib",
                 "1",
+                "--device-mib",
+                "1",
                 "--repeats",
                 "2",
             ],
@@ -180,6 +221,8 @@ mod fake_driver {
                 "64,128",
                 "--copy-mib",
                 "1",
+                "--device-mib",
+                "2",
             ])
             .args([
                 "--precision",
@@ -199,13 +242,23 @@ mod fake_driver {
         assert_eq!(p["driver"], "CUDA driver 12.4");
         assert_eq!(p["gemm"].as_array().unwrap().len(), 2);
         assert!(p["host_to_device"].as_f64().unwrap() > 0.0);
-        // No power counter in `bench gpu`: absent, and said so.
-        assert!(p["power"].get("compute_w").is_none());
-        assert!(
-            p["notes"].to_string().contains("amdahl run"),
-            "{}",
-            p["notes"]
-        );
+        // The device-to-device copy's best bandwidth is the memory bandwidth.
+        assert!(p["memory_bandwidth"].as_f64().unwrap() > 0.0);
+        // No NVML here: no power figure, and the notes say why for each.
+        for f in ["idle_w", "compute_w", "memory_w"] {
+            assert!(p["power"].get(f).is_none(), "{}", p["power"]);
+            assert!(
+                p["notes"]
+                    .to_string()
+                    .contains(&format!("power.{f}: not measured")),
+                "{}",
+                p["notes"]
+            );
+        }
+        assert!(p["power"]["method"]
+            .as_str()
+            .unwrap()
+            .starts_with("not measured"));
         amdahl()
             .args([
                 "plan",
@@ -234,6 +287,8 @@ mod fake_driver {
                 "--sizes",
                 "64",
                 "--no-copy",
+                "--device-mib",
+                "0",
                 "--profile-out",
             ])
             .arg(&anon)
@@ -255,5 +310,122 @@ mod fake_driver {
             .assert()
             .code(1)
             .stderr(predicate::str::contains("matched no catalogued device"));
+    }
+
+    /// The power path end to end: the fake NVML's counter runs at 60 W until the first GEMM, at
+    /// 400 W from then and at 250 W from the first device-to-device copy, so the idle window,
+    /// the GEMM load and the copy load must read exactly those, and the profile must hold them.
+    #[test]
+    fn power_and_device_memory_through_the_fake_driver_and_nvml() {
+        let tmp = tempfile::tempdir().unwrap();
+        let Some(libs) = build_fake_with(tmp.path(), true) else {
+            return;
+        };
+        let profile = tmp.path().join("gpu.json");
+        let out = amdahl()
+            .env("LD_LIBRARY_PATH", &libs)
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .args(["bench", "gpu", "--quick", "--sizes", "64,96"])
+            .args(["--precision", "fp32,bf16", "--copy-mib", "1"])
+            .args([
+                "--device-mib",
+                "4",
+                "--repeats",
+                "2",
+                "--power-window",
+                "0.3",
+            ])
+            .args(["--json", "--profile-system", "a100-80gb", "--profile-out"])
+            .arg(&profile)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(
+                "reading the GPU's idle power for 0.3 s",
+            ));
+        let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        let pw = &v["power"];
+        let watts = |case: &str| {
+            assert_eq!(pw[case]["status"], "measured", "{pw}");
+            assert!(pw[case]["seconds"].as_f64().unwrap() >= 0.3, "{pw}");
+            pw[case]["watts"].as_f64().unwrap()
+        };
+        // Each within 3 % (the window's ends are two clock reads apart from the counter's).
+        for (case, want) in [("idle", 60.0), ("compute", 400.0), ("memory", 250.0)] {
+            let w = watts(case);
+            assert!((w / want - 1.0).abs() < 0.03, "{case}: {w} W, want {want}");
+        }
+        // The compute load is the largest 16-bit GEMM; the memory load the device copy.
+        assert_eq!(pw["compute"]["during"], "bf16 GEMM n=96");
+        assert_eq!(pw["memory"]["during"], "device-to-device copy of 4 MiB");
+        assert_eq!(
+            pw["idle"]["source"],
+            "gpu:0 Fake GPU (host memory) (counter)"
+        );
+
+        let p: Value = serde_json::from_str(&std::fs::read_to_string(&profile).unwrap()).unwrap();
+        assert_eq!(p["power"]["idle_w"], pw["idle"]["watts"]);
+        assert_eq!(p["power"]["compute_w"], pw["compute"]["watts"]);
+        assert_eq!(p["power"]["memory_w"], pw["memory"]["watts"]);
+        assert_eq!(
+            p["power"]["method"],
+            "gpu:0 Fake GPU (host memory) (counter)"
+        );
+        assert_eq!(
+            p["memory_bandwidth"],
+            v["device_memory"]["bandwidth"]["max"]
+        );
+        assert!(
+            !p["notes"].to_string().contains("not measured"),
+            "{}",
+            p["notes"]
+        );
+        // The table says the same.
+        amdahl()
+            .env("LD_LIBRARY_PATH", &libs)
+            .args([
+                "bench",
+                "gpu",
+                "--quick",
+                "--sizes",
+                "64",
+                "--precision",
+                "fp32",
+            ])
+            .args(["--no-copy", "--device-mib", "1", "--power-window", "0.1"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(
+                "power (gpu:0 Fake GPU (host memory) (counter)):",
+            ))
+            .stdout(predicate::str::contains("  idle: 60.0 W (idle, "))
+            .stdout(predicate::str::contains(" W (fp32 GEMM n=64, "));
+        // A window of 0 reads no power at all, and says so.
+        let out = amdahl()
+            .env("LD_LIBRARY_PATH", &libs)
+            .args([
+                "bench",
+                "gpu",
+                "--quick",
+                "--sizes",
+                "64",
+                "--precision",
+                "fp32",
+            ])
+            .args([
+                "--no-copy",
+                "--device-mib",
+                "1",
+                "--power-window",
+                "0",
+                "--json",
+            ])
+            .assert()
+            .success();
+        let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        assert_eq!(v["power"]["idle"]["status"], "not_measured");
+        assert!(v["power"]["idle"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("--power-window 0"));
     }
 }

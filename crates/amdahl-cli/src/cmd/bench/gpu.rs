@@ -39,6 +39,10 @@ pub struct GpuArgs {
     /// CUDA device ordinal (after CUDA_VISIBLE_DEVICES).
     #[arg(long, default_value_t = 0)]
     pub device: usize,
+    /// MiB per buffer of the device-to-device copy that measures device-memory bandwidth
+    /// (default 1024, --quick 256; 0: not measured).
+    #[arg(long, value_name = "MIB", allow_negative_numbers = true)]
+    pub device_mib: Option<i64>,
     #[command(flatten)]
     pub profile: super::ProfileArgs,
     #[command(flatten)]
@@ -90,6 +94,19 @@ impl GpuArgs {
         if let Some(t) = self.min_time {
             cfg.min_time_s = t;
         }
+        if let Some(m) = self.device_mib {
+            let m = usize::try_from(m)
+                .ok()
+                .and_then(|m| m.checked_mul(1 << 20))
+                .ok_or_else(|| {
+                    BenchError::Invalid(format!(
+                        "--device-mib {m} is out of range; pass 0 (no device-to-device copy) or a \
+                         positive number of MiB"
+                    ))
+                })?;
+            cfg.device_copy_bytes = m;
+        }
+        cfg.power_window_s = self.profile.power.window().as_secs_f64();
         cfg.validate()?;
         Ok(cfg)
     }
@@ -100,12 +117,20 @@ pub fn run(args: GpuArgs) -> Result<ExitCode> {
     if !amdahl_bench::gpu::CUDA_BUILT {
         return Err(GpuError::NotBuilt.into());
     }
+    let (probe, nvml_name) = nvml_probe(cfg.device);
+    if probe.measures() && cfg.power_window_s > 0.0 {
+        crate::output::note(&format!(
+            "reading the GPU's idle power for {} s before the benchmark, then holding each power \
+             load as long",
+            cfg.power_window_s
+        ));
+    }
     // The shared progress bar speaks the CPU benchmarks' error type; carry the message over.
-    // No energy probe per case: GPU energy comes from `amdahl run` around the benchmark (NVML).
-    let r = super::with_progress(amdahl_bench::MeterProbe::new(Vec::new()), |h| {
+    let mut r = super::with_progress(probe, |h| {
         amdahl_bench::gpu::run(&cfg, h).map_err(|e| BenchError::Invalid(e.to_string()))
     })
     .context("running the GPU benchmark")?;
+    check_nvml_device(&mut r, nvml_name.as_deref());
     if args.profile.profile_out.is_some() {
         let o = args.profile.origin(&r.device.name)?;
         args.profile
@@ -114,6 +139,43 @@ pub fn run(args: GpuArgs) -> Result<ExitCode> {
     let out = r.render(args.format.format())?;
     print_result(&r, &out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// NVML's view of the GPU the benchmark opens (`--device` among `CUDA_VISIBLE_DEVICES`) as the
+/// energy probe, and its name; an empty probe (every power figure "not measured", with why)
+/// where NVML does not open or reads neither energy nor power. RAPL is not opened: the board's
+/// power is the GPU's.
+fn nvml_probe(device: usize) -> (amdahl_bench::MeterProbe, Option<String>) {
+    let visible =
+        amdahl_meter::gpu::parse_visible(std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref())
+            .nth(device);
+    let (source, notes) = amdahl_meter::sensors::nvml_source(&visible);
+    let name = source
+        .as_ref()
+        .and_then(|s| s.devices().first().map(|d| d.name.clone()));
+    let probe = amdahl_bench::MeterProbe::new(source.into_iter().collect());
+    if !probe.measures() {
+        let why = notes
+            .first()
+            .cloned()
+            .unwrap_or_else(|| format!("NVML shows no GPU for CUDA device {device}"));
+        eprintln!("amdahl: GPU power not measured: {why}");
+    }
+    (probe, name)
+}
+
+/// NVML's index and CUDA's ordinal name the same GPU only under `CUDA_DEVICE_ORDER=PCI_BUS_ID`
+/// (or on a machine of one model): where the names differ, the power read was another GPU's and
+/// is dropped, saying how to fix it.
+fn check_nvml_device(r: &mut amdahl_bench::gpu::GpuReport, nvml_name: Option<&str>) {
+    let Some(nvml) = nvml_name else { return };
+    if nvml != r.device.name {
+        r.power = amdahl_bench::gpu::GpuPower::not_measured(&format!(
+            "NVML's GPU for this device is `{nvml}`, but CUDA opened `{}`: set \
+             CUDA_DEVICE_ORDER=PCI_BUS_ID so both number the GPUs alike",
+            r.device.name
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -160,6 +222,13 @@ mod tests {
         assert!(c.copy_sizes.is_empty() && !c.sizes.is_empty());
         let c = config(&["--no-gemm"]).unwrap();
         assert!(c.sizes.is_empty() && !c.copy_sizes.is_empty());
+        // The device-to-device copy and the power window.
+        let c = config(&["--quick"]).unwrap();
+        assert_eq!((c.device_copy_bytes, c.power_window_s), (256 << 20, 2.0));
+        let c = config(&["--device-mib", "8", "--power-window", "500ms"]).unwrap();
+        assert_eq!((c.device_copy_bytes, c.power_window_s), (8 << 20, 0.5));
+        let c = config(&["--device-mib", "0", "--power-window", "0"]).unwrap();
+        assert_eq!((c.device_copy_bytes, c.power_window_s), (0, 0.0));
     }
 
     #[test]
@@ -171,6 +240,8 @@ mod tests {
         assert!(err(&["--repeats", "0"]).contains("--repeats"));
         assert!(err(&["--min-time", "-1"]).contains("--min-time"));
         assert!(err(&["--copy-mib", "0"]).contains("--copy-mib"));
+        assert!(err(&["--device-mib", "-2"]).contains("--device-mib -2 is out of range"));
+        assert!(err(&["--power-window", "-1"]).contains("--power-window"));
         assert!(err(&["--sizes", "3000000000"]).contains("out of range"));
         assert!(config(&["--no-gemm", "--no-copy"]).is_err());
     }
