@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The measure → calibrate → predict loop on this machine's CPU, end to end: profile the fp32 GEMM
 # on one thread (`bench gemm --profile-out`), measure GEMM loops of five orders with `amdahl run`
-# (the benchmark's own loop, 1 warm-up + REPEATS timed GEMMs each), calibrate on four, and
-# predict the held-back one (`--check`). Prints the fitted constants and the held-back error.
+# (the benchmark's own loop, 1 warm-up + the repeats that make GFLOP giga-FLOPs, so every run
+# lasts long enough, about a second at 50 GFLOP/s, that starting the process and checking the
+# product, which every run pays once, are a per cent of it), calibrate on four, and predict the
+# held-back one (`--check`). Prints the fitted constants and the held-back error.
 #
 # Usage: scripts/bench/calibrate-e2e.sh   (env: AMDAHL_BIN, default target/release/amdahl;
-#        REPEATS, default 200; HELD, the held-back order of 96, 128, 192, 256, 320, default 192)
+#        GFLOP, default 50; HELD, the held-back order of 96, 128, 192, 256, 320, default 192)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 BIN=${AMDAHL_BIN:-target/release/amdahl}
 [ -x "$BIN" ] || cargo build --quiet --release -p amdahl-cli
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
-R=${REPEATS:-200}
+GFLOP=${GFLOP:-50}
 HELD=${HELD:-192}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -21,6 +23,7 @@ cd "$TMP"
 echo "command,run,steps" > runs.csv
 echo "command,run,steps" > held.csv
 for n in 96 128 192 256 320; do
+  R=$(( GFLOP * 1000000000 / (2 * n * n * n) + 1 ))
   "$BIN" -q run -o "run-$n.json" -- "$BIN" -q bench gemm --sizes "$n" --precision fp32 \
     --threads 1 --repeats "$R" > /dev/null 2>&1
   if [ "$n" = "$HELD" ]; then f=held.csv; else f=runs.csv; fi
