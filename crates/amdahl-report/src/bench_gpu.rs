@@ -130,6 +130,43 @@ fn power_line(case: &str, p: &PowerStatus) -> String {
     }
 }
 
+/// The GEMM table and its legend; empty without GEMMs.
+fn gemm_section(r: &GpuReport) -> String {
+    if r.gemm.is_empty() {
+        return String::new();
+    }
+    let mut s = String::new();
+    s.push_str("\ncuBLAS GEMM C = Aᵀ·B, n×n, 2·n³ operations per call\n");
+    let mut t = Table::new([
+        "precision",
+        "n",
+        "compute type",
+        "min T/s",
+        "median T/s",
+        "max T/s",
+        "median s",
+        "copy share",
+    ]);
+    for g in &r.gemm {
+        t.row([
+            g.precision.to_string(),
+            g.n.to_string(),
+            g.compute_type.clone(),
+            sig(g.flops.min / TERA, 4),
+            sig(g.flops.median / TERA, 4),
+            sig(g.flops.max / TERA, 4),
+            sig(g.time.median.0, 3),
+            percent(g.copy_share),
+        ]);
+    }
+    s.push_str(&t.render());
+    s.push_str(
+        "T/s: TFLOP/s (int8: TOP/s). copy share: time to send A, B up and C back over pinned \
+         memory ÷ (that + the GEMM), the non-parallelizable part if every call crossed the bus\n",
+    );
+    s
+}
+
 pub fn gpu_text(r: &GpuReport) -> String {
     let d = &r.device;
     let mut s = format!(
@@ -143,36 +180,7 @@ pub fn gpu_text(r: &GpuReport) -> String {
     if r.debug_build {
         s.push_str("note: debug build (host-side timings are not representative)\n");
     }
-    if !r.gemm.is_empty() {
-        s.push_str("\ncuBLAS GEMM C = Aᵀ·B, n×n, 2·n³ operations per call\n");
-        let mut t = Table::new([
-            "precision",
-            "n",
-            "compute type",
-            "min T/s",
-            "median T/s",
-            "max T/s",
-            "median s",
-            "copy share",
-        ]);
-        for g in &r.gemm {
-            t.row([
-                g.precision.to_string(),
-                g.n.to_string(),
-                g.compute_type.clone(),
-                sig(g.flops.min / TERA, 4),
-                sig(g.flops.median / TERA, 4),
-                sig(g.flops.max / TERA, 4),
-                sig(g.time.median.0, 3),
-                percent(g.copy_share),
-            ]);
-        }
-        s.push_str(&t.render());
-        s.push_str(
-            "T/s: TFLOP/s (int8: TOP/s). copy share: time to send A, B up and C back over pinned \
-             memory ÷ (that + the GEMM), the non-parallelizable part if every call crossed the bus\n",
-        );
-    }
+    s.push_str(&gemm_section(r));
     if !r.copies.is_empty() {
         s.push_str("\nhost↔device copies\n");
         let mut t = Table::new([

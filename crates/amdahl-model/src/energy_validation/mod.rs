@@ -207,6 +207,31 @@ fn remodel<'a>(
         .collect()
 }
 
+/// The throughput rows the vLLM host time per sequence is fitted on (those of `fitted_in`'s
+/// configurations), by configuration: each row's time per token without host time and its slope.
+fn host_samples<'a>(
+    modelled: &[(&'a Row, Modelled)],
+    fitted_in: &dyn Fn(&Row) -> bool,
+) -> Result<Vec<(&'a str, HostSample)>, EnergySetError> {
+    let (zero, probe) = (remodel(modelled, 0.0)?, remodel(modelled, HOST_PROBE_S)?);
+    Ok(zero
+        .iter()
+        .zip(&probe)
+        .filter(|((r, m), _)| m.uses_host && m.quantity == Quantity::Throughput && fitted_in(r))
+        .map(|((r, m0), (_, m1))| {
+            let tau0 = m0.seconds_per_token();
+            (
+                r.configuration(),
+                HostSample {
+                    tau0,
+                    slope: (m1.seconds_per_token() - tau0) / HOST_PROBE_S,
+                    measured: 1.0 / m0.published,
+                },
+            )
+        })
+        .collect())
+}
+
 /// What a configuration's rows are predicted with when it is held out: its name, the power model
 /// fitted without it, and every row modelled with the host time fitted without it.
 type HeldOut<'a> = (String, PowerFit, Vec<(&'a Row, Modelled)>);
@@ -232,25 +257,7 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
         row: "power rows".into(),
         what: what.into(),
     };
-    // The vLLM host time per sequence, fitted on the throughput rows of the fitted
-    // configurations: each row's time per token without host time and its slope.
-    let (zero, probe) = (remodel(&modelled, 0.0)?, remodel(&modelled, HOST_PROBE_S)?);
-    let samples: Vec<(&str, HostSample)> = zero
-        .iter()
-        .zip(&probe)
-        .filter(|((r, m), _)| m.uses_host && m.quantity == Quantity::Throughput && fitted_in(r))
-        .map(|((r, m0), (_, m1))| {
-            let tau0 = m0.seconds_per_token();
-            (
-                r.configuration(),
-                HostSample {
-                    tau0,
-                    slope: (m1.seconds_per_token() - tau0) / HOST_PROBE_S,
-                    measured: 1.0 / m0.published,
-                },
-            )
-        })
-        .collect();
+    let samples = host_samples(&modelled, &fitted_in)?;
     let host_fit = |leave_out: Option<&str>| -> Option<f64> {
         let of: Vec<HostSample> = samples
             .iter()
@@ -288,30 +295,58 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
             .expect("pushed above");
         let (predicted, held_out) = (m.predict(&shipped), rows_then[i].1.predict(k));
         cases.push(EnergyCase {
-            id: r.id.clone(),
-            configuration: config.clone(),
-            quantity: m.quantity.name().into(),
-            model: r.model.clone(),
-            system: r.system.clone(),
-            gpus: r.gpus,
-            batch: r.batch,
-            precision: r.precision.clone(),
-            framework: format!("{} {}", r.framework, r.framework_version)
-                .trim()
-                .to_string(),
-            scope: r.scope.clone(),
-            published: m.published,
             predicted,
             error: predicted / m.published - 1.0,
             held_out,
             held_out_error: held_out / m.published - 1.0,
-            fits: m.fits,
-            engine_modelled: software_modelled(r),
             host_bound: host_bound.contains(&config),
-            source: r.source.clone(),
+            ..case_of(r, m)
         });
     }
-    let mut summaries = Vec::new();
+    let summaries = summaries(&cases);
+    Ok(EnergyValidation {
+        coefficients: shipped,
+        fitted,
+        fitted_rows: all_terms.len(),
+        vllm_host_s: VLLM_PER_SEQUENCE_S,
+        fitted_vllm_host_s: fitted_host_s,
+        fitted_host_rows: samples.len(),
+        cases,
+        summaries,
+        excluded,
+    })
+}
+
+/// A row's case with its identity and published value; the predictions are the caller's.
+fn case_of(r: &Row, m: &Modelled) -> EnergyCase {
+    EnergyCase {
+        id: r.id.clone(),
+        configuration: r.configuration().to_string(),
+        quantity: m.quantity.name().into(),
+        model: r.model.clone(),
+        system: r.system.clone(),
+        gpus: r.gpus,
+        batch: r.batch,
+        precision: r.precision.clone(),
+        framework: format!("{} {}", r.framework, r.framework_version)
+            .trim()
+            .to_string(),
+        scope: r.scope.clone(),
+        published: m.published,
+        predicted: f64::NAN,
+        error: f64::NAN,
+        held_out: f64::NAN,
+        held_out_error: f64::NAN,
+        fits: m.fits,
+        engine_modelled: software_modelled(r),
+        host_bound: false,
+        source: r.source.clone(),
+    }
+}
+
+/// Per quantity, over the claim and over every row.
+fn summaries(cases: &[EnergyCase]) -> Vec<Summary> {
+    let mut out = Vec::new();
     for subset in ["claim", "all"] {
         for q in [
             Quantity::PowerPerGpu,
@@ -324,20 +359,10 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
                 .iter()
                 .filter(|c| c.quantity == q.name() && (subset == "all" || c.in_claim()))
                 .collect();
-            summaries.extend(summarise(&of, q.name(), subset));
+            out.extend(summarise(&of, q.name(), subset));
         }
     }
-    Ok(EnergyValidation {
-        coefficients: shipped,
-        fitted,
-        fitted_rows: all_terms.len(),
-        vllm_host_s: VLLM_PER_SEQUENCE_S,
-        fitted_vllm_host_s: fitted_host_s,
-        fitted_host_rows: samples.len(),
-        cases,
-        summaries,
-        excluded,
-    })
+    out
 }
 
 fn summarise(of: &[&EnergyCase], quantity: &str, subset: &str) -> Option<Summary> {

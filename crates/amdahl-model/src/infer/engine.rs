@@ -1,6 +1,6 @@
 //! The serving engine around the model's kernels, and what it costs outside them.
 //!
-//! Every engine pays a fixed time per iteration ([`super::step::STEP_OVERHEAD_S`]). vLLM also
+//! Every engine pays a fixed time per iteration (`step::STEP_OVERHEAD_S`). vLLM also
 //! pays host time for every running sequence in every iteration: building the step's inputs and
 //! block tables, sampling, detokenising and checking stop conditions, in Python, between two
 //! GPU passes (Srivatsa et al. 2024, "Can scheduling overhead dominate LLM inference
