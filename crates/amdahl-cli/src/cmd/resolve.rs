@@ -47,7 +47,8 @@ pub struct GridArgs {
     /// `carbon --statement`) [default: none; shown as "year not given"].
     #[arg(long, value_name = "YEAR")]
     pub intensity_year: Option<u16>,
-    /// Where --intensity comes from (printed in the statement).
+    /// Where --intensity comes from: recorded with it in the JSON (and printed by `carbon
+    /// --statement`).
     #[arg(long, value_name = "TEXT")]
     pub intensity_source: Option<String>,
 }

@@ -555,3 +555,22 @@ fn every_command_that_takes_intensity_year_prints_it() {
         );
     }
 }
+
+/// Regression: `--intensity-source`'s help says the source is recorded with the intensity, and
+/// `serve`'s JSON kept only the grid's name. Every command's JSON now holds it.
+#[test]
+fn every_command_records_where_its_intensity_comes_from() {
+    let grid = "--intensity 300 --intensity-source utility-bill-2025 --json";
+    for line in [
+        "plan --model llama3-8b --system h100 --gpus 8 --batch 64",
+        "infer --model llama3-8b --system h100",
+        "serve --model llama3-8b --system h100 --rate 5 --requests 20",
+        "lifetime --train-kwh 50000 --kwh-per-1000-requests 0.4 --requests-per-day 1e6 --days 365",
+    ] {
+        let v = stdout_json(&words(&format!("{line} {grid}")));
+        assert!(
+            v.to_string().contains("\"utility-bill-2025\""),
+            "{line}: the source is not recorded: {v}"
+        );
+    }
+}

@@ -133,6 +133,9 @@ pub struct ServeResult {
     /// The data year of the grid's intensity (`--intensity-year`, or the catalog's), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid_year: Option<u16>,
+    /// Where the grid's intensity comes from (`--intensity-source`, or the catalog's source).
+    #[serde(default)]
+    pub grid_source: String,
     /// kWh × PUE of 1,000 requests at `energy_per_request_with_idle_j`.
     pub kwh_per_1000_requests: f64,
     pub co2e_per_1000_requests_g: f64,
@@ -265,6 +268,7 @@ impl ServeResult {
             grid: c.charging.grid.name.clone(),
             grid_g_per_kwh: c.charging.intensity().get(),
             grid_year: c.charging.grid.year,
+            grid_source: c.charging.grid.source.clone(),
             kwh_per_1000_requests: kwh_1000,
             co2e_per_1000_requests_g: c.charging.co2e_g(per_req_total * 1000.0),
             timeline: thin(&run.samples),
