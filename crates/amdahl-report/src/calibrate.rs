@@ -16,8 +16,13 @@ pub fn table(c: &Calibration) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "calibration of the {} on {} rows of {} (model version {})",
-        c.system, c.rows, c.source, c.model_version
+        "calibration of the {} on {} rows of {} (model version {}{})",
+        c.system,
+        c.rows,
+        c.source,
+        c.model_version,
+        c.engine
+            .map_or(String::new(), |e| format!("; engine {}", e.name()))
     );
     let mut t = Table::new(["constant", "fitted", "± 1 s.e.", "before"]).align(0, Align::Left);
     for k in &c.constants {

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Fit the model's constants (GEMM efficiency, bandwidth fraction, kernel latency, per-step
-/// overhead, power coefficients) to measured runs, with standard errors and leave-one-out errors.
+/// overhead, the serving engine's host time per sequence, power coefficients) to measured runs, with standard errors and leave-one-out errors.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Measured runs: a CSV with a `command` column (`plan …`, `infer … --batch B` or
@@ -35,7 +35,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub device_profile: Option<PathBuf>,
     /// Constants to fit, comma-separated (gemm_efficiency, memory_efficiency, kernel_latency_s,
-    /// step_overhead_s, power_active, power_compute, power_memory) [default: every one the rows
+    /// step_overhead_s, per_sequence_s, power_active, power_compute, power_memory) [default: every one the rows
     /// identify; the others are listed as not fitted]. A named one the rows cannot identify is an
     /// error.
     #[arg(long, value_delimiter = ',', value_name = "NAME,…")]

@@ -137,6 +137,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let c = load(&a.sys.catalogs)?;
     let model = a.shape.resolve(&c)?;
     let (hw, net) = a.sys.resolve(&c)?;
+    a.sys.check_engine(a.formats.engine)?;
     if net.gpus_per_node == 0 {
         bail!("--gpus-per-node must be at least 1");
     }

@@ -169,6 +169,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let c = load(&a.sys.catalogs)?;
     let model = a.shape.resolve(&c)?;
     let (hw, net) = a.sys.resolve(&c)?;
+    a.sys.check_engine(a.formats.engine)?;
     let charging = Charging {
         pue: pue(a.pue.as_deref(), &c)?.value,
         pue_source: String::new(),

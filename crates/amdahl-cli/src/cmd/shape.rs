@@ -163,6 +163,15 @@ impl SystemArgs {
             .transpose()
     }
 
+    /// Refuse a `--calibration` whose host time per running sequence was fitted to another
+    /// serving engine than `engine` (`--engine`).
+    pub fn check_engine(&self, engine: Engine) -> Result<()> {
+        if let (Some(cal), Some(p)) = (self.calibration()?, &self.calibration) {
+            cal.check_engine(engine, &p.display().to_string())?;
+        }
+        Ok(())
+    }
+
     /// Lay `--device-profile` and `--calibration` over the catalog's device; the user's own
     /// `--idle-w` still wins over a profile's idle power.
     fn tune(&self, hw: &mut Hardware) -> Result<()> {

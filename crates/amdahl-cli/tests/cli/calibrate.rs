@@ -647,3 +647,155 @@ fn refused_in(dir: &Path, csv: &str, extra: &[&str], says: &[&str]) {
         assert!(err.contains(s), "{csv:?}: {err} lacks {s:?}");
     }
 }
+
+/// Fitted `name` of a calibration's JSON: (value, standard error, prior).
+fn constant(v: &Value, name: &str) -> (f64, f64, f64) {
+    let Some(c) = v["constants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+    else {
+        panic!("{name} not fitted: {}", v["not_identified"]);
+    };
+    let g = |k: &str| c[k].as_f64().unwrap();
+    (g("value"), g("standard_error"), g("prior"))
+}
+
+#[test]
+fn vllm_rows_fit_the_engines_host_time_per_sequence() {
+    // vLLM rows at several batches made with 45 µs of host time per running sequence and a
+    // 2 ms step overhead (the model ships 31.4 µs and 1 ms) are fitted back, alone and
+    // together; `infer --calibration` then charges the fitted time per sequence.
+    let t = tempfile::tempdir().unwrap();
+    let truth = t.path().join("truth.json");
+    let made = [("step_overhead_s", 2e-3), ("per_sequence_s", 45e-6)];
+    std::fs::write(&truth, calibration("H100 SXM5 80GB", &made).to_string()).unwrap();
+    let row = |model: &str, batch: u32, input: u32| {
+        format!("infer --model {model} --system h100 --engine vllm --batch {batch} --input {input}")
+    };
+    let mut csv = String::from("command,tpot_s\n");
+    let mut single = String::from("command,tpot_s\n");
+    for (k, (model, batch, input)) in [
+        ("llama-2-7b", 8, 512),
+        ("llama-2-7b", 32, 256),
+        ("llama-2-7b", 96, 512),
+        ("llama-2-7b", 256, 128),
+        ("llama-2-13b", 16, 1024),
+        ("llama-2-13b", 64, 256),
+        ("llama-2-13b", 144, 128),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let noise = [0.004, -0.003, 0.002, -0.004, 0.0, 0.003, -0.002][k];
+        for (cmd, out) in [
+            (row(model, *batch, *input), &mut csv),
+            (row(model, 32, *input), &mut single),
+        ] {
+            let o = amdahl()
+                .args(cmd.split(' '))
+                .args(["--json", "--calibration"])
+                .arg(&truth)
+                .assert()
+                .success();
+            let v: Value = serde_json::from_slice(&o.get_output().stdout).unwrap();
+            let tpot = v["tpot_s"].as_f64().unwrap() * (1.0 + noise);
+            out.push_str(&format!("{cmd},{tpot}\n"));
+        }
+    }
+    std::fs::write(t.path().join("serve.csv"), &csv).unwrap();
+    std::fs::write(t.path().join("one-batch.csv"), &single).unwrap();
+    let fit = |file: &str, names: &str, out: &str| -> Value {
+        let o = amdahl()
+            .current_dir(t.path())
+            .args(["calibrate", file, "--json", "--fit", names, "-o", out])
+            .assert()
+            .success();
+        serde_json::from_slice(&o.get_output().stdout).unwrap()
+    };
+    for names in ["per_sequence_s", "step_overhead_s,per_sequence_s"] {
+        let v = fit("serve.csv", names, "cal.json");
+        assert_eq!(v["engine"], "vllm", "{names}");
+        for name in names.split(',') {
+            let want = made.iter().find(|(n, _)| *n == name).unwrap().1;
+            let (got, se, _) = constant(&v, name);
+            assert!(
+                (got - want).abs() <= 3.0 * se,
+                "{names}: {name} {got} ± {se}, made with {want}"
+            );
+        }
+        // The fit starts at vLLM's shipped figure.
+        assert_eq!(constant(&v, "per_sequence_s").2, 31.4e-6);
+    }
+    // The calibrated vLLM prediction charges the fitted time per running sequence.
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path().join("cal.json")).unwrap()).unwrap();
+    let (h, _, _) = constant(&v, "per_sequence_s");
+    let o = amdahl()
+        .current_dir(t.path())
+        .args(row("llama-2-7b", 100, 300).split(' '))
+        .args(["--calibration", "cal.json", "--json"])
+        .assert()
+        .success();
+    let p: Value = serde_json::from_slice(&o.get_output().stdout).unwrap();
+    let host = p["decode"]["engine_host_s"].as_f64().unwrap();
+    assert!(
+        (host / (h * 100.0) - 1.0).abs() < 1e-12,
+        "{host} vs {h} × 100"
+    );
+    // Another engine refuses the vLLM calibration rather than charging vLLM's host time.
+    amdahl()
+        .current_dir(t.path())
+        .args("infer --model llama-2-7b --system h100 --batch 100".split(' '))
+        .args(["--calibration", "cal.json"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "cal.json: the host time per running sequence (per_sequence_s) was fitted to vllm runs, but --engine is tensorrt-llm",
+        ));
+    // One batch cannot tell host time per sequence from the per-step overhead: refused by name,
+    // alone or with the overhead; without --fit it is listed as not fitted.
+    for names in ["per_sequence_s", "step_overhead_s,per_sequence_s"] {
+        let o = amdahl()
+            .current_dir(t.path())
+            .args(["calibrate", "one-batch.csv", "--fit", names])
+            .assert()
+            .code(1);
+        let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+        assert!(
+            err.contains("cannot identify host time per running sequence")
+                && (err.contains("every serving row is at batch 32")
+                    || err.contains("proportional to that of per-step overhead")),
+            "{names}: {err}"
+        );
+    }
+    let o = amdahl()
+        .current_dir(t.path())
+        .args(["calibrate", "one-batch.csv", "--json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&o.get_output().stdout).unwrap();
+    assert!(
+        v["not_identified"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "per_sequence_s"),
+        "{}",
+        v["not_identified"]
+    );
+    assert!(v.get("engine").is_none(), "{v}");
+    // Rows of two engines: refused, naming each engine's first row.
+    let mixed = csv.replacen(" --engine vllm", "", 1);
+    refused_in(
+        t.path(),
+        &mixed,
+        &["--fit", "per_sequence_s"],
+        &[
+            "different engines",
+            "vllm (runs.csv line 3)",
+            "tensorrt-llm (runs.csv line 2)",
+        ],
+    );
+}

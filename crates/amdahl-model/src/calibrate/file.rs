@@ -4,6 +4,7 @@
 
 use super::fit::{Fit, LooMethod};
 use super::{set, Quantity, Row};
+use crate::infer::Engine;
 use crate::plan::Hardware;
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +20,7 @@ pub const MODEL_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Constant {
     /// `gemm_efficiency`, `memory_efficiency`, `kernel_latency_s`, `step_overhead_s`,
-    /// `power_active`, `power_compute`, `power_memory`.
+    /// `per_sequence_s`, `power_active`, `power_compute`, `power_memory`.
     pub name: String,
     pub value: f64,
     /// Of the linearised fit at the optimum (docs/methodology.md, "Calibration").
@@ -82,6 +83,11 @@ pub struct Calibration {
     pub quantities: Vec<QuantityFit>,
     /// `exact` (each row left out and refitted) or `leverage` (rᵢ / (1 − hᵢᵢ)).
     pub loo_method: String,
+    /// The serving engine (`--engine`) of the rows `per_sequence_s` was fitted to: the host time
+    /// per running sequence is that engine's, and `infer`/`serve` with another `--engine`
+    /// refuse the calibration. Absent when `per_sequence_s` was not fitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<Engine>,
     pub row_errors: Vec<RowError>,
     /// Held-back rows (`--check`) predicted with the fitted constants and never fitted to:
     /// `before` the model as shipped, `after` calibrated (`loo` is `after`).
@@ -166,6 +172,7 @@ pub fn build(rows: &[Row], hw: &Hardware, stages: &[StageView<'_>], source: &str
         not_identified,
         quantities,
         loo_method: if exact { "exact" } else { "leverage" }.into(),
+        engine: None,
         row_errors,
         held_back: Vec::new(),
     }
@@ -183,6 +190,12 @@ pub enum CalibrationFileError {
         file: String,
         calibrated: String,
         system: String,
+    },
+    #[error("{file}: the host time per running sequence (per_sequence_s) was fitted to {calibrated} runs, but --engine is {engine}: give --engine {calibrated}, or calibrate on runs of {engine}")]
+    Engine {
+        file: String,
+        calibrated: &'static str,
+        engine: &'static str,
     },
     #[error("{file}: constant `{name}` = {value} is not a usable value; the file was edited or damaged: rerun `amdahl calibrate`")]
     Value {
@@ -239,6 +252,21 @@ impl Calibration {
         set(hw, &names, &values);
         hw.tuning.provenance.push(self.provenance(file));
         Ok(())
+    }
+
+    /// Check that the serving engine a prediction runs (`--engine`) is the one the host time per
+    /// running sequence was fitted to, where it was.
+    pub fn check_engine(&self, engine: Engine, file: &str) -> Result<(), CalibrationFileError> {
+        match self.engine {
+            Some(e) if e != engine && self.constants.iter().any(|c| c.name == "per_sequence_s") => {
+                Err(CalibrationFileError::Engine {
+                    file: file.into(),
+                    calibrated: e.name(),
+                    engine: engine.name(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Held-back rows' errors with and without the fitted constants (rows of this device,

@@ -67,10 +67,21 @@ pub type Predict<'a> = dyn Fn(&[f64], usize) -> f64 + Sync + 'a;
 /// Constants the rows cannot identify are refused into [`Fit::refused`] and kept at their prior;
 /// the caller decides whether that is an error (a constant the user named) or a note.
 pub fn fit(params: &[Param], measured: &[f64], predict: &Predict<'_>) -> Fit {
+    fit_refusing(params, Vec::new(), measured, predict)
+}
+
+/// [`fit`] with some constants refused before any test, for reasons the caller knows from the
+/// rows themselves (the serving rows run different engines, …): (index, why).
+pub fn fit_refusing(
+    params: &[Param],
+    preset: Vec<(usize, String)>,
+    measured: &[f64],
+    predict: &Predict<'_>,
+) -> Fit {
     let prior: Vec<f64> = params.iter().map(|p| p.prior).collect();
     let all: Vec<usize> = (0..measured.len()).collect();
     let before = residuals(&prior, measured, &all, predict);
-    let mut refused = identify(params, &prior, measured, predict);
+    let mut refused = identify(params, &preset, &prior, measured, predict);
     // Fit, then refuse the least determined constant while one is left whose standard error
     // exceeds both its value and its typical magnitude (the rows leave it undetermined), and fit
     // again without it.
@@ -205,9 +216,11 @@ fn jacobian(
 /// priors whose RMS is below `1e-4` (a change by its typical magnitude moves no row by 0.01 %),
 /// one that is within 5 % of the span of the columns taken before it (Gram–Schmidt in the
 /// parameters' order, which puts the better-known constants first), or one beyond `n − 1`
-/// constants for `n` rows (a standard error needs a residual degree of freedom).
+/// constants for `n` rows (a standard error needs a residual degree of freedom). The `preset`
+/// refusals are kept and their constants skipped.
 fn identify(
     params: &[Param],
+    preset: &[(usize, String)],
     x: &[f64],
     measured: &[f64],
     predict: &Predict<'_>,
@@ -219,8 +232,11 @@ fn identify(
     let column = |c: usize| -> Vec<f64> { j.iter().map(|r| r[c]).collect() };
     let norm = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>().sqrt();
     let mut basis: Vec<(usize, Vec<f64>)> = Vec::new();
-    let mut refused = Vec::new();
+    let mut refused = preset.to_vec();
     for (c, p) in params.iter().enumerate() {
+        if preset.iter().any(|(i, _)| *i == c) {
+            continue;
+        }
         let v = column(c);
         let size = norm(&v);
         let rms = size / (n.max(1) as f64).sqrt();

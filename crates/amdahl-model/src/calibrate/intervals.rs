@@ -117,6 +117,7 @@ mod tests {
                 loo_signed_errors: errors,
             }],
             loo_method: "exact".into(),
+            engine: None,
             row_errors: Vec::new(),
             held_back: Vec::new(),
         }

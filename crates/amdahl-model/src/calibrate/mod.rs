@@ -18,7 +18,7 @@ pub use file::{
 };
 pub use fit::{LooMethod, Param};
 
-use crate::infer::{estimate, setup_unchecked, Requests, Serving};
+use crate::infer::{estimate, setup_unchecked, Engine, Requests, Serving};
 use crate::plan::{estimate as plan_estimate, Hardware, Layout, ModelShape, Network};
 use crate::units::Seconds;
 use serde::{Deserialize, Serialize};
@@ -109,12 +109,15 @@ pub struct Row {
     pub measured: f64,
 }
 
-/// The time constants, in the order the fit prefers them when two cannot be told apart.
-pub const TIME_CONSTANTS: [&str; 4] = [
+/// The time constants, in the order the fit prefers them when two cannot be told apart (the
+/// per-step overhead before the serving engine's host time per running sequence: at one batch
+/// the two add the same time to every step, and the overhead is the better known).
+pub const TIME_CONSTANTS: [&str; 5] = [
     "gemm_efficiency",
     "memory_efficiency",
     "kernel_latency_s",
     "step_overhead_s",
+    "per_sequence_s",
 ];
 /// The power model's coefficients (crate::power), fitted to the power rows.
 pub const POWER_CONSTANTS: [&str; 3] = ["power_active", "power_compute", "power_memory"];
@@ -123,7 +126,9 @@ pub const POWER_CONSTANTS: [&str; 3] = ["power_active", "power_compute", "power_
 /// and scale. `None` for an unknown name.
 /// `serving` says the rows are all serving rows, whose model already has a fixed step overhead
 /// ([`crate::infer::step::STEP_OVERHEAD_S`]): the overhead's fit starts there, else at none.
-pub fn param(name: &str, hw: &Hardware, serving: bool) -> Option<Param> {
+/// `engine` is the serving rows' engine (`--engine`), where they share one: the host time per
+/// running sequence starts at its figure ([`Engine::per_sequence_s`]), else at none.
+pub fn param(name: &str, hw: &Hardware, serving: bool, engine: Option<Engine>) -> Option<Param> {
     let curve = hw.curve();
     let power = hw.power_coefficients();
     let p = |name, what, prior, lower, upper, scale, why| Param {
@@ -179,6 +184,16 @@ pub fn param(name: &str, hw: &Hardware, serving: bool) -> Option<Param> {
             1e-3,
             "no row measures a step",
         ),
+        "per_sequence_s" => p(
+            "per_sequence_s",
+            "host time per running sequence",
+            hw.per_sequence_overhead()
+                .map_or(engine.map_or(0.0, Engine::per_sequence_s), Seconds::get),
+            0.0,
+            1e-1,
+            1e-5,
+            "no row is served: it is the serving engine's host time per running sequence per step",
+        ),
         "power_active" => p(
             "power_active",
             "busy power coefficient",
@@ -229,6 +244,7 @@ pub fn set(hw: &mut Hardware, names: &[&str], values: &[f64]) {
             "memory_efficiency" => (curve.memory_efficiency, c) = (v, true),
             "kernel_latency_s" => (curve.latency, c) = (Seconds(v), true),
             "step_overhead_s" => hw.tuning.step_overhead = Some(Seconds(v)),
+            "per_sequence_s" => hw.tuning.per_sequence_overhead = Some(Seconds(v)),
             "power_active" => (power.active, p) = (v, true),
             "power_compute" => (power.compute, p) = (v, true),
             "power_memory" => (power.memory, p) = (v, true),
@@ -335,7 +351,7 @@ pub enum CalibrateError {
     },
     #[error("no measured rows: give at least two rows with a measured column (step_s, tokens_per_s, ttft_s, tpot_s, power_w)")]
     Empty,
-    #[error("unknown constant `{0}`; the constants are gemm_efficiency, memory_efficiency, kernel_latency_s, step_overhead_s, power_active, power_compute, power_memory")]
+    #[error("unknown constant `{0}`; the constants are gemm_efficiency, memory_efficiency, kernel_latency_s, step_overhead_s, per_sequence_s, power_active, power_compute, power_memory")]
     UnknownConstant(String),
     #[error("{0}")]
     Unidentifiable(String),
@@ -476,7 +492,70 @@ pub fn calibrate(rows: &[Row], req: &Request, source: &str) -> Result<Calibratio
             }
         )));
     }
-    Ok(file::build(rows, &hw0, &[t_view(&t), t_view(&p)], source))
+    let mut cal = file::build(rows, &hw0, &[t_view(&t), t_view(&p)], source);
+    if cal.constants.iter().any(|c| c.name == "per_sequence_s") {
+        // Fitted only where the serving rows share one engine (else refused): name it, so that
+        // `infer --engine` of another engine refuses the calibration.
+        cal.engine = serving_engines(rows, &t.rows).first().map(|(e, _)| *e);
+    }
+    Ok(cal)
+}
+
+/// The engines of the serving rows among `idx`, each with the first row that ran it.
+fn serving_engines<'a>(rows: &'a [Row], idx: &[usize]) -> Vec<(Engine, &'a str)> {
+    let mut out: Vec<(Engine, &str)> = Vec::new();
+    for &i in idx {
+        if let Workload::Serve { serving, .. } = &*rows[i].workload {
+            if !out.iter().any(|(e, _)| *e == serving.engine) {
+                out.push((serving.engine, &rows[i].origin));
+            }
+        }
+    }
+    out
+}
+
+/// Why the serving engine's host time per running sequence cannot be fitted to the rows `idx`,
+/// known from the rows themselves before any Jacobian (docs/methodology.md, "The fit"):
+/// - the serving rows run different engines: the constant replaces one engine's figure
+///   ([`Engine::per_sequence_s`]), and one value cannot be two engines' host time;
+/// - every serving row is at one batch while the per-step overhead is held at its prior (not
+///   among `names`): at batch B the host time adds B·h to every step, which the rows cannot
+///   tell from an error of the overhead. When the overhead is fitted too, the Gram–Schmidt test
+///   of [`fit`] finds the two columns proportional and refuses the host time the same way.
+fn per_sequence_refusal(
+    rows: &[Row],
+    idx: &[usize],
+    engines: &[(Engine, &str)],
+    names: &[&str],
+    param: &Param,
+) -> Option<String> {
+    if engines.len() > 1 {
+        let list: Vec<String> = engines
+            .iter()
+            .map(|(e, origin)| format!("{} ({origin})", e.name()))
+            .collect();
+        return Some(format!(
+            "cannot identify {}: the serving rows run different engines, {}, and one host time              per sequence cannot be both engines'; calibrate each engine's rows in a file of              their own",
+            param.what,
+            list.join(", ")
+        ));
+    }
+    let mut batches: Vec<u32> = idx
+        .iter()
+        .filter_map(|&i| match &*rows[i].workload {
+            Workload::Serve { batch, .. } => Some(*batch),
+            _ => None,
+        })
+        .collect();
+    batches.sort_unstable();
+    batches.dedup();
+    match batches.as_slice() {
+        [b] if !names.contains(&"step_overhead_s") => Some(format!(
+            "cannot identify {}: every serving row is at batch {b}, where it adds {b} × its value              to every step, which the rows cannot tell from an error of the per-step overhead              (held at its prior); add serving rows at other batches",
+            param.what
+        )),
+        _ => None,
+    }
 }
 
 fn t_view(s: &Stage) -> file::StageView<'_> {
@@ -501,9 +580,22 @@ fn stage(
     let serving = idx
         .iter()
         .all(|&i| matches!(*rows[i].workload, Workload::Serve { .. }));
+    let engines = serving_engines(rows, idx);
+    let engine = match engines.as_slice() {
+        [(e, _)] => Some(*e),
+        _ => None,
+    };
     let params: Vec<Param> = names
         .iter()
-        .filter_map(|n| param(n, &hw0, serving))
+        .filter_map(|n| param(n, &hw0, serving, engine))
+        .collect();
+    let preset: Vec<(usize, String)> = params
+        .iter()
+        .position(|p| p.name == "per_sequence_s")
+        .and_then(|k| {
+            per_sequence_refusal(rows, idx, &engines, &names, &params[k]).map(|why| (k, why))
+        })
+        .into_iter()
         .collect();
     let measured: Vec<f64> = idx.iter().map(|&i| rows[i].measured).collect();
     let predict = |x: &[f64], k: usize| {
@@ -515,7 +607,7 @@ fn stage(
     let mut fit = if idx.is_empty() {
         fit::none_measured(&params, if fixed.is_empty() { "time" } else { "power" })
     } else {
-        fit::fit(&params, &measured, &predict)
+        fit::fit_refusing(&params, preset, &measured, &predict)
     };
     // "Before" is the model as shipped, not the fit's starting point (which sets every constant,
     // the per-step overhead included, to one value for all rows).
