@@ -91,6 +91,21 @@ pub struct DecodeBreakdown {
     pub engine_host_s: f64,
 }
 
+impl DecodeBreakdown {
+    /// The decode step of an evaluation, term by term.
+    fn of(e: &Evaluation) -> Self {
+        DecodeBreakdown {
+            compute_s: e.decode_compute_s,
+            memory_s: e.decode_memory_s,
+            tp_comm_s: e.decode_comm_s,
+            pp_comm_s: e.decode_p2p_s,
+            kernel_latency_s: e.decode_latency_s,
+            overhead_s: e.decode_overhead_s,
+            engine_host_s: e.decode_host_s,
+        }
+    }
+}
+
 /// Result of `amdahl infer` (one configuration).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InferResult {
@@ -300,15 +315,7 @@ impl InferResult {
             grid_g_per_kwh: c.charging.intensity().get(),
             grid: c.charging.grid.clone(),
             co2e_per_1000_requests_g: c.charging.co2e_g(energy_1000),
-            decode: DecodeBreakdown {
-                compute_s: e.decode_compute_s,
-                memory_s: e.decode_memory_s,
-                tp_comm_s: e.decode_comm_s,
-                pp_comm_s: e.decode_p2p_s,
-                kernel_latency_s: e.decode_latency_s,
-                overhead_s: e.decode_overhead_s,
-                engine_host_s: e.decode_host_s,
-            },
+            decode: DecodeBreakdown::of(e),
             tp_scaling: tp_scaling(c, e.batch)?,
             precision_whatif: precision_whatif(c, e.batch)?,
             batch_sweep: batch_sweep(c),

@@ -256,11 +256,7 @@ impl ServeResult {
             energy_busy_j: run.energy_busy_j,
             energy_idle_j: run.energy_idle_j,
             power_w: energy / duration,
-            energy_per_request_j: EnergyDistribution {
-                mean: run.energy_busy_j / n,
-                p50: p(&joules, 0.5),
-                p99: p(&joules, 0.99),
-            },
+            energy_per_request_j: EnergyDistribution::of(run.energy_busy_j / n, &joules),
             energy_per_request_with_idle_j: per_req_total,
             energy_per_output_token_j: run.energy_busy_j / out_tokens.max(1.0),
             energy_server_j: server,
@@ -274,6 +270,17 @@ impl ServeResult {
             timeline: thin(&run.samples),
             latency_quantiles: quantiles(&ttft, &tpot, &e2e),
             notes,
+        }
+    }
+}
+
+impl EnergyDistribution {
+    /// Mean and percentiles of the requests' energies (`sorted`, ascending).
+    fn of(mean: f64, sorted: &[f64]) -> Self {
+        EnergyDistribution {
+            mean,
+            p50: p(sorted, 0.5),
+            p99: p(sorted, 0.99),
         }
     }
 }
