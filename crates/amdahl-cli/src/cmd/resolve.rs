@@ -47,8 +47,8 @@ pub struct GridArgs {
     /// `carbon --statement`) [default: none; shown as "year not given"].
     #[arg(long, value_name = "YEAR")]
     pub intensity_year: Option<u16>,
-    /// Where --intensity comes from: recorded with it in the JSON (and printed by `carbon
-    /// --statement`).
+    /// Where --intensity comes from: recorded with it in every JSON result, and printed in
+    /// carbon's statement.
     #[arg(long, value_name = "TEXT")]
     pub intensity_source: Option<String>,
 }
