@@ -71,6 +71,13 @@ fn the_set_is_typed_as_a_user_types_it() {
         );
         assert!(r.lengths != "own" || r.in_claim == "no", "{}", r.id);
         assert!(r.in_claim == "yes" || !r.why_not.is_empty(), "{}", r.id);
+        // Multi-step scheduling is a vLLM knob: only vLLM rows set it.
+        assert!(
+            (1..=crate::serve::multistep::MAX_STEPS).contains(&r.num_scheduler_steps)
+                && (r.num_scheduler_steps == 1 || r.engine == "vllm"),
+            "{}",
+            r.id
+        );
         assert!(!r.locator.is_empty(), "{}", r.id);
     }
 }
