@@ -153,9 +153,12 @@ mod tests {
         }
     }
 
-    /// Run one iteration: schedule it and complete it, returning (tokens scheduled, emitted
-    /// (request, first, last)).
-    fn step(r: &mut Replica, lim: &Limits) -> Option<(u32, Vec<(usize, bool, bool)>)> {
+    /// A token emitted: (request, first, last).
+    type Emitted = (usize, bool, bool);
+
+    /// Run one iteration: schedule it and complete it, returning the tokens scheduled and those
+    /// emitted.
+    fn step(r: &mut Replica, lim: &Limits) -> Option<(u32, Vec<Emitted>)> {
         let b = r.schedule_multistep(lim, lim.num_scheduler_steps)?;
         let mut out = Vec::new();
         r.complete(|req, first, last| out.push((req, first, last)));
