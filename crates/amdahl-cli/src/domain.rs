@@ -103,6 +103,15 @@ pub fn count(s: &str) -> Result<u32, String> {
     whole(s, 1)
 }
 
+/// `--num-scheduler-steps`: 1 to [`amdahl_model::serve::multistep::MAX_STEPS`].
+pub fn scheduler_steps(s: &str) -> Result<u32, String> {
+    use amdahl_model::serve::multistep::{MAX_STEPS, STEPS_RANGE};
+    match whole(s, 1) {
+        Ok(k) if k <= MAX_STEPS => Ok(k),
+        _ => Err(format!("must be {STEPS_RANGE} (got {s})")),
+    }
+}
+
 fn whole(s: &str, min: u32) -> Result<u32, String> {
     let t = s.trim();
     let range = || format!("must be a whole number from {min} to {}", u32::MAX);

@@ -196,6 +196,7 @@ fn serve_search(s: &Sys, rate: f64) {
         precisions: vec![WeightFormat::Bf16, WeightFormat::Fp8],
         max_num_seqs: vec![64, 128, 256, 512, 1024],
         max_num_batched_tokens: 8192,
+        num_scheduler_steps: 1,
         power_caps: vec![Watts(500.0), Watts(700.0)],
         router: Router::RoundRobin,
         slo_ttft_s: Some(2.0),

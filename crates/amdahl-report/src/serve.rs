@@ -45,9 +45,18 @@ pub fn serve_table(r: &ServeResult) -> String {
             _ => String::new(),
         }
     );
+    // Multi-step scheduling is named only where it is on, so one-step runs print as before.
+    let steps = if r.num_scheduler_steps > 1 {
+        format!(
+            ", num-scheduler-steps {} (multi-step, prompts not chunked)",
+            r.num_scheduler_steps
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "scheduler: max-num-seqs {}, max-num-batched-tokens {}, {} KV blocks of {} tokens per replica\n",
+        "scheduler: max-num-seqs {}, max-num-batched-tokens {}{steps}, {} KV blocks of {} tokens per replica\n",
         r.max_num_seqs, r.max_num_batched_tokens, r.kv_blocks_per_replica, r.block_size
     );
     let mut t = Table::new(["latency", "p50", "p90", "p99"]).align(0, Align::Left);

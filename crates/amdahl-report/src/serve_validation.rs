@@ -80,9 +80,8 @@ pub fn serve_validation_table(v: &ServeValidation) -> String {
     s.push_str(&t.render());
     let rows = v.cases.iter().filter(|c| c.in_claim).count();
     s.push_str(&format!(
-        "rows in the claim: {rows} of {}; out of it: engine features the simulator does not \
-         model (vLLM multi-step scheduling), scheduler limits not published (knobs assumed) and \
-         rows whose lengths come from their own result\n",
+        "rows in the claim: {rows} of {}; out of it: scheduler limits not published (knobs \
+         assumed) and rows whose lengths come from their own result\n",
         v.cases.len()
     ));
     for e in &v.excluded {

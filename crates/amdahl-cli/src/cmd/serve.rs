@@ -66,6 +66,12 @@ pub struct Options {
     /// else 2048].
     #[arg(help_heading = "Scheduler", long, value_parser = domain::count)]
     pub max_num_batched_tokens: Option<u32>,
+    /// Decode steps per scheduling decision (vLLM 0.6's --num-scheduler-steps): above 1, vLLM
+    /// 0.6's multi-step scheduling — the batch is fixed for that many decode steps, new prompts
+    /// wait for the window to end and are prefilled whole in iterations of their own (no chunked
+    /// prefill), and the engine's host time is paid once per window.
+    #[arg(help_heading = "Scheduler", long, default_value_t = 1, value_parser = domain::scheduler_steps, value_name = "K")]
+    pub num_scheduler_steps: u32,
 
     /// Poisson arrivals at this many requests per second.
     #[arg(help_heading = "Workload", long, value_parser = domain::positive, required_unless_present = "trace", conflicts_with = "trace")]
@@ -186,12 +192,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
             max_num_batched_tokens: a
                 .max_num_batched_tokens
                 .unwrap_or(defaults.max_num_batched_tokens),
+            num_scheduler_steps: a.num_scheduler_steps,
         },
         router: a.router,
     };
     let prepared = prepare(&model, &hw, &net, &config)?;
     let (requests, described, source) = workload(&a, &model)?;
-    check_requests(&model, &prepared, &requests, &source)?;
+    check_requests(&model, &prepared, &config.limits, &requests, &source)?;
     let run = simulate(&prepared, &hw, &net, &config, &requests);
     let ctx = Context {
         model: &model,
@@ -241,6 +248,7 @@ fn run_search(
         max_num_batched_tokens: a
             .max_num_batched_tokens
             .unwrap_or(vllm_defaults(hw).max_num_batched_tokens),
+        num_scheduler_steps: a.num_scheduler_steps,
         power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
         router: a.router,
         slo_ttft_s: a.slo_ttft_ms.map(|m| m * 1e-3),

@@ -395,3 +395,68 @@ fn search_finds_the_cheapest_configuration_and_says_when_none_fits() {
         ));
     assert!(refused(&[&base[..], &["--replicas", "1"]].concat()).contains("--replicas"));
 }
+
+#[test]
+fn num_scheduler_steps_windows_the_batch_and_bad_values_are_usage_errors() {
+    // One step per decision is the default, byte for byte; ten (vLLM 0.6's multi-step, as the
+    // vLLM 0.6.0 benchmark ran) makes new prompts wait for the window's end: TTFT rises; the
+    // JSON and the table say it.
+    let run = |extra: &[&str]| json(&[&L8[..], &["--rate", "10"], extra].concat());
+    let default = run(&[]);
+    assert_eq!(default["num_scheduler_steps"], 1);
+    assert_eq!(default, run(&["--num-scheduler-steps", "1"]));
+    let ten = run(&["--num-scheduler-steps", "10"]);
+    assert_eq!(ten["num_scheduler_steps"], 10);
+    assert!(
+        f(&ten, "ttft_p50_s") > 2.0 * f(&default, "ttft_p50_s"),
+        "{} vs {}",
+        ten["ttft_p50_s"],
+        default["ttft_p50_s"]
+    );
+    amdahl()
+        .args(L8)
+        .args(["--rate", "10", "--num-scheduler-steps", "10"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "num-scheduler-steps 10 (multi-step",
+        ));
+    // A saved result from before the field existed still reads (serde default: 1).
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.json");
+    let mut v = default.clone();
+    v.as_object_mut().unwrap().remove("num_scheduler_steps");
+    std::fs::write(&old, v.to_string()).unwrap();
+    let html = dir.path().join("r.html");
+    amdahl()
+        .args([
+            "report",
+            old.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    // 0, more than 256 or not a number: usage errors that give the range.
+    for bad in ["0", "257", "1e9", "ten"] {
+        let e = refused(&[&L8[..], &["--rate", "1", "--num-scheduler-steps", bad]].concat());
+        assert!(e.contains("from 1 to 256"), "{bad}: {e}");
+    }
+    // Multi-step prompts are not chunked: one longer than the token budget is refused (exit 1),
+    // naming the request and the flag to raise.
+    amdahl()
+        .args(L8)
+        .args(["--rate", "1", "--num-scheduler-steps", "8"])
+        .args([
+            "--max-num-batched-tokens",
+            "512",
+            "--input-dist",
+            "fixed:600",
+        ])
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("request 1")
+                .and(predicate::str::contains("--max-num-batched-tokens 512")),
+        );
+}

@@ -98,6 +98,9 @@ pub struct Run {
 /// Everything the loop needs besides the requests.
 pub struct Engine<'a> {
     pub setup: &'a Setup,
+    /// The setup of a multi-step window's later steps: no per-iteration host time
+    /// ([`super::multistep::amortised`]).
+    pub window_setup: Setup,
     pub hw: &'a Hardware,
     pub net: &'a Network,
     pub limits: Limits,
@@ -199,10 +202,21 @@ impl Engine<'_> {
     /// Start replica `r`'s next iteration at `now`, if it has work: time and power from the step
     /// and power models; the iteration's energy split over its requests by tokens.
     fn start(&self, reps: &mut [Replica], r: usize, now: f64, run: &mut Run) {
-        let Some(batch) = reps[r].schedule(&self.limits) else {
+        let steps = self.limits.num_scheduler_steps;
+        let batch = if steps > 1 {
+            reps[r].schedule_multistep(&self.limits, steps)
+        } else {
+            reps[r].schedule(&self.limits)
+        };
+        let Some(batch) = batch else {
             return;
         };
-        let it = iteration(self.setup, self.hw, self.net, &batch.work);
+        let setup = if batch.host {
+            self.setup
+        } else {
+            &self.window_setup
+        };
+        let it = iteration(setup, self.hw, self.net, &batch.work);
         let devices = f64::from(self.setup.serving.tp) * f64::from(self.setup.serving.pp);
         let energy = it.power_w * it.time * devices;
         run.energy_busy_j += energy;

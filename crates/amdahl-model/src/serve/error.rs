@@ -70,6 +70,18 @@ pub enum ServeError {
         block: u32,
     },
     #[error(
+        "{source_name}: request {row}: input + output = {total} tokens is more than \
+         --max-num-batched-tokens {budget}; with --num-scheduler-steps above 1 prompts are not \
+         chunked (vLLM 0.6 multi-step) and must fit one iteration: raise --max-num-batched-tokens \
+         to at least {total} or shorten the request"
+    )]
+    Unchunked {
+        source_name: String,
+        row: usize,
+        total: u64,
+        budget: u32,
+    },
+    #[error(
         "{replicas} replicas of tp {tp} × pp {pp} need {need} GPUs, but --gpus is {gpus}; use \
          --replicas {most} or fewer, or more --gpus"
     )]

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod kv;
 pub mod lengths;
+pub mod multistep;
 pub mod result;
 pub mod scheduler;
 pub mod search;
@@ -44,11 +45,13 @@ pub fn vllm_defaults(hw: &Hardware) -> Limits {
         Limits {
             max_num_seqs: 1024,
             max_num_batched_tokens: 8192,
+            num_scheduler_steps: 1,
         }
     } else {
         Limits {
             max_num_seqs: 256,
             max_num_batched_tokens: 2048,
+            num_scheduler_steps: 1,
         }
     }
 }
@@ -89,6 +92,14 @@ pub fn prepare(
             });
         }
     }
+    let steps = c.limits.num_scheduler_steps;
+    if !(1..=multistep::MAX_STEPS).contains(&steps) {
+        return Err(ServeError::Flag {
+            what: "--num-scheduler-steps",
+            want: multistep::STEPS_RANGE,
+            got: steps.to_string(),
+        });
+    }
     // `setup` sizes activations for a prompt of `input` tokens: the budget's worth (within the
     // context, which `setup` checks).
     let req = Requests {
@@ -110,10 +121,12 @@ pub fn prepare(
     })
 }
 
-/// Check every request against the context and the KV cache (`source` names them in errors).
+/// Check every request against the context and the KV cache (`source` names them in errors);
+/// under multi-step scheduling, whose prompts are not chunked, against the token budget too.
 pub fn check_requests(
     model: &ModelShape,
     p: &Prepared,
+    limits: &Limits,
     requests: &[Request],
     source: &str,
 ) -> Result<(), ServeError> {
@@ -129,6 +142,18 @@ pub fn check_requests(
                 total,
                 context: model.seq,
                 model: model.name.clone(),
+            });
+        }
+        // vLLM 0.6 without chunked prefill ignores a prompt longer than the budget, and refuses
+        // to start with a budget below `max_model_len` (`SchedulerConfig._verify_args`): a
+        // request must fit one prefill iteration, recomputed after a preemption included.
+        let budget = limits.max_num_batched_tokens;
+        if limits.num_scheduler_steps > 1 && total > u64::from(budget) {
+            return Err(ServeError::Unchunked {
+                source_name: source.into(),
+                row: i + 1,
+                total,
+                budget,
             });
         }
         if total > capacity {
@@ -155,6 +180,7 @@ pub fn simulate(
 ) -> Run {
     Engine {
         setup: &p.setup,
+        window_setup: multistep::amortised(&p.setup),
         hw,
         net,
         limits: c.limits,

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::catalog::grid;
-use crate::infer::{Charging, KvFormat, WeightFormat};
+use crate::infer::step::Work;
+use crate::infer::{iteration, Charging, KvFormat, WeightFormat};
 use crate::plan::{catalog_model, catalog_system};
 use result::{Context, Described};
 
@@ -87,7 +88,7 @@ fn far_below_capacity_the_latencies_are_infers() {
     // decode step is affine in the context, so 1 %).
     let c = case(1, Router::RoundRobin);
     let reqs = workload(0.05, 512, 128, 200, 3);
-    check_requests(&c.model, &c.prepared, &reqs, "test").unwrap();
+    check_requests(&c.model, &c.prepared, &c.config.limits, &reqs, "test").unwrap();
     let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
     let r = summary(&c, &run);
     let u = r.unloaded.unwrap();
@@ -210,7 +211,7 @@ fn a_small_cache_preempts_and_still_finishes_everything() {
     let mut c = case(1, Router::RoundRobin);
     c.prepared.kv_blocks = 64;
     let reqs = workload(50.0, 200, 100, 100, 9);
-    check_requests(&c.model, &c.prepared, &reqs, "test").unwrap();
+    check_requests(&c.model, &c.prepared, &c.config.limits, &reqs, "test").unwrap();
     let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
     assert!(run.preemptions > 0);
     assert!(run.records.iter().all(|r| r.e2e_s > 0.0));
@@ -218,7 +219,7 @@ fn a_small_cache_preempts_and_still_finishes_everything() {
     assert!((sum / run.energy_busy_j - 1.0).abs() < 1e-9);
     // A request longer than the whole cache is refused, naming it.
     let long = workload(1.0, 1000, 100, 1, 1);
-    let e = check_requests(&c.model, &c.prepared, &long, "t.csv")
+    let e = check_requests(&c.model, &c.prepared, &c.config.limits, &long, "t.csv")
         .unwrap_err()
         .to_string();
     assert!(
@@ -234,4 +235,183 @@ fn vllm_defaults_by_device() {
     assert_eq!(vllm_defaults(&h100).max_num_seqs, 1024);
     let (a100, _) = catalog_system("a100").unwrap();
     assert_eq!(vllm_defaults(&a100).max_num_seqs, 256);
+}
+
+/// A mixed load on two vLLM replicas with a cache small enough to preempt: every path of the
+/// one-step scheduler runs.
+fn mixed(steps: u32) -> (Case, Vec<Request>) {
+    let mut c = case(2, Router::LeastLoaded);
+    c.config.serving.engine = crate::infer::Engine::Vllm;
+    c.config.limits.num_scheduler_steps = steps;
+    c.prepared = prepare(&c.model, &c.hw, &c.net, &c.config).unwrap();
+    c.prepared.kv_blocks = 400;
+    let g = Generated {
+        arrivals: Arrivals::Gamma {
+            rate: 40.0,
+            cv: 2.0,
+        },
+        input: Lengths::LogNormal {
+            mean: 700.0,
+            sigma: 1.0,
+            max: Some(3000),
+        },
+        output: Lengths::LogNormal {
+            mean: 200.0,
+            sigma: 1.0,
+            max: Some(1000),
+        },
+        requests: 600,
+        duration_s: None,
+        seed: 7,
+    };
+    let (reqs, _) = generate(&g, c.model.seq, &c.model.name).unwrap();
+    (c, reqs)
+}
+
+#[test]
+fn one_scheduler_step_is_the_scheduler_as_it_was() {
+    // Regression: with --num-scheduler-steps 1 (the default) the run is bit for bit the one the
+    // simulator gave before multi-step scheduling existed (recorded on its last commit, c2a7ea9,
+    // with 146 preemptions and mixed prefill chunks). A change of the step or power model moves
+    // these figures legitimately: re-record them then, after checking that only that changed.
+    let (c, reqs) = mixed(1);
+    assert_eq!(
+        c.config.limits,
+        Limits {
+            num_scheduler_steps: 1,
+            ..vllm_defaults(&c.hw)
+        }
+    );
+    let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
+    let sum = |f: fn(&RequestRecord) -> Option<f64>| -> u64 {
+        run.records.iter().filter_map(f).sum::<f64>().to_bits()
+    };
+    assert_eq!((run.iterations, run.preemptions), (19410, 146));
+    assert_eq!(sum(|r| Some(r.ttft_s)), 0x40d1485e1ddaa6e0);
+    assert_eq!(sum(|r| Some(r.e2e_s)), 0x40d2409edf64b156);
+    assert_eq!(sum(|r| r.tpot_s), 0x4015285812bb5d4d);
+    assert_eq!(sum(|r| Some(r.energy_j)), 0x40f4212f082460eb);
+    assert_eq!(run.energy_busy_j.to_bits(), 0x40f4212f082460eb);
+    assert_eq!(run.energy_idle_j.to_bits(), 0x4070e0e077a72161);
+    assert_eq!(run.end_s.to_bits(), 0x405473c312e2d4b6);
+}
+
+#[test]
+fn multi_step_energies_sum_to_the_runs_and_every_request_finishes() {
+    // Windows of 8 steps over the same mixed load: preemptions at window starts, finished
+    // sequences computing to the window's end (charged to their request), prefill-only
+    // iterations; Σ requests = energy of all iterations, to 1e-9 relative.
+    let (c, reqs) = mixed(8);
+    check_requests(&c.model, &c.prepared, &c.config.limits, &reqs, "test").unwrap();
+    let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
+    assert!(run.preemptions > 0);
+    let sum: f64 = run.records.iter().map(|r| r.energy_j).sum();
+    assert!(
+        (sum / run.energy_busy_j - 1.0).abs() < 1e-9,
+        "{sum} vs {}",
+        run.energy_busy_j
+    );
+    for r in &run.records {
+        assert!(r.ttft_s > 0.0 && r.e2e_s >= r.ttft_s, "{r:?}");
+    }
+    // The same load with one step per decision is another run.
+    let one = simulate(&c.prepared, &c.hw, &c.net, &mixed(1).0.config, &reqs);
+    assert_ne!(one.iterations, run.iterations);
+}
+
+#[test]
+fn a_request_arriving_mid_window_waits_for_its_end() {
+    // By hand: request A (512-token prompt, 100 outputs) arrives alone at 0 and is prefilled
+    // alone; a window of 10 decode steps follows, the first paying the engine's host time, the
+    // other nine not (multistep::amortised). B (256 + 10) arrives during the window's second
+    // step: it waits for the window's end, then is prefilled alone (prefill-only iteration, A
+    // not decoded), so its TTFT is the rest of the window plus its own prefill.
+    let mut c = case(1, Router::RoundRobin);
+    c.config.serving.engine = crate::infer::Engine::Vllm;
+    c.config.limits.num_scheduler_steps = 10;
+    c.prepared = prepare(&c.model, &c.hw, &c.net, &c.config).unwrap();
+    let s = &c.prepared.setup;
+    let later = multistep::amortised(s);
+    let time = |s: &crate::infer::Setup, w: Work| iteration(s, &c.hw, &c.net, &w).time;
+    let prefill = |n: f64| Work {
+        tokens: n,
+        rows: 1.0,
+        pairs: n * (n + 1.0) / 2.0,
+        kv_read: 0.0,
+    };
+    // A decode step with c tokens cached: one query attending to c + 1 keys.
+    let decode = |c: f64| Work {
+        tokens: 1.0,
+        rows: 1.0,
+        pairs: c + 1.0,
+        kv_read: c,
+    };
+    let prefill_a = time(s, prefill(512.0));
+    let mut window_end = prefill_a + time(s, decode(512.0));
+    let arrival_b = window_end + 1e-4;
+    for j in 1..10 {
+        window_end += time(&later, decode(512.0 + f64::from(j)));
+    }
+    let reqs = vec![
+        Request {
+            arrival_s: 0.0,
+            input_tokens: 512,
+            output_tokens: 100,
+        },
+        Request {
+            arrival_s: arrival_b,
+            input_tokens: 256,
+            output_tokens: 10,
+        },
+    ];
+    check_requests(&c.model, &c.prepared, &c.config.limits, &reqs, "test").unwrap();
+    let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
+    let (a, b) = (&run.records[0], &run.records[1]);
+    assert!((a.ttft_s / prefill_a - 1.0).abs() < 1e-12, "{a:?}");
+    let wait = window_end - arrival_b;
+    assert!(b.ttft_s >= wait, "{} < {wait}", b.ttft_s);
+    let expected = wait + time(s, prefill(256.0));
+    assert!(
+        (b.ttft_s / expected - 1.0).abs() < 1e-9,
+        "{} vs {expected}",
+        b.ttft_s
+    );
+    // With one step per decision B is admitted at the next step's boundary, mixed with A's
+    // decode: its first token comes more than six of the window's steps earlier (eight steps
+    // are left after B's arrival, less the host time and decode the one-step iterations add).
+    let mut one = c.config;
+    one.limits.num_scheduler_steps = 1;
+    let run1 = simulate(&c.prepared, &c.hw, &c.net, &one, &reqs);
+    assert!(run1.records[1].ttft_s + 6.0 * time(&later, decode(520.0)) < b.ttft_s);
+}
+
+#[test]
+fn multi_step_refuses_a_prompt_beyond_the_budget_and_a_bad_step_count() {
+    let mut c = case(1, Router::RoundRobin);
+    c.config.limits.num_scheduler_steps = 10;
+    c.config.limits.max_num_batched_tokens = 1024;
+    let reqs = workload(1.0, 1000, 100, 1, 1);
+    let e = check_requests(&c.model, &c.prepared, &c.config.limits, &reqs, "t.csv")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("t.csv: request 1")
+            && e.contains("1100 tokens")
+            && e.contains("--max-num-batched-tokens 1024"),
+        "{e}"
+    );
+    // One step per decision chunks the same prompt: accepted.
+    c.config.limits.num_scheduler_steps = 1;
+    assert!(check_requests(&c.model, &c.prepared, &c.config.limits, &reqs, "t.csv").is_ok());
+    for bad in [0, multistep::MAX_STEPS + 1] {
+        c.config.limits.num_scheduler_steps = bad;
+        let e = prepare(&c.model, &c.hw, &c.net, &c.config)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("--num-scheduler-steps") && e.contains("from 1 to 256"),
+            "{e}"
+        );
+    }
 }

@@ -68,6 +68,10 @@ pub struct ServeResult {
     pub router: String,
     pub max_num_seqs: u32,
     pub max_num_batched_tokens: u32,
+    /// Decode steps per scheduling decision (1: every iteration; more: vLLM 0.6's multi-step
+    /// scheduling). Absent in files written before it existed, which ran with 1.
+    #[serde(default = "one_step")]
+    pub num_scheduler_steps: u32,
     pub block_size: u32,
     pub kv_blocks_per_replica: u64,
     pub slo_ttft_s: Option<f64>,
@@ -166,6 +170,11 @@ pub struct Context<'a> {
     pub slo_tpot_s: Option<f64>,
 }
 
+/// `num_scheduler_steps` of a file written before the field existed.
+fn one_step() -> u32 {
+    1
+}
+
 fn p(xs: &[f64], q: f64) -> f64 {
     quantile(xs, q).unwrap_or(f64::NAN)
 }
@@ -220,6 +229,7 @@ impl ServeResult {
             router: c.config.router.name().into(),
             max_num_seqs: c.config.limits.max_num_seqs,
             max_num_batched_tokens: c.config.limits.max_num_batched_tokens,
+            num_scheduler_steps: c.config.limits.num_scheduler_steps,
             block_size: super::BLOCK_SIZE,
             kv_blocks_per_replica: run.kv_blocks_per_replica,
             slo_ttft_s: c.slo_ttft_s,

@@ -42,7 +42,7 @@ impl Seq {
 
     /// Tokens of the sequence so far: the prompt and the tokens emitted (the last emitted token
     /// is computed in the next iteration, which emits the one after it).
-    fn tokens(&self) -> u32 {
+    pub(crate) fn tokens(&self) -> u32 {
         self.prompt + self.generated
     }
 }
@@ -52,6 +52,9 @@ impl Seq {
 pub struct Limits {
     pub max_num_seqs: u32,
     pub max_num_batched_tokens: u32,
+    /// Decode steps per scheduling decision (vLLM 0.6's `--num-scheduler-steps`): 1 is the V1
+    /// scheduler above; more is vLLM 0.6's multi-step scheduling ([`super::multistep`]).
+    pub num_scheduler_steps: u32,
 }
 
 /// One replica: its queue, its running batch and its KV blocks.
@@ -65,6 +68,12 @@ pub(crate) struct Replica {
     /// The iteration in flight: (index into `running`, tokens scheduled).
     pub scheduled: Vec<(usize, u32)>,
     pub busy_s: f64,
+    /// Multi-step scheduling: steps of the current window left after the one in flight (always
+    /// 0 with one step per decision).
+    pub window_left: u32,
+    /// Multi-step scheduling: a sequence of the current window has finished (it leaves the
+    /// batch when the window ends).
+    pub finished_in_window: bool,
 }
 
 /// What an iteration does, from [`Replica::schedule`].
@@ -73,6 +82,8 @@ pub(crate) struct Batch {
     pub tokens: u32,
     /// Requests preempted in this iteration (indices in the run).
     pub preempted: Vec<usize>,
+    /// Whether the iteration pays the engine's per-iteration host time.
+    pub host: bool,
 }
 
 impl Replica {
@@ -84,6 +95,8 @@ impl Replica {
             busy_until: None,
             scheduled: Vec::new(),
             busy_s: 0.0,
+            window_left: 0,
+            finished_in_window: false,
         }
     }
 
@@ -122,6 +135,12 @@ impl Replica {
         if self.scheduled.is_empty() {
             return None;
         }
+        Some(self.batch(preempted, true))
+    }
+
+    /// The work of the iteration in `self.scheduled`; `host`: whether it pays the engine's
+    /// per-iteration host time (every iteration but a multi-step window's later steps).
+    pub(crate) fn batch(&self, preempted: Vec<usize>, host: bool) -> Batch {
         let mut work = Work {
             tokens: 0.0,
             rows: 0.0,
@@ -140,11 +159,12 @@ impl Replica {
             work.kv_read += c;
             tokens += n as u32;
         }
-        Some(Batch {
+        Batch {
             work,
             tokens,
             preempted,
-        })
+            host,
+        }
     }
 
     /// Admit waiting requests first come, first served while the budget lasts, fewer than
@@ -167,11 +187,16 @@ impl Replica {
 
     /// Apply the iteration in flight: computed tokens advance; a sequence whose every token is
     /// computed emits its next token. Calls `emit(req, first, last)` for each token emitted and
-    /// removes finished requests (their blocks freed).
+    /// removes finished requests (their blocks freed) — under multi-step scheduling only when the
+    /// window ends, or at once when every sequence of the window has finished.
     pub fn complete(&mut self, mut emit: impl FnMut(usize, bool, bool)) {
         let mut finished = false;
         for &(i, n) in &self.scheduled {
             let s = &mut self.running[i];
+            if s.generated >= s.output {
+                // Multi-step: a finished sequence computes to the window's end, emitting nothing.
+                continue;
+            }
             s.computed += n;
             if s.computed == s.tokens() {
                 s.generated += 1;
@@ -181,7 +206,15 @@ impl Replica {
             }
         }
         self.scheduled.clear();
-        if finished {
+        if self.window_left > 0 {
+            if self.running.iter().all(|s| s.generated >= s.output) {
+                self.window_left = 0;
+            } else {
+                self.finished_in_window |= finished;
+                return;
+            }
+        }
+        if finished || std::mem::take(&mut self.finished_in_window) {
             let pool = &mut self.pool;
             self.running.retain_mut(|s| {
                 let done = s.generated >= s.output;

@@ -29,6 +29,8 @@ pub struct SearchSpace {
     pub precisions: Vec<WeightFormat>,
     pub max_num_seqs: Vec<u32>,
     pub max_num_batched_tokens: u32,
+    /// Decode steps per scheduling decision (every configuration runs with it).
+    pub num_scheduler_steps: u32,
     /// Board power limits to try; empty: the device as it is.
     pub power_caps: Vec<Watts>,
     pub router: Router,
@@ -177,11 +179,12 @@ fn candidate(
         limits: Limits {
             max_num_seqs: seqs,
             max_num_batched_tokens: space.max_num_batched_tokens,
+            num_scheduler_steps: space.num_scheduler_steps,
         },
         router: space.router,
     };
     let p = prepare(model, &hw, net, &config)?;
-    check_requests(model, &p, requests, "the workload")?;
+    check_requests(model, &p, &config.limits, requests, "the workload")?;
     let run = simulate(&p, &hw, net, &config, requests);
     let recs = &run.records;
     let q = |xs: Vec<f64>| quantile(&sorted(&xs), 0.99);
@@ -361,6 +364,7 @@ mod tests {
             precisions: vec![WeightFormat::Bf16, WeightFormat::Fp8],
             max_num_seqs: vec![64, 256],
             max_num_batched_tokens: 8192,
+            num_scheduler_steps: 1,
             power_caps: vec![],
             router: Router::RoundRobin,
             slo_ttft_s,

@@ -72,6 +72,7 @@ struct Row {
     why_not: String,
     locator: String,
     inter_gbit: Option<f64>,
+    num_scheduler_steps: u32,
 }
 
 /// One published figure and its prediction.
@@ -100,6 +101,8 @@ pub struct ServeCase {
     pub replicas: u32,
     pub max_num_seqs: u32,
     pub max_num_batched_tokens: u32,
+    /// `--num-scheduler-steps` (vLLM 0.6's multi-step scheduling above 1).
+    pub num_scheduler_steps: u32,
     /// `published`, `default` or `assumed` (data/validation/serve.csv header).
     pub settings: String,
     /// Requests per second offered (`None`: all at once).
@@ -185,6 +188,7 @@ fn config(r: &Row) -> Result<Config, String> {
         limits: Limits {
             max_num_seqs: r.max_num_seqs,
             max_num_batched_tokens: r.max_num_batched_tokens,
+            num_scheduler_steps: r.num_scheduler_steps,
         },
         router: Router::RoundRobin,
     })
@@ -253,7 +257,7 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
     let c = config(r)?;
     let p = prepare(&model, &hw, &net, &c).map_err(|e| e.to_string())?;
     let reqs = requests(r, model.seq, &model.name)?;
-    check_requests(&model, &p, &reqs, &r.id).map_err(|e| e.to_string())?;
+    check_requests(&model, &p, &c.limits, &reqs, &r.id).map_err(|e| e.to_string())?;
     let run = simulate(&p, &hw, &net, &c, &reqs);
     let recs = &run.records;
     let pick = |f: fn(&super::RequestRecord) -> Option<f64>| {
@@ -302,6 +306,7 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
         replicas: r.replicas,
         max_num_seqs: r.max_num_seqs,
         max_num_batched_tokens: r.max_num_batched_tokens,
+        num_scheduler_steps: r.num_scheduler_steps,
         settings: r.settings.clone(),
         rate_rps: (r.arrivals != "all-at-once")
             .then_some(r.rate_rps)

@@ -24,25 +24,29 @@ fn published_serving_runs() {
     for e in &v.excluded {
         println!("excluded {}: {}", e.id, e.why);
     }
-    // Every row of the set is simulated; seven are in the accuracy claim (serve.md says why the
+    // Every row of the set is simulated; eleven are in the accuracy claim (serve.md says why the
     // others are not).
     assert!(v.excluded.is_empty(), "{:?}", v.excluded);
     assert_eq!(v.cases.len(), 19);
-    assert_eq!(v.cases.iter().filter(|c| c.in_claim).count(), 7);
+    assert_eq!(v.cases.iter().filter(|c| c.in_claim).count(), 11);
     let claim = |class: &str| {
         v.summaries
             .iter()
             .find(|s| s.subset == "claim" && s.class == class)
             .unwrap()
     };
-    // The summary as it stood when the set was assembled (seed 0), held so that a change which
-    // makes the simulator worse on the set fails: of the claim's figures, p50 5 of 21 within
-    // 20 % (median |error| 36.3 %), p99 0 of 9 within 30 % (66 %), throughput 5 of 6 within
-    // 15 % (8.7 %). The targets are not met; docs/usage/serve.md ("Validation") says where the
+    // The summary, held so that a change which makes the simulator worse on the set fails.
+    // When the set was assembled (seven rows) the claim's figures stood at p50 5 of 21 within
+    // 20 % (median |error| 36.3 %), p99 0 of 9 within 30 % (66 %), throughput 5 of 6 within 15 %
+    // (8.7 %). Modelling vLLM 0.6's multi-step scheduling (--num-scheduler-steps, the rows'
+    // published 10) brought its four online rows into the claim under the set's rules (engine
+    // features modelled, knobs published or documented defaults) — not their errors: p50 8 of 33
+    // within 20 % (33.9 %); those rows publish no p99 or throughput, so the other classes are
+    // unchanged. The targets are not met; docs/usage/serve.md ("Validation") says where the
     // simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
-    assert_eq!((p50.figures, p99.figures, tput.figures), (21, 9, 6));
-    assert!(p50.within >= 5 && p50.median_abs_error <= 0.38, "{p50:?}");
+    assert_eq!((p50.figures, p99.figures, tput.figures), (33, 9, 6));
+    assert!(p50.within >= 8 && p50.median_abs_error <= 0.35, "{p50:?}");
     assert!(p99.median_abs_error <= 0.70, "{p99:?}");
     assert!(
         tput.within >= 5 && tput.median_abs_error <= 0.10,
@@ -71,6 +75,13 @@ fn the_set_is_typed_as_a_user_types_it() {
         );
         assert!(r.lengths != "own" || r.in_claim == "no", "{}", r.id);
         assert!(r.in_claim == "yes" || !r.why_not.is_empty(), "{}", r.id);
+        // Multi-step scheduling is a vLLM knob: only vLLM rows set it.
+        assert!(
+            (1..=crate::serve::multistep::MAX_STEPS).contains(&r.num_scheduler_steps)
+                && (r.num_scheduler_steps == 1 || r.engine == "vllm"),
+            "{}",
+            r.id
+        );
         assert!(!r.locator.is_empty(), "{}", r.id);
     }
 }
