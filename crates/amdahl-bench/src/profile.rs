@@ -559,8 +559,9 @@ mod tests {
         let gpu = from_gpu(&gpu_report(GpuPower::not_measured("none"), true), &origin());
         let e = merge(&g, gpu, "cpu.json").unwrap_err();
         assert!(
-            e.to_string()
-                .starts_with("--profile-out cpu.json: a profile of kind `cpu`"),
+            e.to_string().starts_with(
+                "--profile-out cpu.json: the profile's kind is `cpu`, this benchmark's is `gpu`"
+            ),
             "{e}"
         );
     }

@@ -154,7 +154,7 @@ pub enum MergeError {
     NotAProfile { file: String, why: String },
     #[error("--profile-out {file}: the file is an `{found}`, not an `{PROFILE_SCHEMA}` profile this version can merge into; it was left as it is: give another path, or delete {file} and rerun its benchmarks")]
     Schema { file: String, found: String },
-    #[error("--profile-out {file}: a profile of {what} `{theirs}`, but this benchmark measured {what} `{ours}`; a profile merges benchmarks of one device on one host only, so it was left as it is: give another path, or delete {file} to start a new profile")]
+    #[error("--profile-out {file}: the profile's {what} is `{theirs}`, this benchmark's is `{ours}`; a profile merges benchmarks of one device on one host only, so it was left as it is: give another path, or delete {file} to start a new profile")]
     Other {
         file: String,
         what: &'static str,
@@ -704,9 +704,9 @@ mod tests {
         let e = refused(&|p| p.host = "node2".into());
         assert_eq!(
             e.to_string(),
-            "--profile-out cpu.json: a profile of host `node1`, but this benchmark measured host \
-             `node2`; a profile merges benchmarks of one device on one host only, so it was left \
-             as it is: give another path, or delete cpu.json to start a new profile"
+            "--profile-out cpu.json: the profile's host is `node1`, this benchmark's is `node2`; \
+             a profile merges benchmarks of one device on one host only, so it was left as it \
+             is: give another path, or delete cpu.json to start a new profile"
         );
         assert!(matches!(
             refused(&|p| p.device = "Intel Xeon".into()),
