@@ -118,7 +118,8 @@ impl PowerWindowArgs {
 #[derive(ClapArgs, Debug, Clone)]
 pub struct ProfileArgs {
     /// Also write what was measured as a device profile (amdahl.device-profile/1) here (gemm,
-    /// memory and gpu).
+    /// memory and gpu); an existing profile of the same device is merged into, anything else
+    /// refused.
     #[arg(long, value_name = "FILE")]
     pub profile_out: Option<PathBuf>,
     /// The catalog device the profile is of (`amdahl catalog devices`) [default: matched by the

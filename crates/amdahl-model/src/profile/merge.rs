@@ -352,42 +352,7 @@ impl DeviceProfile {
             self.benchmarks.clone()
         };
         let mut m = self.clone();
-        let mut notes = Vec::new();
-        let mut replaced = Vec::new();
-        for f in Figure::ALL {
-            let (old_has, new_has) = (f.measured_in(self), f.measured_in(&new));
-            if new_has {
-                let keys = f.keys_in(&new);
-                let mut again = Vec::new();
-                for r in &mut runs {
-                    again.extend(r.figures.iter().filter(|k| keys.contains(k)).cloned());
-                    r.figures.retain(|k| !keys.contains(k));
-                }
-                if again.is_empty() && old_has && f != Figure::Gemm {
-                    again.push(f.key().to_string());
-                }
-                replaced.extend(said(&again));
-                f.copy(&new, &mut m);
-            }
-            let from = if new_has || (covered.contains(&f) && !old_has) {
-                &new
-            } else {
-                self
-            };
-            notes.extend(
-                from.notes
-                    .iter()
-                    .filter(|n| Figure::of_note(n) == Some(f))
-                    .cloned(),
-            );
-        }
-        // Notes on no figure: the file's, then the new ones it does not hold.
-        for n in self.notes.iter().chain(&new.notes) {
-            if Figure::of_note(n).is_none() && !notes.contains(n) {
-                notes.push(n.clone());
-            }
-        }
-        m.notes = notes;
+        let replaced = lay_figures(self, &new, covered, &mut runs, &mut m);
         m.power.method = power_method(self, &new, covered);
         runs.retain(|r| !r.figures.is_empty());
         let kept = runs
@@ -419,6 +384,55 @@ impl DeviceProfile {
             replaced,
         })
     }
+}
+
+/// Lay over `m` (a copy of `old`) each figure `new` measured, dropping it from the older `runs`,
+/// and give `m` the notes of whichever profile each figure comes from (module docs); the
+/// figures measured again, in words.
+fn lay_figures(
+    old: &DeviceProfile,
+    new: &DeviceProfile,
+    covered: &[Figure],
+    runs: &mut [BenchmarkRun],
+    m: &mut DeviceProfile,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut replaced = Vec::new();
+    for f in Figure::ALL {
+        let (old_has, new_has) = (f.measured_in(old), f.measured_in(new));
+        if new_has {
+            let keys = f.keys_in(new);
+            let mut again = Vec::new();
+            for r in runs.iter_mut() {
+                again.extend(r.figures.iter().filter(|k| keys.contains(k)).cloned());
+                r.figures.retain(|k| !keys.contains(k));
+            }
+            if again.is_empty() && old_has && f != Figure::Gemm {
+                again.push(f.key().to_string());
+            }
+            replaced.extend(said(&again));
+            f.copy(new, m);
+        }
+        let from = if new_has || (covered.contains(&f) && !old_has) {
+            new
+        } else {
+            old
+        };
+        notes.extend(
+            from.notes
+                .iter()
+                .filter(|n| Figure::of_note(n) == Some(f))
+                .cloned(),
+        );
+    }
+    // Notes on no figure: the file's, then the new ones it does not hold.
+    for n in old.notes.iter().chain(&new.notes) {
+        if Figure::of_note(n).is_none() && !notes.contains(n) {
+            notes.push(n.clone());
+        }
+    }
+    m.notes = notes;
+    replaced
 }
 
 /// The counters the merged power figures were read by: both profiles' where each keeps a power
