@@ -9,8 +9,37 @@ use crate::memory::MemoryReport;
 use crate::power::PowerStatus;
 use crate::stats::Stats;
 use amdahl_model::profile::{
-    fit_curve, DeviceProfile, GemmPoint, GemmProfile, PowerProfile, PROFILE_SCHEMA,
+    fit_curve, BenchmarkRun, DeviceProfile, Figure, GemmPoint, GemmProfile, MergeError, Merged,
+    PowerProfile, PROFILE_SCHEMA,
 };
+
+/// The benchmarks that write profiles, as a profile's `benchmarks` names them.
+pub const BENCH_GEMM: &str = "bench gemm";
+pub const BENCH_MEMORY: &str = "bench memory";
+pub const BENCH_GPU: &str = "bench gpu";
+
+/// The figures whose load `bench` runs: a figure it did not measure replaces the notes of the
+/// file it merges into only when it ran the load (its "not measured: why" is then the news).
+pub fn covers(bench: &str) -> &'static [Figure] {
+    match bench {
+        BENCH_GEMM => &[Figure::IdleW, Figure::ComputeW, Figure::Gemm],
+        BENCH_MEMORY => &[Figure::IdleW, Figure::MemoryW, Figure::MemoryBandwidth],
+        BENCH_GPU => &Figure::ALL,
+        _ => &[],
+    }
+}
+
+/// Merge `new`, the profile one benchmark just wrote, into `old`, the profile already at
+/// `file` (`--profile-out` on an existing file): [`DeviceProfile::merge`] with the figures
+/// that benchmark covers.
+pub fn merge(old: &DeviceProfile, new: DeviceProfile, file: &str) -> Result<Merged, MergeError> {
+    let bench = new
+        .benchmarks
+        .last()
+        .map(|b| b.bench.clone())
+        .unwrap_or_default();
+    old.merge(new, covers(&bench), file)
+}
 
 /// Where a profile was measured: the host and the time, filled by the caller.
 #[derive(Debug, Clone)]
@@ -39,7 +68,17 @@ fn empty(kind: &str, device: String, o: &Origin, debug_build: bool) -> DevicePro
         device_to_host: None,
         power: PowerProfile::default(),
         notes: Vec::new(),
+        benchmarks: Vec::new(),
     }
+}
+
+/// Record the benchmark `bench` as the one run that measured every figure of `p`.
+fn ran(mut p: DeviceProfile, bench: &str) -> DeviceProfile {
+    p.benchmarks = vec![BenchmarkRun {
+        bench: bench.into(),
+        ..p.as_one_run()
+    }];
+    p
 }
 
 /// One precision's curve from its (n, flops, median seconds) points; `None` when none is usable.
@@ -207,7 +246,7 @@ pub fn from_gemm(r: &GemmReport, o: &Origin, idle: &PowerStatus) -> DeviceProfil
     );
     p.notes
         .push("memory bandwidth: not measured by `bench gemm`; profile with `bench memory`".into());
-    p
+    ran(p, BENCH_GEMM)
 }
 
 /// The CPU's profile from `bench memory`: the STREAM triad bandwidth, its power and `idle`.
@@ -217,7 +256,10 @@ pub fn from_memory(r: &MemoryReport, o: &Origin, idle: &PowerStatus) -> DevicePr
     p.threads = Some(r.machine.threads.used);
     let triad = r.triad();
     p.memory_bandwidth = triad.map(|t| t.rate.median).filter(|b| *b > 0.0);
-    if r.fits_in_cache {
+    if p.memory_bandwidth.is_none() {
+        p.notes
+            .push("memory bandwidth: not measured: no STREAM triad measured".into());
+    } else if r.fits_in_cache {
         p.notes.push(
             "memory bandwidth: the STREAM arrays fit in the caches, so the figure is a cache's, \
              not DRAM's; give larger --sizes"
@@ -243,7 +285,7 @@ pub fn from_memory(r: &MemoryReport, o: &Origin, idle: &PowerStatus) -> DevicePr
     );
     p.notes
         .push("GEMM: not measured by `bench memory`; profile with `bench gemm` too".into());
-    p
+    ran(p, BENCH_MEMORY)
 }
 
 /// The GPU's profile from `bench gpu`: cuBLAS GEMM per precision, pinned copy bandwidth, the
@@ -291,7 +333,7 @@ pub fn from_gpu(r: &GpuReport, o: &Origin) -> DeviceProfile {
             memory: Some(r.power.memory.clone()),
         },
     );
-    p
+    ran(p, BENCH_GPU)
 }
 
 #[cfg(test)]
@@ -446,6 +488,82 @@ mod tests {
             .notes
             .join("\n")
             .contains("power.idle_w: not measured: estimate only"));
+    }
+
+    fn tiny_memory() -> MemoryReport {
+        let mut cfg = crate::memory::MemoryConfig::quick(Threads {
+            used: 1,
+            capped_from: None,
+        });
+        cfg.stream_len = Some(4096);
+        cfg.repeats = 1;
+        cfg.sweep = false;
+        crate::memory::run(&cfg, &mut Hooks::default()).unwrap()
+    }
+
+    /// `bench gemm` then `bench memory` into one file: one profile with the GEMM curve and the
+    /// bandwidth, whose notes no longer send the reader to `bench memory`.
+    #[test]
+    fn a_memory_profile_merges_into_a_gemm_profile() {
+        let rapl = "intel-rapl:0 package-0 (counter)";
+        let g = from_gemm(&tiny_gemm(), &origin(), &measured(30.0, "idle", rapl));
+        assert_eq!(g.benchmarks.len(), 1);
+        assert_eq!(g.benchmarks[0].bench, BENCH_GEMM);
+        assert_eq!(g.benchmarks[0].figures, ["power.idle_w", "gemm fp32"]);
+        let later = Origin {
+            measured_at: "2026-01-02T00:00:00Z".into(),
+            ..origin()
+        };
+        let m = from_memory(
+            &tiny_memory(),
+            &later,
+            &PowerStatus::not_measured("estimate only: CPU time × TDP share"),
+        );
+        assert_eq!(m.benchmarks[0].figures, ["memory_bandwidth"]);
+        let out = merge(&g, m, "cpu.json").unwrap();
+        let p = &out.profile;
+        p.check("cpu.json").unwrap();
+        assert!(p.gemm_of("fp32").is_some());
+        assert!(p.memory_bandwidth.is_some_and(|b| b > 0.0));
+        // The idle power RAPL gave the GEMM run stays: the memory run could not read one.
+        assert_eq!(p.power.idle_w, Some(30.0));
+        assert_eq!(p.power.method, rapl);
+        let notes = p.notes.join("\n");
+        for gone in [
+            "profile with `bench memory`",
+            "GEMM: not measured",
+            "power.idle_w: not measured",
+            "runs no such load; profile with `bench memory`",
+        ] {
+            assert!(!notes.contains(gone), "{gone}: {notes}");
+        }
+        assert!(notes.contains("power.memory_w: not measured: "), "{notes}");
+        assert!(notes.contains("power.compute_w: not measured: no energy sensor wired"));
+        let runs: Vec<_> = p.benchmarks.iter().map(|b| b.bench.as_str()).collect();
+        assert_eq!(runs, [BENCH_GEMM, BENCH_MEMORY]);
+        assert_eq!(p.measured_at, "2026-01-02T00:00:00Z");
+        assert_eq!(
+            out.summary("cpu.json"),
+            "merged bench memory into cpu.json (kept: idle power, GEMM curve (fp32) from bench \
+             gemm)"
+        );
+    }
+
+    #[test]
+    fn a_gpu_profile_does_not_merge_into_a_cpu_one() {
+        let g = from_gemm(
+            &tiny_gemm(),
+            &origin(),
+            &PowerStatus::not_measured("no counter"),
+        );
+        let gpu = from_gpu(&gpu_report(GpuPower::not_measured("none"), true), &origin());
+        let e = merge(&g, gpu, "cpu.json").unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "--profile-out cpu.json: the profile's kind is `cpu`, this benchmark's is `gpu`"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -7,10 +7,17 @@
 //! (STREAM triad on CPUs); host↔device copy bandwidth (GPUs); and the power at idle, under a
 //! compute-bound and under a memory-bound load where a counter was readable. Absent fields were
 //! not measured and leave the catalog's constants in place; the profile says why in `notes`.
+//!
+//! One profile may hold the figures of several benchmarks of the same device (`--profile-out`
+//! merges into an existing profile: [`DeviceProfile::merge`]); `benchmarks` says which run
+//! measured which figure, and when.
 
 use crate::plan::{ComputePrecision, GemmCurve, Hardware};
 use crate::units::{Seconds, Watts};
 use serde::{Deserialize, Serialize};
+
+mod merge;
+pub use merge::{parse_existing, Figure, MergeError, Merged};
 
 pub const PROFILE_SCHEMA: &str = "amdahl.device-profile/1";
 
@@ -54,6 +61,25 @@ pub struct PowerProfile {
     pub method: String,
 }
 
+/// One benchmark run whose figures a profile holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BenchmarkRun {
+    /// `bench gemm`, `bench memory` or `bench gpu`.
+    pub bench: String,
+    /// UTC, ISO 8601: when this benchmark ran.
+    pub measured_at: String,
+    pub amdahl_version: String,
+    /// Measured by a debug build: its timings are not representative.
+    pub debug_build: bool,
+    /// Threads its CPU kernels used (CPU benchmarks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    /// The profile's figures this run measured and the profile still holds (a later run of the
+    /// same figure replaces it): `gemm fp32` (one per precision), `memory_bandwidth`,
+    /// `host_to_device`, `device_to_host`, `power.idle_w`, `power.compute_w`, `power.memory_w`.
+    pub figures: Vec<String>,
+}
+
 /// A measured device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceProfile {
@@ -66,15 +92,17 @@ pub struct DeviceProfile {
     /// The catalog device it is (`amdahl catalog devices`): `--profile-system`, else matched by
     /// name; `None` when neither.
     pub system: Option<String>,
+    /// The host name of the machine measured.
     pub host: String,
     /// Driver and CUDA versions, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
-    /// UTC, ISO 8601.
+    /// UTC, ISO 8601: when the newest of its benchmarks ran (each one's date in `benchmarks`).
     pub measured_at: String,
-    /// Measured by a debug build: its timings are not representative.
+    /// Some figure was measured by a debug build: its timings are not representative.
     pub debug_build: bool,
-    /// Threads the CPU kernels used (CPU profiles).
+    /// Threads the CPU kernels of the newest benchmark used (CPU profiles; each one's in
+    /// `benchmarks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
     pub gemm: Vec<GemmProfile>,
@@ -87,9 +115,15 @@ pub struct DeviceProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_to_host: Option<f64>,
     pub power: PowerProfile,
-    /// What was not measured, and why.
+    /// What was not measured, and why; each note starts with the figure it is about
+    /// (`power.idle_w: …`, `memory bandwidth: …`, `GEMM: …`).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The benchmarks whose figures the profile holds, oldest first, each with the figures it
+    /// measured (absent in profiles written before profiles were merged: one benchmark, the
+    /// profile's own date).
+    #[serde(default)]
+    pub benchmarks: Vec<BenchmarkRun>,
 }
 
 /// Fit `t = latency + F / rate` to the points by least squares of the relative error (each
@@ -201,12 +235,22 @@ impl DeviceProfile {
             .find(|g| g.precision.eq_ignore_ascii_case(p))
     }
 
-    /// "A100 SXM4 80GB, profiled on HOST at DATE".
+    /// "A100 SXM4 80GB, profiled on HOST at DATE"; a profile merged from several benchmarks
+    /// names each one's date ("profiled on HOST: bench gemm at DATE, bench memory at DATE").
     pub fn provenance(&self, name: &str, file: &str) -> String {
+        let when = if self.benchmarks.len() > 1 {
+            let runs: Vec<String> = self
+                .benchmarks
+                .iter()
+                .map(|b| format!("{} at {}", b.bench, b.measured_at))
+                .collect();
+            format!(": {}", runs.join(", "))
+        } else {
+            format!(" at {}", self.measured_at)
+        };
         format!(
-            "{name}, profiled on {} at {} ({file}{})",
+            "{name}, profiled on {}{when} ({file}{})",
             self.host,
-            self.measured_at,
             if self.debug_build {
                 "; a debug build: timings not representative"
             } else {

@@ -118,7 +118,8 @@ impl PowerWindowArgs {
 #[derive(ClapArgs, Debug, Clone)]
 pub struct ProfileArgs {
     /// Also write what was measured as a device profile (amdahl.device-profile/1) here (gemm,
-    /// memory and gpu).
+    /// memory and gpu); an existing profile of the same device is merged into, anything else
+    /// refused.
     #[arg(long, value_name = "FILE")]
     pub profile_out: Option<PathBuf>,
     /// The catalog device the profile is of (`amdahl catalog devices`) [default: matched by the
@@ -149,24 +150,83 @@ impl ProfileArgs {
         })
     }
 
-    /// Write `profile` to `--profile-out`, if given.
-    pub fn write(&self, profile: &amdahl_model::profile::DeviceProfile) -> Result<()> {
+    /// Write `profile` to `--profile-out`, if given: merged into the profile already there
+    /// (of the same device; anything else is refused and left as it is), atomically.
+    pub fn write(&self, profile: amdahl_model::profile::DeviceProfile) -> Result<()> {
         let Some(path) = &self.profile_out else {
             return Ok(());
         };
-        crate::output::write_file(path, &amdahl_report::to_json(profile)?)?;
-        crate::output::wrote(path);
-        if profile.system.is_none() {
+        let file = path.display().to_string();
+        let unmatched = profile.system.is_none().then(|| profile.device.clone());
+        let (profile, merged) = match self.existing()? {
+            Some(old) => {
+                let m = amdahl_bench::profile::merge(&old, profile, &file)?;
+                let said = m.summary(&file);
+                (m.profile, Some(said))
+            }
+            None => (profile, None),
+        };
+        crate::output::write_file(path, &amdahl_report::to_json(&profile)?)?;
+        match merged {
+            Some(said) => crate::output::note(&said),
+            None => crate::output::wrote(path),
+        }
+        if let (None, Some(device)) = (&profile.system, unmatched) {
             eprintln!(
-                "amdahl: warning: `{}` matches no catalogued device; `plan`/`infer` will refuse \
-                 this profile until it is rerun with --profile-system NAME (calibrate's `gemm` \
-                 rows use it as it is)",
-                profile.device
+                "amdahl: warning: `{device}` matches no catalogued device; `plan`/`infer` will \
+                 refuse this profile until it is rerun with --profile-system NAME (calibrate's \
+                 `gemm` rows use it as it is)"
             );
         }
         Ok(())
     }
+
+    /// The profile already at `--profile-out`, to merge into: `None` when there is no file (or
+    /// the path is a FIFO or device, which is written, never read); an error, before anything
+    /// is written, when the file is not an `amdahl.device-profile/1`.
+    fn existing(&self) -> Result<Option<amdahl_model::profile::DeviceProfile>> {
+        let Some(path) = &self.profile_out else {
+            return Ok(None);
+        };
+        if crate::output::is_stream(path) {
+            return Ok(None);
+        }
+        let file = path.display().to_string();
+        let bytes = match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Ok(m) if m.len() > MAX_PROFILE_BYTES => {
+                return Err(amdahl_model::profile::MergeError::NotAProfile {
+                    file,
+                    why: format!("{} bytes, more than any profile", m.len()),
+                }
+                .into())
+            }
+            _ => std::fs::read(path).with_context(|| {
+                format!("--profile-out {file}: reading the file to merge the profile into")
+            })?,
+        };
+        let text = String::from_utf8(bytes).map_err(|_| {
+            amdahl_model::profile::MergeError::NotAProfile {
+                file: file.clone(),
+                why: "not UTF-8 text".into(),
+            }
+        })?;
+        Ok(Some(amdahl_model::profile::parse_existing(&text, &file)?))
+    }
+
+    /// Before the benchmark runs: refuse at once an existing `--profile-out` that the profile
+    /// of a `kind` device (named `device`, when known yet) on this host could not merge into.
+    pub fn preflight(&self, kind: &str, device: Option<&str>, system: Option<&str>) -> Result<()> {
+        if let (Some(old), Some(path)) = (self.existing()?, &self.profile_out) {
+            let host = amdahl_meter::procfs::hostname();
+            old.check_same(&path.display().to_string(), kind, &host, device, system)?;
+        }
+        Ok(())
+    }
 }
+
+/// A file at `--profile-out` larger than this is not a profile (one is a few kB).
+const MAX_PROFILE_BYTES: u64 = 16 << 20;
 
 /// The catalog device whose name or an alias, letters and digits only, the measured name
 /// contains; the longest such match ("NVIDIA A100-SXM4-80GB" → A100 SXM4 80GB).
@@ -279,7 +339,11 @@ fn profile_origin(
     if p.profile_out.is_none() {
         return Ok(None);
     }
-    Ok(Some(p.origin(&device().unwrap_or_default())?))
+    // As the profile names the CPU (amdahl_bench::profile::from_gemm).
+    let device = device().unwrap_or_else(|| "CPU".into());
+    let origin = p.origin(&device)?;
+    p.preflight("cpu", Some(&device), origin.system.as_deref())?;
+    Ok(Some(origin))
 }
 
 /// Idle power for the profile, read across the power window before the benchmark, only when a
@@ -379,7 +443,7 @@ fn run_gemm(common: Common, precision: Vec<String>) -> Result<ExitCode> {
     if let (Some(o), Some(idle)) = (origin, idle) {
         common
             .profile
-            .write(&amdahl_bench::profile::from_gemm(&r, &o, &idle))?;
+            .write(amdahl_bench::profile::from_gemm(&r, &o, &idle))?;
     }
     emit(&common, &r)
 }
@@ -434,7 +498,7 @@ fn run_memory(common: Common) -> Result<ExitCode> {
     if let (Some(o), Some(idle)) = (origin, idle) {
         common
             .profile
-            .write(&amdahl_bench::profile::from_memory(&r, &o, &idle))?;
+            .write(amdahl_bench::profile::from_memory(&r, &o, &idle))?;
     }
     emit(&common, &r)
 }

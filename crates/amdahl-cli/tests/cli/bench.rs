@@ -509,3 +509,226 @@ fn power_window_without_a_profile_is_refused() {
         .code(2)
         .stderr(predicate::str::contains("--power-window"));
 }
+
+/// The smallest `bench gemm` and `bench memory` runs that write a profile (`--profile-out` and
+/// more flags after these).
+fn profile_bench(dir: &Path, what: &str) -> Command {
+    let mut c = amdahl();
+    c.current_dir(dir)
+        .args(["bench", what, "--quick", "--repeats", "1"]);
+    match what {
+        "gemm" => c.args(["--sizes", "16,32", "--precision", "fp32", "--threads", "1"]),
+        _ => c.args(["--sizes", "20000"]),
+    };
+    c
+}
+
+/// A CPU profile is whole only with both benchmarks: `bench gemm` then `bench memory` with one
+/// `--profile-out` give one profile with the GEMM curve and the bandwidth, which `calibrate`,
+/// `carbon` and `plan` read.
+#[test]
+fn gemm_then_memory_merge_into_one_profile() {
+    let t = tempfile::tempdir().unwrap();
+    profile_bench(t.path(), "gemm")
+        .args(["--profile-system", "epyc-7763", "--profile-out", "cpu.json"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("amdahl: wrote cpu.json"));
+    // No --profile-system this time: the file's catalog device is kept.
+    profile_bench(t.path(), "memory")
+        .args(["--profile-out", "cpu.json"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "amdahl: merged bench memory into cpu.json (kept: GEMM curve (fp32) from bench gemm)",
+        ))
+        .stderr(predicate::str::contains("wrote cpu.json").not());
+    let text = std::fs::read_to_string(t.path().join("cpu.json")).unwrap();
+    let p: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(p["schema"], "amdahl.device-profile/1");
+    assert_eq!(p["system"], "EPYC 7763");
+    let rate = p["gemm"][0]["sustained_flops_per_s"].as_f64().unwrap();
+    assert!(rate > 0.0);
+    assert!(p["memory_bandwidth"].as_f64().unwrap() > 0.0);
+    let notes = p["notes"].to_string();
+    assert!(!notes.contains("profile with `bench memory`"), "{notes}");
+    assert!(!notes.contains("GEMM: not measured"), "{notes}");
+    assert!(!notes.contains("runs no such load"), "{notes}");
+    let runs: Vec<(&str, &Value)> = p["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["bench"].as_str().unwrap(), &b["figures"]))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("bench gemm", &serde_json::json!(["gemm fp32"])),
+            ("bench memory", &serde_json::json!(["memory_bandwidth"])),
+        ]
+    );
+    assert_eq!(p["benchmarks"][0]["threads"], 1);
+
+    // calibrate's GEMM rows on the merged profile: the GEMM curve is still there.
+    let t_of = |n: f64| 1e-3 + 2.0 * n.powi(3) / (0.5 * rate);
+    let rows: String = [64.0, 96.0, 128.0, 192.0]
+        .iter()
+        .map(|n| format!("gemm --n {n},{}\n", t_of(*n)))
+        .collect();
+    std::fs::write(t.path().join("runs.csv"), format!("command,step_s\n{rows}")).unwrap();
+    let out = amdahl()
+        .current_dir(t.path())
+        .args([
+            "calibrate",
+            "runs.csv",
+            "--device-profile",
+            "cpu.json",
+            "--json",
+        ])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let eff = v["constants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "gemm_efficiency")
+        .unwrap()["value"]
+        .as_f64()
+        .unwrap();
+    assert!((eff / 0.5 - 1.0).abs() < 1e-3, "{eff}");
+    // carbon takes the merged file as a profile of the EPYC 7763; without RAPL it has no power
+    // under load, and says so rather than assume one.
+    amdahl()
+        .current_dir(t.path())
+        .args(["carbon", "--device", "epyc-7763", "--hours", "1"])
+        .args(["--device-profile", "cpu.json"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "cpu.json: the profile measured no power under load",
+        ));
+    // plan reads it too, and refuses the CPU (no 16-bit peak in the catalog), naming it.
+    amdahl()
+        .current_dir(t.path())
+        .args([
+            "plan",
+            "--model",
+            "gpt3-125m",
+            "--gpus",
+            "1",
+            "--batch",
+            "8",
+        ])
+        .args(["--system", "epyc-7763", "--device-profile", "cpu.json"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("EPYC 7763"));
+
+    // The GEMM measured again replaces the older curve; the bandwidth stays.
+    profile_bench(t.path(), "gemm")
+        .args(["--profile-out", "cpu.json"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "amdahl: merged bench gemm into cpu.json (kept: memory bandwidth from bench memory; \
+             replaced: GEMM curve (fp32))",
+        ));
+    let p: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path().join("cpu.json")).unwrap()).unwrap();
+    let runs: Vec<&str> = p["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["bench"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs, ["bench memory", "bench gemm"]);
+    assert_eq!(p["gemm"].as_array().unwrap().len(), 1);
+    assert!(p["memory_bandwidth"].as_f64().unwrap() > 0.0);
+}
+
+/// `--profile-out` never overwrites what it cannot merge into: a file that is no profile, a
+/// profile of another version, host or catalog device. Each is refused before the benchmark
+/// runs, exit 1, the file left byte for byte.
+#[test]
+fn profile_out_refuses_a_file_it_cannot_merge_into() {
+    let t = tempfile::tempdir().unwrap();
+    profile_bench(t.path(), "gemm")
+        .args(["--profile-system", "epyc-7763", "--profile-out", "cpu.json"])
+        .assert()
+        .success();
+    let profile = std::fs::read_to_string(t.path().join("cpu.json")).unwrap();
+    let cases = [
+        (
+            "notes.txt",
+            "my notes\n".to_string(),
+            "is not a device profile (not JSON",
+        ),
+        (
+            "gemm.json",
+            "{\"schema\": \"amdahl.bench.gemm/1\"}".to_string(),
+            "the file is an `amdahl.bench.gemm/1`, not an `amdahl.device-profile/1` profile",
+        ),
+        (
+            "v2.json",
+            profile.replace("amdahl.device-profile/1", "amdahl.device-profile/2"),
+            "the file is an `amdahl.device-profile/2`",
+        ),
+        (
+            "other-host.json",
+            profile.replacen("\"host\": \"", "\"host\": \"elsewhere-", 1),
+            "the profile's host is `elsewhere-",
+        ),
+        (
+            "other-device.json",
+            profile.replacen("\"device\": \"", "\"device\": \"Other ", 1),
+            "the profile's device is `Other ",
+        ),
+    ];
+    for (name, text, said) in &cases {
+        assert_ne!(text, &profile);
+        std::fs::write(t.path().join(name), text).unwrap();
+        for what in ["gemm", "memory"] {
+            profile_bench(t.path(), what)
+                .args(["--profile-out", name])
+                .assert()
+                .code(1)
+                .stderr(predicate::str::contains(format!("--profile-out {name}: ")))
+                .stderr(predicate::str::contains(*said))
+                .stderr(predicate::str::contains(format!(
+                    "give another path, or delete {name}"
+                )));
+            assert_eq!(&std::fs::read_to_string(t.path().join(name)).unwrap(), text);
+        }
+    }
+    // Another catalog device than the file's.
+    profile_bench(t.path(), "memory")
+        .args(["--profile-system", "epyc-9654", "--profile-out", "cpu.json"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "the profile's catalog device (--profile-system) is `EPYC 7763`, this benchmark's is \
+             `EPYC 9654`",
+        ));
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("cpu.json")).unwrap(),
+        profile
+    );
+    // No temporary file left beside them.
+    let mut names: Vec<String> = std::fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "cpu.json",
+            "gemm.json",
+            "notes.txt",
+            "other-device.json",
+            "other-host.json",
+            "v2.json"
+        ]
+    );
+}

@@ -117,6 +117,9 @@ pub fn run(args: GpuArgs) -> Result<ExitCode> {
     if !amdahl_bench::gpu::CUDA_BUILT {
         return Err(GpuError::NotBuilt.into());
     }
+    // An existing --profile-out the GPU's profile could not merge into is refused before the
+    // benchmark runs (its device name is checked when the profile is written).
+    args.profile.preflight("gpu", None, None)?;
     let (probe, nvml_name) = nvml_probe(cfg.device);
     if probe.measures() && cfg.power_window_s > 0.0 {
         crate::output::note(&format!(
@@ -134,7 +137,7 @@ pub fn run(args: GpuArgs) -> Result<ExitCode> {
     if args.profile.profile_out.is_some() {
         let o = args.profile.origin(&r.device.name)?;
         args.profile
-            .write(&amdahl_bench::profile::from_gpu(&r, &o))?;
+            .write(amdahl_bench::profile::from_gpu(&r, &o))?;
     }
     let out = r.render(args.format.format())?;
     print_result(&r, &out)?;
