@@ -123,12 +123,7 @@ impl Replica {
                 i += 1;
                 continue;
             }
-            if let Some(mut victim) = self.running.pop() {
-                self.pool.release(&mut victim);
-                victim.computed = 0;
-                preempted.push(victim.req);
-                self.waiting.push_front(victim);
-            }
+            self.preempt_last(&mut preempted);
         }
         self.scheduled
             .extend((0..self.running.len()).map(|i| (i, 1)));

@@ -122,12 +122,7 @@ impl Replica {
                 continue;
             }
             // No block free: preempt the last running request (FCFS: the latest admitted).
-            if let Some(mut victim) = self.running.pop() {
-                self.pool.release(&mut victim);
-                victim.computed = 0;
-                preempted.push(victim.req);
-                self.waiting.push_front(victim);
-            }
+            self.preempt_last(&mut preempted);
         }
         if preempted.is_empty() || self.scheduled.is_empty() {
             self.admit(lim, &mut budget);
@@ -140,6 +135,17 @@ impl Replica {
 
     /// The work of the iteration in `self.scheduled`; `host`: whether it pays the engine's
     /// per-iteration host time (every iteration but a multi-step window's later steps).
+    /// Preempt the most recently admitted running request by recompute: its blocks freed, its
+    /// progress dropped, back at the head of the queue; its id added to `preempted`.
+    pub(crate) fn preempt_last(&mut self, preempted: &mut Vec<usize>) {
+        if let Some(mut victim) = self.running.pop() {
+            self.pool.release(&mut victim);
+            victim.computed = 0;
+            preempted.push(victim.req);
+            self.waiting.push_front(victim);
+        }
+    }
+
     pub(crate) fn batch(&self, preempted: Vec<usize>, host: bool) -> Batch {
         let mut work = Work {
             tokens: 0.0,
