@@ -68,6 +68,33 @@ fn cu<E: Display>(what: impl Into<String>) -> impl FnOnce(E) -> GpuError {
     }
 }
 
+/// Seconds of each call of `op`, timed by events recorded on `stream` around it, until both
+/// `cfg.repeats` calls and `cfg.min_time_s` of wall time are reached (CUDA Driver API:
+/// `cuEventRecord`, `cuEventElapsedTime`).
+fn event_timed(
+    stream: &Arc<CudaStream>,
+    cfg: &GpuConfig,
+    mut op: impl FnMut() -> Result<(), GpuError>,
+) -> Result<Vec<f64>, GpuError> {
+    let timing = Some(dsys::CUevent_flags::CU_EVENT_DEFAULT);
+    let mut samples = Vec::with_capacity(cfg.repeats);
+    let started = Instant::now();
+    while samples.len() < cfg.repeats || started.elapsed().as_secs_f64() < cfg.min_time_s {
+        let start = stream
+            .record_event(timing)
+            .map_err(cu("recording an event"))?;
+        op()?;
+        let end = stream
+            .record_event(timing)
+            .map_err(cu("recording an event"))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(cu("reading the event timer"))?;
+        samples.push(f64::from(ms) / 1e3);
+    }
+    Ok(samples)
+}
+
 fn measure(cfg: &GpuConfig, hooks: &mut Hooks<'_>) -> Result<GpuReport, GpuError> {
     // Before this process holds a context: the GPU as a job that has not started finds it.
     let idle = hooks.idle_power(cfg.power_window());
@@ -507,22 +534,7 @@ fn time_gemm<I: Elem, O: Elem>(
         ops.gemm(h, stream, p)?;
     }
     stream.synchronize().map_err(cu("synchronising"))?;
-    let timing = Some(dsys::CUevent_flags::CU_EVENT_DEFAULT);
-    let mut samples = Vec::with_capacity(cfg.repeats);
-    let started = Instant::now();
-    while samples.len() < cfg.repeats || started.elapsed().as_secs_f64() < cfg.min_time_s {
-        let start = stream
-            .record_event(timing)
-            .map_err(cu("recording an event"))?;
-        ops.gemm(h, stream, p)?;
-        let end = stream
-            .record_event(timing)
-            .map_err(cu("recording an event"))?;
-        let ms = start
-            .elapsed_ms(&end)
-            .map_err(cu("reading the event timer"))?;
-        samples.push(f64::from(ms) / 1e3);
-    }
+    let samples = event_timed(stream, cfg, || ops.gemm(h, stream, p))?;
     let stats = Stats::from_samples(&samples).ok_or_else(|| GpuError::Cuda {
         what: format!("timing {p} n={n}"),
         message: "the event timer returned no finite time".into(),
@@ -578,22 +590,7 @@ fn measure_device_copy(
         copy()?;
     }
     stream.synchronize().map_err(cu("synchronising"))?;
-    let timing = Some(dsys::CUevent_flags::CU_EVENT_DEFAULT);
-    let mut samples = Vec::with_capacity(cfg.repeats);
-    let started = Instant::now();
-    while samples.len() < cfg.repeats || started.elapsed().as_secs_f64() < cfg.min_time_s {
-        let start = stream
-            .record_event(timing)
-            .map_err(cu("recording an event"))?;
-        copy()?;
-        let end = stream
-            .record_event(timing)
-            .map_err(cu("recording an event"))?;
-        let ms = start
-            .elapsed_ms(&end)
-            .map_err(cu("reading the event timer"))?;
-        samples.push(f64::from(ms) / 1e3);
-    }
+    let samples = event_timed(stream, cfg, &mut copy)?;
     let time = Stats::from_samples(&samples).ok_or_else(|| GpuError::Cuda {
         what: "timing the device-to-device copy".into(),
         message: "the event timer returned no finite time".into(),
