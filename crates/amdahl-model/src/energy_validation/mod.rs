@@ -282,17 +282,18 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
     let mut held_out_models: Vec<HeldOut> = Vec::new();
     for (i, (r, m)) in modelled.iter().enumerate() {
         let config = r.configuration().to_string();
-        if !held_out_models.iter().any(|(c, _, _)| *c == config) {
-            let host_s = host_fit(Some(&config)).unwrap_or(VLLM_PER_SEQUENCE_S);
-            let rows_then = remodel(&modelled, host_s)?;
-            let k = fit(&terms(&rows_then, Some(&config)))
-                .ok_or_else(|| bad("too few left out of a configuration to fit"))?;
-            held_out_models.push((config.clone(), k, rows_then));
-        }
-        let (_, k, rows_then) = held_out_models
-            .iter()
-            .find(|(c, _, _)| *c == config)
-            .expect("pushed above");
+        let at = match held_out_models.iter().position(|(c, _, _)| *c == config) {
+            Some(at) => at,
+            None => {
+                let host_s = host_fit(Some(&config)).unwrap_or(VLLM_PER_SEQUENCE_S);
+                let rows_then = remodel(&modelled, host_s)?;
+                let k = fit(&terms(&rows_then, Some(&config)))
+                    .ok_or_else(|| bad("too few left out of a configuration to fit"))?;
+                held_out_models.push((config.clone(), k, rows_then));
+                held_out_models.len() - 1
+            }
+        };
+        let (_, k, rows_then) = &held_out_models[at];
         let (predicted, held_out) = (m.predict(&shipped), rows_then[i].1.predict(k));
         cases.push(EnergyCase {
             predicted,
