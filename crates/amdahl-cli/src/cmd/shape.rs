@@ -464,8 +464,9 @@ pub struct ServingFormats {
     )]
     pub kv_precision: KvFormat,
     /// Serving engine: vllm adds its host time per running sequence in every step (input
-    /// preparation, sampling, detokenising: 31.4 µs, fitted on published vLLM 0.11 runs);
-    /// tensorrt-llm and sglang have the fixed per-step overhead only.
+    /// preparation, sampling, detokenising; fitted on published vLLM 0.11 runs, the figure in
+    /// `amdahl catalog validation --energy`); tensorrt-llm and sglang have the fixed per-step
+    /// overhead only.
     #[arg(
         help_heading = "Serving",
         long,

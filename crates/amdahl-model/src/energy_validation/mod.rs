@@ -11,13 +11,13 @@ mod fit;
 mod predict;
 mod rows;
 
-pub use fit::{fit, fit_host, HostSample, PowerFit};
+pub use fit::{fit, PowerFit};
 pub use predict::Quantity;
 pub use rows::EnergySetError;
 
 use crate::infer::engine::VLLM_PER_SEQUENCE_S;
 use crate::stats::{median, sorted};
-use fit::Term;
+use fit::{fit_host, HostSample, Term};
 use predict::Modelled;
 use rows::Row;
 use serde::{Deserialize, Serialize};
