@@ -535,7 +535,9 @@ fn per_sequence_refusal(
             .map(|(e, origin)| format!("{} ({origin})", e.name()))
             .collect();
         return Some(format!(
-            "cannot identify {}: the serving rows run different engines, {}, and one host time              per sequence cannot be both engines'; calibrate each engine's rows in a file of              their own",
+            "cannot identify {}: the serving rows run different engines, {}, and one host time \
+             per sequence cannot be both engines'; calibrate each engine's rows in a file of \
+             their own",
             param.what,
             list.join(", ")
         ));
@@ -551,7 +553,9 @@ fn per_sequence_refusal(
     batches.dedup();
     match batches.as_slice() {
         [b] if !names.contains(&"step_overhead_s") => Some(format!(
-            "cannot identify {}: every serving row is at batch {b}, where it adds {b} × its value              to every step, which the rows cannot tell from an error of the per-step overhead              (held at its prior); add serving rows at other batches",
+            "cannot identify {}: every serving row is at batch {b}, where it adds {b} × its value \
+             to every step, which the rows cannot tell from an error of the per-step overhead \
+             (held at its prior); add serving rows at other batches",
             param.what
         )),
         _ => None,
