@@ -167,6 +167,7 @@ fn main() {
 /// five max-num-seqs × caps of 500 and 700 W: 300 configurations, those that fit simulated.
 fn serve_search(s: &Sys, rate: f64) {
     use amdahl_model::serve::search::{search, Described, SearchSpace};
+    use amdahl_model::serve::PrefillBatching;
     use amdahl_model::units::Watts;
     let g = Generated {
         arrivals: Arrivals::Poisson { rate },
@@ -197,6 +198,7 @@ fn serve_search(s: &Sys, rate: f64) {
         max_num_seqs: vec![64, 128, 256, 512, 1024],
         max_num_batched_tokens: 8192,
         num_scheduler_steps: 1,
+        prefill: PrefillBatching::Mixed,
         power_caps: vec![Watts(500.0), Watts(700.0)],
         router: Router::RoundRobin,
         slo_ttft_s: Some(2.0),

@@ -37,6 +37,7 @@ mod tests {
     use crate::plan::{
         ComputePrecision, Objective, OptimizerDtype, Recompute, RecomputeModule, Zero3Prefetch,
     };
+    use crate::serve::scheduler::PrefillBatching;
 
     /// Every enum's `NAMES` are its variants' `name()`s in order and parse back to them.
     macro_rules! names_round_trip {
@@ -57,7 +58,8 @@ mod tests {
             OptimizerDtype,
             RecomputeModule,
             ComputePrecision,
-            Objective
+            Objective,
+            PrefillBatching
         );
     }
 

@@ -5,7 +5,7 @@ use crate::escape::csv_unquoted;
 use crate::sig;
 use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
-use amdahl_model::serve::{RequestRecord, ServeResult};
+use amdahl_model::serve::{PrefillBatching, RequestRecord, ServeResult};
 use std::fmt::Write;
 
 fn ms(s: f64) -> String {
@@ -45,12 +45,15 @@ pub fn serve_table(r: &ServeResult) -> String {
             _ => String::new(),
         }
     );
-    // Multi-step scheduling is named only where it is on, so one-step runs print as before.
+    // Multi-step scheduling and separate prefill are named only where they are on, so the
+    // default runs print as before.
     let steps = if r.num_scheduler_steps > 1 {
         format!(
             ", num-scheduler-steps {} (multi-step, prompts not chunked)",
             r.num_scheduler_steps
         )
+    } else if r.prefill_batching == PrefillBatching::Separate {
+        ", prefill-batching separate (prefill-only iterations; decodes wait)".to_string()
     } else {
         String::new()
     };

@@ -12,7 +12,7 @@ use amdahl_model::serve::result::{Context, Described};
 use amdahl_model::serve::search::{self, SearchSpace};
 use amdahl_model::serve::{
     check_requests, generate, parse_trace, prepare, simulate, vllm_defaults, Arrivals, Config,
-    Generated, Lengths, Limits, Request, Router, ServeError, ServeResult, Side,
+    Generated, Lengths, Limits, PrefillBatching, Request, Router, ServeError, ServeResult, Side,
 };
 use amdahl_report::render::Render;
 use anyhow::{Context as _, Result};
@@ -72,6 +72,16 @@ pub struct Options {
     /// prefill), and the engine's host time is paid once per window.
     #[arg(help_heading = "Scheduler", long, default_value_t = 1, value_parser = domain::scheduler_steps, value_name = "K")]
     pub num_scheduler_steps: u32,
+    /// mixed: prompt chunks share iterations with the running requests' decode steps (vLLM V1,
+    /// TensorRT-LLM); separate: prompts are prefilled first, in iterations of their own, while
+    /// the decodes wait (SGLang without --enable-mixed-chunk, vLLM V0 without chunked prefill)
+    /// [default: separate with --engine sglang or --num-scheduler-steps above 1, else mixed].
+    #[arg(
+        help_heading = "Scheduler",
+        long,
+        value_parser = domain::model_enum::<PrefillBatching>(&PrefillBatching::NAMES, &[])
+    )]
+    pub prefill_batching: Option<PrefillBatching>,
 
     /// Poisson arrivals at this many requests per second.
     #[arg(help_heading = "Workload", long, value_parser = domain::positive, required_unless_present = "trace", conflicts_with = "trace")]
@@ -193,6 +203,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 .max_num_batched_tokens
                 .unwrap_or(defaults.max_num_batched_tokens),
             num_scheduler_steps: a.num_scheduler_steps,
+            prefill: prefill_batching(&a),
         },
         router: a.router,
     };
@@ -249,6 +260,7 @@ fn run_search(
             .max_num_batched_tokens
             .unwrap_or(vllm_defaults(hw).max_num_batched_tokens),
         num_scheduler_steps: a.num_scheduler_steps,
+        prefill: prefill_batching(a),
         power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
         router: a.router,
         slo_ttft_s: a.slo_ttft_ms.map(|m| m * 1e-3),
@@ -262,6 +274,14 @@ fn run_search(
     let result = search::search(model, hw, net, &space, &requests, d)?;
     print_result(&result, &result.render(a.format.format())?)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// --prefill-batching, else the default of the engine and --num-scheduler-steps.
+fn prefill_batching(a: &Options) -> PrefillBatching {
+    a.prefill_batching.unwrap_or(PrefillBatching::default_for(
+        a.formats.engine,
+        a.num_scheduler_steps,
+    ))
 }
 
 /// tp × pp × replicas on --gpus: every replica whole, no more replicas than the devices hold.

@@ -32,7 +32,8 @@ pub enum Engine {
     #[default]
     TensorrtLlm,
     /// SGLang: as TensorRT-LLM, its overlap scheduler hiding the per-sequence host work; no
-    /// measurement of its own yet.
+    /// measurement of its own yet. In `serve` it prefills prompts in iterations of their own
+    /// (`serve::PrefillBatching::Separate`, its default loop).
     Sglang,
     /// vLLM (V1 engine): host time per running sequence per iteration, [`VLLM_PER_SEQUENCE_S`].
     Vllm,

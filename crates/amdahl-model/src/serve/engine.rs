@@ -4,7 +4,7 @@
 //! owns the queues and the clock, nothing else.
 
 use super::kv::BlockPool;
-use super::scheduler::{Limits, Replica, Seq};
+use super::scheduler::{Limits, PrefillBatching, Replica, Seq};
 use super::workload::Request;
 use crate::infer::{iteration, Setup};
 use crate::plan::{Hardware, Network};
@@ -203,10 +203,10 @@ impl Engine<'_> {
     /// and power models; the iteration's energy split over its requests by tokens.
     fn start(&self, reps: &mut [Replica], r: usize, now: f64, run: &mut Run) {
         let steps = self.limits.num_scheduler_steps;
-        let batch = if steps > 1 {
-            reps[r].schedule_multistep(&self.limits, steps)
-        } else {
-            reps[r].schedule(&self.limits)
+        let batch = match self.limits.prefill {
+            _ if steps > 1 => reps[r].schedule_multistep(&self.limits, steps),
+            PrefillBatching::Separate => reps[r].schedule_separate(&self.limits),
+            PrefillBatching::Mixed => reps[r].schedule(&self.limits),
         };
         let Some(batch) = batch else {
             return;

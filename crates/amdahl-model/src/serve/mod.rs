@@ -15,6 +15,7 @@ pub mod multistep;
 pub mod result;
 pub mod scheduler;
 pub mod search;
+pub mod separate;
 pub mod validation;
 pub mod workload;
 
@@ -27,7 +28,7 @@ pub use error::ServeError;
 pub use kv::BLOCK_SIZE;
 pub use lengths::Lengths;
 pub use result::{EnergyDistribution, Quantiles, ServeResult, Unloaded, SERVE_SCHEMA};
-pub use scheduler::Limits;
+pub use scheduler::{Limits, PrefillBatching};
 pub use workload::{generate, parse_trace, Arrivals, Generated, Request};
 
 use crate::infer::{setup, Requests, Serving, Setup};
@@ -46,12 +47,14 @@ pub fn vllm_defaults(hw: &Hardware) -> Limits {
             max_num_seqs: 1024,
             max_num_batched_tokens: 8192,
             num_scheduler_steps: 1,
+            prefill: PrefillBatching::Mixed,
         }
     } else {
         Limits {
             max_num_seqs: 256,
             max_num_batched_tokens: 2048,
             num_scheduler_steps: 1,
+            prefill: PrefillBatching::Mixed,
         }
     }
 }
@@ -98,6 +101,15 @@ pub fn prepare(
             what: "--num-scheduler-steps",
             want: multistep::STEPS_RANGE,
             got: steps.to_string(),
+        });
+    }
+    // vLLM 0.6.0 refuses chunked prefill with multi-step (multistep.rs): its prompts are
+    // prefilled in iterations of their own.
+    if steps > 1 && c.limits.prefill == PrefillBatching::Mixed {
+        return Err(ServeError::Flag {
+            what: "--prefill-batching",
+            want: "separate with --num-scheduler-steps above 1 (vLLM 0.6 prefills apart under multi-step scheduling)",
+            got: "mixed".into(),
         });
     }
     // `setup` sizes activations for a prompt of `input` tokens: the budget's worth (within the

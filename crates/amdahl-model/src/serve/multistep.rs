@@ -137,7 +137,7 @@ impl Replica {
 #[cfg(test)]
 mod tests {
     use super::super::kv::BlockPool;
-    use super::super::scheduler::Seq;
+    use super::super::scheduler::{PrefillBatching, Seq};
     use super::*;
 
     fn lim() -> Limits {
@@ -145,6 +145,7 @@ mod tests {
             max_num_seqs: 8,
             max_num_batched_tokens: 100,
             num_scheduler_steps: 4,
+            prefill: PrefillBatching::Separate,
         }
     }
 

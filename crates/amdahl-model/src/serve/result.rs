@@ -2,7 +2,7 @@
 //! energy per request and per token, CO2e per 1,000 requests.
 
 use super::engine::{Run, Sample};
-use super::{Config, Prepared};
+use super::{Config, PrefillBatching, Prepared};
 use crate::infer::{estimate, evaluate_at, setup, Charging, KvFormat, Requests, WeightFormat};
 use crate::plan::{Hardware, ModelShape, Network};
 use crate::stats::{quantile, sorted};
@@ -72,6 +72,10 @@ pub struct ServeResult {
     /// scheduling). Absent in files written before it existed, which ran with 1.
     #[serde(default = "one_step")]
     pub num_scheduler_steps: u32,
+    /// Whether prompt chunks shared iterations with decode steps. Absent in files written before
+    /// it existed, which ran mixed (separate under multi-step scheduling).
+    #[serde(default)]
+    pub prefill_batching: PrefillBatching,
     pub block_size: u32,
     pub kv_blocks_per_replica: u64,
     pub slo_ttft_s: Option<f64>,
@@ -230,6 +234,7 @@ impl ServeResult {
             max_num_seqs: c.config.limits.max_num_seqs,
             max_num_batched_tokens: c.config.limits.max_num_batched_tokens,
             num_scheduler_steps: c.config.limits.num_scheduler_steps,
+            prefill_batching: c.config.limits.prefill,
             block_size: super::BLOCK_SIZE,
             kv_blocks_per_replica: run.kv_blocks_per_replica,
             slo_ttft_s: c.slo_ttft_s,

@@ -8,9 +8,15 @@
 //! tokens forgotten, and it goes back to the front of the queue to be recomputed (prompt and
 //! tokens generated so far) — vLLM V1's only preemption mode. An iteration in which a preemption
 //! happened admits no new requests (as V1 does).
+//!
+//! Two other policies share this replica: prefill and decode in separate iterations
+//! ([`PrefillBatching::Separate`], [`super::separate`]) and vLLM 0.6's multi-step windows
+//! ([`super::multistep`]).
 
 use super::kv::BlockPool;
 use crate::infer::step::Work;
+use crate::infer::Engine;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// A request inside a replica.
@@ -47,6 +53,57 @@ impl Seq {
     }
 }
 
+/// Whether prompt chunks and decode steps share an iteration (`--prefill-batching`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrefillBatching {
+    /// One iteration holds the running requests' decode steps and the prompt chunks that fit the
+    /// rest of the budget: vLLM V1 (chunked prefill, always on) and TensorRT-LLM's in-flight
+    /// batching.
+    #[default]
+    Mixed,
+    /// Prefill first, in iterations of its own; the running requests decode only in iterations
+    /// without a prompt: SGLang's default (no `--enable-mixed-chunk`), vLLM V0 without chunked
+    /// prefill ([`super::separate`]).
+    Separate,
+}
+
+impl PrefillBatching {
+    pub const ALL: [PrefillBatching; 2] = [PrefillBatching::Mixed, PrefillBatching::Separate];
+    pub const NAMES: [&'static str; 2] = ["mixed", "separate"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PrefillBatching::Mixed => "mixed",
+            PrefillBatching::Separate => "separate",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "mixed" => Some(PrefillBatching::Mixed),
+            "separate" => Some(PrefillBatching::Separate),
+            _ => None,
+        }
+    }
+
+    /// The policy when none is given: separate under multi-step scheduling (`steps` > 1, whose
+    /// prompts are prefilled apart), else the engine's default — separate for SGLang
+    /// (`enable_mixed_chunk` is off unless asked for, `python/sglang/srt/server_args.py`), mixed
+    /// for vLLM V1 and TensorRT-LLM.
+    pub fn default_for(engine: Engine, steps: u32) -> Self {
+        match engine {
+            _ if steps > 1 => PrefillBatching::Separate,
+            Engine::Sglang => PrefillBatching::Separate,
+            Engine::Vllm | Engine::TensorrtLlm => PrefillBatching::Mixed,
+        }
+    }
+}
+
+crate::names::from_str_by_parse!(PrefillBatching, "prefill batching");
+
 /// The scheduler's knobs (vLLM engine arguments of the same names).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
@@ -55,6 +112,9 @@ pub struct Limits {
     /// Decode steps per scheduling decision (vLLM 0.6's `--num-scheduler-steps`): 1 is the V1
     /// scheduler above; more is vLLM 0.6's multi-step scheduling ([`super::multistep`]).
     pub num_scheduler_steps: u32,
+    /// Whether prompts share iterations with decode steps; multi-step scheduling prefills in
+    /// iterations of its own whatever this says.
+    pub prefill: PrefillBatching,
 }
 
 /// One replica: its queue, its running batch and its KV blocks.
@@ -174,8 +234,9 @@ impl Replica {
     }
 
     /// Admit waiting requests first come, first served while the budget lasts, fewer than
-    /// `max_num_seqs` run and their blocks fit.
-    fn admit(&mut self, lim: &Limits, budget: &mut u32) {
+    /// `max_num_seqs` run and their blocks fit; the last one admitted may get only a chunk of its
+    /// prompt.
+    pub(crate) fn admit(&mut self, lim: &Limits, budget: &mut u32) {
         while *budget > 0 && self.running.len() < lim.max_num_seqs as usize {
             let Some(mut s) = self.waiting.front().copied() else {
                 break;

@@ -7,7 +7,7 @@
 
 use super::error::ServeError;
 use super::result::OVERLOAD_QUEUE_SHARE;
-use super::scheduler::Limits;
+use super::scheduler::{Limits, PrefillBatching};
 use super::{check_requests, prepare, simulate, Config, Request, Router};
 use crate::infer::{Engine, KvFormat, Serving, WeightFormat};
 use crate::plan::error::divisors;
@@ -31,6 +31,8 @@ pub struct SearchSpace {
     pub max_num_batched_tokens: u32,
     /// Decode steps per scheduling decision (every configuration runs with it).
     pub num_scheduler_steps: u32,
+    /// Whether prompts share iterations with decode steps (every configuration runs with it).
+    pub prefill: PrefillBatching,
     /// Board power limits to try; empty: the device as it is.
     pub power_caps: Vec<Watts>,
     pub router: Router,
@@ -180,6 +182,7 @@ fn candidate(
             max_num_seqs: seqs,
             max_num_batched_tokens: space.max_num_batched_tokens,
             num_scheduler_steps: space.num_scheduler_steps,
+            prefill: space.prefill,
         },
         router: space.router,
     };
@@ -365,6 +368,7 @@ mod tests {
             max_num_seqs: vec![64, 256],
             max_num_batched_tokens: 8192,
             num_scheduler_steps: 1,
+            prefill: PrefillBatching::Mixed,
             power_caps: vec![],
             router: Router::RoundRobin,
             slo_ttft_s,

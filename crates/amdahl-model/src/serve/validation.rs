@@ -11,9 +11,9 @@
 use super::datasets::Side;
 use super::{
     check_requests, generate, prepare, simulate, Arrivals, Config, Generated, Lengths, Limits,
-    Request, Router,
+    PrefillBatching, Request, Router,
 };
-use crate::infer::{KvFormat, Serving, WeightFormat};
+use crate::infer::{Engine, KvFormat, Serving, WeightFormat};
 use crate::plan::{catalog_model, system, Overrides};
 use crate::stats::{median, quantile, sorted};
 use serde::{Deserialize, Serialize};
@@ -176,6 +176,7 @@ fn rows() -> Result<Vec<Row>, ServeSetError> {
 fn config(r: &Row) -> Result<Config, String> {
     let weights = WeightFormat::parse(&r.precision).ok_or("unknown precision")?;
     let kv = KvFormat::parse(&r.kv_precision).ok_or("unknown kv_precision")?;
+    let engine = Engine::parse(&r.engine).ok_or("unknown engine")?;
     Ok(Config {
         serving: Serving {
             tp: r.tp,
@@ -183,12 +184,13 @@ fn config(r: &Row) -> Result<Config, String> {
             replicas: r.replicas,
             weights,
             kv,
-            engine: r.engine.parse().unwrap_or_default(),
+            engine,
         },
         limits: Limits {
             max_num_seqs: r.max_num_seqs,
             max_num_batched_tokens: r.max_num_batched_tokens,
             num_scheduler_steps: r.num_scheduler_steps,
+            prefill: PrefillBatching::default_for(engine, r.num_scheduler_steps),
         },
         router: Router::RoundRobin,
     })

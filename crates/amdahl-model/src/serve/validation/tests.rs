@@ -42,11 +42,13 @@ fn published_serving_runs() {
     // published 10) brought its four online rows into the claim under the set's rules (engine
     // features modelled, knobs published or documented defaults) — not their errors: p50 8 of 33
     // within 20 % (33.9 %); those rows publish no p99 or throughput, so the other classes are
-    // unchanged. The targets are not met; docs/usage/serve.md ("Validation") says where the
-    // simulator falls short.
+    // unchanged. Modelling SGLang's default scheduling (prompts prefilled in iterations of their
+    // own, --prefill-batching separate) and reading bench_serving's ShareGPT output cap right
+    // (2,044, not 1,024): p50 9 of 33 (32.1 %). The targets are not met; docs/usage/serve.md
+    // ("Validation") says where the simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (33, 9, 6));
-    assert!(p50.within >= 8 && p50.median_abs_error <= 0.35, "{p50:?}");
+    assert!(p50.within >= 9 && p50.median_abs_error <= 0.33, "{p50:?}");
     assert!(p99.median_abs_error <= 0.70, "{p99:?}");
     assert!(
         tput.within >= 5 && tput.median_abs_error <= 0.10,
