@@ -215,7 +215,6 @@ impl ServeResult {
             overloaded.then_some((offered, completed)),
             unloaded.as_ref(),
         );
-        let kwh_1000 = per_req_total * 1000.0 * c.charging.pue / JOULES_PER_KWH;
         ServeResult {
             schema: SERVE_SCHEMA.into(),
             model: c.model.name.clone(),
@@ -280,7 +279,7 @@ impl ServeResult {
             grid_g_per_kwh: c.charging.intensity().get(),
             grid_year: c.charging.grid.year,
             grid_source: c.charging.grid.source.clone(),
-            kwh_per_1000_requests: kwh_1000,
+            kwh_per_1000_requests: per_req_total * 1000.0 * c.charging.pue / JOULES_PER_KWH,
             co2e_per_1000_requests_g: c.charging.co2e_g(per_req_total * 1000.0),
             timeline: thin(&run.samples),
             latency_quantiles: quantiles(&ttft, &tpot, &e2e),
