@@ -133,8 +133,8 @@ fn power_model_line(v: &EnergyValidation) -> String {
         k.memory,
         v.fitted_rows
     ) + &format!(
-        "vLLM host time per running sequence per step: {:.1} µs, fitted on {} throughput rows \
-         (docs/methodology.md, \"Engine host time\"); held out, both fits leave the row's \
+        "vLLM time per running sequence per step (GPU work): {:.1} µs, fitted on {} throughput \
+         rows (docs/methodology.md, \"Engine per-sequence time\"); held out, both fits leave the row's \
          configuration out\n",
         v.vllm_host_s * 1e6,
         v.fitted_host_rows

@@ -211,9 +211,13 @@ fn server_power(r: &InferResult) -> String {
 /// Where one decode step's time goes.
 fn decode_line(out: &mut String, r: &InferResult) {
     let d = &r.decode;
-    // The engine's host time is a term only where the engine has one (vLLM).
+    // The engine's per-sequence time is a term only where the engine has one (vLLM).
     let host = if d.engine_host_s > 0.0 {
-        format!(" + {} host {}", r.engine.name(), ms(d.engine_host_s))
+        format!(
+            " + {} per-sequence {}",
+            r.engine.name(),
+            ms(d.engine_host_s)
+        )
     } else {
         String::new()
     };

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Fit the model's constants (GEMM efficiency, bandwidth fraction, kernel latency, per-step
-/// overhead, the serving engine's host time per sequence, power coefficients) to measured runs, with standard errors and leave-one-out errors.
+/// overhead, the serving engine's time per running sequence, power coefficients) to measured runs, with standard errors and leave-one-out errors.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Measured runs: a CSV with a `command` column (`plan …`, `infer … --batch B` or

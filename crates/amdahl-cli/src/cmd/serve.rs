@@ -69,7 +69,7 @@ pub struct Options {
     /// Decode steps per scheduling decision (vLLM 0.6's --num-scheduler-steps): above 1, vLLM
     /// 0.6's multi-step scheduling — the batch is fixed for that many decode steps, new prompts
     /// wait for the window to end and are prefilled whole in iterations of their own (no chunked
-    /// prefill), and the engine's host time is paid once per window.
+    /// prefill), and the fixed per-step overhead is paid once per window.
     #[arg(help_heading = "Scheduler", long, default_value_t = 1, value_parser = domain::scheduler_steps, value_name = "K")]
     pub num_scheduler_steps: u32,
     /// mixed: prompt chunks share iterations with the running requests' decode steps (vLLM V1,

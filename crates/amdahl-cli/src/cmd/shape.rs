@@ -163,7 +163,7 @@ impl SystemArgs {
             .transpose()
     }
 
-    /// Refuse a `--calibration` whose host time per running sequence was fitted to another
+    /// Refuse a `--calibration` whose time per running sequence was fitted to another
     /// serving engine than `engine` (`--engine`).
     pub fn check_engine(&self, engine: Engine) -> Result<()> {
         if let (Some(cal), Some(p)) = (self.calibration()?, &self.calibration) {
@@ -463,10 +463,10 @@ pub struct ServingFormats {
         default_value = "bf16"
     )]
     pub kv_precision: KvFormat,
-    /// Serving engine: vllm adds its host time per running sequence in every step (input
-    /// preparation, sampling, detokenising; fitted on published vLLM 0.11 runs, the figure in
+    /// Serving engine: vllm adds its time per running sequence in every step (memory-bound GPU
+    /// work: sampling, input preparation; fitted on published vLLM 0.11 runs, the figure in
     /// `amdahl catalog validation --energy`); tensorrt-llm and sglang have the fixed per-step
-    /// overhead only.
+    /// overhead only, and sglang prefills apart in `serve`.
     #[arg(
         help_heading = "Serving",
         long,

@@ -664,7 +664,7 @@ fn constant(v: &Value, name: &str) -> (f64, f64, f64) {
 
 #[test]
 fn vllm_rows_fit_the_engines_host_time_per_sequence() {
-    // vLLM rows at several batches made with 45 µs of host time per running sequence and a
+    // vLLM rows at several batches made with 45 µs of time per running sequence and a
     // 2 ms step overhead (the model ships 31.4 µs and 1 ms) are fitted back, alone and
     // together; `infer --calibration` then charges the fitted time per sequence.
     let t = tempfile::tempdir().unwrap();
@@ -752,9 +752,9 @@ fn vllm_rows_fit_the_engines_host_time_per_sequence() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains(
-            "cal.json: the host time per running sequence (per_sequence_s) was fitted to vllm runs, but --engine is tensorrt-llm",
+            "cal.json: the time per running sequence (per_sequence_s) was fitted to vllm runs, but --engine is tensorrt-llm",
         ));
-    // One batch cannot tell host time per sequence from the per-step overhead: refused by name,
+    // One batch cannot tell per-sequence time from the per-step overhead: refused by name,
     // alone or with the overhead; without --fit it is listed as not fitted.
     for names in ["per_sequence_s", "step_overhead_s,per_sequence_s"] {
         let o = amdahl()
@@ -764,7 +764,7 @@ fn vllm_rows_fit_the_engines_host_time_per_sequence() {
             .code(1);
         let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
         assert!(
-            err.contains("cannot identify host time per running sequence")
+            err.contains("cannot identify time per running sequence")
                 && (err.contains("every serving row is at batch 32")
                     || err.contains("proportional to that of per-step overhead")),
             "{names}: {err}"

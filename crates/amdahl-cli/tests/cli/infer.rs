@@ -511,7 +511,7 @@ fn vllm_adds_its_host_time_per_running_sequence() {
         f(&vllm["decode"], "compute_s") + f(&vllm["decode"], "memory_s"),
         f(&trt["decode"], "compute_s") + f(&trt["decode"], "memory_s")
     );
-    // Slower, and at the busy draw the host time costs energy per token too.
+    // Slower, and the per-sequence time (memory-bound GPU work) costs energy per token too.
     assert!(f(&vllm, "output_tokens_per_s") < f(&trt, "output_tokens_per_s"));
     assert!(f(&vllm, "energy_per_token_j") > f(&trt, "energy_per_token_j"));
     // The table says where the time went.
@@ -519,7 +519,7 @@ fn vllm_adds_its_host_time_per_running_sequence() {
         .args([&base[..], &["--engine", "vllm"]].concat())
         .assert()
         .success()
-        .stdout(predicate::str::contains("+ vllm host 8.04"));
+        .stdout(predicate::str::contains("+ vllm per-sequence 8.04"));
     // An engine amdahl does not know is a usage error naming the ones it does.
     let e = refused(&[&base[..], &["--engine", "tgi"]].concat());
     assert!(e.contains("tensorrt-llm") && e.contains("vllm"), "{e}");

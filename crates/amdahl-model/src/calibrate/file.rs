@@ -191,7 +191,7 @@ pub enum CalibrationFileError {
         calibrated: String,
         system: String,
     },
-    #[error("{file}: the host time per running sequence (per_sequence_s) was fitted to {calibrated} runs, but --engine is {engine}: give --engine {calibrated}, or calibrate on runs of {engine}")]
+    #[error("{file}: the time per running sequence (per_sequence_s) was fitted to {calibrated} runs, but --engine is {engine}: give --engine {calibrated}, or calibrate on runs of {engine}")]
     Engine {
         file: String,
         calibrated: &'static str,

@@ -110,7 +110,7 @@ pub struct Row {
 }
 
 /// The time constants, in the order the fit prefers them when two cannot be told apart (the
-/// per-step overhead before the serving engine's host time per running sequence: at one batch
+/// per-step overhead before the serving engine's time per running sequence: at one batch
 /// the two add the same time to every step, and the overhead is the better known).
 pub const TIME_CONSTANTS: [&str; 5] = [
     "gemm_efficiency",
@@ -186,13 +186,13 @@ pub fn param(name: &str, hw: &Hardware, serving: bool, engine: Option<Engine>) -
         ),
         "per_sequence_s" => p(
             "per_sequence_s",
-            "host time per running sequence",
+            "time per running sequence",
             hw.per_sequence_overhead()
                 .map_or(engine.map_or(0.0, Engine::per_sequence_s), Seconds::get),
             0.0,
             1e-1,
             1e-5,
-            "no row is served: it is the serving engine's host time per running sequence per step",
+            "no row is served: it is the serving engine's time per running sequence per step",
         ),
         "power_active" => p(
             "power_active",
@@ -514,7 +514,7 @@ fn serving_engines<'a>(rows: &'a [Row], idx: &[usize]) -> Vec<(Engine, &'a str)>
     out
 }
 
-/// Why the serving engine's host time per running sequence cannot be fitted to the rows `idx`,
+/// Why the serving engine's time per running sequence cannot be fitted to the rows `idx`,
 /// known from the rows themselves before any Jacobian (docs/methodology.md, "The fit"):
 /// - the serving rows run different engines: the constant replaces one engine's figure
 ///   ([`Engine::per_sequence_s`]), and one value cannot be two engines' host time;
@@ -535,8 +535,8 @@ fn per_sequence_refusal(
             .map(|(e, origin)| format!("{} ({origin})", e.name()))
             .collect();
         return Some(format!(
-            "cannot identify {}: the serving rows run different engines, {}, and one host time \
-             per sequence cannot be both engines'; calibrate each engine's rows in a file of \
+            "cannot identify {}: the serving rows run different engines, {}, and one time per \
+             sequence cannot be both engines'; calibrate each engine's rows in a file of \
              their own",
             param.what,
             list.join(", ")

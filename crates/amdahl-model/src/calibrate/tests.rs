@@ -84,7 +84,7 @@ fn value(c: &Calibration, name: &str) -> Option<(f64, f64)> {
 fn the_fit_recovers_the_constants_the_rows_were_made_with() {
     let c = calibrate(&synthetic(0.01, 42), &Request::default(), "synthetic").unwrap();
     // The small models' many small kernels identify the latency too: all seven training
-    // constants are fitted; the serving engine's host time per sequence, which no training row
+    // constants are fitted; the serving engine's time per running sequence, which no training row
     // has, is refused by name.
     let refused: Vec<&str> = c.not_identified.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(refused, ["per_sequence_s"], "{:?}", c.not_identified);
@@ -229,7 +229,7 @@ fn bad_measurements_are_refused_with_their_row() {
     assert!(calibrate(&rows, &Request::default(), "x").is_err());
 }
 
-// The serving engine's host time per running sequence (`per_sequence_s`, infer/engine.rs).
+// The serving engine's time per running sequence (`per_sequence_s`, infer/engine.rs).
 
 /// vLLM as the synthetic serving rows ran it: 45 µs per running sequence per step (the shipped
 /// figure is 31.4 µs) and 2 ms of fixed overhead per step (the shipped estimate is 1 ms).
@@ -365,7 +365,7 @@ fn one_batch_cannot_tell_host_time_from_step_overhead() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("cannot identify host time per running sequence")
+        e.contains("cannot identify time per running sequence")
             && e.contains("every serving row is at batch 64"),
         "{e}"
     );
@@ -379,7 +379,7 @@ fn one_batch_cannot_tell_host_time_from_step_overhead() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("cannot identify host time per running sequence")
+        e.contains("cannot identify time per running sequence")
             && e.contains("proportional to that of per-step overhead"),
         "{e}"
     );

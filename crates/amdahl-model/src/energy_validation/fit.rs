@@ -118,7 +118,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
 }
 
 /// One throughput row as the engine host-time fit sees it: the modelled time per output token
-/// without host time (`tau0`), how fast it grows with the host time per sequence (`slope`, exact:
+/// without host time (`tau0`), how fast it grows with the per-sequence time (`slope`, exact:
 /// the time is linear in it), and the measured time per output token.
 #[derive(Debug, Clone, Copy)]
 pub struct HostSample {
@@ -127,7 +127,7 @@ pub struct HostSample {
     pub measured: f64,
 }
 
-/// The host time per running sequence that minimises the squared relative error of the modelled
+/// The time per running sequence that minimises the squared relative error of the modelled
 /// time per token over `samples`: with r = (τ0 + c·g)/τm − 1 linear in c, the least-squares c is
 /// Σ (g/τm)(1 − τ0/τm) / Σ (g/τm)², never below zero. `None` with nothing to fit.
 pub fn fit_host(samples: &[HostSample]) -> Option<f64> {

@@ -133,7 +133,7 @@ pub struct EnergyValidation {
     pub fitted: PowerFit,
     /// Power rows the fit used.
     pub fitted_rows: usize,
-    /// vLLM's host time per running sequence as amdahl ships it ([`VLLM_PER_SEQUENCE_S`]), s.
+    /// vLLM's time per running sequence as amdahl ships it ([`VLLM_PER_SEQUENCE_S`]), s.
     #[serde(default)]
     pub vllm_host_s: f64,
     /// The same fitted on every fitted throughput row now (equal to the shipped one, rounded,
@@ -186,7 +186,7 @@ fn host_bound(rows: &[Row]) -> Vec<String> {
 /// is linear in it, so any positive value gives the exact slope).
 const HOST_PROBE_S: f64 = 1e-5;
 
-/// Every modelled row at `host_s` of vLLM host time per sequence: rows that do not use it are
+/// Every modelled row at `host_s` of vLLM per-sequence time: rows that do not use it are
 /// taken from `base` as they are.
 fn remodel<'a>(
     base: &[(&'a Row, Modelled)],
@@ -207,7 +207,7 @@ fn remodel<'a>(
         .collect()
 }
 
-/// The throughput rows the vLLM host time per sequence is fitted on (those of `fitted_in`'s
+/// The throughput rows the vLLM per-sequence time is fitted on (those of `fitted_in`'s
 /// configurations), by configuration: each row's time per token without host time and its slope.
 fn host_samples<'a>(
     modelled: &[(&'a Row, Modelled)],

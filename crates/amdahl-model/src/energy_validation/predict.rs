@@ -60,7 +60,7 @@ pub struct Modelled {
     pub fits: bool,
     /// The server around the GPUs and how many it holds (server-scope rows).
     server: Option<(ServerShare, f64)>,
-    /// Modelled with the vLLM host time per sequence ([`model_row`]'s argument).
+    /// Modelled with the vLLM per-sequence time ([`model_row`]'s argument).
     pub uses_host: bool,
 }
 
@@ -129,7 +129,7 @@ fn row_system(r: &Row) -> Result<(crate::plan::Hardware, crate::plan::Network), 
 }
 
 /// A row modelled, or the reason it cannot be yet. A vLLM row is modelled with `vllm_host_s` of
-/// host time per running sequence ([`crate::infer::Engine`]; the set's fit varies it).
+/// time per running sequence ([`crate::infer::Engine`]; the set's fit varies it).
 pub fn model_row(r: &Row, vllm_host_s: f64) -> Result<Modelled, String> {
     let quantity = match r.measured.as_str() {
         "gpu_power_w_all_gpus" | "gpu_power_w_per_gpu" => Quantity::PowerPerGpu,

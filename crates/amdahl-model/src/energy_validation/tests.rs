@@ -32,7 +32,7 @@ fn shipped_coefficients_are_the_fit_of_the_set() {
         v.fitted
     );
     assert!((v.coefficients.active_unfitted - v.fitted.active_unfitted).abs() <= 0.006);
-    // vLLM's host time per running sequence (crate::infer::engine) is the same kind of fit, on
+    // vLLM's time per running sequence (crate::infer::engine) is the same kind of fit, on
     // the throughput rows of the same configurations: shipped rounded to 0.1 µs.
     let host = v.fitted_vllm_host_s.unwrap();
     assert!((v.vllm_host_s - host).abs() <= 0.06e-6, "{host}");
@@ -59,26 +59,31 @@ fn held_out_accuracy_on_the_claimed_rows() {
     }
     // Every row of a modelled engine is in the claim, the host-bound 8B-on-B200 configuration
     // too (it is only left out of the fits): 54 power rows. Held out, the power model and vLLM's
-    // host time per sequence are both fitted without the row's configuration. Power: 7.8 %
-    // median, but 74 % worst (that configuration at batch 128, 449 W measured where the model
-    // says 778 W), so the targets (median ≤ 15 %, none beyond 35 %) are NOT met. These bounds
-    // hold the level reached, so that a regression fails.
+    // per-sequence time are both fitted without the row's configuration. Power: 7.5 % median,
+    // but 107 % worst (that configuration at batch 128, 449 W measured where the model says
+    // 900 W or more: a GPU waiting on the engine's CPU, which the model does not see), so the
+    // targets (median ≤ 15 %, none beyond 35 %) are NOT met. These bounds hold the level
+    // reached, so that a regression fails. (7.8 % / 74 % while the per-sequence time was
+    // charged as host time at the busy draw without memory traffic.)
     let p = summary(&v, Quantity::PowerPerGpu, "claim");
     assert_eq!(p.rows, 54);
-    assert!(p.held_out_median_abs_error <= 0.08, "{p:?}");
-    assert!(p.held_out_worst_abs_error <= 0.75, "{p:?}");
+    assert!(p.held_out_median_abs_error <= 0.076, "{p:?}");
+    assert!(p.held_out_worst_abs_error <= 1.08, "{p:?}");
     assert!(
         p.held_out_median_abs_error <= TARGET_MEDIAN && p.held_out_worst_abs_error > TARGET_WORST
     );
-    // Energy per token carries the serving model's throughput error as well. Without vLLM's host
-    // time it was 18.5 % median and 51.5 % worst (the large batches predicted too fast); with it,
-    // 15.0 % (just above the target) and 42.8 % worst: Llama-3.1-405B on 8 × B200 at batch
-    // 2,048, now predicted too slow. The targets are NOT met yet.
+    // Energy per token carries the serving model's throughput error as well. Without vLLM's
+    // per-sequence time it was 18.5 % median and 51.5 % worst (the large batches predicted too
+    // fast); with it as host time, 15.0 % and 42.8 %; as memory-bound GPU work (the runs
+    // overlapped the engine's CPU work with the GPU's: --async-scheduling), 12.4 % — the median
+    // target met — and 43.6 % worst: Llama-3.1-405B on 8 × B200 at batch 2,048, predicted too
+    // slow. The worst-case target is NOT met.
     let e = summary(&v, Quantity::EnergyPerToken, "claim");
     assert_eq!(e.rows, 54);
-    assert!(e.held_out_median_abs_error <= 0.151, "{e:?}");
-    assert!(e.held_out_worst_abs_error <= 0.43, "{e:?}");
-    // Throughput, which the host time is fitted on: 17.6 % median before, 12.2 % now.
+    assert!(e.held_out_median_abs_error <= 0.125, "{e:?}");
+    assert!(e.held_out_median_abs_error <= TARGET_MEDIAN);
+    assert!(e.held_out_worst_abs_error <= 0.44, "{e:?}");
+    // Throughput, which the per-sequence time is fitted on: 17.6 % median before, 12.2 % now.
     let t = summary(&v, Quantity::Throughput, "claim");
     assert!(t.held_out_median_abs_error <= 0.123, "{t:?}");
 }
@@ -87,9 +92,10 @@ fn held_out_accuracy_on_the_claimed_rows() {
 fn the_wall_power_of_a_training_node() {
     // MLPerf Training v4.0, Sustainable Metal Cloud: GPT-3 175B on 64 nodes of 8 × H100, 6,849 W
     // per node at the shelf. The planner's power at the published layout plus the DGX H100's
-    // estimated host: 6,166 W (−10.0 %) when the server scope was added, 6,804 W (−0.7 %) since
-    // the power model was refitted with vLLM's host time in the serving steps; no coefficient is
-    // fitted to it. Its immersion cooling has no fans, which the estimated host includes.
+    // estimated host: 6,166 W (−10.0 %) when the server scope was added, 6,804 W (−0.7 %) once
+    // the power model was refitted with vLLM's per-sequence time as host time in the serving
+    // steps, 6,236 W (−9.0 %) with it as memory-bound GPU work; no coefficient is fitted to it.
+    // Its immersion cooling has no fans, which the estimated host includes.
     let v = energy_validation().unwrap();
     let c = v
         .cases
@@ -97,7 +103,7 @@ fn the_wall_power_of_a_training_node() {
         .find(|c| c.id == "mlpt40-smc-gpt3-64x8-nodepower")
         .unwrap();
     assert!(c.in_claim(), "{c:?}");
-    assert!((c.error + 0.007).abs() < 0.02, "{c:?}");
+    assert!((c.error + 0.090).abs() < 0.02, "{c:?}");
     // And the three LoRA runs (rank 16, as logged): +5.4, +20.3 and +48.2 % from 8 to 512 GPUs
     // (−4.1, +9.7 and +35.2 % before the refit): measured power falls as the runs widen, the
     // GPUs waiting on communication the planner does not see exposed, while the planner's

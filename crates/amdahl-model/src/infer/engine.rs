@@ -1,19 +1,18 @@
 //! The serving engine around the model's kernels, and what it costs outside them.
 //!
-//! Every engine pays a fixed time per iteration (`step::STEP_OVERHEAD_S`). vLLM also
-//! pays host time for every running sequence in every iteration: building the step's inputs and
-//! block tables, sampling, detokenising and checking stop conditions, in Python, between two
-//! GPU passes (Srivatsa et al. 2024, "Can scheduling overhead dominate LLM inference
-//! performance?", UCSD WukLab; the vLLM team's own profile of Llama-3-8B on one H100 in "vLLM
-//! v0.6.0: 2.7x Throughput Improvement", vLLM blog, Sep 2024). SGLang spends much less there
-//! (Srivatsa et al.) and TensorRT-LLM's runtime is C++; neither is measured here, so both are
-//! modelled without it. The constant's origin, a fit with each configuration held out, is
-//! docs/methodology.md ("Engine host time").
+//! Every engine pays a fixed time per iteration (`step::STEP_OVERHEAD_S`). vLLM's steps also
+//! take time in proportion to the running sequences that the step model's kernels do not
+//! itemise: charged as memory-bound GPU work (sampling over the vocabulary, paged-KV gathers,
+//! input preparation), because the runs it was fitted on overlapped vLLM's CPU work with the
+//! GPU's (`--async-scheduling`) and drew near-TDP power while doing it. SGLang and TensorRT-LLM
+//! are modelled without it; no measurement here says how much they have. The constant's origin,
+//! a fit with each configuration held out, and why it is GPU work: docs/methodology.md ("Engine
+//! per-sequence time").
 
 use crate::names::from_str_by_parse;
 use serde::{Deserialize, Serialize};
 
-/// Host time per running sequence per iteration of vLLM 0.11 (V1 engine), seconds: **fitted**,
+/// Time per running sequence per iteration of vLLM 0.11 (V1 engine), seconds: **fitted**,
 /// the least-squares fit of the energy validation set's vLLM throughput rows
 /// (data/validation/energy.csv, ML.ENERGY v3: Llama-3.1 8B to 405B on H100 and B200, batches 8
 /// to 2,048; host-bound configurations left out), the per-configuration held-out error reported
@@ -31,11 +30,10 @@ pub enum Engine {
     /// against its measurements, data/validation/infer.csv).
     #[default]
     TensorrtLlm,
-    /// SGLang: as TensorRT-LLM, its overlap scheduler hiding the per-sequence host work; no
-    /// measurement of its own yet. In `serve` it prefills prompts in iterations of their own
+    /// SGLang: as TensorRT-LLM; no measurement of its own yet. In `serve` it prefills prompts in iterations of their own
     /// (`serve::PrefillBatching::Separate`, its default loop).
     Sglang,
-    /// vLLM (V1 engine): host time per running sequence per iteration, [`VLLM_PER_SEQUENCE_S`].
+    /// vLLM (V1 engine): time per running sequence per iteration, [`VLLM_PER_SEQUENCE_S`].
     Vllm,
 }
 

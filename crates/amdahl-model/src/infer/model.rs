@@ -33,7 +33,7 @@ pub struct Serving {
     pub replicas: u32,
     pub weights: WeightFormat,
     pub kv: KvFormat,
-    /// The serving engine: its host time per running sequence ([`Engine`]).
+    /// The serving engine: its time per running sequence ([`Engine`]).
     #[serde(default)]
     pub engine: Engine,
 }
@@ -97,7 +97,7 @@ pub struct Evaluation {
     pub decode_comm_s: f64,
     pub decode_latency_s: f64,
     pub decode_overhead_s: f64,
-    /// The engine's host time for the step's sequences.
+    /// The engine's per-sequence time for the step's sequences (GPU work).
     pub decode_host_s: f64,
     pub decode_p2p_s: f64,
     pub power_prefill_w: f64,

@@ -86,7 +86,9 @@ pub struct DecodeBreakdown {
     /// Kernels bound by neither: the per-kernel latency of the GEMM curve.
     pub kernel_latency_s: f64,
     pub overhead_s: f64,
-    /// The serving engine's host time for the step's sequences (vLLM: per running sequence).
+    /// The serving engine's per-sequence time for the step's sequences (vLLM: per running
+    /// sequence; memory-bound GPU work, docs/methodology.md "Engine per-sequence time"). The key
+    /// keeps the name it was introduced under, when the time was read as host time.
     #[serde(default)]
     pub engine_host_s: f64,
 }
@@ -118,7 +120,7 @@ pub struct InferResult {
     /// The GEMMs' arithmetic and whether the weight format is native or weight-only.
     pub arithmetic: String,
     pub kv_precision: KvFormat,
-    /// The serving engine whose host time the steps include.
+    /// The serving engine whose per-sequence time the steps include.
     #[serde(default)]
     pub engine: Engine,
     pub tp: u32,
@@ -425,7 +427,7 @@ pub struct InferSearchResult {
     pub gpus: u64,
     pub pp: u32,
     pub kv_precision: KvFormat,
-    /// The serving engine whose host time the steps include.
+    /// The serving engine whose per-sequence time the steps include.
     #[serde(default)]
     pub engine: Engine,
     pub input_tokens: u32,

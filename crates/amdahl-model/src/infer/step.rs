@@ -37,7 +37,8 @@ pub struct Pass {
     pub comm: f64,
     /// The fixed per-step overhead.
     pub overhead: f64,
-    /// The engine's host time for the pass's sequences ([`super::engine::Engine`]).
+    /// The engine's per-sequence time for the pass's sequences ([`super::engine::Engine`]):
+    /// memory-bound GPU work.
     pub host: f64,
     /// FLOPs this device executed.
     pub flops: f64,
@@ -58,7 +59,7 @@ pub struct Device {
     pub bandwidth: f64,
     /// Fixed time per step: [`STEP_OVERHEAD_S`], or the user's calibrated figure.
     pub overhead: f64,
-    /// Host time per sequence of a step: the engine's, or the user's calibrated figure.
+    /// Time per sequence of a step (GPU work): the engine's, or the user's calibrated figure.
     pub per_sequence: f64,
 }
 
@@ -321,7 +322,13 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     // Output layer: logits of the last token of every sequence.
     gemm(h, s.vocab / s.tp, w.rows, &mut p);
     p.overhead = d.overhead;
+    // The engine's time per running sequence is GPU work the kernels above do not itemise
+    // (sampling over the vocabulary, paged-KV gathers, input preparation): memory-bound, so it
+    // streams at the achieved bandwidth for the power model. Not host time: the runs it was
+    // fitted on overlapped the engine's CPU work with the GPU's (docs/methodology.md, "Engine
+    // per-sequence time").
     p.host = d.per_sequence * w.rows;
+    p.bytes += p.host * d.bandwidth;
     p.time = p.compute + p.memory + p.latency + p.comm + p.overhead + p.host;
     p
 }

@@ -44,11 +44,12 @@ fn published_serving_runs() {
     // within 20 % (33.9 %); those rows publish no p99 or throughput, so the other classes are
     // unchanged. Modelling SGLang's default scheduling (prompts prefilled in iterations of their
     // own, --prefill-batching separate) and reading bench_serving's ShareGPT output cap right
-    // (2,044, not 1,024): p50 9 of 33 (32.1 %). The targets are not met; docs/usage/serve.md
-    // ("Validation") says where the simulator falls short.
+    // (2,044, not 1,024): p50 9 of 33 (32.1 %). vLLM's per-sequence time read as GPU work, paid
+    // on every step of a multi-step window: 10 of 33 (30.1 %). The targets are not met;
+    // docs/usage/serve.md ("Validation") says where the simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (33, 9, 6));
-    assert!(p50.within >= 9 && p50.median_abs_error <= 0.33, "{p50:?}");
+    assert!(p50.within >= 10 && p50.median_abs_error <= 0.31, "{p50:?}");
     assert!(p99.median_abs_error <= 0.70, "{p99:?}");
     assert!(
         tput.within >= 5 && tput.median_abs_error <= 0.10,
