@@ -488,7 +488,7 @@ fn search_figure_names_its_points() {
 }
 
 #[test]
-fn vllm_adds_its_host_time_per_running_sequence() {
+fn vllm_adds_its_time_per_running_sequence() {
     // The same configuration under TensorRT-LLM (the default) and vLLM: vLLM's decode step is
     // longer by exactly 31.4 µs per running sequence (crate::infer::engine, fitted on
     // ML.ENERGY's vLLM 0.11 runs), every other term unchanged.
@@ -514,6 +514,9 @@ fn vllm_adds_its_host_time_per_running_sequence() {
     // Slower, and the per-sequence time (memory-bound GPU work) costs energy per token too.
     assert!(f(&vllm, "output_tokens_per_s") < f(&trt, "output_tokens_per_s"));
     assert!(f(&vllm, "energy_per_token_j") > f(&trt, "energy_per_token_j"));
+    // Its traffic counts for power only: MBU is the model's bytes over the longer step.
+    let ratio = f(&vllm, "mbu") / f(&trt, "mbu");
+    assert!((ratio - step(&trt) / step(&vllm)).abs() < 1e-9, "{ratio}");
     // The table says where the time went.
     amdahl()
         .args([&base[..], &["--engine", "vllm"]].concat())

@@ -425,10 +425,15 @@ fn activity(s: &Setup, hw: &Hardware, p: &Pass, busy: f64) -> Activity {
         .peak(s.arithmetic.precision)
         .unwrap_or(hw.peak_bf16)
         .get();
+    // The engine's per-sequence time is memory-bound GPU work (sampling over the vocabulary,
+    // paged-KV gathers, input preparation): it streams at the achieved bandwidth. Not host time:
+    // the runs it was fitted on overlapped the engine's CPU work with the GPU's
+    // (docs/methodology.md, "Engine per-sequence time").
+    let bytes = p.bytes + p.host * s.device.bandwidth;
     Activity {
         busy,
         compute: busy * p.flops / (p.time * peak),
-        memory: busy * p.bytes / (p.time * hw.memory_bandwidth.get()),
+        memory: busy * bytes / (p.time * hw.memory_bandwidth.get()),
     }
 }
 

@@ -322,13 +322,10 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     // Output layer: logits of the last token of every sequence.
     gemm(h, s.vocab / s.tp, w.rows, &mut p);
     p.overhead = d.overhead;
-    // The engine's time per running sequence is GPU work the kernels above do not itemise
-    // (sampling over the vocabulary, paged-KV gathers, input preparation): memory-bound, so it
-    // streams at the achieved bandwidth for the power model. Not host time: the runs it was
-    // fitted on overlapped the engine's CPU work with the GPU's (docs/methodology.md, "Engine
-    // per-sequence time").
+    // The engine's time per running sequence: GPU work the kernels above do not itemise, in
+    // series with them (docs/methodology.md, "Engine per-sequence time"). Its memory traffic
+    // counts for power (model.rs, `activity`), not in `bytes`, which MBU reads.
     p.host = d.per_sequence * w.rows;
-    p.bytes += p.host * d.bandwidth;
     p.time = p.compute + p.memory + p.latency + p.comm + p.overhead + p.host;
     p
 }

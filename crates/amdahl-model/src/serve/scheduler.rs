@@ -94,10 +94,10 @@ impl PrefillBatching {
     /// (`enable_mixed_chunk` is off unless asked for, `python/sglang/srt/server_args.py`), mixed
     /// for vLLM V1 and TensorRT-LLM.
     pub fn default_for(engine: Engine, steps: u32) -> Self {
-        match engine {
-            _ if steps > 1 => PrefillBatching::Separate,
-            Engine::Sglang => PrefillBatching::Separate,
-            Engine::Vllm | Engine::TensorrtLlm => PrefillBatching::Mixed,
+        if steps > 1 || engine == Engine::Sglang {
+            PrefillBatching::Separate
+        } else {
+            PrefillBatching::Mixed
         }
     }
 }
