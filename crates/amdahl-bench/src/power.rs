@@ -116,6 +116,10 @@ impl Hooks<'_> {
         if !self.energy.measures() {
             return Ok(PowerStatus::not_measured(self.energy.reason_unmeasured()));
         }
+        // Each end of the window is the midpoint of its counter read, which can take a while
+        // (a busy machine can deschedule the thread inside it): the energy and the time then
+        // cover the same interval to within half of each read.
+        let before_start = Instant::now();
         self.energy.start();
         let started = Instant::now();
         loop {
@@ -124,8 +128,10 @@ impl Hooks<'_> {
                 break;
             }
         }
+        let before_stop = Instant::now();
         let joules = self.energy.stop();
-        let seconds = started.elapsed().as_secs_f64();
+        let stopped = Instant::now();
+        let seconds = ((before_stop - before_start) + (stopped - started)).as_secs_f64() / 2.0;
         let source = self.energy.source();
         let probe = &self.energy;
         Ok(PowerStatus::from_energy(
