@@ -11,8 +11,9 @@ use amdahl_model::plan::ModelShape;
 use amdahl_model::serve::result::{Context, Described};
 use amdahl_model::serve::search::{self, SearchSpace};
 use amdahl_model::serve::{
-    check_requests, generate, parse_trace, prepare, simulate, vllm_defaults, Arrivals, Config,
-    Generated, Lengths, Limits, PrefillBatching, Request, Router, ServeError, ServeResult, Side,
+    check_requests, default_budget, default_max_num_seqs, generate, parse_trace, prepare, simulate,
+    Arrivals, Config, Generated, Lengths, Limits, PrefillBatching, Request, Router, ServeError,
+    ServeResult, Side,
 };
 use amdahl_report::render::Render;
 use anyhow::{Context as _, Result};
@@ -57,13 +58,15 @@ pub struct Options {
     pub router: Router,
     #[command(flatten)]
     pub formats: ServingFormats,
-    /// Most requests running at once per replica (vLLM's --max-num-seqs) [default: vLLM's: 1024
-    /// on devices of ≥ 70 GiB other than A100, else 256].
+    /// Most requests running at once per replica (vLLM's --max-num-seqs) [default: the
+    /// engine's: vLLM's 1024 on devices of ≥ 70 GiB other than A100, else 256; SGLang's from
+    /// the KV cache, 2048–4096].
     #[arg(help_heading = "Scheduler", long, value_parser = domain::count)]
     pub max_num_seqs: Option<u32>,
     /// Token budget of one iteration, prefill chunks and decodes together (vLLM's
-    /// --max-num-batched-tokens) [default: vLLM's: 8192 on devices of ≥ 70 GiB other than A100,
-    /// else 2048].
+    /// max_num_batched_tokens, SGLang's chunked_prefill_size) [default: the engine's: vLLM's
+    /// 8192 on devices of ≥ 70 GiB other than A100, else 2048; SGLang's 2048 below 35 GiB, 8192
+    /// below 160 GiB, else 16384].
     #[arg(help_heading = "Scheduler", long, value_parser = domain::count)]
     pub max_num_batched_tokens: Option<u32>,
     /// Decode steps per scheduling decision (vLLM 0.6's --num-scheduler-steps): above 1, vLLM
@@ -191,23 +194,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
         pue_source: String::new(),
         grid: a.grid.resolve(&c)?,
     };
-    let defaults = vllm_defaults(&hw);
     if a.search {
         return run_search(&a, &model, &hw, &net);
     }
-    let config = Config {
+    let engine = a.formats.engine;
+    let mut config = Config {
         serving: serving(&a)?,
         limits: Limits {
-            max_num_seqs: a.max_num_seqs.unwrap_or(defaults.max_num_seqs),
+            // SGLang's default depends on the KV cache, sized below.
+            max_num_seqs: a.max_num_seqs.unwrap_or(1),
             max_num_batched_tokens: a
                 .max_num_batched_tokens
-                .unwrap_or(defaults.max_num_batched_tokens),
+                .unwrap_or(default_budget(engine, &hw)),
             num_scheduler_steps: a.num_scheduler_steps,
             prefill: prefill_batching(&a),
         },
         router: a.router,
     };
     let prepared = prepare(&model, &hw, &net, &config)?;
+    if a.max_num_seqs.is_none() {
+        config.limits.max_num_seqs = default_max_num_seqs(engine, &hw, &prepared, model.seq);
+    }
     let (requests, described, source) = workload(&a, &model)?;
     check_requests(&model, &prepared, &config.limits, &requests, &source)?;
     let run = simulate(&prepared, &hw, &net, &config, &requests);
@@ -258,7 +265,7 @@ fn run_search(
         max_num_seqs: a.search_max_num_seqs.clone(),
         max_num_batched_tokens: a
             .max_num_batched_tokens
-            .unwrap_or(vllm_defaults(hw).max_num_batched_tokens),
+            .unwrap_or(default_budget(a.formats.engine, hw)),
         num_scheduler_steps: a.num_scheduler_steps,
         prefill: prefill_batching(a),
         power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,

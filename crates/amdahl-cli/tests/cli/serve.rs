@@ -472,6 +472,17 @@ fn prefill_batching_follows_the_engine_and_separate_slows_the_decodes() {
     assert_eq!(vllm["prefill_batching"], "mixed");
     let sglang = run(&["--engine", "sglang"]);
     assert_eq!(sglang["prefill_batching"], "separate");
+    // Each engine's own limits by default: vLLM's 1,024 sequences and 8,192 tokens on an H100;
+    // SGLang's 8,192-token chunks (a device under 160 GiB) and 4,096 requests (its cache holds
+    // tens of contexts).
+    assert_eq!(
+        (&vllm["max_num_seqs"], &vllm["max_num_batched_tokens"]),
+        (&1024.into(), &8192.into())
+    );
+    assert_eq!(
+        (&sglang["max_num_seqs"], &sglang["max_num_batched_tokens"]),
+        (&4096.into(), &8192.into())
+    );
     assert_eq!(
         sglang,
         run(&["--engine", "sglang", "--prefill-batching", "separate"])

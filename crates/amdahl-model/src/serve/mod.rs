@@ -7,6 +7,7 @@
 //! and limits: docs/usage/serve.md ("Methodology").
 
 pub mod datasets;
+pub mod defaults;
 pub mod engine;
 pub mod error;
 pub mod kv;
@@ -23,6 +24,7 @@ pub mod workload;
 mod properties;
 
 pub use datasets::Side;
+pub use defaults::{default_budget, default_max_num_seqs, vllm_defaults};
 pub use engine::{RequestRecord, Router, Run, Sample};
 pub use error::ServeError;
 pub use kv::BLOCK_SIZE;
@@ -34,30 +36,6 @@ pub use workload::{generate, parse_trace, Arrivals, Generated, Request};
 use crate::infer::{setup, Requests, Serving, Setup};
 use crate::plan::{Hardware, ModelShape, Network};
 use engine::Engine;
-
-/// vLLM's defaults for `max_num_batched_tokens` and `max_num_seqs` when serving (usage context
-/// OPENAI_API_SERVER): 8,192 tokens and 1,024 sequences on a device of at least 70 GiB that is
-/// not an A100, else 2,048 and 256 (vLLM `EngineArgs.get_batch_defaults`, vllm/engine/arg_utils.py;
-/// the A100 exception is vLLM PR #17885).
-pub fn vllm_defaults(hw: &Hardware) -> Limits {
-    let big = hw.memory.get() >= 70.0 * 1024.0 * 1024.0 * 1024.0
-        && !hw.name.to_ascii_lowercase().contains("a100");
-    if big {
-        Limits {
-            max_num_seqs: 1024,
-            max_num_batched_tokens: 8192,
-            num_scheduler_steps: 1,
-            prefill: PrefillBatching::Mixed,
-        }
-    } else {
-        Limits {
-            max_num_seqs: 256,
-            max_num_batched_tokens: 2048,
-            num_scheduler_steps: 1,
-            prefill: PrefillBatching::Mixed,
-        }
-    }
-}
 
 /// A served configuration: the model on `serving` (tp × pp × replicas), the scheduler's limits and
 /// the router.
