@@ -200,4 +200,27 @@ mod tests {
         let mean = sum / f64::from(n);
         assert!((mean / 600.0 - 1.0).abs() < 0.01, "{mean}");
     }
+
+    proptest::proptest! {
+        /// `--input-dist` and `--output-dist` are user input: any text parses to a distribution
+        /// whose draws are at least 1 token and within its cap, or gives an error; never a panic.
+        #[test]
+        fn any_text_is_a_distribution_or_an_error(
+            text in "(fixed|uniform|lognormal|sharegpt|openorca)?(:-?[0-9]{0,6}(\\.[0-9]{0,3})?(e[0-9]{1,3})?){0,4}|\\PC{0,40}",
+            seed in 0u64..1000,
+        ) {
+            for side in [Side::Input, Side::Output] {
+                if let Ok(d) = Lengths::parse_side(&text, side) {
+                    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                    for _ in 0..50 {
+                        let n = d.sample(&mut rng);
+                        proptest::prop_assert!(n >= 1, "{text}: {n}");
+                        if let Lengths::LogNormal { max: Some(m), .. } = d {
+                            proptest::prop_assert!(n <= m, "{text}: {n} > {m}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -460,4 +460,49 @@ mod tests {
             assert!((sd / mean / cv - 1.0).abs() < 0.1, "{}", sd / mean);
         }
     }
+
+    /// A trace is user input: whatever the text, the reader gives requests that the simulator
+    /// can take (arrivals finite, non-negative and sorted; lengths ≥ 1) or an error, never a
+    /// panic. Arbitrary text, and rows shaped like a trace with arbitrary fields.
+    fn holds_the_trace_contract(text: &str) {
+        if let Ok(reqs) = parse_trace("t", text) {
+            assert!(!reqs.is_empty());
+            for w in reqs.windows(2) {
+                assert!(w[0].arrival_s <= w[1].arrival_s, "{w:?}");
+            }
+            for r in &reqs {
+                assert!(r.arrival_s.is_finite() && r.arrival_s >= 0.0, "{r:?}");
+                assert!(r.input_tokens >= 1 && r.output_tokens >= 1, "{r:?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_a_trace_or_an_error(text in "\\PC{0,300}") {
+            holds_the_trace_contract(&text);
+        }
+
+        #[test]
+        fn any_csv_or_jsonl_rows_are_a_trace_or_an_error(
+            rows in proptest::collection::vec(
+                ("-?[0-9]{0,4}(\\.[0-9]{0,3})?(e-?[0-9]{1,3})?|NaN|inf|", "-?[0-9]{0,11}|x", "[0-9]{0,11}|"),
+                0..6,
+            ),
+            jsonl in proptest::bool::ANY,
+        ) {
+            let text: String = if jsonl {
+                rows.iter()
+                    .map(|(a, i, o)| format!(
+                        "{{\"arrival_s\": {a}, \"input_tokens\": {i}, \"output_tokens\": {o}}}\n"
+                    ))
+                    .collect()
+            } else {
+                std::iter::once("arrival_s,input_tokens,output_tokens\n".to_string())
+                    .chain(rows.iter().map(|(a, i, o)| format!("{a},{i},{o}\n")))
+                    .collect()
+            };
+            holds_the_trace_contract(&text);
+        }
+    }
 }
