@@ -107,15 +107,15 @@ fn fill_power(p: &mut DeviceProfile, w: Powers) {
     let mut sources: Vec<String> = Vec::new();
     let mut first_reason = None;
     let figures = [
-        ("power.idle_w", Some(w.idle), "", &mut p.power.idle_w),
+        (Figure::IdleW, Some(w.idle), "", &mut p.power.idle_w),
         (
-            "power.compute_w",
+            Figure::ComputeW,
             w.compute,
             "`bench gemm` (or `bench gpu`)",
             &mut p.power.compute_w,
         ),
         (
-            "power.memory_w",
+            Figure::MemoryW,
             w.memory,
             "`bench memory` (or `bench gpu`)",
             &mut p.power.memory_w,
@@ -130,20 +130,21 @@ fn fill_power(p: &mut DeviceProfile, w: Powers) {
                 seconds,
             }) => {
                 *slot = Some(watts);
-                p.notes.push(format!(
-                    "{field}: {watts:.1} W during {during} over {seconds:.2} s"
-                ));
+                p.notes.push(field.note(format_args!(
+                    "{watts:.1} W during {during} over {seconds:.2} s"
+                )));
                 if !sources.contains(&source) {
                     sources.push(source);
                 }
             }
             Some(PowerStatus::NotMeasured { reason }) => {
-                p.notes.push(format!("{field}: not measured: {reason}"));
+                p.notes
+                    .push(field.note(format_args!("not measured: {reason}")));
                 first_reason.get_or_insert(reason);
             }
-            None => p.notes.push(format!(
-                "{field}: this benchmark runs no such load; profile with {other} for it"
-            )),
+            None => p.notes.push(field.note(format_args!(
+                "this benchmark runs no such load; profile with {other} for it"
+            ))),
         }
     }
     p.power.method = if sources.is_empty() {
@@ -244,8 +245,9 @@ pub fn from_gemm(r: &GemmReport, o: &Origin, idle: &PowerStatus) -> DeviceProfil
             memory: None,
         },
     );
-    p.notes
-        .push("memory bandwidth: not measured by `bench gemm`; profile with `bench memory`".into());
+    p.notes.push(
+        Figure::MemoryBandwidth.note("not measured by `bench gemm`; profile with `bench memory`"),
+    );
     ran(p, BENCH_GEMM)
 }
 
@@ -258,13 +260,12 @@ pub fn from_memory(r: &MemoryReport, o: &Origin, idle: &PowerStatus) -> DevicePr
     p.memory_bandwidth = triad.map(|t| t.rate.median).filter(|b| *b > 0.0);
     if p.memory_bandwidth.is_none() {
         p.notes
-            .push("memory bandwidth: not measured: no STREAM triad measured".into());
+            .push(Figure::MemoryBandwidth.note("not measured: no STREAM triad measured"));
     } else if r.fits_in_cache {
-        p.notes.push(
-            "memory bandwidth: the STREAM arrays fit in the caches, so the figure is a cache's, \
-             not DRAM's; give larger --sizes"
-                .into(),
-        );
+        p.notes.push(Figure::MemoryBandwidth.note(
+            "the STREAM arrays fit in the caches, so the figure is a cache's, not DRAM's; give \
+             larger --sizes",
+        ));
     }
     let memory = match triad {
         Some(t) => case_power(
@@ -284,7 +285,7 @@ pub fn from_memory(r: &MemoryReport, o: &Origin, idle: &PowerStatus) -> DevicePr
         },
     );
     p.notes
-        .push("GEMM: not measured by `bench memory`; profile with `bench gemm` too".into());
+        .push(Figure::Gemm.note("not measured by `bench memory`; profile with `bench gemm` too"));
     ran(p, BENCH_MEMORY)
 }
 
@@ -319,11 +320,10 @@ pub fn from_gpu(r: &GpuReport, o: &Origin) -> DeviceProfile {
     p.device_to_host = pinned_bandwidth(&r.copies, Direction::D2h);
     p.memory_bandwidth = r.memory_bandwidth();
     if p.memory_bandwidth.is_none() {
-        p.notes.push(
-            "memory bandwidth: no device-to-device copy measured (--device-mib 0); the catalog's \
-             achieved fraction stays"
-                .into(),
-        );
+        p.notes.push(Figure::MemoryBandwidth.note(
+            "no device-to-device copy measured (--device-mib 0); the catalog's achieved fraction \
+             stays",
+        ));
     }
     fill_power(
         &mut p,

@@ -433,8 +433,8 @@ fn a_cpu_profile_feeds_gemm_rows() {
         .assert()
         .success()
         .stderr(predicate::str::contains("wrote cpu.json"));
-    let p: Value =
-        serde_json::from_str(&std::fs::read_to_string(t.path().join("cpu.json")).unwrap()).unwrap();
+    let text = std::fs::read_to_string(t.path().join("cpu.json")).unwrap();
+    let p: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(p["schema"], "amdahl.device-profile/1");
     assert_eq!(p["kind"], "cpu");
     assert_eq!(p["threads"], 1);
@@ -442,14 +442,17 @@ fn a_cpu_profile_feeds_gemm_rows() {
     assert!(rate > 0.0);
     // Rows made by t = 1 ms + F / (0.5 × rate): efficiency 0.5 of the profile's rate.
     let t_of = |n: f64| 1e-3 + 2.0 * n.powi(3) / (0.5 * rate);
-    let rows: String = [64.0, 96.0, 128.0, 192.0]
+    // Sizes whose FLOPs outweigh any kernel latency a quick bench on a loaded machine may fit:
+    // with 64–192 these tests failed once each in about twenty loaded runs (gemm_efficiency
+    // missing from the fit), not reproduced since.
+    let rows: String = [512.0, 768.0, 1024.0, 1536.0]
         .iter()
         .map(|n| format!("gemm --n {n},{}\n", t_of(*n)))
         .collect();
     std::fs::write(t.path().join("runs.csv"), format!("command,step_s\n{rows}")).unwrap();
     std::fs::write(
         t.path().join("held.csv"),
-        format!("command,step_s\ngemm --n 160,{}\n", t_of(160.0)),
+        format!("command,step_s\ngemm --n 1280,{}\n", t_of(1280.0)),
     )
     .unwrap();
     let out = amdahl()
@@ -464,7 +467,7 @@ fn a_cpu_profile_feeds_gemm_rows() {
         .unwrap()
         .iter()
         .find(|c| c["name"] == "gemm_efficiency")
-        .unwrap()["value"]
+        .unwrap_or_else(|| panic!("{v}\n{text}"))["value"]
         .as_f64()
         .unwrap();
     assert!((eff / 0.5 - 1.0).abs() < 1e-3, "{eff}");

@@ -62,14 +62,30 @@ impl Figure {
         }
     }
 
-    /// The figure a note is about: the words before its first colon.
+    /// The words a note about this figure starts with, before its colon.
+    fn note_head(self) -> &'static str {
+        match self {
+            Figure::MemoryBandwidth => "memory bandwidth",
+            Figure::Gemm => "GEMM",
+            f => f.key(),
+        }
+    }
+
+    /// A note about this figure: `text` after the figure's head. The benches write every
+    /// figure's notes through it, so a merge can tell which figure a note belongs to
+    /// ([`Figure::of_note`]) however the text is worded.
+    pub fn note(self, text: impl std::fmt::Display) -> String {
+        format!("{}: {text}", self.note_head())
+    }
+
+    /// The figure a note is about: the words before its first colon (the head
+    /// [`Figure::note`] writes; `memory_bandwidth` and any case of `gemm` too, as files written
+    /// by hand have them).
     fn of_note(note: &str) -> Option<Figure> {
         let head = note.split(':').next()?.trim();
-        Figure::ALL.into_iter().find(|f| match f {
-            Figure::Gemm => head.eq_ignore_ascii_case("gemm"),
-            Figure::MemoryBandwidth => head == "memory bandwidth" || head == "memory_bandwidth",
-            f => head == f.key(),
-        })
+        Figure::ALL
+            .into_iter()
+            .find(|f| head.eq_ignore_ascii_case(f.note_head()) || head == f.key())
     }
 
     /// The figure a `benchmarks[].figures` entry names.
