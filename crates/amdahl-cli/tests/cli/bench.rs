@@ -596,7 +596,7 @@ fn gemm_then_memory_merge_into_one_profile() {
         .unwrap()
         .iter()
         .find(|c| c["name"] == "gemm_efficiency")
-        .unwrap()["value"]
+        .unwrap_or_else(|| panic!("{v}\n{text}"))["value"]
         .as_f64()
         .unwrap();
     assert!((eff / 0.5 - 1.0).abs() < 1e-3, "{eff}");
