@@ -307,15 +307,9 @@ fn one_scheduler_step_is_the_scheduler_as_it_was() {
     assert_eq!(run.end_s.to_bits(), 0x405473c312e2d4b6);
 }
 
-#[test]
-fn multi_step_energies_sum_to_the_runs_and_every_request_finishes() {
-    // Windows of 8 steps over the same mixed load: preemptions at window starts, finished
-    // sequences computing to the window's end (charged to their request), prefill-only
-    // iterations; Σ requests = energy of all iterations, to 1e-9 relative.
-    let (c, reqs) = mixed(8);
-    check_requests(&c.model, &c.prepared, &c.config.limits, &reqs, "test").unwrap();
-    let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
-    assert!(run.preemptions > 0);
+/// Σ requests = energy of all iterations (1e-9 relative), and every request finished: its last
+/// token after its first, after its arrival.
+fn conserved_and_finished(run: &Run) {
     let sum: f64 = run.records.iter().map(|r| r.energy_j).sum();
     assert!(
         (sum / run.energy_busy_j - 1.0).abs() < 1e-9,
@@ -325,6 +319,18 @@ fn multi_step_energies_sum_to_the_runs_and_every_request_finishes() {
     for r in &run.records {
         assert!(r.ttft_s > 0.0 && r.e2e_s >= r.ttft_s, "{r:?}");
     }
+}
+
+#[test]
+fn multi_step_energies_sum_to_the_runs_and_every_request_finishes() {
+    // Windows of 8 steps over the same mixed load: preemptions at window starts, finished
+    // sequences computing to the window's end (charged to their request), prefill-only
+    // iterations; Σ requests = energy of all iterations, to 1e-9 relative.
+    let (c, reqs) = mixed(8);
+    check_requests(&c.model, &c.prepared, &c.config.limits, &reqs, "test").unwrap();
+    let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
+    assert!(run.preemptions > 0);
+    conserved_and_finished(&run);
     // The same load with one step per decision is another run.
     let one = simulate(&c.prepared, &c.hw, &c.net, &mixed(1).0.config, &reqs);
     assert_ne!(one.iterations, run.iterations);
@@ -410,15 +416,7 @@ fn separate_prefill_stalls_the_decodes_conserves_energy_and_finishes_everything(
     c.config.limits.prefill = PrefillBatching::Separate;
     let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
     assert!(run.preemptions > 0);
-    let sum: f64 = run.records.iter().map(|r| r.energy_j).sum();
-    assert!(
-        (sum / run.energy_busy_j - 1.0).abs() < 1e-9,
-        "{sum} vs {}",
-        run.energy_busy_j
-    );
-    for r in &run.records {
-        assert!(r.ttft_s > 0.0 && r.e2e_s >= r.ttft_s, "{r:?}");
-    }
+    conserved_and_finished(&run);
     let tpot = |run: &Run| summary(&c, run).tpot_p50_s.unwrap();
     assert!(
         tpot(&run) > tpot(&mixed_run),
