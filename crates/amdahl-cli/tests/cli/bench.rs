@@ -591,14 +591,7 @@ fn gemm_then_memory_merge_into_one_profile() {
         .assert()
         .success();
     let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
-    let eff = v["constants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "gemm_efficiency")
-        .unwrap_or_else(|| panic!("{v}\n{text}"))["value"]
-        .as_f64()
-        .unwrap();
+    let (eff, _, _) = crate::support::constant(&v, "gemm_efficiency");
     assert!((eff / 0.5 - 1.0).abs() < 1e-3, "{eff}");
     // carbon takes the merged file as a profile of the EPYC 7763; without RAPL it has no power
     // under load, and says so rather than assume one.

@@ -2,7 +2,7 @@
 //! (rows the model made with known constants, fitted back), and every bad input refused with its
 //! file, row and field (exit 1).
 
-use crate::support::amdahl;
+use crate::support::{amdahl, constant};
 use predicates::prelude::*;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -433,8 +433,8 @@ fn a_cpu_profile_feeds_gemm_rows() {
         .assert()
         .success()
         .stderr(predicate::str::contains("wrote cpu.json"));
-    let text = std::fs::read_to_string(t.path().join("cpu.json")).unwrap();
-    let p: Value = serde_json::from_str(&text).unwrap();
+    let p: Value =
+        serde_json::from_str(&std::fs::read_to_string(t.path().join("cpu.json")).unwrap()).unwrap();
     assert_eq!(p["schema"], "amdahl.device-profile/1");
     assert_eq!(p["kind"], "cpu");
     assert_eq!(p["threads"], 1);
@@ -462,14 +462,7 @@ fn a_cpu_profile_feeds_gemm_rows() {
         .assert()
         .success();
     let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
-    let eff = v["constants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "gemm_efficiency")
-        .unwrap_or_else(|| panic!("{v}\n{text}"))["value"]
-        .as_f64()
-        .unwrap();
+    let (eff, _, _) = constant(&v, "gemm_efficiency");
     assert!((eff / 0.5 - 1.0).abs() < 1e-3, "{eff}");
     // Latency and step overhead add up in a GEMM loop: one is kept, the other refused by name.
     assert!(
@@ -649,20 +642,6 @@ fn refused_in(dir: &Path, csv: &str, extra: &[&str], says: &[&str]) {
     for s in says {
         assert!(err.contains(s), "{csv:?}: {err} lacks {s:?}");
     }
-}
-
-/// Fitted `name` of a calibration's JSON: (value, standard error, prior).
-fn constant(v: &Value, name: &str) -> (f64, f64, f64) {
-    let Some(c) = v["constants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-    else {
-        panic!("{name} not fitted: {}", v["not_identified"]);
-    };
-    let g = |k: &str| c[k].as_f64().unwrap();
-    (g("value"), g("standard_error"), g("prior"))
 }
 
 #[test]

@@ -129,6 +129,21 @@ pub mod real;
 #[path = "../../../../../tests/support/shared_data.rs"]
 pub mod shared_data;
 
+/// Fitted `name` of a calibration's JSON: (value, standard error, prior); a constant not fitted
+/// panics with the reasons the calibration gives (`not_identified`).
+pub fn constant(v: &Value, name: &str) -> (f64, f64, f64) {
+    let Some(c) = v["constants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+    else {
+        panic!("{name} not fitted: {}", v["not_identified"]);
+    };
+    let g = |k: &str| c[k].as_f64().unwrap();
+    (g("value"), g("standard_error"), g("prior"))
+}
+
 /// An argument list typed as on a command line (`"plan --model megatron-530b --gpus 2520"`), for
 /// the long invocations tests repeat; no quoting, so no argument may contain a space.
 pub fn words(line: &str) -> Vec<&str> {
