@@ -37,6 +37,18 @@ def test_serve_equals_the_cli(amdahl_cmd):
     assert py == cli
 
 
+def test_serve_takes_the_engines_scheduling():
+    # SGLang prefills apart by default and sizes its own limits (docs/usage/serve.md): 8,192-token
+    # chunks below 160 GiB and 4,096 requests from the H100's cache; `prefill_batching` overrides.
+    kw = dict(model="llama3-8b", system="h100", rate=8, requests=200, engine="sglang")
+    sglang = amdahl.serve(**kw)
+    assert sglang["prefill_batching"] == "separate"
+    assert (sglang["max_num_seqs"], sglang["max_num_batched_tokens"]) == (4096, 8192)
+    assert amdahl.serve(prefill_batching="mixed", **kw)["prefill_batching"] == "mixed"
+    with pytest.raises(AmdahlError, match="separate"):
+        amdahl.serve(prefill_batching="chunked", **kw)
+
+
 def test_calibrate_recovers_the_constants_and_plan_reads_them(amdahl_cmd, tmp_path):
     runs = tmp_path / "train.csv"
     runs.write_text(ROWS)
