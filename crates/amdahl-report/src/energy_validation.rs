@@ -87,18 +87,20 @@ fn claim_summary_table(v: &EnergyValidation) -> String {
     t.render()
 }
 
-/// Whether the claim's held-out errors of quantity `q` meet both targets.
+/// Whether the claim's held-out errors of quantity `q` meet both targets, and which not.
 fn verdict(v: &EnergyValidation, q: &str) -> &'static str {
     v.summaries
         .iter()
         .find(|m| m.subset == "claim" && m.quantity == q)
         .map_or("no rows", |m| {
-            if m.held_out_median_abs_error <= TARGET_MEDIAN
-                && m.held_out_worst_abs_error <= TARGET_WORST
-            {
-                "met"
-            } else {
-                "not met"
+            match (
+                m.held_out_median_abs_error <= TARGET_MEDIAN,
+                m.held_out_worst_abs_error <= TARGET_WORST,
+            ) {
+                (true, true) => "met",
+                (true, false) => "not met (median met, worst not)",
+                (false, true) => "not met (median not, worst met)",
+                (false, false) => "not met (neither median nor worst)",
             }
         })
 }
