@@ -397,7 +397,9 @@ mod fake_driver {
             .stdout(predicate::str::contains(
                 "power (gpu:0 Fake GPU (host memory) (counter)):",
             ))
-            .stdout(predicate::str::contains("  idle: 60.0 W (idle, "))
+            // The watts themselves are checked above over 0.3 s; a 0.1 s window on a loaded
+            // machine can read 59.x W, so here only the line's form.
+            .stdout(predicate::str::is_match(r"  idle: \d+\.\d W \(idle, ").unwrap())
             .stdout(predicate::str::contains(" W (fp32 GEMM n=64, "));
         // A window of 0 reads no power at all, and says so.
         let out = amdahl()
