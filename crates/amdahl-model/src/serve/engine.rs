@@ -61,6 +61,20 @@ pub struct RequestRecord {
     first_at: f64,
 }
 
+/// A token of `rec` reaching the client at `at`: its first sets the TTFT, its last the end-to-end
+/// latency and the TPOT.
+fn deliver(rec: &mut RequestRecord, at: f64, first: bool, last: bool) {
+    if first {
+        rec.first_at = at;
+        rec.ttft_s = at - rec.arrival_s;
+    }
+    if last {
+        rec.e2e_s = at - rec.arrival_s;
+        rec.tpot_s =
+            (rec.output_tokens > 1).then(|| (at - rec.first_at) / f64::from(rec.output_tokens - 1));
+    }
+}
+
 /// A point of the timeline: the state of all replicas at the start of an iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
@@ -164,28 +178,47 @@ impl Engine<'_> {
                     }
                 }
                 (_, Some((r, end))) => {
-                    reps[r].busy_until = None;
+                    let rep = &mut reps[r];
+                    rep.busy_until = None;
                     let records = &mut run.records;
-                    reps[r].complete(|req, first, last| {
-                        let rec = &mut records[req];
-                        if first {
-                            rec.first_at = end;
-                            rec.ttft_s = end - rec.arrival_s;
+                    if self.output_lag() {
+                        // The tokens of the iteration before were processed during this one and
+                        // are delivered at its end; this one's wait for the next.
+                        for (req, first, last) in std::mem::take(&mut rep.undelivered) {
+                            deliver(&mut records[req], end, first, last);
                         }
-                        if last {
-                            rec.e2e_s = end - rec.arrival_s;
-                            rec.tpot_s = (rec.output_tokens > 1)
-                                .then(|| (end - rec.first_at) / f64::from(rec.output_tokens - 1));
-                        }
-                    });
+                        let mut emitted = Vec::new();
+                        rep.complete(|req, first, last| emitted.push((req, first, last)));
+                        rep.undelivered = emitted;
+                    } else {
+                        rep.complete(|req, first, last| {
+                            deliver(&mut records[req], end, first, last)
+                        });
+                    }
                     run.end_s = run.end_s.max(end);
                     self.start(&mut reps, r, end, &mut run);
+                    if reps[r].busy_until.is_none() {
+                        // Nothing left to run: the engine drains its output queue at once.
+                        for (req, first, last) in std::mem::take(&mut reps[r].undelivered) {
+                            deliver(&mut run.records[req], end, first, last);
+                        }
+                    }
                 }
                 _ => break,
             }
         }
         self.charge_idle(&reps, &mut run);
         run
+    }
+
+    /// vLLM 0.6's asynchronous output processing, on by default and run with its multi-step
+    /// scheduling (vllm-project/vllm PRs #7049, #7921, #8050): the outputs of one step are
+    /// processed while the next runs and returned at that step's end (`LLMEngine.step`:
+    /// `ctx.output_queue`, drained when no request is left), so each token reaches the client
+    /// one iteration after it was computed. Modelled with multi-step scheduling only, the vLLM
+    /// 0.6 path here; vLLM V1 hands each step's outputs to its output process at once.
+    fn output_lag(&self) -> bool {
+        self.limits.num_scheduler_steps > 1
     }
 
     fn route(&self, reps: &[Replica], i: usize) -> usize {

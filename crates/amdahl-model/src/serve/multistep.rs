@@ -31,9 +31,12 @@
 //!
 //! Assumed, not read from vLLM: when every sequence of a window has finished, the window ends
 //! (the engine loop steps only while it has unfinished requests); a sequence near its end
-//! reserves no more lookahead blocks than it will ever hold; the tokens of a window are emitted
-//! at the end of the step that computes them (the asynchronous output processor of 0.6.0 streams
-//! them step by step, PR #7921).
+//! reserves no more lookahead blocks than it will ever hold.
+//!
+//! **Output lag.** 0.6.0's asynchronous output processing (on by default; with multi-step since
+//! PRs #7921 and #8050) processes a step's outputs while the next step runs and returns them at
+//! its end, so every token reaches the client one iteration after the one that computed it, and
+//! the last ones when the engine has nothing left to run (`super::engine`, `output_lag`).
 //!
 //! **Host time.** The step model's fixed per-iteration overhead stands for the engine's CPU work
 //! between two GPU passes, which multi-step exists to amortise: a window pays it once, on its

@@ -134,6 +134,9 @@ pub(crate) struct Replica {
     /// Multi-step scheduling: a sequence of the current window has finished (it leaves the
     /// batch when the window ends).
     pub finished_in_window: bool,
+    /// Tokens emitted by the last iteration and not yet delivered, under vLLM 0.6's
+    /// asynchronous output processing (`super::engine`): (request, first, last).
+    pub undelivered: Vec<(usize, bool, bool)>,
 }
 
 /// What an iteration does, from [`Replica::schedule`].
@@ -157,6 +160,7 @@ impl Replica {
             busy_s: 0.0,
             window_left: 0,
             finished_in_window: false,
+            undelivered: Vec::new(),
         }
     }
 

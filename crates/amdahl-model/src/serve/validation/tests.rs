@@ -45,11 +45,12 @@ fn published_serving_runs() {
     // unchanged. Modelling SGLang's default scheduling (prompts prefilled in iterations of their
     // own, --prefill-batching separate) and reading bench_serving's ShareGPT output cap right
     // (2,044, not 1,024): p50 9 of 33 (32.1 %). vLLM's per-sequence time read as GPU work, paid
-    // on every step of a multi-step window: 10 of 33 (30.1 %). The targets are not met;
-    // docs/usage/serve.md ("Validation") says where the simulator falls short.
+    // on every step of a multi-step window: 10 of 33 (30.1 %). vLLM 0.6's asynchronous output
+    // processing (each token delivered one iteration late): 12 of 33 (27.8 %). The targets are
+    // not met; docs/usage/serve.md ("Validation") says where the simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (33, 9, 6));
-    assert!(p50.within >= 10 && p50.median_abs_error <= 0.31, "{p50:?}");
+    assert!(p50.within >= 12 && p50.median_abs_error <= 0.28, "{p50:?}");
     assert!(p99.median_abs_error <= 0.70, "{p99:?}");
     assert!(
         tput.within >= 5 && tput.median_abs_error <= 0.10,
