@@ -51,7 +51,7 @@ fn main() {
             pp: 1,
             kv: KvFormat::Fp8,
             engine: Default::default(),
-            precisions: WeightFormat::ALL.to_vec(),
+            precisions: WeightFormat::offered(&hw),
             max_batch: 1024,
             max_ttft_s: None,
             max_tpot_s: tpot,

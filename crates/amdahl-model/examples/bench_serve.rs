@@ -133,7 +133,7 @@ fn main() {
         pp: 1,
         kv: KvFormat::Bf16,
         engine: Default::default(),
-        precisions: WeightFormat::ALL.to_vec(),
+        precisions: WeightFormat::offered(&s.hw),
         max_batch: 1024,
         max_ttft_s: None,
         max_tpot_s: None,

@@ -447,7 +447,9 @@ pub fn search_caps(hw: &Hardware, caps: &[f64]) -> Result<Vec<Watts>> {
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServingFormats {
     /// Weight format: bf16/fp16, fp8 (native on Hopper/Ada/Blackwell/MI300, else weight-only),
-    /// int8 or int4 weight-only (16-bit arithmetic).
+    /// fp8-mixed (Meta's Llama 3.1 FP8 checkpoints: fp8 MLPs, 16-bit attention and first and
+    /// last layers), int8 or int4 weight-only (16-bit arithmetic), fp4 (native on Blackwell).
+    /// The embedding and LM head stay 16-bit in every format.
     #[arg(
         help_heading = "Serving",
         long,

@@ -59,15 +59,15 @@ fn held_out_accuracy_on_the_claimed_rows() {
     }
     // Every row of a modelled engine is in the claim, the host-bound 8B-on-B200 configuration
     // too (it is only left out of the fits): 54 power rows. Held out, the power model and vLLM's
-    // per-sequence time are both fitted without the row's configuration. Power: 7.5 % median,
-    // but 107 % worst (that configuration at batch 128, 449 W measured where the model says
+    // per-sequence time are both fitted without the row's configuration. Power: 6.3 % median
+    // (7.5 % until Meta's FP8 checkpoint was typed as the fp8-mixed it is), but 107 % worst (that configuration at batch 128, 449 W measured where the model says
     // 900 W or more: a GPU waiting on the engine's CPU, which the model does not see), so the
     // targets (median ≤ 15 %, none beyond 35 %) are NOT met. These bounds hold the level
     // reached, so that a regression fails. (7.8 % / 74 % while the per-sequence time was
     // charged as host time at the busy draw without memory traffic.)
     let p = summary(&v, Quantity::PowerPerGpu, "claim");
     assert_eq!(p.rows, 54);
-    assert!(p.held_out_median_abs_error <= 0.076, "{p:?}");
+    assert!(p.held_out_median_abs_error <= 0.064, "{p:?}");
     assert!(p.held_out_worst_abs_error <= 1.08, "{p:?}");
     assert!(
         p.held_out_median_abs_error <= TARGET_MEDIAN && p.held_out_worst_abs_error > TARGET_WORST
@@ -77,15 +77,17 @@ fn held_out_accuracy_on_the_claimed_rows() {
     // fast); with it as host time, 15.0 % and 42.8 %; as memory-bound GPU work (the runs
     // overlapped the engine's CPU work with the GPU's: --async-scheduling), 12.4 % — the median
     // target met — and 43.6 % worst: Llama-3.1-405B on 8 × B200 at batch 2,048, predicted too
-    // slow. The worst-case target is NOT met.
+    // slow. With Meta's FP8 405B typed as fp8-mixed (attention and the first and last layers
+    // 16-bit), 11.4 % and 41.1 %. The worst-case target is NOT met.
     let e = summary(&v, Quantity::EnergyPerToken, "claim");
     assert_eq!(e.rows, 54);
-    assert!(e.held_out_median_abs_error <= 0.125, "{e:?}");
+    assert!(e.held_out_median_abs_error <= 0.115, "{e:?}");
     assert!(e.held_out_median_abs_error <= TARGET_MEDIAN);
-    assert!(e.held_out_worst_abs_error <= 0.44, "{e:?}");
-    // Throughput, which the per-sequence time is fitted on: 17.6 % median before, 12.2 % now.
+    assert!(e.held_out_worst_abs_error <= 0.42, "{e:?}");
+    // Throughput, which the per-sequence time is fitted on: 17.6 % median before it, 12.2 %
+    // with it, 11.4 % with fp8-mixed.
     let t = summary(&v, Quantity::Throughput, "claim");
-    assert!(t.held_out_median_abs_error <= 0.123, "{t:?}");
+    assert!(t.held_out_median_abs_error <= 0.115, "{t:?}");
 }
 
 #[test]
@@ -94,7 +96,8 @@ fn the_wall_power_of_a_training_node() {
     // per node at the shelf. The planner's power at the published layout plus the DGX H100's
     // estimated host: 6,166 W (−10.0 %) when the server scope was added, 6,804 W (−0.7 %) once
     // the power model was refitted with vLLM's per-sequence time as host time in the serving
-    // steps, 6,236 W (−9.0 %) with it as memory-bound GPU work; no coefficient is fitted to it.
+    // steps, 6,236 W (−9.0 %) with it as memory-bound GPU work, 6,118 W (−10.7 %) after the
+    // refit with Meta's FP8 405B typed as fp8-mixed; no coefficient is fitted to it.
     // Its immersion cooling has no fans, which the estimated host includes.
     let v = energy_validation().unwrap();
     let c = v
@@ -103,15 +106,16 @@ fn the_wall_power_of_a_training_node() {
         .find(|c| c.id == "mlpt40-smc-gpt3-64x8-nodepower")
         .unwrap();
     assert!(c.in_claim(), "{c:?}");
-    assert!((c.error + 0.090).abs() < 0.02, "{c:?}");
-    // And the three LoRA runs (rank 16, as logged): +5.4, +20.3 and +48.2 % from 8 to 512 GPUs
-    // (−4.1, +9.7 and +35.2 % before the refit): measured power falls as the runs widen, the
+    assert!((c.error + 0.107).abs() < 0.02, "{c:?}");
+    // And the three LoRA runs (rank 16, as logged): −5.1, +8.4 and +33.6 % from 8 to 512 GPUs
+    // (−4.1, +9.7 and +35.2 % with the first power model, +5.4, +20.3 and +48.2 % with the
+    // per-sequence time as host time): measured power falls as the runs widen, the
     // GPUs waiting on communication the planner does not see exposed, while the planner's
     // stays flat.
     let s = summary(&v, Quantity::NodeWallPower, "claim");
     assert_eq!(s.rows, 4);
-    assert!(s.held_out_median_abs_error < 0.14, "{s:?}");
-    assert!(s.held_out_worst_abs_error < 0.49, "{s:?}");
+    assert!(s.held_out_median_abs_error < 0.10, "{s:?}");
+    assert!(s.held_out_worst_abs_error < 0.35, "{s:?}");
 }
 
 #[test]

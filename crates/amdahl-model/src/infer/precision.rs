@@ -14,6 +14,11 @@ pub enum WeightFormat {
     /// fp8 (E4M3) weights and activations on devices with fp8 tensor cores (Hopper, Ada,
     /// Blackwell, MI300); weight-only elsewhere.
     Fp8,
+    /// fp8 where Meta's Llama 3.1 FP8 checkpoints put it (Meta's `fp8_mixed`, FBGEMM row-wise):
+    /// the MLP of every layer but the first and the last; attention projections and those two
+    /// layers stay 16-bit (meta-llama/llama-models `models/llama3/quantization/loader.py`,
+    /// `convert_to_fp8_quantized_model`; Dubey et al. 2024, "The Llama 3 Herd of Models" §6.2).
+    Fp8Mixed,
     /// int8 weight-only (W8A16): weights dequantised to bf16 inside the GEMM.
     Int8,
     /// int4 weight-only (W4A16, AWQ/GPTQ, group size 128): dequantised to bf16 inside the GEMM.
@@ -25,24 +30,42 @@ pub enum WeightFormat {
 }
 
 impl WeightFormat {
-    pub const ALL: [WeightFormat; 5] = [
+    pub const ALL: [WeightFormat; 6] = [
         WeightFormat::Bf16,
         WeightFormat::Fp8,
+        WeightFormat::Fp8Mixed,
         WeightFormat::Int8,
         WeightFormat::Int4,
         WeightFormat::Fp4,
     ];
     /// The names a user types, in the order `amdahl infer --precision` lists them: `fp16` is
     /// `bf16`'s storage (2 bytes, 16-bit arithmetic) under its other name.
-    pub const NAMES: [&'static str; 6] = ["bf16", "fp16", "fp8", "int8", "int4", "fp4"];
+    pub const NAMES: [&'static str; 7] =
+        ["bf16", "fp16", "fp8", "fp8-mixed", "int8", "int4", "fp4"];
 
     /// The formats the search and the precision what-if try on `hw`: the four of every device,
-    /// and fp4 where the device computes it natively (Blackwell).
+    /// and fp4 where the device computes it natively (Blackwell). Not `fp8-mixed`: it is one
+    /// publisher's checkpoint layout, not a format one quantises a model to, and it is never
+    /// faster than `fp8`.
     pub fn offered(hw: &Hardware) -> Vec<WeightFormat> {
         WeightFormat::ALL
             .into_iter()
+            .filter(|w| *w != WeightFormat::Fp8Mixed)
             .filter(|w| *w != WeightFormat::Fp4 || hw.peak(ComputePrecision::Fp4).is_some())
             .collect()
+    }
+
+    /// Whether the attention projections (QKV, output) stay 16-bit.
+    pub fn sixteen_bit_attention(self) -> bool {
+        self == WeightFormat::Fp8Mixed
+    }
+
+    /// How many layers stay 16-bit whole (their MLP too): the first and the last in `fp8-mixed`.
+    pub fn sixteen_bit_layers(self) -> f64 {
+        match self {
+            WeightFormat::Fp8Mixed => 2.0,
+            _ => 0.0,
+        }
     }
 
     /// Bytes per weight, scales included. int4 with group size 128 carries an fp16 scale and an
@@ -53,7 +76,7 @@ impl WeightFormat {
     pub fn bytes(self) -> f64 {
         match self {
             WeightFormat::Bf16 => 2.0,
-            WeightFormat::Fp8 | WeightFormat::Int8 => 1.0,
+            WeightFormat::Fp8 | WeightFormat::Fp8Mixed | WeightFormat::Int8 => 1.0,
             WeightFormat::Int4 => 0.5 + 4.0 / 128.0,
             WeightFormat::Fp4 => 0.5 + 1.0 / 16.0,
         }
@@ -63,6 +86,7 @@ impl WeightFormat {
         match self {
             WeightFormat::Bf16 => "bf16",
             WeightFormat::Fp8 => "fp8",
+            WeightFormat::Fp8Mixed => "fp8-mixed",
             WeightFormat::Int8 => "int8",
             WeightFormat::Int4 => "int4",
             WeightFormat::Fp4 => "fp4",
@@ -73,6 +97,7 @@ impl WeightFormat {
         match s.to_ascii_lowercase().as_str() {
             "bf16" | "fp16" | "f16" => Some(WeightFormat::Bf16),
             "fp8" | "f8" => Some(WeightFormat::Fp8),
+            "fp8-mixed" | "fp8_mixed" => Some(WeightFormat::Fp8Mixed),
             "int8" | "i8" | "w8a16" => Some(WeightFormat::Int8),
             "int4" | "i4" | "w4a16" => Some(WeightFormat::Int4),
             "fp4" | "nvfp4" | "mxfp4" | "f4" => Some(WeightFormat::Fp4),
@@ -95,20 +120,26 @@ impl WeightFormat {
                 precision: sixteen,
                 native: true,
             },
-            WeightFormat::Fp8 if hw.peak(ComputePrecision::Fp8).is_some() => Arithmetic {
-                precision: ComputePrecision::Fp8,
-                native: true,
-            },
+            WeightFormat::Fp8 | WeightFormat::Fp8Mixed
+                if hw.peak(ComputePrecision::Fp8).is_some() =>
+            {
+                Arithmetic {
+                    precision: ComputePrecision::Fp8,
+                    native: true,
+                }
+            }
             WeightFormat::Fp4 if hw.peak(ComputePrecision::Fp4).is_some() => Arithmetic {
                 precision: ComputePrecision::Fp4,
                 native: true,
             },
-            WeightFormat::Fp8 | WeightFormat::Int8 | WeightFormat::Int4 | WeightFormat::Fp4 => {
-                Arithmetic {
-                    precision: sixteen,
-                    native: false,
-                }
-            }
+            WeightFormat::Fp8
+            | WeightFormat::Fp8Mixed
+            | WeightFormat::Int8
+            | WeightFormat::Int4
+            | WeightFormat::Fp4 => Arithmetic {
+                precision: sixteen,
+                native: false,
+            },
         }
     }
 }

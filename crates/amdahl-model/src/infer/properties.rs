@@ -194,3 +194,50 @@ fn latent_attention_is_refused_with_the_reason() {
         "{e}"
     );
 }
+
+#[test]
+fn quantised_formats_keep_the_embedding_and_lm_head_at_16_bits() {
+    // Llama-3-8B: 32 layers of 4,096 × (4,096 + 2 × 1,024) + 4,096² attention and 3 × 4,096 ×
+    // 14,336 MLP weights; a 128,256 × 4,096 embedding and a separate LM head of the same size.
+    let (hw, net) = crate::plan::catalog_system("h100").unwrap();
+    let m = catalog_model("llama3-8b").unwrap();
+    let layers = 32.0 * (4096.0 * (4096.0 + 2048.0) + 4096.0 * 4096.0 + 3.0 * 4096.0 * 14336.0);
+    let heads = 2.0 * 128256.0 * 4096.0;
+    for w in [WeightFormat::Fp8, WeightFormat::Int4, WeightFormat::Fp4] {
+        let s = setup(&m, &hw, &net, serving(1, w), REQ).unwrap();
+        let want = layers * w.bytes() + heads * 2.0;
+        assert!((s.shard.weight_bytes() / want - 1.0).abs() < 1e-12, "{w:?}");
+    }
+}
+
+#[test]
+fn fp8_mixed_keeps_attention_and_the_outer_layers_at_16_bits() {
+    // Meta's Llama-3.1-405B-Instruct-FP8: fp8 MLPs in layers 1–124 only. Against plain fp8 it
+    // holds one more byte per attention weight in all 126 layers and per MLP weight in two.
+    let (hw, net) = crate::plan::catalog_system("b200").unwrap();
+    let m = catalog_model("llama-405b").unwrap();
+    let attn = 16384.0 * (16384.0 + 2.0 * 1024.0) + 16384.0 * 16384.0;
+    let mlp = 3.0 * 16384.0 * 53248.0;
+    let fp8 = setup(&m, &hw, &net, serving(4, WeightFormat::Fp8), REQ).unwrap();
+    let mixed = setup(&m, &hw, &net, serving(4, WeightFormat::Fp8Mixed), REQ).unwrap();
+    let extra = (126.0 * attn + 2.0 * mlp) / 4.0;
+    let got = mixed.shard.weight_bytes() - fp8.shard.weight_bytes();
+    assert!((got / extra - 1.0).abs() < 1e-9, "{got:e} vs {extra:e}");
+    // Slower than fp8 and faster than bf16 at every batch: more bytes than fp8 and 16-bit
+    // arithmetic in a fifth of the weights, half the bytes of bf16 in the rest.
+    // (bf16 does not fit on four B200s, so the three are timed at TP 8.)
+    let at8 = |w| setup(&m, &hw, &net, serving(8, w), REQ).unwrap();
+    let (fp8, mixed, bf16) = (
+        at8(WeightFormat::Fp8),
+        at8(WeightFormat::Fp8Mixed),
+        at8(WeightFormat::Bf16),
+    );
+    for b in [1, 64, 512] {
+        let (f, x, h) = (
+            estimate(&fp8, &hw, &net, b).tpot_s,
+            estimate(&mixed, &hw, &net, b).tpot_s,
+            estimate(&bf16, &hw, &net, b).tpot_s,
+        );
+        assert!(f < x && x < h, "batch {b}: {f} {x} {h}");
+    }
+}

@@ -21,6 +21,14 @@ pub const STEP_OVERHEAD_S: f64 = 1e-3;
 /// them on the fly, as TensorRT-LLM's and vLLM's fp8 paths do; communication stays 16-bit).
 pub const ACT_BYTES: f64 = 2.0;
 
+/// Bytes of a weight kept at 16 bits. Every quantised format here keeps the embedding and the
+/// output layer (LM head) at 16 bits, as the tools that make such checkpoints do: NVIDIA Model
+/// Optimizer disables `*lm_head*` quantisers by default (`modelopt.torch.quantization.config`),
+/// vLLM's `--quantization fp8` converts linear layers only (the LM head is a
+/// `ParallelLMHead`), AutoAWQ and GPTQ quantise the decoder layers' linears only, and Meta's
+/// FP8 checkpoints list `lm_head` among the modules not converted.
+pub const SIXTEEN_BIT_BYTES: f64 = 2.0;
+
 /// What one pass costs one device: wall time and where it went, and the work done (for MFU,
 /// MBU and the power model).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -46,11 +54,26 @@ pub struct Pass {
     pub bytes: f64,
 }
 
+impl Pass {
+    /// Add `w` × the kernel time and work of `x` (one of several kinds of layer, weighted by
+    /// its share of the layers).
+    fn add_scaled(&mut self, x: &Pass, w: f64) {
+        self.compute += w * x.compute;
+        self.memory += w * x.memory;
+        self.latency += w * x.latency;
+        self.flops += w * x.flops;
+        self.bytes += w * x.bytes;
+    }
+}
+
 /// The device-side constants of a configuration, computed once per evaluation.
 #[derive(Debug, Clone, Copy)]
 pub struct Device {
     /// Sustained GEMM rate at the arithmetic precision (its efficiency × peak).
     pub gemm_rate: f64,
+    /// Sustained GEMM rate at the device's 16-bit precision: the output layer, and the layers
+    /// a mixed format keeps at 16 bits.
+    pub gemm_rate16: f64,
     /// Sustained rate of attention (16-bit: FlashAttention).
     pub attn_rate: f64,
     /// Per-kernel latency of the GEMM curve.
@@ -67,8 +90,11 @@ impl Device {
     pub fn new(hw: &Hardware, arith: Arithmetic, engine: Engine) -> Self {
         let curve = hw.curve();
         let peak = hw.peak(arith.precision).unwrap_or(hw.peak_bf16).get();
+        let sixteen = WeightFormat::Bf16.arithmetic(hw).precision;
+        let peak16 = hw.peak(sixteen).unwrap_or(hw.peak_bf16).get();
         Device {
             gemm_rate: curve.efficiency(arith.precision) * peak,
+            gemm_rate16: curve.efficiency(sixteen) * peak16,
             attn_rate: curve.max_efficiency
                 * hw.peak(ComputePrecision::Bf16).map_or(peak, |p| p.get()),
             latency: curve.latency.get(),
@@ -96,7 +122,12 @@ pub struct Shard {
     pub kv_width: f64,
     /// Extra MLP matrices beyond the down projection (1 plain, 2 gated).
     pub up_mats: f64,
+    /// Bytes per weight of the quantised (or 16-bit) matrices.
     pub w_bytes: f64,
+    /// The attention projections at 16 bits ([`WeightFormat::sixteen_bit_attention`]).
+    pub attn16: bool,
+    /// Share of the layers whose MLP is 16-bit too ([`WeightFormat::sixteen_bit_layers`]).
+    pub mlp16_share: f64,
     pub kv_bytes: f64,
     /// V × h matrices held: 1 tied embedding, 2 with a separate output layer (Llama).
     pub embeddings: f64,
@@ -142,6 +173,8 @@ impl Shard {
             kv_width: kv_heads * head,
             up_mats: m.mlp_matrices() - 1.0,
             w_bytes: w.bytes(),
+            attn16: w.sixteen_bit_attention(),
+            mlp16_share: (w.sixteen_bit_layers() / f64::from(m.layers)).min(1.0),
             kv_bytes: kv.bytes(),
             embeddings: m.embedding_matrices(),
             moe: m.moe.map(|e| MoeShard {
@@ -154,12 +187,18 @@ impl Shard {
         }
     }
 
-    /// Weights of one layer on this device (QKV, output projection, MLP; norms are negligible).
-    /// For a mixture of experts the mean over layers, every expert and the router counted.
-    pub fn layer_weights(&self) -> f64 {
+    /// Attention weights of one layer on this device (QKV and output projection).
+    pub fn attention_weights(&self) -> f64 {
+        let h = self.hidden;
+        h * (self.q_width + 2.0 * self.kv_width) + self.q_width * h
+    }
+
+    /// MLP weights of one layer on this device (norms are negligible). For a mixture of experts
+    /// the mean over layers, every expert and the router counted.
+    pub fn mlp_weights(&self) -> f64 {
         let h = self.hidden;
         let dense = (self.up_mats + 1.0) * h * self.ffn / self.tp;
-        let mlp = match &self.moe {
+        match &self.moe {
             None => dense,
             Some(e) => {
                 let moe = (self.up_mats + 1.0) * h * e.expert_ffn / self.tp
@@ -167,8 +206,21 @@ impl Shard {
                     + h * e.experts;
                 e.frac * moe + (1.0 - e.frac) * dense
             }
-        };
-        h * (self.q_width + 2.0 * self.kv_width) + self.q_width * h + mlp
+        }
+    }
+
+    /// Bytes per attention-projection weight.
+    fn attention_bytes(&self) -> f64 {
+        if self.attn16 {
+            SIXTEEN_BIT_BYTES
+        } else {
+            self.w_bytes
+        }
+    }
+
+    /// Bytes per MLP weight, the mean over layers.
+    fn mlp_bytes(&self) -> f64 {
+        self.w_bytes + self.mlp16_share * (SIXTEEN_BIT_BYTES - self.w_bytes)
     }
 
     /// MLP width per token that element-wise work and activations see (mean over layers).
@@ -185,13 +237,16 @@ impl Shard {
     }
 
     /// Weight bytes on this device: the stage's layers plus the embedding and, when untied, the
-    /// separate output layer, split over TP. (Every stage is charged both, the first and last
-    /// stage's share; a small overestimate for pp > 1.) The output layer is read once per
-    /// pass either way (the logit GEMM), the embedding only for the tokens' rows, so an untied
-    /// model needs more memory but no more time.
+    /// separate output layer (16-bit under every format, [`SIXTEEN_BIT_BYTES`]), split over TP.
+    /// (Every stage is charged both, the first and last stage's share; a small overestimate
+    /// for pp > 1.) The output layer is read once per pass either way (the logit GEMM), the
+    /// embedding only for the tokens' rows, so an untied model needs more memory but no more
+    /// time.
     pub fn weight_bytes(&self) -> f64 {
-        (self.layers * self.layer_weights() + self.embeddings * self.vocab * self.hidden / self.tp)
-            * self.w_bytes
+        self.layers
+            * (self.attention_weights() * self.attention_bytes()
+                + self.mlp_weights() * self.mlp_bytes())
+            + self.embeddings * self.vocab * self.hidden / self.tp * SIXTEEN_BIT_BYTES
     }
 }
 
@@ -234,21 +289,26 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     let mut p = Pass::default();
     let t = w.tokens;
     let h = s.hidden;
-    // A GEMM of a (t × k) activation by a (k × n) weight shard.
-    let gemm = |k: f64, n: f64, rows: f64, p: &mut Pass| {
-        let flops = 2.0 * rows * k * n;
-        let bytes = k * n * s.w_bytes + rows * (k + n) * ACT_BYTES;
-        charge(p, flops / d.gemm_rate, d.latency, bytes / d.bandwidth);
-        p.flops += flops;
-        p.bytes += bytes;
+    let gemm_at = |k: f64, n: f64, rows: f64, format: (f64, f64), p: &mut Pass| {
+        gemm_into(p, d, (rows, k, n), format)
     };
+    let (quantised, sixteen) = ((s.w_bytes, d.gemm_rate), (SIXTEEN_BIT_BYTES, d.gemm_rate16));
+    let gemm = |k: f64, n: f64, rows: f64, p: &mut Pass| gemm_at(k, n, rows, quantised, p);
     let mut layer = Pass::default();
-    gemm(h, s.q_width + 2.0 * s.kv_width, t, &mut layer);
-    gemm(s.q_width, h, t, &mut layer);
+    let attn = if s.attn16 { sixteen } else { quantised };
+    gemm_at(h, s.q_width + 2.0 * s.kv_width, t, attn, &mut layer);
+    gemm_at(s.q_width, h, t, attn, &mut layer);
     match &s.moe {
         None => {
-            gemm(h, s.up_mats * s.ffn / s.tp, t, &mut layer);
-            gemm(s.ffn / s.tp, h, t, &mut layer);
+            // The MLP, at 16 bits in the share of layers a mixed format keeps there.
+            for (share, format) in [(1.0 - s.mlp16_share, quantised), (s.mlp16_share, sixteen)] {
+                if share > 0.0 {
+                    let mut mlp = Pass::default();
+                    gemm_at(h, s.up_mats * s.ffn / s.tp, t, format, &mut mlp);
+                    gemm_at(s.ffn / s.tp, h, t, format, &mut mlp);
+                    layer.add_scaled(&mlp, share);
+                }
+            }
         }
         Some(e) => {
             // Dense layers' MLP and MoE layers' router, shared and routed experts, each
@@ -278,13 +338,8 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
                 moe.flops += flops;
                 moe.bytes += bytes;
             }
-            for (w, x) in [(1.0 - e.frac, &dense), (e.frac, &moe)] {
-                layer.compute += w * x.compute;
-                layer.memory += w * x.memory;
-                layer.latency += w * x.latency;
-                layer.flops += w * x.flops;
-                layer.bytes += w * x.bytes;
-            }
+            layer.add_scaled(&dense, 1.0 - e.frac);
+            layer.add_scaled(&moe, e.frac);
         }
     }
     // Attention: QKᵀ and softmax·V, 2 FLOPs per multiply–add, per (query, key) pair and head
@@ -319,8 +374,8 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     p.comm = layer.comm * s.layers;
     p.flops = layer.flops * s.layers;
     p.bytes = layer.bytes * s.layers;
-    // Output layer: logits of the last token of every sequence.
-    gemm(h, s.vocab / s.tp, w.rows, &mut p);
+    // Output layer: logits of the last token of every sequence, 16-bit under every format.
+    gemm_at(h, s.vocab / s.tp, w.rows, sixteen, &mut p);
     p.overhead = d.overhead;
     // The engine's time per running sequence: GPU work the kernels above do not itemise, in
     // series with them (docs/methodology.md, "Engine per-sequence time"). Its memory traffic
@@ -328,6 +383,16 @@ pub fn pass(s: &Shard, d: &Device, net: &Network, w: &Work) -> Pass {
     p.host = d.per_sequence * w.rows;
     p.time = p.compute + p.memory + p.latency + p.comm + p.overhead + p.host;
     p
+}
+
+/// A GEMM of a (rows × k) activation by a (k × n) weight shard stored at `w_bytes` per weight,
+/// at the sustained `rate`, charged to `p`.
+fn gemm_into(p: &mut Pass, d: &Device, (rows, k, n): (f64, f64, f64), (w_bytes, rate): (f64, f64)) {
+    let flops = 2.0 * rows * k * n;
+    let bytes = k * n * w_bytes + rows * (k + n) * ACT_BYTES;
+    charge(p, flops / rate, d.latency, bytes / d.bandwidth);
+    p.flops += flops;
+    p.bytes += bytes;
 }
 
 /// Roofline of one kernel: max(latency + FLOPs/rate, bytes/bandwidth), charged to arithmetic,
