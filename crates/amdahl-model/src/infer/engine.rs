@@ -59,6 +59,19 @@ impl Engine {
         }
     }
 
+    /// Share of a request's generated tokens whose KV cache a running sequence holds, on average
+    /// over its life. TensorRT-LLM's default capacity scheduler (`GUARANTEED_NO_EVICT`,
+    /// `SchedulerConfig`'s default) admits a request only with room for its whole generation,
+    /// so all of it. vLLM (PagedAttention: blocks allocated as tokens are made, Kwon et al.,
+    /// SOSP 2023 §4.2; preemption when they run out) and SGLang (its token pool, allocated per
+    /// token) hold what has been generated so far: in a steady continuous batch, half.
+    pub fn output_kv_held(self) -> f64 {
+        match self {
+            Engine::TensorrtLlm => 1.0,
+            Engine::Vllm | Engine::Sglang => 0.5,
+        }
+    }
+
     /// Host time per running sequence per iteration, seconds.
     pub fn per_sequence_s(self) -> f64 {
         match self {

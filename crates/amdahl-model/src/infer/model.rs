@@ -70,7 +70,9 @@ pub struct InferMemory {
     pub total: Bytes,
     pub usable: Bytes,
     pub capacity: Bytes,
-    /// KV cache of one full-length sequence on this device.
+    /// KV cache one running sequence holds on this device: its full length under TensorRT-LLM,
+    /// which reserves it at admission; its prompt and half its output, the mean over its life,
+    /// under vLLM and SGLang, which allocate as tokens are made.
     pub kv_per_sequence: Bytes,
 }
 
@@ -129,6 +131,8 @@ pub struct Setup {
     pub usable: f64,
     pub fixed_bytes: f64,
     pub per_seq_bytes: f64,
+    /// Tokens of KV cache a running sequence holds (all its beams), on average.
+    pub kv_tokens_per_seq: f64,
 }
 
 /// Check a configuration and compute what does not depend on the batch (including the largest
@@ -265,11 +269,15 @@ fn prepare(
     let logits = 4.0 * shard.vocab / shard.tp;
     let fixed = shard.weight_bytes() + input * act_per_token + logits;
     // Per request: the shared prompt's KV once, each beam's generated KV and decode activations.
+    // What a running sequence holds of its generated KV depends on the engine
+    // ([`Engine::output_kv_held`]); one sequence must fit at its full length either way.
     let beams = f64::from(req.beams.max(1));
-    let per_seq =
+    let held_tokens = input + beams * output * serving.engine.output_kv_held();
+    let full_seq =
         (input + beams * output) * shard.kv_per_token() + beams * (act_per_token + logits);
+    let per_seq = held_tokens * shard.kv_per_token() + beams * (act_per_token + logits);
     let room = usable - fixed;
-    let max_batch = if room > per_seq {
+    let max_batch = if room > full_seq {
         (room / per_seq).floor().min(f64::from(u32::MAX)) as u32
     } else {
         0
@@ -285,6 +293,7 @@ fn prepare(
         usable,
         fixed_bytes: fixed,
         per_seq_bytes: per_seq,
+        kv_tokens_per_seq: held_tokens,
     };
     if max_batch == 0 && check_memory {
         return Err(InferError::FitsNowhere {
@@ -294,7 +303,7 @@ fn prepare(
             pp: serving.pp,
             precision: serving.weights.name(),
             weights_gib: fixed / GIB,
-            per_seq_gib: per_seq / GIB,
+            per_seq_gib: full_seq / GIB,
             tokens: total,
             usable_gib: usable / GIB,
             capacity_gib: capacity / GIB,
@@ -488,7 +497,7 @@ pub fn estimate(s: &Setup, hw: &Hardware, net: &Network, batch: u32) -> Evaluati
     let mfu = flops_gpu / cycle / peak;
     // MBU of the decode step: bytes moved per step over the data-sheet bandwidth.
     let mbu = dec.bytes * dec_busy * f64::from(s.serving.pp) / tpot / hw.memory_bandwidth.get();
-    let kv = b * (input + beams * output) * s.shard.kv_per_token();
+    let kv = b * s.kv_tokens_per_seq * s.shard.kv_per_token();
     let weights = s.shard.weight_bytes();
     let total = s.fixed_bytes + b * s.per_seq_bytes;
     Evaluation {
@@ -523,7 +532,7 @@ pub fn estimate(s: &Setup, hw: &Hardware, net: &Network, batch: u32) -> Evaluati
             total: Bytes(total),
             usable: Bytes(s.usable),
             capacity: Bytes(s.memory_capacity),
-            kv_per_sequence: Bytes((input + beams * output) * s.shard.kv_per_token()),
+            kv_per_sequence: Bytes(s.kv_tokens_per_seq * s.shard.kv_per_token()),
         },
     }
 }

@@ -241,3 +241,41 @@ fn fp8_mixed_keeps_attention_and_the_outer_layers_at_16_bits() {
         assert!(f < x && x < h, "batch {b}: {f} {x} {h}");
     }
 }
+
+#[test]
+fn engines_that_allocate_as_they_generate_fit_more_sequences() {
+    // Llama-3.1-405B on 8 × B200, 212 + 362 tokens (ML.ENERGY's chat runs): TensorRT-LLM
+    // reserves the whole 574 tokens of a request at admission, vLLM and SGLang hold the prompt
+    // and, on average over a sequence's life, half its output: 393 tokens. ML.ENERGY ran vLLM at
+    // batch 2,048 there (mean running batch 2,043), which the reserving rule refuses.
+    let (hw, net) = crate::plan::catalog_system("b200").unwrap();
+    let m = catalog_model("llama-405b").unwrap();
+    let req = Requests {
+        input: 212,
+        output: 362,
+        beams: 1,
+    };
+    let at = |engine| {
+        let mut s = serving(8, WeightFormat::Bf16);
+        s.engine = engine;
+        setup(&m, &hw, &net, s, req).unwrap()
+    };
+    let (trt, vllm, sglang) = (
+        at(crate::infer::Engine::TensorrtLlm),
+        at(crate::infer::Engine::Vllm),
+        at(crate::infer::Engine::Sglang),
+    );
+    assert_eq!(vllm.max_batch, sglang.max_batch);
+    assert!(
+        trt.max_batch < 2048 && vllm.max_batch >= 2048,
+        "{} {}",
+        trt.max_batch,
+        vllm.max_batch
+    );
+    assert_eq!(trt.kv_tokens_per_seq, 574.0);
+    assert_eq!(vllm.kv_tokens_per_seq, 393.0);
+    // The KV the memory line reports is the same held share.
+    let e = estimate(&vllm, &hw, &net, 2048);
+    let kv = 2048.0 * 393.0 * vllm.shard.kv_per_token();
+    assert!((e.memory.kv_cache.get() / kv - 1.0).abs() < 1e-12);
+}
