@@ -531,3 +531,25 @@ fn vllm_adds_its_time_per_running_sequence() {
     let e = refused(&[&base[..], &["--engine", "tgi"]].concat());
     assert!(e.contains("tensorrt-llm") && e.contains("vllm"), "{e}");
 }
+
+/// ML.ENERGY served Llama-3.1-405B on 8 × B200 under vLLM at batch 2,048 (212 + 362 tokens).
+/// Reserving each request's whole length, as TensorRT-LLM does, fits 1,948; vLLM holds what it
+/// has generated, on average half the output, and fits it. The refusal says so.
+#[test]
+fn the_kv_cache_a_sequence_holds_follows_the_engine() {
+    let base =
+        "infer --model llama-405b --system b200 --tp 8 --input 212 --output 362 --batch 2048";
+    let out = amdahl().args(words(base)).assert().code(1);
+    let e = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(e.contains("at most 1948 concurrent sequences fit"), "{e}");
+    assert!(
+        e.contains("--engine vllm or sglang hold only what has been generated"),
+        "{e}"
+    );
+    let v = json(&words(&format!("{base} --engine vllm")));
+    assert_eq!(v["max_batch"], 2840);
+    // 393 tokens held (212 + 362 / 2) at 64.5 KiB per token per device (126 layers × 1 KV
+    // head × 128 × 2 × 2 bytes of bf16 per device at TP 8).
+    let kv = v["memory"]["kv_per_sequence"].as_f64().unwrap();
+    assert!((kv - 393.0 * 126.0 * 128.0 * 4.0).abs() < 1.0, "{kv}");
+}

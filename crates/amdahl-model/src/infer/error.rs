@@ -59,13 +59,16 @@ pub enum InferError {
     #[error(
         "--batch {batch} does not fit: {need_gib:.1} GiB per device needed, {usable_gib:.1} GiB \
          usable; at most {max_batch} concurrent sequences fit (or use a larger --tp, --kv-precision \
-         fp8, narrower weights)"
+         fp8, narrower weights){engine_note}"
     )]
     Batch {
         batch: u32,
         max_batch: u32,
         need_gib: f64,
         usable_gib: f64,
+        /// Under TensorRT-LLM, which reserves each request's whole length: that vLLM and SGLang
+        /// hold less.
+        engine_note: &'static str,
     },
     #[error(
         "--rate {} requests/s is more than this configuration sustains: at most \

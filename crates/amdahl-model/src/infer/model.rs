@@ -350,6 +350,13 @@ pub fn evaluate_at(
             max_batch: s.max_batch,
             need_gib: (s.fixed_bytes + f64::from(batch) * s.per_seq_bytes) / GIB,
             usable_gib: s.usable / GIB,
+            engine_note: if s.serving.engine.output_kv_held() < 1.0 {
+                ""
+            } else {
+                "; TensorRT-LLM (--engine tensorrt-llm, the default) reserves each request's \
+                 whole length, --engine vllm or sglang hold only what has been generated and fit \
+                 more"
+            },
         });
     }
     Ok(estimate(s, hw, net, batch))
