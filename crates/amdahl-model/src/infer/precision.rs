@@ -70,9 +70,10 @@ impl WeightFormat {
 
     /// Bytes per weight, scales included. int4 with group size 128 carries an fp16 scale and an
     /// fp16 zero point per 128 weights: 0.5 + 4/128 bytes (Lin et al. 2024, AWQ §4; Frantar et al.
-    /// 2023, GPTQ); fp8 and int8 use one scale per output channel, negligible. NVFP4 carries one
-    /// 1-byte E4M3 scale per 16 values: 0.5 + 1/16 bytes (NVIDIA, "Introducing NVFP4 for
-    /// efficient and accurate low-precision inference", 2025).
+    /// 2023, GPTQ); fp8 and int8 use one scale per output channel, negligible (`fp8-mixed`: its
+    /// fp8 matrices; the 16-bit ones are counted apart). NVFP4 carries one 1-byte E4M3 scale per
+    /// 16 values: 0.5 + 1/16 bytes (NVIDIA, "Introducing NVFP4 for efficient and accurate
+    /// low-precision inference", 2025).
     pub fn bytes(self) -> f64 {
         match self {
             WeightFormat::Bf16 => 2.0,
@@ -155,7 +156,12 @@ pub struct Arithmetic {
 impl Arithmetic {
     /// How the output names it: "fp8 (native)", "bf16 (int4 weight-only)".
     pub fn describe(self, w: WeightFormat) -> String {
-        if self.native {
+        if self.native && w.sixteen_bit_attention() {
+            format!(
+                "{} (native; attention, first and last layers 16-bit)",
+                self.precision.name()
+            )
+        } else if self.native {
             format!("{} (native)", self.precision.name())
         } else {
             format!("{} ({} weight-only)", self.precision.name(), w.name())
@@ -238,6 +244,14 @@ mod tests {
         let a = WeightFormat::Fp8.arithmetic(&a100);
         assert!(!a.native && a.precision == ComputePrecision::Bf16);
         assert_eq!(a.describe(WeightFormat::Fp8), "bf16 (fp8 weight-only)");
+        // Meta's fp8-mixed is fp8 where it is fp8, and says where it is not.
+        let m = WeightFormat::Fp8Mixed;
+        assert_eq!(m.arithmetic(&h100), WeightFormat::Fp8.arithmetic(&h100));
+        assert_eq!(
+            m.arithmetic(&h100).describe(m),
+            "fp8 (native; attention, first and last layers 16-bit)"
+        );
+        assert_eq!("fp8_mixed".parse::<WeightFormat>(), Ok(m));
         // int4 never changes the arithmetic, only the bytes: 0.53125 B per weight.
         assert!(!WeightFormat::Int4.arithmetic(&h100).native);
         assert_eq!(WeightFormat::Int4.bytes(), 0.53125);
