@@ -174,7 +174,13 @@ impl Shard {
             up_mats: m.mlp_matrices() - 1.0,
             w_bytes: w.bytes(),
             attn16: w.sixteen_bit_attention(),
-            mlp16_share: (w.sixteen_bit_layers() / f64::from(m.layers)).min(1.0),
+            // (For a mixture of experts only the attention: Meta's MoE recipe differs, and the
+            // outer layers' experts are not itemised.)
+            mlp16_share: if m.moe.is_some() {
+                0.0
+            } else {
+                (w.sixteen_bit_layers() / f64::from(m.layers)).min(1.0)
+            },
             kv_bytes: kv.bytes(),
             embeddings: m.embedding_matrices(),
             moe: m.moe.map(|e| MoeShard {
