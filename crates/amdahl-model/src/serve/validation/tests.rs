@@ -48,11 +48,13 @@ fn published_serving_runs() {
     // on every step of a multi-step window: 10 of 33 (30.1 %). vLLM 0.6's asynchronous output
     // processing (each token delivered one iteration late): 12 of 33 (27.8 %). The refit that
     // typed Meta's fp8-mixed checkpoints (per-sequence time 31.4 → 30.6 µs): 11 of 33 (27.8 %),
-    // vLLM 0.6's 70B TTFT at 4 requests/s moving from −19.3 % to −20.3 %. The targets are not
-    // met; docs/usage/serve.md ("Validation") says where the simulator falls short.
+    // vLLM 0.6's 70B TTFT at 4 requests/s moving from −19.3 % to −20.3 %. The SGLang and vLLM
+    // rows' prompts typed as bench_serving's own ShareGPT sampling counts them (215.2 tokens,
+    // serve.md), not ShareGPT's whole-set 161.31: 13 of 33 (23.6 %). The targets are not met;
+    // docs/usage/serve.md ("Validation") says where the simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (33, 9, 6));
-    assert!(p50.within >= 11 && p50.median_abs_error <= 0.28, "{p50:?}");
+    assert!(p50.within >= 13 && p50.median_abs_error <= 0.24, "{p50:?}");
     assert!(p99.median_abs_error <= 0.70, "{p99:?}");
     assert!(
         tput.within >= 5 && tput.median_abs_error <= 0.10,
