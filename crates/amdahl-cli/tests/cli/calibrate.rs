@@ -93,18 +93,7 @@ fn the_constants_the_rows_were_made_with_come_back() {
         .collect();
     assert!(refused.contains(&"power_active"), "{refused:?}");
     for (name, want) in TRUTH {
-        let Some(c) = v["constants"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-        else {
-            panic!("{name} not fitted: {}", v["not_identified"]);
-        };
-        let (got, se) = (
-            c["value"].as_f64().unwrap(),
-            c["standard_error"].as_f64().unwrap(),
-        );
+        let (got, se, _) = constant(&v, name);
         // Three standard errors: a two-sided 99.7 % check of the linearised fit.
         assert!(
             (got - want).abs() <= 3.0 * se,
