@@ -103,8 +103,9 @@ pub struct Options {
     /// Simulate every arrival in this many seconds instead of --requests.
     #[arg(help_heading = "Workload", long, value_name = "SECONDS", value_parser = domain::positive, conflicts_with_all = ["trace", "requests"])]
     pub duration: Option<f64>,
-    /// Prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEAN:SIGMA[:MAX] (tokens), or a data
-    /// set's published mean prompt, drawn log-normal: sharegpt, lmarena, cnn-dailymail, openorca
+    /// Prompt lengths: fixed:N, uniform:LO:HI, lognormal:MEAN:SIGMA[:MAX] (tokens; a draw above
+    /// MAX is cut to it, and MEAN is the mean after the cut), or a data set's published mean
+    /// prompt, drawn log-normal: sharegpt, lmarena, cnn-dailymail, openorca
     /// (data/serve_datasets.csv).
     #[arg(help_heading = "Workload", long, default_value = "fixed:512", value_parser = input_lengths, conflicts_with = "trace")]
     pub input_dist: Dist,

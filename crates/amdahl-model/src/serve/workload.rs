@@ -101,6 +101,7 @@ pub fn generate(
     }
     let mut rng = ChaCha8Rng::seed_from_u64(g.seed);
     let gaps = Gaps::new(&g.arrivals);
+    let (inputs, outputs) = (g.input.draws(), g.output.draws());
     let mut t = 0.0;
     let mut clamped = 0;
     let mut out = Vec::with_capacity(g.requests.min(MAX_REQUESTS) as usize);
@@ -114,7 +115,7 @@ pub fn generate(
         if g.duration_s.is_some_and(|d| t > d) {
             break;
         }
-        let (raw_in, raw_out) = (g.input.sample(&mut rng), g.output.sample(&mut rng));
+        let (raw_in, raw_out) = (inputs.sample(&mut rng), outputs.sample(&mut rng));
         let input = raw_in.min(context.saturating_sub(1).max(1));
         let output = raw_out.min(context.saturating_sub(input)).max(1);
         if (input, output) != (raw_in, raw_out) {

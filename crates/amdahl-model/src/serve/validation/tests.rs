@@ -8,12 +8,14 @@ fn published_serving_runs() {
     for c in &v.cases {
         for m in &c.metrics {
             println!(
-                "{:<28} {:<20} published {:>10.4} predicted {:>10.4} error {:+6.1} % {}",
+                "{:<28} {:<20} published {:>10.4} predicted {:>10.4} error {:+6.1} % \
+                 +5 % load {:+7.1} % {}",
                 c.id,
                 m.metric,
                 m.published,
                 m.predicted,
                 m.error * 100.0,
+                m.load_sensitivity.unwrap_or(f64::NAN) * 100.0,
                 if c.in_claim { "" } else { "(out of claim)" }
             );
         }
@@ -50,16 +52,52 @@ fn published_serving_runs() {
     // typed Meta's fp8-mixed checkpoints (per-sequence time 31.4 → 30.6 µs): 11 of 33 (27.8 %),
     // vLLM 0.6's 70B TTFT at 4 requests/s moving from −19.3 % to −20.3 %. The SGLang and vLLM
     // rows' prompts typed as bench_serving's own ShareGPT sampling counts them (215.2 tokens,
-    // serve.md), not ShareGPT's whole-set 161.31: 13 of 33 (23.6 %). The targets are not met;
-    // docs/usage/serve.md ("Validation") says where the simulator falls short.
+    // serve.md), not ShareGPT's whole-set 161.31: 13 of 33 (23.6 %). A capped log-normal's μ
+    // solved so that its mean after the cut is the stated one (the published means are of real
+    // lengths, all within the cap; OpenOrca's preset had drawn 267 output tokens for a published
+    // 294.45, the bench_serving rows' prompts 204 for 215.2): p50 16 of 33 (20.7 %), p99 2 of 9
+    // (54.0 %), throughput 4 of 6 (7.8 %; the H200 row's simulated capacity fell below its
+    // published rate). The targets are not met; docs/usage/serve.md ("Validation") says where
+    // the simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (33, 9, 6));
-    assert!(p50.within >= 13 && p50.median_abs_error <= 0.24, "{p50:?}");
-    assert!(p99.median_abs_error <= 0.70, "{p99:?}");
+    assert!(p50.within >= 16 && p50.median_abs_error <= 0.21, "{p50:?}");
+    assert!(p99.within >= 2 && p99.median_abs_error <= 0.55, "{p99:?}");
     assert!(
-        tput.within >= 5 && tput.median_abs_error <= 0.10,
+        tput.within >= 4 && tput.median_abs_error <= 0.08,
         "{tput:?}"
     );
+    // Conditioning: the figures a 5 % error in the modelled capacity would not carry beyond
+    // their target test the latency model itself. All of SGLang's and vLLM's (4 and 8 requests/s,
+    // far below capacity) are among them; 14 of the 25 p50 figures are within 20 % (18.4 %).
+    assert_eq!((p50.well_conditioned, p99.well_conditioned), (25, 5));
+    assert!(
+        p50.well_conditioned_within >= 14 && p50.well_conditioned_median_abs_error.unwrap() <= 0.19,
+        "{p50:?}"
+    );
+    for c in v
+        .cases
+        .iter()
+        .filter(|c| c.source == "sglang030" && c.rate_rps.is_some())
+    {
+        for m in &c.metrics {
+            let s = m.load_sensitivity.unwrap();
+            assert!(s.abs() < 0.10, "{} {}: {s}", c.id, m.metric);
+        }
+    }
+    // MLPerf's server runs sit at the edge of capacity by design (the rate is raised until the
+    // p99 limits are about to fail): 5 % more load moves the 8 × H100 row's median TTFT tenfold.
+    let h100 = v
+        .cases
+        .iter()
+        .find(|c| c.id == "mlperf41-h100x8-server")
+        .unwrap();
+    let ttft = h100
+        .metrics
+        .iter()
+        .find(|m| m.metric == "ttft_p50_ms")
+        .unwrap();
+    assert!(ttft.load_sensitivity.unwrap() > 10.0, "{ttft:?}");
 }
 
 #[test]
