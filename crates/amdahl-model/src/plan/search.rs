@@ -418,6 +418,36 @@ fn score(objective: Objective, c: &Cost) -> f64 {
 
 /// `cap_w`: the power cap this pass runs under, as candidates report it (`None` without
 /// `--search-power-cap`; the TDP for the uncapped pass of a cap search).
+/// One layout that passed the cell's rules: refused when it does not fit the memory, else
+/// estimated, costed and offered to the front and the top list.
+fn evaluate(
+    model: &ModelShape,
+    hw: &Hardware,
+    net: &Network,
+    space: &SearchSpace,
+    l: &Layout,
+    cap_w: Option<f64>,
+    acc: &mut Acc,
+) {
+    let mem = memory(model, l, hw.memory);
+    acc.see_memory(l, mem.total.get());
+    if !mem.fits {
+        acc.rejected.memory += 1;
+        return;
+    }
+    acc.fitting += 1;
+    let e = estimate(model, hw, net, l);
+    let k = cost(&e, hw, &space.cost);
+    let cand = PlanCandidate {
+        estimate: e,
+        cost: k,
+        score: score(space.objective, &k),
+        power_cap_w: cap_w,
+    };
+    acc.push_front(cand);
+    acc.push_top(cand, space.top_k);
+}
+
 fn search_cell(
     model: &ModelShape,
     hw: &Hardware,
@@ -499,23 +529,7 @@ fn search_cell(
                                     acc.rejected.zero_with_pipeline += 1;
                                     continue;
                                 }
-                                let mem = memory(model, &l, hw.memory);
-                                acc.see_memory(&l, mem.total.get());
-                                if !mem.fits {
-                                    acc.rejected.memory += 1;
-                                    continue;
-                                }
-                                acc.fitting += 1;
-                                let e = estimate(model, hw, net, &l);
-                                let k = cost(&e, hw, &space.cost);
-                                let cand = PlanCandidate {
-                                    estimate: e,
-                                    cost: k,
-                                    score: score(space.objective, &k),
-                                    power_cap_w: cap_w,
-                                };
-                                acc.push_front(cand);
-                                acc.push_top(cand, space.top_k);
+                                evaluate(model, hw, net, space, &l, cap_w, acc);
                             }
                         }
                     }
