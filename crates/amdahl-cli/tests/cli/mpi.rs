@@ -32,10 +32,16 @@ fn build(dir: &Path) -> Option<PathBuf> {
 }
 
 /// `amdahl` with the fake tree and mpirun allowed as root (CI containers run as root; Open MPI
-/// refuses that unless both variables are set), ranks oversubscribed on a 2-core machine.
+/// refuses that unless both variables are set), ranks oversubscribed on a 2-core machine, and
+/// each test's jobs keeping their session directory in its own temporary directory: Open MPI 4
+/// creates `/tmp/ompi.<host>.<uid>` for every job, and jobs started at the same instant (these
+/// tests run in parallel) race on that mkdir and fail with "File exists" (open-mpi/ompi#8510;
+/// the usual cure is a unique `orte_tmpdir_base` per job).
 fn amdahl(root: &Path) -> Command {
     let mut c = Command::new(assert_cmd::cargo::cargo_bin("amdahl"));
+    let session = root.parent().unwrap_or(root);
     c.env("AMDAHL_POWERCAP_ROOT", root)
+        .env("OMPI_MCA_orte_tmpdir_base", session)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
