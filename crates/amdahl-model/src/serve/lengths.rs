@@ -105,13 +105,7 @@ impl Lengths {
         }
     }
 
-    /// One draw, at least 1 token. Draws of many requests go through [`Lengths::draws`], which
-    /// solves a capped log-normal's μ once.
-    pub fn sample<R: Rng>(&self, rng: &mut R) -> u32 {
-        self.draws().sample(rng)
-    }
-
-    /// The distribution ready to draw from.
+    /// The distribution ready to draw from (a capped log-normal's μ solved once).
     pub fn draws(&self) -> Draws {
         let mu = match *self {
             Lengths::LogNormal { mean, sigma, max } => log_mu(mean, sigma, max.map(f64::from)),
@@ -237,7 +231,8 @@ mod tests {
         let capped = Lengths::parse("lognormal:300:1:1024").unwrap();
         assert_eq!(capped.label(), "lognormal:300:1:1024");
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
-        assert!((0..10_000).all(|_| capped.sample(&mut rng) <= 1024));
+        let draws = capped.draws();
+        assert!((0..10_000).all(|_| draws.sample(&mut rng) <= 1024));
         let e = Lengths::parse_side("sharegtp", Side::Input)
             .unwrap_err()
             .to_string();
@@ -267,7 +262,8 @@ mod tests {
         assert!(log_mu(294.45, 1.0, Some(1024.0)) > uncut);
         // A mean at the cap puts the draws on it; σ = 0 is the fixed length.
         let at_cap = Lengths::parse("lognormal:1024:1:1024").unwrap();
-        assert!((0..100).all(|_| at_cap.sample(&mut rng) >= 1020));
+        let draws = at_cap.draws();
+        assert!((0..100).all(|_| draws.sample(&mut rng) >= 1020));
         assert_eq!(log_mu(300.0, 0.0, Some(1024.0)), 300f64.ln());
     }
 
@@ -282,7 +278,8 @@ mod tests {
         };
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let n = 200_000;
-        let sum: f64 = (0..n).map(|_| f64::from(d.sample(&mut rng))).sum();
+        let draws = d.draws();
+        let sum: f64 = (0..n).map(|_| f64::from(draws.sample(&mut rng))).sum();
         let mean = sum / f64::from(n);
         assert!((mean / 600.0 - 1.0).abs() < 0.01, "{mean}");
     }
@@ -298,8 +295,9 @@ mod tests {
             for side in [Side::Input, Side::Output] {
                 if let Ok(d) = Lengths::parse_side(&text, side) {
                     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                    let draws = d.draws();
                     for _ in 0..50 {
-                        let n = d.sample(&mut rng);
+                        let n = draws.sample(&mut rng);
                         proptest::prop_assert!(n >= 1, "{text}: {n}");
                         if let Lengths::LogNormal { max: Some(m), .. } = d {
                             proptest::prop_assert!(n <= m, "{text}: {n} > {m}");

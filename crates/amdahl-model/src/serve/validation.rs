@@ -146,14 +146,12 @@ pub struct ServeSummary {
     pub median_abs_error: f64,
     pub worst_abs_error: f64,
     pub worst: String,
-    /// Figures whose [`Metric::load_sensitivity`] exceeds the target (a 5 % error in the
-    /// modelled capacity alone would carry them beyond it), and every latency of a row whose
-    /// simulation is overloaded (the modelled capacity is below the published rate; its
-    /// throughput still tests that capacity).
-    #[serde(default)]
-    pub ill_conditioned: usize,
-    /// Of the other figures (the well-conditioned ones, which test the latency model itself):
-    /// how many, how many within the target, and their median |error|.
+    /// The well-conditioned figures, which test the latency model itself: how many, how many
+    /// within the target, and their median |error|. The others are ill-conditioned: their
+    /// [`Metric::load_sensitivity`] exceeds the target (a 5 % error in the modelled capacity
+    /// alone would carry them beyond it), or they are latencies of a row whose simulation is
+    /// overloaded (the modelled capacity is below the published rate; its throughput still
+    /// tests that capacity).
     #[serde(default)]
     pub well_conditioned: usize,
     #[serde(default)]
@@ -331,9 +329,7 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
         max_num_batched_tokens: r.max_num_batched_tokens,
         num_scheduler_steps: r.num_scheduler_steps,
         settings: r.settings.clone(),
-        rate_rps: (r.arrivals != "all-at-once")
-            .then_some(r.rate_rps)
-            .flatten(),
+        rate_rps: poisson.then_some(r.rate_rps).flatten(),
         requests: reqs.len() as u32,
         lengths: r.lengths.clone(),
         in_claim: r.in_claim == "yes" && r.lengths != "own",
@@ -438,7 +434,6 @@ fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
                 median_abs_error: median(&abs).unwrap_or(f64::NAN),
                 worst_abs_error: worst,
                 worst: worst_id,
-                ill_conditioned: figures.len() - well.len(),
                 well_conditioned: well.len(),
                 well_conditioned_within: target
                     .map_or(0, |t| well.iter().filter(|m| m.error.abs() <= t).count()),
