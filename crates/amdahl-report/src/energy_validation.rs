@@ -24,6 +24,7 @@ pub fn energy_validation_table(v: &EnergyValidation) -> String {
     let mut s = cases_table(v);
     s.push_str(&claim_summary_table(v));
     s.push_str(&targets_line(v));
+    s.push_str(&out_of_sample_table(v));
     s.push_str(&power_model_line(v));
     s.push_str(&excluded_lines(v));
     s
@@ -85,6 +86,36 @@ fn claim_summary_table(v: &EnergyValidation) -> String {
         ]);
     }
     t.render()
+}
+
+/// The shipped model's errors on the claim's rows that no fit used (`fit = no`): out of sample
+/// as they stand, no refit needed; empty without such rows.
+fn out_of_sample_table(v: &EnergyValidation) -> String {
+    let of: Vec<_> = v
+        .summaries
+        .iter()
+        .filter(|m| m.subset == "out_of_sample")
+        .collect();
+    if of.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(["quantity", "rows", "median |error|", "worst", "worst row"])
+        .align(0, Align::Left)
+        .align(4, Align::Left);
+    for m in of {
+        t.row([
+            m.quantity.clone(),
+            m.rows.to_string(),
+            format!("{:.1} %", 100.0 * m.median_abs_error),
+            format!("{:.1} %", 100.0 * m.worst_abs_error),
+            m.worst.clone(),
+        ]);
+    }
+    format!(
+        "\nof which out of sample (fit = no: added after the shipped constants were fitted and in \
+         no fit; the shipped model's errors):\n{}",
+        t.render()
+    )
 }
 
 /// Whether the claim's held-out errors of quantity `q` meet both targets, and which not.
@@ -188,6 +219,7 @@ pub fn energy_validation_csv(v: &EnergyValidation) -> Result<String, csv::Error>
             "fits",
             "engine_modelled",
             "host_bound",
+            "out_of_sample",
             "source",
         ],
         v.cases.iter().map(|c| {
@@ -209,6 +241,7 @@ pub fn energy_validation_csv(v: &EnergyValidation) -> Result<String, csv::Error>
                 c.fits.to_string(),
                 c.engine_modelled.to_string(),
                 c.host_bound.to_string(),
+                c.out_of_sample.to_string(),
                 c.source.clone(),
             ]
         }),

@@ -12,11 +12,12 @@ pub fn note_energy_accuracy() {
     let Ok(v) = energy_validation() else {
         return; // `amdahl catalog validation --energy` reports a broken row.
     };
-    let of = |q: Quantity| {
+    let of_subset = |subset: &str, q: Quantity| {
         v.summaries
             .iter()
-            .find(|s| s.subset == "claim" && s.quantity == q.name())
+            .find(|s| s.subset == subset && s.quantity == q.name())
     };
+    let of = |q: Quantity| of_subset("claim", q);
     let (Some(power), Some(token)) = (of(Quantity::PowerPerGpu), of(Quantity::EnergyPerToken))
     else {
         return;
@@ -29,10 +30,19 @@ pub fn note_energy_accuracy() {
             w.rows
         )
     });
+    // The rows no fit has ever used: the shipped model's own errors, out of sample.
+    let unseen = of_subset("out_of_sample", Quantity::EnergyPerToken).map_or(String::new(), |u| {
+        format!(
+            "; {:.1} %, worst {:.1} %, on the {} from models no fit has seen",
+            100.0 * u.median_abs_error,
+            100.0 * u.worst_abs_error,
+            u.rows
+        )
+    });
     crate::output::note(&format!(
         "energy: modelled, not measured; GPU scope: on {} published serving measurements held out \
          of the power model's fit, power per GPU is within {:.1} % (median |error|; worst {:.1} %), \
-         energy per output token {:.1} % (worst {:.1} %){wall}; `amdahl catalog validation \
+         energy per output token {:.1} % (worst {:.1} %{unseen}){wall}; `amdahl catalog validation \
          --energy` lists them",
         power.rows,
         100.0 * power.held_out_median_abs_error,
