@@ -26,6 +26,32 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     Some(a + frac * (b - a))
 }
 
+/// The q-[`quantile`] of a multiset given as (value, count) pairs in ascending order of value,
+/// without expanding it: the value at each order statistic is found by the running count. The
+/// serving simulator's inter-token gaps, millions of tokens in a few thousand distinct gaps,
+/// are summarised this way. `None` when the counts sum to zero.
+pub fn quantile_of_counts(sorted: &[(f64, u64)], q: f64) -> Option<f64> {
+    let n: u64 = sorted.iter().map(|&(_, c)| c).sum();
+    let last = n.checked_sub(1)?;
+    let h = q.clamp(0.0, 1.0) * last as f64;
+    let lo = h.floor() as u64;
+    let frac = h - h.floor();
+    // The value of the k-th order statistic (0-based).
+    let at = |k: u64| {
+        let mut seen = 0;
+        sorted
+            .iter()
+            .find(|&&(_, c)| {
+                seen += c;
+                seen > k
+            })
+            .map(|&(v, _)| v)
+    };
+    let a = at(lo)?;
+    let b = if lo < last { at(lo + 1)? } else { a };
+    Some(a + frac * (b - a))
+}
+
 /// The median of `sorted` (ascending): its 0.5-[`quantile`]. `None` when there is no data.
 pub fn median(sorted: &[f64]) -> Option<f64> {
     quantile(sorted, 0.5)
@@ -63,6 +89,21 @@ mod tests {
     }
 
     #[test]
+    fn quantile_of_counts_is_the_quantile_of_the_expanded_multiset() {
+        let counted = [(1.0, 3), (2.0, 1), (5.0, 4)];
+        let expanded = [1.0, 1.0, 1.0, 2.0, 5.0, 5.0, 5.0, 5.0];
+        for q in [0.0, 0.1, 0.25, 0.4, 0.5, 0.9, 0.99, 1.0] {
+            assert_eq!(
+                quantile_of_counts(&counted, q),
+                quantile(&expanded, q),
+                "q {q}"
+            );
+        }
+        assert_eq!(quantile_of_counts(&[(3.0, 0)], 0.5), None);
+        assert_eq!(quantile_of_counts(&[], 0.5), None);
+    }
+
+    #[test]
     fn sorted_orders_by_total_cmp() {
         assert_eq!(sorted(&[3.0, -1.0, 2.0]), [-1.0, 2.0, 3.0]);
         assert!(sorted(&[f64::NAN, 1.0])[1].is_nan());
@@ -94,6 +135,20 @@ mod tests {
             let below = xs.iter().filter(|&&x| x <= m).count();
             let above = xs.iter().filter(|&&x| x >= m).count();
             prop_assert!(2 * below >= xs.len() && 2 * above >= xs.len());
+        }
+
+        #[test]
+        fn counted_and_expanded_quantiles_agree(
+            pairs in proptest::collection::vec((-1e3f64..1e3, 0u64..5), 1..20),
+            q in 0.0f64..=1.0,
+        ) {
+            let mut pairs = pairs;
+            pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let expanded: Vec<f64> = pairs
+                .iter()
+                .flat_map(|&(v, c)| std::iter::repeat_n(v, c as usize))
+                .collect();
+            prop_assert_eq!(quantile_of_counts(&pairs, q), quantile(&expanded, q));
         }
 
         #[test]

@@ -76,6 +76,12 @@ pub fn serve_table(r: &ServeResult) -> String {
         ms_opt(r.tpot_p99_s),
     ]);
     t.row([
+        "inter-token latency (ms)".to_string(),
+        ms_opt(r.itl_p50_s),
+        ms_opt(r.itl_p90_s),
+        ms_opt(r.itl_p99_s),
+    ]);
+    t.row([
         "end-to-end (s)".to_string(),
         sig(r.e2e_p50_s, 3),
         sig(r.e2e_p90_s, 3),
@@ -217,11 +223,12 @@ pub fn serve_csv(r: &ServeResult) -> String {
     let mut out = String::from(
         "model,system,tp,pp,replicas,gpus,requests,offered_requests_per_s,completed_requests_per_s,\
          output_tokens_per_s,goodput_requests_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,\
-         e2e_p99_s,energy_per_request_j,energy_per_output_token_j,energy_j,overloaded\n",
+         e2e_p99_s,energy_per_request_j,energy_per_output_token_j,energy_j,overloaded,itl_p50_s,\
+         itl_p99_s\n",
     );
     let _ = writeln!(
         out,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         csv_unquoted(&r.model),
         csv_unquoted(&r.system),
         r.tp,
@@ -241,7 +248,9 @@ pub fn serve_csv(r: &ServeResult) -> String {
         r.energy_per_request_j.mean,
         r.energy_per_output_token_j,
         r.energy_j,
-        r.overloaded
+        r.overloaded,
+        opt(r.itl_p50_s),
+        opt(r.itl_p99_s)
     );
     out
 }

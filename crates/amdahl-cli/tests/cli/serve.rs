@@ -65,6 +65,10 @@ fn json_contract_and_the_per_request_energies_sum_to_the_run() {
         assert!(v["energy_per_request_j"][k].as_f64().unwrap() > 0.0, "{k}");
     }
     assert!(f(&v, "ttft_p99_s") >= f(&v, "ttft_p50_s"));
+    // Inter-token latency: each token's gap to the one before. Most gaps are one decode step, so
+    // the median gap is no longer than the slowest requests' mean gap (TPOT p99).
+    assert!(f(&v, "itl_p99_s") >= f(&v, "itl_p50_s") && f(&v, "itl_p50_s") > 0.0);
+    assert!(f(&v, "itl_p50_s") <= f(&v, "tpot_p99_s"), "{v}");
     assert_eq!(v["overloaded"], false);
     // The CSV has one row per request; their joules sum to the run's iteration energy (the JSON
     // prints it to 17 significant digits, the CSV each row likewise: 1e-9 relative).

@@ -59,19 +59,57 @@ pub struct RequestRecord {
     /// Time of the first token, absolute (internal bookkeeping).
     #[serde(skip)]
     first_at: f64,
+    /// Time of the latest token delivered, absolute (internal bookkeeping).
+    #[serde(skip)]
+    last_at: f64,
 }
 
 /// A token of `rec` reaching the client at `at`: its first sets the TTFT, its last the end-to-end
-/// latency and the TPOT.
-fn deliver(rec: &mut RequestRecord, at: f64, first: bool, last: bool) {
+/// latency and the TPOT; every later one adds its gap to the one before to `gaps`.
+fn deliver(rec: &mut RequestRecord, gaps: &mut Gaps, at: f64, first: bool, last: bool) {
     if first {
         rec.first_at = at;
         rec.ttft_s = at - rec.arrival_s;
+    } else {
+        gaps.add(at - rec.last_at);
     }
+    rec.last_at = at;
     if last {
         rec.e2e_s = at - rec.arrival_s;
         rec.tpot_s =
             (rec.output_tokens > 1).then(|| (at - rec.first_at) / f64::from(rec.output_tokens - 1));
+    }
+}
+
+/// The inter-token latencies of a run: the gap between consecutive tokens of a request as the
+/// client receives them (vLLM's `benchmark_serving` ITL; the first token's wait is the TTFT, not
+/// a gap), kept as (gap, tokens) with runs of equal gaps merged. A continuous batch delivers a
+/// token to every running request at each iteration's end, so a run's millions of tokens fall on
+/// as many distinct gaps as it has iterations, give or take.
+#[derive(Debug, Clone, Default)]
+pub struct Gaps(Vec<(f64, u64)>);
+
+impl Gaps {
+    fn add(&mut self, gap: f64) {
+        match self.0.last_mut() {
+            Some((g, n)) if *g == gap => *n += 1,
+            _ => self.0.push((gap, 1)),
+        }
+    }
+
+    /// (gap, tokens) in ascending order of gap, equal gaps merged: ready for
+    /// [`crate::stats::quantile_of_counts`].
+    pub fn sorted(&self) -> Vec<(f64, u64)> {
+        let mut v = self.0.clone();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v.dedup_by(|b, a| {
+            let same = a.0 == b.0;
+            if same {
+                a.1 += b.1;
+            }
+            same
+        });
+        v
     }
 }
 
@@ -90,6 +128,8 @@ pub struct Sample {
 #[derive(Debug, Clone)]
 pub struct Run {
     pub records: Vec<RequestRecord>,
+    /// Every token's gap to the one before it (all requests).
+    pub gaps: Gaps,
     /// GPU energy of all iterations, all devices (the sum of the requests' energies).
     pub energy_busy_j: f64,
     /// GPU energy of replicas with no work, at idle power, from the first arrival to the end.
@@ -139,6 +179,7 @@ impl Engine<'_> {
                     ..RequestRecord::default()
                 })
                 .collect(),
+            gaps: Gaps::default(),
             energy_busy_j: 0.0,
             energy_idle_j: 0.0,
             iterations: 0,
@@ -180,19 +221,19 @@ impl Engine<'_> {
                 (_, Some((r, end))) => {
                     let rep = &mut reps[r];
                     rep.busy_until = None;
-                    let records = &mut run.records;
+                    let (records, gaps) = (&mut run.records, &mut run.gaps);
                     if self.output_lag() {
                         // The tokens of the iteration before were processed during this one and
                         // are delivered at its end; this one's wait for the next.
                         for (req, first, last) in std::mem::take(&mut rep.undelivered) {
-                            deliver(&mut records[req], end, first, last);
+                            deliver(&mut records[req], gaps, end, first, last);
                         }
                         let mut emitted = Vec::new();
                         rep.complete(|req, first, last| emitted.push((req, first, last)));
                         rep.undelivered = emitted;
                     } else {
                         rep.complete(|req, first, last| {
-                            deliver(&mut records[req], end, first, last)
+                            deliver(&mut records[req], gaps, end, first, last)
                         });
                     }
                     run.end_s = run.end_s.max(end);
@@ -200,7 +241,7 @@ impl Engine<'_> {
                     if reps[r].busy_until.is_none() {
                         // Nothing left to run: the engine drains its output queue at once.
                         for (req, first, last) in std::mem::take(&mut reps[r].undelivered) {
-                            deliver(&mut run.records[req], end, first, last);
+                            deliver(&mut run.records[req], &mut run.gaps, end, first, last);
                         }
                     }
                 }

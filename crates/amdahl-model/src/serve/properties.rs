@@ -112,6 +112,17 @@ fn far_below_capacity(c: &Case) {
         r.tpot_p50_s,
         u.tpot_s
     );
+    // Alone on the server, a request's every gap is one decode step: the inter-token latency's
+    // median is the TPOT's (to the same 1 %), and every token after a request's first has one.
+    assert!(
+        (r.itl_p50_s.unwrap() / u.tpot_s - 1.0).abs() < 0.01,
+        "{:?} vs {}",
+        r.itl_p50_s,
+        u.tpot_s
+    );
+    let gaps: u64 = run.gaps.sorted().iter().map(|&(_, n)| n).sum();
+    let expected: u64 = reqs.iter().map(|q| u64::from(q.output_tokens - 1)).sum();
+    assert_eq!(gaps, expected);
     assert!(!r.overloaded, "{:?}", r.notes);
     assert_eq!(r.preemptions, 0);
 }

@@ -5,7 +5,7 @@ use super::engine::{Run, Sample};
 use super::{Config, PrefillBatching, Prepared};
 use crate::infer::{estimate, evaluate_at, setup, Charging, KvFormat, Requests, WeightFormat};
 use crate::plan::{Hardware, ModelShape, Network};
-use crate::stats::{quantile, sorted};
+use crate::stats::{quantile, quantile_of_counts, sorted};
 use crate::units::JOULES_PER_KWH;
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +108,15 @@ pub struct ServeResult {
     pub tpot_p50_s: Option<f64>,
     pub tpot_p90_s: Option<f64>,
     pub tpot_p99_s: Option<f64>,
+    /// Inter-token latency percentiles: every token's gap to the one before it, over all tokens
+    /// of all requests (vLLM's `benchmark_serving` ITL). `None` when every request generated one
+    /// token.
+    #[serde(default)]
+    pub itl_p50_s: Option<f64>,
+    #[serde(default)]
+    pub itl_p90_s: Option<f64>,
+    #[serde(default)]
+    pub itl_p99_s: Option<f64>,
     pub e2e_p50_s: f64,
     pub e2e_p90_s: f64,
     pub e2e_p99_s: f64,
@@ -193,6 +202,7 @@ impl ServeResult {
         let tpot = sorted(&recs.iter().filter_map(|r| r.tpot_s).collect::<Vec<_>>());
         let e2e = sorted(&recs.iter().map(|r| r.e2e_s).collect::<Vec<_>>());
         let joules = sorted(&recs.iter().map(|r| r.energy_j).collect::<Vec<_>>());
+        let gaps = run.gaps.sorted();
         let good = meeting_the_slos(c, recs);
         let out_tokens: f64 = recs.iter().map(|r| f64::from(r.output_tokens)).sum();
         let in_tokens: f64 = recs.iter().map(|r| f64::from(r.input_tokens)).sum();
@@ -255,6 +265,9 @@ impl ServeResult {
             tpot_p50_s: quantile(&tpot, 0.5),
             tpot_p90_s: quantile(&tpot, 0.9),
             tpot_p99_s: quantile(&tpot, 0.99),
+            itl_p50_s: quantile_of_counts(&gaps, 0.5),
+            itl_p90_s: quantile_of_counts(&gaps, 0.9),
+            itl_p99_s: quantile_of_counts(&gaps, 0.99),
             e2e_p50_s: p(&e2e, 0.5),
             e2e_p90_s: p(&e2e, 0.9),
             e2e_p99_s: p(&e2e, 0.99),
