@@ -99,10 +99,40 @@ pub fn serve_validation_table(v: &ServeValidation) -> String {
          assumed) and rows whose lengths come from their own result\n",
         v.cases.len()
     ));
+    s.push_str(&itl_line(v));
     for e in &v.excluded {
         s.push_str(&format!("not expressible: {}: {}\n", e.id, e.why));
     }
     s
+}
+
+/// The inter-token latency figures of every row, in the claim or not: how many within the
+/// class's target and their median |error|; empty without such figures.
+fn itl_line(v: &ServeValidation) -> String {
+    let parts: Vec<String> = v
+        .summaries
+        .iter()
+        .filter(|m| m.subset == "itl")
+        .map(|m| match m.target {
+            Some(t) => format!(
+                "{} {} of {} within {:.0} % (median {:.1} %)",
+                m.class,
+                m.within,
+                m.figures,
+                100.0 * t,
+                100.0 * m.median_abs_error
+            ),
+            None => format!("{} median {:.1} %", m.class, 100.0 * m.median_abs_error),
+        })
+        .collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "inter-token latency, every row (the ML.ENERGY offline runs are out of the claim: their \
+         lengths are their own): {}\n",
+        parts.join(", ")
+    )
 }
 
 pub fn serve_validation_csv(v: &ServeValidation) -> Result<String, csv::Error> {
@@ -155,4 +185,61 @@ pub fn serve_validation_csv(v: &ServeValidation) -> Result<String, csv::Error> {
             })
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amdahl_model::serve::validation::Metric;
+
+    /// One row per published figure, the case's identity repeated on each (the CLI test reads
+    /// the table instead: simulating the set twice in a debug build would double its time).
+    #[test]
+    fn csv_has_a_row_per_figure() {
+        let case = ServeCase {
+            id: "r".into(),
+            source: "s".into(),
+            engine: "vllm 0.11.1".into(),
+            model: "Qwen3-8B".into(),
+            system: "H100".into(),
+            gpus: 1,
+            tp: 1,
+            replicas: 1,
+            max_num_seqs: 64,
+            max_num_batched_tokens: 8192,
+            num_scheduler_steps: 1,
+            settings: "published".into(),
+            rate_rps: None,
+            requests: 1024,
+            lengths: "own".into(),
+            in_claim: false,
+            why_not: "own lengths".into(),
+            overloaded: true,
+            metrics: ["itl_p50_ms", "itl_p99_ms"]
+                .map(|m| Metric {
+                    metric: m.into(),
+                    class: m[4..7].into(),
+                    published: 20.0,
+                    predicted: 18.0,
+                    error: -0.1,
+                    load_sensitivity: None,
+                })
+                .to_vec(),
+            locator: "l".into(),
+        };
+        let v = ServeValidation {
+            seed: 0,
+            cases: vec![case],
+            summaries: vec![],
+            excluded: vec![],
+        };
+        let text = serve_validation_csv(&v).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].starts_with("id,source,engine,model,system"));
+        assert_eq!(
+            lines[2],
+            "r,s,vllm 0.11.1,Qwen3-8B,H100,1,1,1,,1024,published,own,false,itl_p99_ms,p99,20,18,-0.1,"
+        );
+    }
 }

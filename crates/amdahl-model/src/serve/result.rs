@@ -218,13 +218,8 @@ impl ServeResult {
             && run.waiting_at_last_arrival > 1;
         let unloaded = unloaded(c, in_tokens / n, out_tokens / n);
         let completed = recs.len() as f64 / duration;
-        let notes = notes(
-            c,
-            run,
-            &d,
-            overloaded.then_some((offered, completed)),
-            unloaded.as_ref(),
-        );
+        let overload = overloaded.then_some((offered, completed));
+        let notes = notes(c, run, &d, overload, unloaded.as_ref());
         ServeResult {
             schema: SERVE_SCHEMA.into(),
             model: c.model.name.clone(),

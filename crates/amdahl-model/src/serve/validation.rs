@@ -15,7 +15,7 @@ use super::{
 };
 use crate::infer::{Engine, KvFormat, Serving, WeightFormat};
 use crate::plan::{catalog_model, system, Overrides};
-use crate::stats::{median, quantile, sorted};
+use crate::stats::{median, quantile, quantile_of_counts, sorted};
 use serde::{Deserialize, Serialize};
 
 const SERVE_CSV: &str = include_str!("../../../../data/validation/serve.csv");
@@ -81,6 +81,12 @@ struct Row {
     locator: String,
     inter_gbit: Option<f64>,
     num_scheduler_steps: u32,
+    #[serde(default)]
+    itl_p50_ms: Option<f64>,
+    #[serde(default)]
+    itl_p90_ms: Option<f64>,
+    #[serde(default)]
+    itl_p99_ms: Option<f64>,
 }
 
 /// One published figure and its prediction.
@@ -137,7 +143,8 @@ pub struct ServeCase {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServeSummary {
     pub class: String,
-    /// `claim` (rows in the accuracy claim) or `all`.
+    /// `claim` (rows in the accuracy claim), `all`, or `itl` (the inter-token latency figures
+    /// of every row, in the claim or not).
     pub subset: String,
     /// Bound on |error|; `None` for p90, which the specification sets no target for.
     pub target: Option<f64>,
@@ -260,6 +267,9 @@ fn published(r: &Row) -> Vec<(&'static str, &'static str, f64)> {
         ("tpot_p50_ms", "p50", r.tpot_p50_ms),
         ("tpot_p90_ms", "p90", r.tpot_p90_ms),
         ("tpot_p99_ms", "p99", r.tpot_p99_ms),
+        ("itl_p50_ms", "p50", r.itl_p50_ms),
+        ("itl_p90_ms", "p90", r.itl_p90_ms),
+        ("itl_p99_ms", "p99", r.itl_p99_ms),
         ("e2e_p50_s", "p50", r.e2e_p50_s),
         ("e2e_p99_s", "p99", r.e2e_p99_s),
         ("output_tokens_per_s", "throughput", r.output_tokens_per_s),
@@ -346,6 +356,8 @@ struct Predictions {
     ttft: Vec<f64>,
     tpot: Vec<f64>,
     e2e: Vec<f64>,
+    /// Inter-token gaps, (gap, tokens) ascending.
+    gaps: Vec<(f64, u64)>,
     out_tokens: f64,
     completed: f64,
     duration: f64,
@@ -361,6 +373,7 @@ impl Predictions {
             ttft: pick(|r| Some(r.ttft_s)),
             tpot: pick(|r| r.tpot_s),
             e2e: pick(|r| Some(r.e2e_s)),
+            gaps: run.gaps.sorted(),
             out_tokens: recs.iter().map(|r| f64::from(r.output_tokens)).sum(),
             completed: recs.len() as f64,
             duration: (run.end_s - run.first_arrival_s).max(1e-12),
@@ -370,6 +383,7 @@ impl Predictions {
     /// The prediction for one column of the set.
     fn get(&self, metric: &str) -> f64 {
         let q = |xs: &[f64], p: f64| quantile(xs, p).unwrap_or(f64::NAN);
+        let itl = |p: f64| quantile_of_counts(&self.gaps, p).unwrap_or(f64::NAN) * 1e3;
         match metric {
             "ttft_p50_ms" => q(&self.ttft, 0.5) * 1e3,
             "ttft_p90_ms" => q(&self.ttft, 0.9) * 1e3,
@@ -377,6 +391,9 @@ impl Predictions {
             "tpot_p50_ms" => q(&self.tpot, 0.5) * 1e3,
             "tpot_p90_ms" => q(&self.tpot, 0.9) * 1e3,
             "tpot_p99_ms" => q(&self.tpot, 0.99) * 1e3,
+            "itl_p50_ms" => itl(0.5),
+            "itl_p90_ms" => itl(0.9),
+            "itl_p99_ms" => itl(0.99),
             "e2e_p50_s" => q(&self.e2e, 0.5),
             "e2e_p99_s" => q(&self.e2e, 0.99),
             "output_tokens_per_s" => self.out_tokens / self.duration,
@@ -390,26 +407,27 @@ fn ill_conditioned(m: &Metric, target: Option<f64>) -> bool {
     target.is_some_and(|t| m.load_sensitivity.is_some_and(|s| s.abs() > t))
 }
 
-/// Summaries of each class, for the claim and for all rows.
+/// Summaries of each class, for the claim, for all rows, and for the inter-token latencies.
 fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
     let mut out = Vec::new();
-    for subset in ["claim", "all"] {
+    for subset in ["claim", "all", "itl"] {
+        let of_subset = |m: &Metric| subset != "itl" || m.metric.starts_with("itl_");
         for (class, target) in [
             ("p50", Some(TARGET_P50)),
             ("p90", None),
             ("p99", Some(TARGET_P99)),
             ("throughput", Some(TARGET_THROUGHPUT)),
         ] {
-            let in_subset = cases.iter().filter(|c| subset == "all" || c.in_claim);
+            let in_subset = cases.iter().filter(|c| subset != "claim" || c.in_claim);
             let figures: Vec<(&str, &Metric)> = in_subset
                 .clone()
                 .flat_map(|c| c.metrics.iter().map(move |m| (c.id.as_str(), m)))
-                .filter(|(_, m)| m.class == class)
+                .filter(|(_, m)| m.class == class && of_subset(m))
                 .collect();
             let well: Vec<&Metric> = in_subset
                 .filter(|c| !c.overloaded || class == "throughput")
                 .flat_map(|c| c.metrics.iter())
-                .filter(|m| m.class == class && !ill_conditioned(m, target))
+                .filter(|m| m.class == class && of_subset(m) && !ill_conditioned(m, target))
                 .collect();
             if figures.is_empty() {
                 continue;
