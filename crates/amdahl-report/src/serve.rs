@@ -279,8 +279,8 @@ pub fn requests_csv(records: &[RequestRecord]) -> String {
     out
 }
 
-/// The figure: the latency CDFs (TTFT and TPOT in ms, log scale) and the queue over time
-/// (requests waiting and running, all replicas).
+/// The figure: the latency CDFs (TTFT and TPOT over requests, the inter-token latency over
+/// tokens; ms, log scale) and the queue over time (requests waiting and running, all replicas).
 pub fn serve_svg(r: &ServeResult) -> String {
     let mut cdf = Plot::new(
         format!("{}: latency CDF", r.model),
@@ -301,6 +301,13 @@ pub fn serve_svg(r: &ServeResult) -> String {
             r.latency_quantiles
                 .iter()
                 .filter_map(|p| p.tpot_s.filter(|&t| positive(t)).map(|t| (t * 1e3, p.q))),
+        ),
+    );
+    cdf.series.push(
+        Series::new("inter-token latency (of tokens)", PALETTE[4], Style::Line).points(
+            r.latency_quantiles
+                .iter()
+                .filter_map(|p| p.itl_s.filter(|&t| positive(t)).map(|t| (t * 1e3, p.q))),
         ),
     );
     let mut queue = Plot::new(

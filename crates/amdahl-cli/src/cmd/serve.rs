@@ -153,7 +153,8 @@ pub struct Options {
     /// joules, preemptions.
     #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub per_request: Option<PathBuf>,
-    /// Write an SVG plot here: the TTFT and TPOT CDFs, and requests waiting and running over time.
+    /// Write an SVG plot here: the TTFT, TPOT and inter-token latency CDFs, and requests waiting and
+    /// running over time.
     #[arg(help_heading = "Output", long)]
     pub svg: Option<PathBuf>,
 }

@@ -98,6 +98,7 @@ fn the_figure_draws_the_latency_cdfs_and_the_queue() {
         "latency CDF",
         "time to first token",
         "time per output token",
+        "inter-token latency (of tokens)",
         "waiting",
     ] {
         assert!(text.contains(want), "{want}");

@@ -34,6 +34,9 @@ pub struct Quantiles {
     pub ttft_s: f64,
     pub tpot_s: Option<f64>,
     pub e2e_s: f64,
+    /// The inter-token latency's quantile, over tokens, not requests.
+    #[serde(default)]
+    pub itl_s: Option<f64>,
 }
 
 /// `infer`'s steady-state answer for the same configuration at the workload's mean lengths: its
@@ -290,7 +293,7 @@ impl ServeResult {
             kwh_per_1000_requests: per_req_total * 1000.0 * c.charging.pue / JOULES_PER_KWH,
             co2e_per_1000_requests_g: c.charging.co2e_g(per_req_total * 1000.0),
             timeline: thin(&run.samples),
-            latency_quantiles: quantiles(&ttft, &tpot, &e2e),
+            latency_quantiles: quantiles(&ttft, &tpot, &e2e, &gaps),
             notes,
         }
     }
@@ -365,7 +368,7 @@ fn notes(
 }
 
 /// The latency CDFs at q = 0, 0.01, …, 0.99, 0.999, 1 (each list sorted).
-fn quantiles(ttft: &[f64], tpot: &[f64], e2e: &[f64]) -> Vec<Quantiles> {
+fn quantiles(ttft: &[f64], tpot: &[f64], e2e: &[f64], gaps: &[(f64, u64)]) -> Vec<Quantiles> {
     (0..100)
         .map(|i| f64::from(i) / 100.0)
         .chain([0.999, 1.0])
@@ -374,6 +377,7 @@ fn quantiles(ttft: &[f64], tpot: &[f64], e2e: &[f64]) -> Vec<Quantiles> {
             ttft_s: p(ttft, q),
             tpot_s: quantile(tpot, q),
             e2e_s: p(e2e, q),
+            itl_s: quantile_of_counts(gaps, q),
         })
         .collect()
 }
