@@ -103,7 +103,7 @@ fn the_shipped_model_out_of_sample_on_models_no_fit_has_seen() {
     // 29.2 % worst (Qwen3-14B on one B200 at batch 2,048, +29 %) — both targets met; power
     // 12.9 % median, 62.2 % worst (Qwen3-8B on one B200, host-bound like Llama-3.1-8B there:
     // 494 W at batch 32 where the model says 801 W); throughput 17.8 % median, too fast on
-    // every H100 configuration from batch 64 (+16 to +30 %).
+    // every H100 configuration from batch 64 (+18 to +30 %).
     let v = energy_validation().unwrap();
     assert_eq!(v.fitted_rows, 45, "no Qwen3 row may enter the fit");
     let by = |q: Quantity| summary(&v, q, "out_of_sample").clone();
