@@ -236,9 +236,10 @@ fn host_samples<'a>(
         .collect())
 }
 
-/// What a configuration's rows are predicted with when it is held out: its name, the power model
-/// fitted without it, and every row modelled with the host time fitted without it.
-type HeldOut<'a> = (String, PowerFit, Vec<(&'a Row, Modelled)>);
+/// What a configuration's rows are predicted with when it is held out: its name (`None` for every
+/// configuration no fit uses), the power model fitted without it, and every row modelled with the
+/// host time fitted without it.
+type HeldOut<'a> = (Option<String>, PowerFit, Vec<(&'a Row, Modelled)>);
 
 /// Predict every row of the set.
 pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
@@ -283,18 +284,25 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
     let shipped = PowerFit::shipped();
     let mut cases = Vec::new();
     // Per configuration held out: the host time and the power model fitted without it, and
-    // every row modelled with that host time.
+    // every row modelled with that host time. A configuration no fit uses (host-bound, an
+    // engine not represented, `fit = no`) leaves both fits as they are: all such share one.
+    let in_a_fit: std::collections::HashSet<&str> = rows
+        .iter()
+        .filter(|r| fitted_in(r))
+        .map(Row::configuration)
+        .collect();
     let mut held_out_models: Vec<HeldOut> = Vec::new();
     for (i, (r, m)) in modelled.iter().enumerate() {
         let config = r.configuration().to_string();
-        let at = match held_out_models.iter().position(|(c, _, _)| *c == config) {
+        let left_out = in_a_fit.contains(config.as_str()).then(|| config.clone());
+        let at = match held_out_models.iter().position(|(c, _, _)| *c == left_out) {
             Some(at) => at,
             None => {
-                let host_s = host_fit(Some(&config)).unwrap_or(VLLM_PER_SEQUENCE_S);
+                let host_s = host_fit(left_out.as_deref()).unwrap_or(VLLM_PER_SEQUENCE_S);
                 let rows_then = remodel(&modelled, host_s)?;
-                let k = fit(&terms(&rows_then, Some(&config)))
+                let k = fit(&terms(&rows_then, left_out.as_deref()))
                     .ok_or_else(|| bad("too few left out of a configuration to fit"))?;
-                held_out_models.push((config.clone(), k, rows_then));
+                held_out_models.push((left_out, k, rows_then));
                 held_out_models.len() - 1
             }
         };
