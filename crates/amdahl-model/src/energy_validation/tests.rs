@@ -58,19 +58,20 @@ fn held_out_accuracy_on_the_claimed_rows() {
         );
     }
     // Every row of a modelled engine is in the claim, host-bound configurations too (they are
-    // only left out of the fits): 97 power rows, 54 of Llama 3.1 that the fits use and 43 of
-    // Qwen3 that no fit uses. Held out, the power model and vLLM's per-sequence time are both
-    // fitted without the row's configuration. Power: 9.3 % median (6.3 % on the Llama rows
-    // alone, before the Qwen3 rows came; 7.5 % on those until Meta's FP8 checkpoint was typed
-    // as the fp8-mixed it is), but 107 % worst (Llama-3.1-8B on one B200 at batch 128, 449 W
+    // only left out of the fits): 112 power rows, 54 of Llama 3.1 that the fits use and 58 that
+    // no fit uses (43 of Qwen3, 15 of Llama 3.3 70B). Held out, the power model and vLLM's
+    // per-sequence time are both fitted without the row's configuration. Power: 6.8 % median
+    // (6.3 % on the Llama 3.1 rows alone, before the others came, and 9.3 % with Qwen3 only;
+    // 7.5 % on the Llama 3.1 rows until Meta's FP8 checkpoint was typed as the fp8-mixed it
+    // is), but 107 % worst (Llama-3.1-8B on one B200 at batch 128, 449 W
     // measured where the model says 900 W or more: a GPU waiting on the engine's CPU, which the
     // model does not see), so the targets (median ≤ 15 %, none beyond 35 %) are NOT met. These
     // bounds hold the level reached, so that a regression fails. (7.8 % / 74 % on the Llama rows
     // while the per-sequence time was charged as host time at the busy draw without memory
     // traffic.)
     let p = summary(&v, Quantity::PowerPerGpu, "claim");
-    assert_eq!(p.rows, 97);
-    assert!(p.held_out_median_abs_error <= 0.094, "{p:?}");
+    assert_eq!(p.rows, 112);
+    assert!(p.held_out_median_abs_error <= 0.069, "{p:?}");
     assert!(p.held_out_worst_abs_error <= 1.08, "{p:?}");
     assert!(
         p.held_out_median_abs_error <= TARGET_MEDIAN && p.held_out_worst_abs_error > TARGET_WORST
@@ -81,46 +82,48 @@ fn held_out_accuracy_on_the_claimed_rows() {
     // (the runs overlapped the engine's CPU work with the GPU's: --async-scheduling), 12.4 % —
     // the median target met — and 43.6 % worst: Llama-3.1-405B on 8 × B200 at batch 2,048,
     // predicted too slow. With Meta's FP8 405B typed as fp8-mixed (attention and the first and
-    // last layers 16-bit), 11.4 % and 41.1 %. With the Qwen3 rows, 10.6 % and the same worst
-    // row. The worst-case target is NOT met.
+    // last layers 16-bit), 11.4 % and 41.1 %. With the Qwen3 and Llama 3.3 rows, 10.2 % and the
+    // same worst row. The worst-case target is NOT met.
     let e = summary(&v, Quantity::EnergyPerToken, "claim");
-    assert_eq!(e.rows, 97);
-    assert!(e.held_out_median_abs_error <= 0.107, "{e:?}");
+    assert_eq!(e.rows, 112);
+    assert!(e.held_out_median_abs_error <= 0.103, "{e:?}");
     assert!(e.held_out_median_abs_error <= TARGET_MEDIAN);
     assert!(e.held_out_worst_abs_error <= 0.42, "{e:?}");
     // Throughput, which the per-sequence time is fitted on: on the Llama rows 17.6 % median
-    // before it, 12.2 % with it, 11.4 % with fp8-mixed; 13.0 % with the Qwen3 rows.
+    // before it, 12.2 % with it, 11.4 % with fp8-mixed; 12.3 % with the Qwen3 and Llama 3.3
+    // rows.
     let t = summary(&v, Quantity::Throughput, "claim");
-    assert!(t.held_out_median_abs_error <= 0.131, "{t:?}");
+    assert!(t.held_out_median_abs_error <= 0.124, "{t:?}");
 }
 
 #[test]
 fn the_shipped_model_out_of_sample_on_models_no_fit_has_seen() {
     // ML.ENERGY v3's Qwen3 8B, 14B and 32B (TP 1 and 2 on H100, TP 1 on B200, batches 8 to
-    // 2,048, selected by the rule of the Llama rows), added after the constants were fitted and
-    // marked `fit = no`: the shipped power model and per-sequence time predict them as they
-    // stand. Measured when they were added (2026-12-07): energy per output token 8.6 % median,
-    // 29.2 % worst (Qwen3-14B on one B200 at batch 2,048, +29 %) — both targets met; power
-    // 12.9 % median, 62.2 % worst (Qwen3-8B on one B200, host-bound like Llama-3.1-8B there:
-    // 494 W at batch 32 where the model says 801 W); throughput 17.8 % median, too fast on
-    // every H100 configuration from batch 64 (+18 to +30 %).
+    // 2,048) and Llama 3.3 70B (TP 4 on H100, TP 2 on B200: Llama 3.1 70B's shape, another
+    // checkpoint), selected by the rule of the Llama 3.1 rows, added after the constants were
+    // fitted and marked `fit = no`: the shipped power model and per-sequence time predict them
+    // as they stand. Measured when they were added (2026-12-07), 58 configurations: energy per
+    // output token 8.8 % median, 29.2 % worst (Qwen3-14B on one B200 at batch 2,048, +29 %) —
+    // both targets met; power 9.0 % median, 62.2 % worst (Qwen3-8B on one B200, host-bound like
+    // Llama-3.1-8B there: 494 W at batch 32 where the model says 801 W); throughput 13.3 %
+    // median. The Qwen3 rows alone: 8.6 %, 12.9 % and 17.8 % (too fast on every H100
+    // configuration from batch 64, +18 to +30 %); Llama 3.3 70B's errors are Llama 3.1 70B's
+    // within a few points (energy per token −17 to +20 %).
     let v = energy_validation().unwrap();
     assert_eq!(v.fitted_rows, 45, "no Qwen3 row may enter the fit");
     let by = |q: Quantity| summary(&v, q, "out_of_sample").clone();
     let e = by(Quantity::EnergyPerToken);
-    assert_eq!(e.rows, 43);
-    assert!(e.median_abs_error <= 0.087, "{e:?}");
+    assert_eq!(e.rows, 58);
+    assert!(e.median_abs_error <= 0.089, "{e:?}");
     assert!(e.worst_abs_error <= 0.293, "{e:?}");
     assert!(e.median_abs_error <= TARGET_MEDIAN && e.worst_abs_error <= TARGET_WORST);
     let p = by(Quantity::PowerPerGpu);
-    assert!(p.median_abs_error <= 0.13, "{p:?}");
+    assert!(p.median_abs_error <= 0.091, "{p:?}");
     assert!(p.worst_abs_error <= 0.63, "{p:?}");
     let t = by(Quantity::Throughput);
-    assert!(t.median_abs_error <= 0.179, "{t:?}");
-    assert!(v
-        .cases
-        .iter()
-        .all(|c| c.out_of_sample == c.model.starts_with("qwen3")));
+    assert!(t.median_abs_error <= 0.134, "{t:?}");
+    assert!(v.cases.iter().all(|c| c.out_of_sample
+        == (c.model.starts_with("qwen3") || c.id.starts_with("mlenergy3-llama3.3"))));
 }
 
 #[test]
@@ -188,7 +191,7 @@ fn rows_outside_the_claim_are_marked_and_explained() {
         .filter(|c| c.id.starts_with("mlenergy3"))
         .all(|c| c.engine_modelled));
     // Every row is either predicted or excluded with a reason.
-    assert_eq!(v.cases.len() + v.excluded.len(), 349);
+    assert_eq!(v.cases.len() + v.excluded.len(), 394);
     assert!(v.excluded.iter().all(|e| !e.why.is_empty()));
 }
 
