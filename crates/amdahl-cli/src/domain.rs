@@ -32,6 +32,15 @@ pub fn positive(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A request rate: a positive number, or `inf` for every request at once (as vLLM's and
+/// SGLang's `bench_serving --request-rate inf`).
+pub fn rate(s: &str) -> Result<f64, String> {
+    if s.trim().eq_ignore_ascii_case("inf") {
+        return Ok(f64::INFINITY);
+    }
+    positive(s).map_err(|e| format!("{e}, or inf for every request at once"))
+}
+
 /// A finite number ≥ 0 (a price, an idle power, a latency).
 pub fn non_negative(s: &str) -> Result<f64, String> {
     let v = finite(s)?;

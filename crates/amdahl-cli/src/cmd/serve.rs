@@ -86,8 +86,9 @@ pub struct Options {
     )]
     pub prefill_batching: Option<PrefillBatching>,
 
-    /// Poisson arrivals at this many requests per second.
-    #[arg(help_heading = "Workload", long, value_parser = domain::positive, required_unless_present = "trace", conflicts_with = "trace")]
+    /// Poisson arrivals at this many requests per second; inf: every request at t = 0 (an offline
+    /// run, as bench_serving's --request-rate inf).
+    #[arg(help_heading = "Workload", long, value_parser = domain::rate, required_unless_present = "trace", conflicts_with = "trace")]
     pub rate: Option<f64>,
     /// Gamma-distributed gaps with this coefficient of variation instead of Poisson (1 is
     /// Poisson, above 1 burstier).
@@ -197,6 +198,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         grid: a.grid.resolve(&c)?,
     };
     if a.search {
+        if a.rate.is_some_and(f64::is_infinite) {
+            return Err(ServeError::Flag {
+                what: "--rate",
+                want: "finite with --search (the rate every configuration must sustain)",
+                got: "inf".into(),
+            }
+            .into());
+        }
         return run_search(&a, &model, &hw, &net);
     }
     let engine = a.formats.engine;
@@ -338,10 +347,18 @@ fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described,
     }
     // clap requires --rate without --trace.
     let rate = a.rate.unwrap_or(1.0);
-    let arrivals = match a.cv {
-        Some(cv) => Arrivals::Gamma { rate, cv },
-        None => Arrivals::Poisson { rate },
-    };
+    let arrivals =
+        match a.cv {
+            Some(cv) if rate.is_infinite() => return Err(ServeError::Flag {
+                what: "--cv",
+                want: "given with a finite --rate (with --rate inf every request arrives at once)",
+                got: cv.to_string(),
+            }
+            .into()),
+            _ if rate.is_infinite() => Arrivals::AllAtOnce,
+            Some(cv) => Arrivals::Gamma { rate, cv },
+            None => Arrivals::Poisson { rate },
+        };
     let g = Generated {
         arrivals,
         input: a.input_dist.lengths,
@@ -352,6 +369,7 @@ fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described,
     };
     let (reqs, clamped) = generate(&g, model.seq, &model.name)?;
     let arrivals = match a.cv {
+        _ if rate.is_infinite() => "every request at t = 0 (offline)".to_string(),
         Some(cv) => format!("gamma arrivals at {rate} requests/s, cv {cv}"),
         None => format!("Poisson arrivals at {rate} requests/s"),
     };

@@ -522,3 +522,39 @@ fn prefill_batching_follows_the_engine_and_separate_slows_the_decodes() {
     let e = refused(&[&L8[..], &["--rate", "1", "--prefill-batching", "chunked"]].concat());
     assert!(e.contains("mixed") && e.contains("separate"), "{e}");
 }
+
+#[test]
+fn rate_inf_sends_every_request_at_once_and_needs_a_finite_rate_elsewhere() {
+    // An offline run (bench_serving --request-rate inf): 300 requests at t = 0, so the first
+    // batch fills at once and the rest queue; the summary names it and the server is
+    // overloaded by construction (every request waits at the last arrival).
+    let v = json(&[&L8[..], &["--rate", "inf", "--max-num-seqs", "64"]].concat());
+    assert_eq!(f(&v, "requests"), 300.0);
+    assert!(v["workload"]
+        .as_str()
+        .unwrap()
+        .starts_with("every request at t = 0"));
+    assert_eq!(v["overloaded"], true);
+    // The last requests wait behind whole generations of the first: hundreds of decode steps.
+    assert!(f(&v, "ttft_p99_s") > 100.0 * f(&v, "itl_p50_s"), "{v}");
+    // A request rate, a cv, a duration or a search: each needs a finite --rate.
+    for (extra, says) in [
+        (&["--cv", "2"][..], "--cv"),
+        (&["--duration", "10"][..], "--requests"),
+        (&["--search"][..], "--search"),
+    ] {
+        amdahl()
+            .args(&L8[..5])
+            .args(["--rate", "inf"])
+            .args(extra)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(says));
+    }
+    amdahl()
+        .args(&L8[..5])
+        .args(["--rate", "infinite"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("or inf for every request at once"));
+}

@@ -230,32 +230,31 @@ fn config(r: &Row) -> Result<Config, String> {
     })
 }
 
-/// The requests of a row: Poisson at its rate, or all at t = 0, with its length distributions.
+/// The requests of a row: Poisson at its rate, or all at t = 0, with its length distributions:
+/// the requests `amdahl serve --rate R|inf --requests N --input-dist … --output-dist … --seed 0`
+/// draws.
 fn requests(r: &Row, context: u32, model: &str) -> Result<Vec<Request>, String> {
     let input = Lengths::parse_side(&r.input_dist, Side::Input).map_err(|e| e.to_string())?;
     let output = Lengths::parse_side(&r.output_dist, Side::Output).map_err(|e| e.to_string())?;
-    let all_at_once = r.arrivals == "all-at-once";
-    let rate = if all_at_once {
-        1.0
+    let (arrivals, n) = if r.arrivals == "all-at-once" {
+        let n = r.requests.ok_or("an all-at-once row needs its requests")?;
+        (Arrivals::AllAtOnce, n)
     } else {
-        r.rate_rps.ok_or("a poisson row needs rate_rps")?
+        let rate = r.rate_rps.ok_or("a poisson row needs rate_rps")?;
+        let n = r
+            .requests
+            .unwrap_or(((rate * DEFAULT_SPAN_S).ceil() as u32).min(MOST_REQUESTS));
+        (Arrivals::Poisson { rate }, n)
     };
-    let n = r
-        .requests
-        .unwrap_or(((rate * DEFAULT_SPAN_S).ceil() as u32).min(MOST_REQUESTS));
     let g = Generated {
-        arrivals: Arrivals::Poisson { rate },
+        arrivals,
         input,
         output,
         requests: n,
         duration_s: None,
         seed: SEED,
     };
-    let (mut reqs, _) = generate(&g, context, model).map_err(|e| e.to_string())?;
-    if all_at_once {
-        reqs.iter_mut().for_each(|q| q.arrival_s = 0.0);
-    }
-    Ok(reqs)
+    Ok(generate(&g, context, model).map_err(|e| e.to_string())?.0)
 }
 
 /// The published figures of a row, with the class of each.

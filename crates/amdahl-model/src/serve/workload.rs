@@ -1,5 +1,5 @@
-//! The requests a run serves: arrival times (Poisson, gamma with a coefficient of variation, or
-//! a trace) and prompt and output lengths.
+//! The requests a run serves: arrival times (Poisson, gamma with a coefficient of variation, all
+//! at once, or a trace) and prompt and output lengths.
 
 use super::error::ServeError;
 use super::lengths::Lengths;
@@ -26,16 +26,24 @@ pub enum Arrivals {
     /// Gamma-distributed gaps of mean 1/rate and coefficient of variation `cv`: cv 1 is Poisson,
     /// cv > 1 burstier, cv < 1 more regular.
     Gamma { rate: f64, cv: f64 },
+    /// Every request at t = 0: an offline run (vLLM's and SGLang's `bench_serving
+    /// --request-rate inf`, MLPerf's offline scenario).
+    AllAtOnce,
 }
 
 impl Arrivals {
+    /// Requests per second offered; infinite for [`Arrivals::AllAtOnce`].
     pub fn rate(&self) -> f64 {
         match *self {
             Arrivals::Poisson { rate } | Arrivals::Gamma { rate, .. } => rate,
+            Arrivals::AllAtOnce => f64::INFINITY,
         }
     }
 
     fn check(&self) -> Result<(), ServeError> {
+        if *self == Arrivals::AllAtOnce {
+            return Ok(());
+        }
         let rate = self.rate();
         if !(rate.is_finite() && rate > 0.0) {
             return Err(ServeError::Flag {
@@ -140,6 +148,14 @@ pub fn generate(
 /// `--requests` within 1..=1,000,000, or `--duration` positive and short enough that its
 /// expected arrivals (duration × rate) stay within that bound.
 fn check_extent(g: &Generated) -> Result<(), ServeError> {
+    if let (Some(d), Arrivals::AllAtOnce) = (g.duration_s, g.arrivals) {
+        return Err(ServeError::Flag {
+            what: "--rate",
+            want:
+                "finite with --duration (with every request at once, give their number: --requests)",
+            got: format!("inf, --duration {d} s"),
+        });
+    }
     if let Some(d) = g.duration_s {
         if !(d.is_finite() && d > 0.0) {
             return Err(ServeError::Flag {
@@ -168,7 +184,7 @@ fn check_extent(g: &Generated) -> Result<(), ServeError> {
     Ok(())
 }
 
-/// Gap sampler: exponential or gamma.
+/// Gap sampler: exponential, gamma, or fixed (0 for all at once).
 enum Gaps {
     Exp(Exp<f64>),
     Gamma(Gamma<f64>),
@@ -184,6 +200,7 @@ impl Gaps {
                 let k = 1.0 / (cv * cv);
                 Gamma::new(k, 1.0 / (rate * k)).map_or(Gaps::Fixed(1.0 / rate), Gaps::Gamma)
             }
+            Arrivals::AllAtOnce => Gaps::Fixed(0.0),
         }
     }
 
@@ -410,6 +427,25 @@ mod tests {
             e.contains("`input_tokens`") && e.contains("whole number"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn all_at_once_arrives_at_zero_and_has_no_duration() {
+        let mut g = Generated {
+            arrivals: Arrivals::AllAtOnce,
+            input: Lengths::Fixed { tokens: 100 },
+            output: Lengths::Fixed { tokens: 10 },
+            requests: 50,
+            duration_s: None,
+            seed: 0,
+        };
+        let (reqs, clamped) = generate(&g, 4096, "m").unwrap();
+        assert_eq!((reqs.len(), clamped), (50, 0));
+        assert!(reqs.iter().all(|r| r.arrival_s == 0.0));
+        assert!(g.arrivals.rate().is_infinite());
+        g.duration_s = Some(10.0);
+        let e = generate(&g, 4096, "m").unwrap_err().to_string();
+        assert!(e.contains("--requests"), "{e}");
     }
 
     #[test]

@@ -104,9 +104,9 @@ fn published_serving_runs() {
 /// ML.ENERGY v3's offline vLLM 0.11 runs (112 configurations of Llama 3.1 8B–405B, Llama 3.3
 /// 70B and Qwen3 8B–32B on H100 and B200, batch caps 8 to 2,048), each with its published ITL
 /// percentiles: out of the claim, since their output lengths are the runs' own. Measured when
-/// they were added (2026-12-07): p50 99 of 112 within 20 % (median 7.6 %; on the 43 Qwen3 rows,
-/// which no fit has seen, 37 within, 7.5 %); p99 63 of 112 within 30 %, median 27.2 % and
-/// predicted low on 105 of them: the simulator's longest gaps (iterations a prefill chunk lengthened) are
+/// they were added (2026-12-07; with the lengths `--rate inf` draws): p50 98 of 112 within 20 %
+/// (median 7.9 %; on the 43 Qwen3 rows, which no fit has seen, 37 within, 7.6 %); p99 63 of 112
+/// within 30 %, median 27.6 % and predicted low on 105 of them: the simulator's longest gaps (iterations a prefill chunk lengthened) are
 /// shorter than the served ones, which also carry what it does not model (the API server,
 /// detokenising, streaming). The worst p50 rows are the small models on one B200 (Llama-3.1-8B
 /// from batch 128, −34 to −60 %; Qwen3 8B and 14B, −24 to −38 %), too fast as in the energy
@@ -120,8 +120,8 @@ fn inter_token_latencies_of_ml_energy(v: &ServeValidation) {
     };
     let (p50, p99) = (itl("p50"), itl("p99"));
     assert_eq!((p50.figures, p99.figures), (112, 112));
-    assert!(p50.within >= 99 && p50.median_abs_error <= 0.077, "{p50:?}");
-    assert!(p99.within >= 63 && p99.median_abs_error <= 0.273, "{p99:?}");
+    assert!(p50.within >= 98 && p50.median_abs_error <= 0.080, "{p50:?}");
+    assert!(p99.within >= 63 && p99.median_abs_error <= 0.277, "{p99:?}");
     let low = v
         .cases
         .iter()
