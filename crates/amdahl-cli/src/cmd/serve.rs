@@ -330,6 +330,21 @@ fn serving(a: &Options) -> Result<Serving> {
     })
 }
 
+/// How generated requests arrive: Poisson or gamma gaps at `rate`, or all at t = 0 when it is
+/// infinite (`--rate inf`), which no `--cv` can shape.
+fn arrivals(rate: f64, cv: Option<f64>) -> Result<Arrivals, ServeError> {
+    match cv {
+        Some(cv) if rate.is_infinite() => Err(ServeError::Flag {
+            what: "--cv",
+            want: "given with a finite --rate (with --rate inf every request arrives at once)",
+            got: cv.to_string(),
+        }),
+        _ if rate.is_infinite() => Ok(Arrivals::AllAtOnce),
+        Some(cv) => Ok(Arrivals::Gamma { rate, cv }),
+        None => Ok(Arrivals::Poisson { rate }),
+    }
+}
+
 /// The requests: a trace read from its file, or a generated stream.
 fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described, String)> {
     if let Some(path) = &a.trace {
@@ -346,21 +361,8 @@ fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described,
         return Ok((reqs, d, name));
     }
     // clap requires --rate without --trace.
-    let rate = a.rate.unwrap_or(1.0);
-    let arrivals =
-        match a.cv {
-            Some(cv) if rate.is_infinite() => return Err(ServeError::Flag {
-                what: "--cv",
-                want: "given with a finite --rate (with --rate inf every request arrives at once)",
-                got: cv.to_string(),
-            }
-            .into()),
-            _ if rate.is_infinite() => Arrivals::AllAtOnce,
-            Some(cv) => Arrivals::Gamma { rate, cv },
-            None => Arrivals::Poisson { rate },
-        };
     let g = Generated {
-        arrivals,
+        arrivals: arrivals(a.rate.unwrap_or(1.0), a.cv)?,
         input: a.input_dist.lengths,
         output: a.output_dist.lengths,
         requests: a.requests,
@@ -368,10 +370,10 @@ fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described,
         seed: a.seed,
     };
     let (reqs, clamped) = generate(&g, model.seq, &model.name)?;
-    let arrivals = match a.cv {
-        _ if rate.is_infinite() => "every request at t = 0 (offline)".to_string(),
-        Some(cv) => format!("gamma arrivals at {rate} requests/s, cv {cv}"),
-        None => format!("Poisson arrivals at {rate} requests/s"),
+    let arrivals = match g.arrivals {
+        Arrivals::AllAtOnce => "every request at t = 0 (offline)".to_string(),
+        Arrivals::Gamma { rate, cv } => format!("gamma arrivals at {rate} requests/s, cv {cv}"),
+        Arrivals::Poisson { rate } => format!("Poisson arrivals at {rate} requests/s"),
     };
     let d = Described {
         workload: match a.duration {
