@@ -416,10 +416,9 @@ fn score(objective: Objective, c: &Cost) -> f64 {
     }
 }
 
-/// `cap_w`: the power cap this pass runs under, as candidates report it (`None` without
-/// `--search-power-cap`; the TDP for the uncapped pass of a cap search).
 /// One layout that passed the cell's rules: refused when it does not fit the memory, else
-/// estimated, costed and offered to the front and the top list.
+/// estimated, costed and offered to the front and the top list, with `cap_w` as
+/// [`search_cell`]'s.
 fn evaluate(
     model: &ModelShape,
     hw: &Hardware,
@@ -448,6 +447,8 @@ fn evaluate(
     acc.push_top(cand, space.top_k);
 }
 
+/// Every layout of one cell. `cap_w`: the power cap this pass runs under, as candidates report
+/// it (`None` without `--search-power-cap`; the TDP for the uncapped pass of a cap search).
 fn search_cell(
     model: &ModelShape,
     hw: &Hardware,
