@@ -26,30 +26,48 @@ pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
     Some(a + frac * (b - a))
 }
 
-/// The q-[`quantile`] of a multiset given as (value, count) pairs in ascending order of value,
-/// without expanding it: the value at each order statistic is found by the running count. The
-/// serving simulator's inter-token gaps, millions of tokens in a few thousand distinct gaps,
-/// are summarised this way. `None` when the counts sum to zero.
-pub fn quantile_of_counts(sorted: &[(f64, u64)], q: f64) -> Option<f64> {
-    let n: u64 = sorted.iter().map(|&(_, c)| c).sum();
-    let last = n.checked_sub(1)?;
-    let h = q.clamp(0.0, 1.0) * last as f64;
-    let lo = h.floor() as u64;
-    let frac = h - h.floor();
-    // The value of the k-th order statistic (0-based).
-    let at = |k: u64| {
+/// A multiset given as (value, count) pairs, ready for [`quantile`]'s definition without
+/// being expanded: the serving simulator's inter-token gaps, millions of tokens on a few
+/// thousand distinct gaps, are summarised this way.
+#[derive(Debug, Clone, Default)]
+pub struct Counted {
+    values: Vec<f64>,
+    /// How many elements lie at or below `values[i]`.
+    through: Vec<u64>,
+}
+
+impl Counted {
+    /// From (value, count) pairs in ascending order of value.
+    pub fn new(sorted: &[(f64, u64)]) -> Self {
         let mut seen = 0;
-        sorted
+        let (values, through) = sorted
             .iter()
-            .find(|&&(_, c)| {
+            .filter(|&&(_, c)| c > 0)
+            .map(|&(v, c)| {
                 seen += c;
-                seen > k
+                (v, seen)
             })
-            .map(|&(v, _)| v)
-    };
-    let a = at(lo)?;
-    let b = if lo < last { at(lo + 1)? } else { a };
-    Some(a + frac * (b - a))
+            .unzip();
+        Counted { values, through }
+    }
+
+    /// How many elements.
+    pub fn count(&self) -> u64 {
+        self.through.last().copied().unwrap_or(0)
+    }
+
+    /// The q-quantile of the expanded multiset, as [`quantile`] defines it. `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        let last = self.count().checked_sub(1)?;
+        let h = q.clamp(0.0, 1.0) * last as f64;
+        let lo = h.floor() as u64;
+        let frac = h - h.floor();
+        // The k-th order statistic (0-based): the first value whose running count passes k.
+        let at = |k: u64| self.values[self.through.partition_point(|&c| c <= k)];
+        let a = at(lo);
+        let b = if lo < last { at(lo + 1) } else { a };
+        Some(a + frac * (b - a))
+    }
 }
 
 /// The median of `sorted` (ascending): its 0.5-[`quantile`]. `None` when there is no data.
@@ -94,13 +112,14 @@ mod tests {
         let expanded = [1.0, 1.0, 1.0, 2.0, 5.0, 5.0, 5.0, 5.0];
         for q in [0.0, 0.1, 0.25, 0.4, 0.5, 0.9, 0.99, 1.0] {
             assert_eq!(
-                quantile_of_counts(&counted, q),
+                Counted::new(&counted).quantile(q),
                 quantile(&expanded, q),
                 "q {q}"
             );
         }
-        assert_eq!(quantile_of_counts(&[(3.0, 0)], 0.5), None);
-        assert_eq!(quantile_of_counts(&[], 0.5), None);
+        assert_eq!(Counted::new(&[(3.0, 0)]).quantile(0.5), None);
+        assert_eq!(Counted::new(&[]).quantile(0.5), None);
+        assert_eq!(Counted::new(&counted).count(), 8);
     }
 
     #[test]
@@ -148,7 +167,7 @@ mod tests {
                 .iter()
                 .flat_map(|&(v, c)| std::iter::repeat_n(v, c as usize))
                 .collect();
-            prop_assert_eq!(quantile_of_counts(&pairs, q), quantile(&expanded, q));
+            prop_assert_eq!(Counted::new(&pairs).quantile(q), quantile(&expanded, q));
         }
 
         #[test]

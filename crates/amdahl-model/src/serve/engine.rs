@@ -8,6 +8,7 @@ use super::scheduler::{Limits, PrefillBatching, Replica, Seq};
 use super::workload::Request;
 use crate::infer::{iteration, Setup};
 use crate::plan::{Hardware, Network};
+use crate::stats::Counted;
 use serde::{Deserialize, Serialize};
 
 /// How arriving requests are spread over the replicas.
@@ -97,19 +98,11 @@ impl Gaps {
         }
     }
 
-    /// (gap, tokens) in ascending order of gap, equal gaps merged: ready for
-    /// [`crate::stats::quantile_of_counts`].
-    pub fn sorted(&self) -> Vec<(f64, u64)> {
+    /// The gaps in ascending order, ready for their quantiles.
+    pub fn counted(&self) -> Counted {
         let mut v = self.0.clone();
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
-        v.dedup_by(|b, a| {
-            let same = a.0 == b.0;
-            if same {
-                a.1 += b.1;
-            }
-            same
-        });
-        v
+        Counted::new(&v)
     }
 }
 

@@ -5,7 +5,7 @@ use super::engine::{Run, Sample};
 use super::{Config, PrefillBatching, Prepared};
 use crate::infer::{estimate, evaluate_at, setup, Charging, KvFormat, Requests, WeightFormat};
 use crate::plan::{Hardware, ModelShape, Network};
-use crate::stats::{quantile, quantile_of_counts, sorted};
+use crate::stats::{quantile, sorted, Counted};
 use crate::units::JOULES_PER_KWH;
 use serde::{Deserialize, Serialize};
 
@@ -205,7 +205,7 @@ impl ServeResult {
         let tpot = sorted(&recs.iter().filter_map(|r| r.tpot_s).collect::<Vec<_>>());
         let e2e = sorted(&recs.iter().map(|r| r.e2e_s).collect::<Vec<_>>());
         let joules = sorted(&recs.iter().map(|r| r.energy_j).collect::<Vec<_>>());
-        let gaps = run.gaps.sorted();
+        let gaps = run.gaps.counted();
         let good = meeting_the_slos(c, recs);
         let out_tokens: f64 = recs.iter().map(|r| f64::from(r.output_tokens)).sum();
         let in_tokens: f64 = recs.iter().map(|r| f64::from(r.input_tokens)).sum();
@@ -263,9 +263,9 @@ impl ServeResult {
             tpot_p50_s: quantile(&tpot, 0.5),
             tpot_p90_s: quantile(&tpot, 0.9),
             tpot_p99_s: quantile(&tpot, 0.99),
-            itl_p50_s: quantile_of_counts(&gaps, 0.5),
-            itl_p90_s: quantile_of_counts(&gaps, 0.9),
-            itl_p99_s: quantile_of_counts(&gaps, 0.99),
+            itl_p50_s: gaps.quantile(0.5),
+            itl_p90_s: gaps.quantile(0.9),
+            itl_p99_s: gaps.quantile(0.99),
             e2e_p50_s: p(&e2e, 0.5),
             e2e_p90_s: p(&e2e, 0.9),
             e2e_p99_s: p(&e2e, 0.99),
@@ -368,7 +368,7 @@ fn notes(
 }
 
 /// The latency CDFs at q = 0, 0.01, …, 0.99, 0.999, 1 (each list sorted).
-fn quantiles(ttft: &[f64], tpot: &[f64], e2e: &[f64], gaps: &[(f64, u64)]) -> Vec<Quantiles> {
+fn quantiles(ttft: &[f64], tpot: &[f64], e2e: &[f64], gaps: &Counted) -> Vec<Quantiles> {
     (0..100)
         .map(|i| f64::from(i) / 100.0)
         .chain([0.999, 1.0])
@@ -377,7 +377,7 @@ fn quantiles(ttft: &[f64], tpot: &[f64], e2e: &[f64], gaps: &[(f64, u64)]) -> Ve
             ttft_s: p(ttft, q),
             tpot_s: quantile(tpot, q),
             e2e_s: p(e2e, q),
-            itl_s: quantile_of_counts(gaps, q),
+            itl_s: gaps.quantile(q),
         })
         .collect()
 }

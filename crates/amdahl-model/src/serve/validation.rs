@@ -15,7 +15,7 @@ use super::{
 };
 use crate::infer::{Engine, KvFormat, Serving, WeightFormat};
 use crate::plan::{catalog_model, system, Overrides};
-use crate::stats::{median, quantile, quantile_of_counts, sorted};
+use crate::stats::{median, quantile, sorted, Counted};
 use serde::{Deserialize, Serialize};
 
 const SERVE_CSV: &str = include_str!("../../../../data/validation/serve.csv");
@@ -355,8 +355,8 @@ struct Predictions {
     ttft: Vec<f64>,
     tpot: Vec<f64>,
     e2e: Vec<f64>,
-    /// Inter-token gaps, (gap, tokens) ascending.
-    gaps: Vec<(f64, u64)>,
+    /// Inter-token gaps.
+    gaps: Counted,
     out_tokens: f64,
     completed: f64,
     duration: f64,
@@ -372,7 +372,7 @@ impl Predictions {
             ttft: pick(|r| Some(r.ttft_s)),
             tpot: pick(|r| r.tpot_s),
             e2e: pick(|r| Some(r.e2e_s)),
-            gaps: run.gaps.sorted(),
+            gaps: run.gaps.counted(),
             out_tokens: recs.iter().map(|r| f64::from(r.output_tokens)).sum(),
             completed: recs.len() as f64,
             duration: (run.end_s - run.first_arrival_s).max(1e-12),
@@ -382,7 +382,7 @@ impl Predictions {
     /// The prediction for one column of the set.
     fn get(&self, metric: &str) -> f64 {
         let q = |xs: &[f64], p: f64| quantile(xs, p).unwrap_or(f64::NAN);
-        let itl = |p: f64| quantile_of_counts(&self.gaps, p).unwrap_or(f64::NAN) * 1e3;
+        let itl = |p: f64| self.gaps.quantile(p).unwrap_or(f64::NAN) * 1e3;
         match metric {
             "ttft_p50_ms" => q(&self.ttft, 0.5) * 1e3,
             "ttft_p90_ms" => q(&self.ttft, 0.9) * 1e3,
