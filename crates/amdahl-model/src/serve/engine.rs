@@ -8,6 +8,7 @@ use super::scheduler::{Limits, PrefillBatching, Replica, Seq};
 use super::workload::Request;
 use crate::infer::{iteration, Setup};
 use crate::plan::{Hardware, Network};
+use crate::power::Activity;
 use crate::stats::Counted;
 use serde::{Deserialize, Serialize};
 
@@ -140,6 +141,29 @@ pub struct Run {
     pub peak_kv_use: f64,
     /// Every iteration start (for the timeline; thinned by the summary).
     pub samples: Vec<Sample>,
+    /// Every iteration and every delivery of tokens, when asked for ([`Engine::trace`]): what
+    /// a measurement window over part of the run needs ([`super::steady`]).
+    pub trace: Option<Trace>,
+}
+
+/// The iterations of a run and when its tokens reached the client.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    pub iterations: Vec<TracedIteration>,
+    /// (time, tokens delivered then), in time order.
+    pub deliveries: Vec<(f64, u32)>,
+}
+
+/// One iteration of one replica as the step and power models priced it.
+#[derive(Debug, Clone, Copy)]
+pub struct TracedIteration {
+    pub start_s: f64,
+    pub time_s: f64,
+    /// Board power of each of the replica's devices.
+    pub power_w: f64,
+    pub activity: Activity,
+    /// Whether it carries prompt tokens (a prefill chunk) besides decode steps.
+    pub prefill: bool,
 }
 
 /// Everything the loop needs besides the requests.
@@ -153,6 +177,8 @@ pub struct Engine<'a> {
     pub limits: Limits,
     pub router: Router,
     pub kv_blocks: u64,
+    /// Keep every iteration and delivery in [`Run::trace`].
+    pub trace: bool,
 }
 
 impl Engine<'_> {
@@ -185,6 +211,7 @@ impl Engine<'_> {
             kv_blocks_per_replica: self.kv_blocks,
             peak_kv_use: 0.0,
             samples: Vec::new(),
+            trace: self.trace.then(Trace::default),
         };
         let mut next = 0;
         loop {
@@ -215,18 +242,21 @@ impl Engine<'_> {
                     let rep = &mut reps[r];
                     rep.busy_until = None;
                     let (records, gaps) = (&mut run.records, &mut run.gaps);
+                    let mut delivered = 0;
                     if self.output_lag() {
                         // The tokens of the iteration before were processed during this one and
                         // are delivered at its end; this one's wait for the next.
                         for (req, first, last) in std::mem::take(&mut rep.undelivered) {
                             deliver(&mut records[req], gaps, end, first, last);
+                            delivered += 1;
                         }
                         let mut emitted = Vec::new();
                         rep.complete(|req, first, last| emitted.push((req, first, last)));
                         rep.undelivered = emitted;
                     } else {
                         rep.complete(|req, first, last| {
-                            deliver(&mut records[req], gaps, end, first, last)
+                            deliver(&mut records[req], gaps, end, first, last);
+                            delivered += 1;
                         });
                     }
                     run.end_s = run.end_s.max(end);
@@ -235,7 +265,11 @@ impl Engine<'_> {
                         // Nothing left to run: the engine drains its output queue at once.
                         for (req, first, last) in std::mem::take(&mut reps[r].undelivered) {
                             deliver(&mut run.records[req], &mut run.gaps, end, first, last);
+                            delivered += 1;
                         }
+                    }
+                    if let Some(t) = &mut run.trace {
+                        t.deliveries.push((end, delivered));
                     }
                 }
                 _ => break,
@@ -284,6 +318,15 @@ impl Engine<'_> {
             &self.window_setup
         };
         let it = iteration(setup, self.hw, self.net, &batch.work);
+        if let Some(t) = &mut run.trace {
+            t.iterations.push(TracedIteration {
+                start_s: now,
+                time_s: it.time,
+                power_w: it.power_w,
+                activity: it.activity,
+                prefill: batch.work.tokens > batch.work.rows,
+            });
+        }
         let devices = f64::from(self.setup.serving.tp) * f64::from(self.setup.serving.pp);
         let energy = it.power_w * it.time * devices;
         run.energy_busy_j += energy;

@@ -17,6 +17,7 @@ pub mod result;
 pub mod scheduler;
 pub mod search;
 pub mod separate;
+pub mod steady;
 pub mod validation;
 pub mod workload;
 
@@ -168,6 +169,28 @@ pub fn simulate(
     c: &Config,
     requests: &[Request],
 ) -> Run {
+    run(p, hw, net, c, requests, false)
+}
+
+/// [`simulate`], keeping every iteration and delivery ([`Run::trace`]) for a measurement window.
+pub fn simulate_traced(
+    p: &Prepared,
+    hw: &Hardware,
+    net: &Network,
+    c: &Config,
+    requests: &[Request],
+) -> Run {
+    run(p, hw, net, c, requests, true)
+}
+
+fn run(
+    p: &Prepared,
+    hw: &Hardware,
+    net: &Network,
+    c: &Config,
+    requests: &[Request],
+    trace: bool,
+) -> Run {
     Engine {
         setup: &p.setup,
         window_setup: multistep::amortised(&p.setup),
@@ -176,6 +199,7 @@ pub fn simulate(
         limits: c.limits,
         router: c.router,
         kv_blocks: p.kv_blocks,
+        trace,
     }
     .run(requests)
 }
