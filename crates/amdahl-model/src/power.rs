@@ -45,15 +45,15 @@ pub struct Coefficients {
 
 /// Busy draw without compute or memory traffic, per device generation (the catalog's `arch`),
 /// where the energy validation set has power measurements of that generation to fit it on.
-pub const ACTIVE: [(&str, f64); 2] = [("hopper", 0.31), ("blackwell", 0.48)];
+pub const ACTIVE: [(&str, f64); 2] = [("hopper", 0.34), ("blackwell", 0.50)];
 
 /// The busy draw of a generation without measurements in the set (Volta, Ampere, CDNA, …): the
 /// mean of the fitted generations; `amdahl infer` says so in its notes.
-pub const ACTIVE_UNFITTED: f64 = 0.395;
+pub const ACTIVE_UNFITTED: f64 = 0.42;
 
 /// Added at the full dense peak and at the full data-sheet bandwidth, every generation alike.
-pub const COMPUTE: f64 = 0.92;
-pub const MEMORY: f64 = 0.60;
+pub const COMPUTE: f64 = 0.90;
+pub const MEMORY: f64 = 0.55;
 
 /// The shipped coefficients are a weighted least-squares fit (relative error) over the power rows
 /// of the energy validation set: one busy draw per generation with measurements, one compute and
@@ -264,7 +264,7 @@ mod tests {
     fn a_cap_slows_the_compute_clock_until_the_power_fits() {
         let k = Coefficients::of("hopper");
         let (tdp, idle) = (Watts(700.0), Watts(87.5));
-        // A compute-bound pass at 50 % of peak: 700 · (0.31 + 0.92 · 0.5 + 0.60 · 0.1) = 581 W
+        // A compute-bound pass at 50 % of peak: 700 · (0.34 + 0.90 · 0.5 + 0.55 · 0.1) = 591.5 W
         // uncapped.
         let a = Activity {
             busy: 1.0,

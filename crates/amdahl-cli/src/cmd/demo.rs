@@ -70,13 +70,13 @@ fn steps(out: &str) -> Vec<Step> {
         },
         Step {
             // Training: 6.4 M H100-hours for Llama 3 70B (Meta's Llama 3 model card, 2024) at the
-            // 700 W TDP = 4,480 MWh. Serving: step 2b's 0.0607 kWh per 1,000 requests (the demo
+            // 700 W TDP = 4,480 MWh. Serving: step 2b's 0.0618 kWh per 1,000 requests (the demo
             // test checks that step 2b still prints it).
             heading: "4. ... over its life? Llama 3 70B trained once (6.4 M H100-hours, Meta 2024), \
                       then served as in 2b, 100 M requests a day for three years, in France",
             argv: [
                 words(
-                    "lifetime --train-kwh 4480000 --kwh-per-1000-requests 0.0607 \
+                    "lifetime --train-kwh 4480000 --kwh-per-1000-requests 0.0618 \
                      --requests-per-day 1e8 --days 1095 --region FR --svg",
                 ),
                 vec![svg("lifetime.svg")],

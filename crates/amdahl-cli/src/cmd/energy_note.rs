@@ -1,15 +1,15 @@
 //! One line under an energy table on what its figures cover and how far they can be trusted: the
-//! power model at hand predicts the energy validation set (`amdahl catalog validation --energy`,
-//! a few milliseconds), so the errors quoted are never stale. Silenced by `--quiet`; JSON and CSV
-//! carry no note.
+//! energy validation set as the model predicts it, from the committed predictions (a test keeps
+//! them equal to what `amdahl catalog validation --energy` computes afresh, so the errors quoted
+//! are never stale). Silenced by `--quiet`; JSON and CSV carry no note.
 
-use amdahl_model::energy_validation::{energy_validation, Quantity};
+use amdahl_model::energy_validation::{energy_validation_committed, Quantity};
 
 pub fn note_energy_accuracy() {
     if crate::output::quiet() {
         return;
     }
-    let Ok(v) = energy_validation() else {
+    let Ok(v) = energy_validation_committed() else {
         return; // `amdahl catalog validation --energy` reports a broken row.
     };
     let of_subset = |subset: &str, q: Quantity| {

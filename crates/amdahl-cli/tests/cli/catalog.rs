@@ -320,9 +320,9 @@ fn energy_validation_set_is_printed_with_its_held_out_errors() {
         ),
         "{text}"
     );
-    assert!(text.contains("busy hopper 0.31, blackwell 0.48"), "{text}");
+    assert!(text.contains("busy hopper 0.34, blackwell 0.50"), "{text}");
     assert!(
-        text.contains("vLLM time per running sequence per step (GPU work): 30.6 µs, fitted on 45"),
+        text.contains("vLLM time per running sequence per step (GPU work): 26.5 µs, fitted on 45"),
         "{text}"
     );
     assert!(
@@ -332,7 +332,7 @@ fn energy_validation_set_is_printed_with_its_held_out_errors() {
     // The Qwen3 and Llama 3.3 rows no fit has seen, and the shipped model's errors on them.
     assert!(
         text.contains("of which out of sample (fit = no")
-            && text.contains("energy per output token (J)    58           8.8 %  29.2 %"),
+            && text.contains("energy per output token (J)    58           8.1 %  22.5 %"),
         "{text}"
     );
     let v = crate::support::json(&["catalog", "validation", "--energy"]);
@@ -343,14 +343,16 @@ fn energy_validation_set_is_printed_with_its_held_out_errors() {
         .iter()
         .find(|c| c["id"] == "mlenergy3-llama3.1-8b-h100-tp1-b8-power")
         .unwrap();
-    // ML.ENERGY v3: 486.4 W; predicted 489.2 W in-sample (+0.6 %) and 462.5 W held out (−4.9 %).
+    // ML.ENERGY v3: 486.4 W; predicted 493.4 W in-sample (+1.4 %) and 461.0 W held out (−5.2 %)
+    // over the simulated run's measurement window (489.2 W and 462.5 W from `infer`'s steady
+    // state, before 2026-12-07).
     assert_eq!(case["published"], 486.4);
     assert!(
-        (case["error"].as_f64().unwrap() - 0.006).abs() < 0.005,
+        (case["error"].as_f64().unwrap() - 0.014).abs() < 0.005,
         "{case}"
     );
     assert!(
-        (case["held_out_error"].as_f64().unwrap() + 0.049).abs() < 0.005,
+        (case["held_out_error"].as_f64().unwrap() + 0.052).abs() < 0.005,
         "{case}"
     );
     for bad in [
@@ -461,7 +463,7 @@ fn the_serving_validation_set_prints_every_row_and_the_summary() {
     assert!(ids.contains("mlenergy3-qwen3-32b-h100-tp2-b64-itl"));
     assert!(
         text.contains("inter-token latency, every row")
-            && text.contains("p50 98 of 112 within 20 %"),
+            && text.contains("p50 96 of 112 within 20 %"),
         "{text}"
     );
     crate::support::amdahl()

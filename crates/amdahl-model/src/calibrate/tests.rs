@@ -232,7 +232,7 @@ fn bad_measurements_are_refused_with_their_row() {
 // The serving engine's time per running sequence (`per_sequence_s`, infer/engine.rs).
 
 /// vLLM as the synthetic serving rows ran it: 45 µs per running sequence per step (the shipped
-/// figure is 30.6 µs) and 2 ms of fixed overhead per step (the shipped estimate is 1 ms).
+/// figure is 26.5 µs) and 2 ms of fixed overhead per step (the shipped estimate is 1 ms).
 const TRUE_PER_SEQUENCE: f64 = 45e-6;
 const TRUE_SERVING_OVERHEAD: f64 = 2e-3;
 

@@ -10,6 +10,7 @@
 mod fit;
 mod predict;
 mod rows;
+mod simulated;
 
 pub use fit::{fit, PowerFit};
 pub use predict::Quantity;
@@ -21,6 +22,7 @@ use fit::{fit_host, HostSample, Term};
 use predict::Modelled;
 use rows::Row;
 use serde::{Deserialize, Serialize};
+use simulated::Simulations;
 
 /// The accuracy targets on held-out rows: median |error| at most 15 % for power and for energy
 /// per token, no row beyond 35 %.
@@ -195,13 +197,14 @@ const HOST_PROBE_S: f64 = 1e-5;
 fn remodel<'a>(
     base: &[(&'a Row, Modelled)],
     host_s: f64,
+    sims: &Simulations,
 ) -> Result<Vec<(&'a Row, Modelled)>, EnergySetError> {
     base.iter()
         .map(|(r, m)| {
             if !m.uses_host {
                 return Ok((*r, m.clone()));
             }
-            predict::model_row(r, host_s)
+            predict::model_row(r, host_s, sims)
                 .map(|m| (*r, m))
                 .map_err(|what| EnergySetError {
                     row: r.id.clone(),
@@ -216,8 +219,12 @@ fn remodel<'a>(
 fn host_samples<'a>(
     modelled: &[(&'a Row, Modelled)],
     fitted_in: &dyn Fn(&Row) -> bool,
+    sims: &Simulations,
 ) -> Result<Vec<(&'a str, HostSample)>, EnergySetError> {
-    let (zero, probe) = (remodel(modelled, 0.0)?, remodel(modelled, HOST_PROBE_S)?);
+    let (zero, probe) = (
+        remodel(modelled, 0.0, sims)?,
+        remodel(modelled, HOST_PROBE_S, sims)?,
+    );
     Ok(zero
         .iter()
         .zip(&probe)
@@ -241,14 +248,31 @@ fn host_samples<'a>(
 /// host time fitted without it.
 type HeldOut<'a> = (Option<String>, PowerFit, Vec<(&'a Row, Modelled)>);
 
+/// [`energy_validation`]'s result as last committed (data/validation/energy-predictions.json),
+/// for the commands that quote it under every energy figure (`infer`, `plan`, `carbon`) and
+/// `infer`'s prediction intervals: predicting the set simulates 112 offline runs twice (about
+/// 1.5 s), which those commands should not pay on every call. A test recomputes it and fails when
+/// the file is stale (`AMDAHL_UPDATE_ENERGY_PREDICTIONS=1` rewrites it); `amdahl catalog
+/// validation --energy` always predicts afresh.
+pub fn energy_validation_committed() -> Result<EnergyValidation, EnergySetError> {
+    serde_json::from_str(COMMITTED).map_err(|e| EnergySetError {
+        row: "energy-predictions.json".into(),
+        what: e.to_string(),
+    })
+}
+
+/// The file [`energy_validation_committed`] reads (embedded: no file is read at run time).
+const COMMITTED: &str = include_str!("../../../../data/validation/energy-predictions.json");
+
 /// Predict every row of the set.
 pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
     let rows = rows::rows()?;
     let host_bound = host_bound(&rows);
+    let sims = simulated::simulate_rows(&rows);
     let mut modelled = Vec::new();
     let mut excluded = Vec::new();
     for r in &rows {
-        match predict::model_row(r, VLLM_PER_SEQUENCE_S) {
+        match predict::model_row(r, VLLM_PER_SEQUENCE_S, &sims) {
             Ok(m) => modelled.push((r, m)),
             Err(why) => excluded.push(Excluded {
                 id: r.id.clone(),
@@ -263,7 +287,7 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
         row: "power rows".into(),
         what: what.into(),
     };
-    let samples = host_samples(&modelled, &fitted_in)?;
+    let samples = host_samples(&modelled, &fitted_in, &sims)?;
     let host_fit = |leave_out: Option<&str>| -> Option<f64> {
         let of: Vec<HostSample> = samples
             .iter()
@@ -299,7 +323,7 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
             Some(at) => at,
             None => {
                 let host_s = host_fit(left_out.as_deref()).unwrap_or(VLLM_PER_SEQUENCE_S);
-                let rows_then = remodel(&modelled, host_s)?;
+                let rows_then = remodel(&modelled, host_s, &sims)?;
                 let k = fit(&terms(&rows_then, left_out.as_deref()))
                     .ok_or_else(|| bad("too few left out of a configuration to fit"))?;
                 held_out_models.push((left_out, k, rows_then));

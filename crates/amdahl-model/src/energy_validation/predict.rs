@@ -4,6 +4,7 @@
 
 use super::fit::{PowerFit, Term};
 use super::rows::Row;
+use super::simulated::Simulations;
 use crate::infer::model::{estimate, setup_unchecked, Requests, Serving};
 use crate::infer::precision::{KvFormat, WeightFormat};
 use crate::infer::Engine;
@@ -128,9 +129,60 @@ fn row_system(r: &Row) -> Result<(crate::plan::Hardware, crate::plan::Network), 
     crate::plan::system(d, &crate::plan::Overrides::default(), None).map_err(|e| e.to_string())
 }
 
+/// What an inference row runs: the catalog's model on the row's device and node, served as the
+/// row gives it (the framework as a user names it to `--engine`; others, such as Hugging Face
+/// generation under FastChat, as the default engine), with the row's power cap and, under vLLM,
+/// `vllm_host_s` of time per running sequence.
+pub struct RowSetup {
+    pub model: ModelShape,
+    pub hw: crate::plan::Hardware,
+    pub net: crate::plan::Network,
+    pub serving: Serving,
+}
+
+impl RowSetup {
+    pub fn of(r: &Row, vllm_host_s: f64) -> Result<Self, String> {
+        let model = catalog_model(&r.model)
+            .map_err(|_| format!("model `{}` is not in the catalog", r.model))?;
+        let (mut hw, net) = row_system(r)?;
+        // A cap below the TDP runs the device at the clock the cap leaves (crate::power).
+        hw.power_cap = r
+            .power_cap_w
+            .filter(|c| *c < hw.tdp.get())
+            .map(crate::units::Watts);
+        let weights = WeightFormat::parse(&r.precision)
+            .ok_or_else(|| format!("precision `{}` is not a serving format", r.precision))?;
+        let kv = match r.kv_precision.as_str() {
+            // The engines' default (vLLM `kv-cache-dtype auto`): the model's 16-bit dtype.
+            "" => KvFormat::Bf16,
+            k => KvFormat::parse(k).ok_or_else(|| format!("KV format `{k}` is not modelled"))?,
+        };
+        let (tp, pp) = (r.tp.unwrap_or(1), r.pp.unwrap_or(1));
+        let serving = Serving {
+            tp,
+            pp,
+            replicas: (r.gpus / (tp * pp)).max(1),
+            weights,
+            kv,
+            engine: r.framework.parse().unwrap_or_default(),
+        };
+        if serving.engine == Engine::Vllm {
+            hw.tuning.per_sequence_overhead = Some(crate::units::Seconds(vllm_host_s));
+        }
+        Ok(RowSetup {
+            model,
+            hw,
+            net,
+            serving,
+        })
+    }
+}
+
 /// A row modelled, or the reason it cannot be yet. A vLLM row is modelled with `vllm_host_s` of
-/// time per running sequence ([`crate::infer::Engine`]; the set's fit varies it).
-pub fn model_row(r: &Row, vllm_host_s: f64) -> Result<Modelled, String> {
+/// time per running sequence ([`crate::infer::Engine`]; the set's fit varies it). A row that
+/// measured an offline run's steady-state window is predicted from that run's simulation in
+/// `sims` ([`super::simulated`]); any other from `infer`'s steady state.
+pub fn model_row(r: &Row, vllm_host_s: f64, sims: &Simulations) -> Result<Modelled, String> {
     let quantity = match r.measured.as_str() {
         "gpu_power_w_all_gpus" | "gpu_power_w_per_gpu" => Quantity::PowerPerGpu,
         "energy_per_output_token_j" => Quantity::EnergyPerToken,
@@ -151,40 +203,41 @@ pub fn model_row(r: &Row, vllm_host_s: f64) -> Result<Modelled, String> {
             r.scope
         ));
     }
-    let model = catalog_model(&r.model)
-        .map_err(|_| format!("model `{}` is not in the catalog", r.model))?;
-    let (mut hw, net) = row_system(r)?;
-    // A cap below the TDP runs the device at the clock the cap leaves (crate::power).
-    hw.power_cap = r
-        .power_cap_w
-        .filter(|c| *c < hw.tdp.get())
-        .map(crate::units::Watts);
-    let weights = WeightFormat::parse(&r.precision)
-        .ok_or_else(|| format!("precision `{}` is not a serving format", r.precision))?;
-    let kv = match r.kv_precision.as_str() {
-        // The engines' default (vLLM `kv-cache-dtype auto`): the model's 16-bit dtype.
-        "" => KvFormat::Bf16,
-        k => KvFormat::parse(k).ok_or_else(|| format!("KV format `{k}` is not modelled"))?,
-    };
-    let (tp, pp) = (r.tp.unwrap_or(1), r.pp.unwrap_or(1));
-    let serving = Serving {
-        tp,
-        pp,
-        replicas: (r.gpus / (tp * pp)).max(1),
-        weights,
-        kv,
-        // The framework as a user would name it to `--engine`; the others (Hugging Face
-        // generation, FastChat) as the default engine.
-        engine: r.framework.parse().unwrap_or_default(),
-    };
+    let RowSetup {
+        model,
+        hw,
+        net,
+        serving,
+    } = RowSetup::of(r, vllm_host_s)?;
     let uses_host = serving.engine == Engine::Vllm;
-    if uses_host {
-        hw.tuning.per_sequence_overhead = Some(crate::units::Seconds(vllm_host_s));
-    }
     let (input, output) = match (r.input_tokens, r.output_tokens) {
         (Some(i), Some(o)) => (i, o),
         _ => return Err("input or output length not given".into()),
     };
+    let published = match r.measured.as_str() {
+        "gpu_power_w_all_gpus" => r.value / f64::from(r.gpus),
+        _ => r.value,
+    };
+    let of = |phases, tokens_per_s, fits| Modelled {
+        quantity,
+        arch: hw.arch.clone(),
+        published,
+        tdp: hw.tdp,
+        idle: hw.idle_power,
+        cap: hw.power_cap,
+        phases,
+        gpus: serving.gpus() as f64,
+        tokens_per_s,
+        output_tokens: output,
+        fits,
+        server: None,
+        uses_host,
+    };
+    if let Some(line) = sims.get(r.run()) {
+        // The run's window; the shared simulation's refusal is this row's.
+        let w = line.as_ref().map_err(Clone::clone)?.at(vllm_host_s);
+        return Ok(of(w.phases, 1.0 / w.seconds_per_token, true));
+    }
     let requests = Requests {
         input: input.round() as u32,
         output: output.round() as u32,
@@ -194,27 +247,16 @@ pub fn model_row(r: &Row, vllm_host_s: f64) -> Result<Modelled, String> {
     let e = estimate(&s, &hw, &net, r.batch);
     let steps = f64::from(requests.output) - 1.0;
     let cycle = e.prefill_batch_s + steps * e.tpot_s;
-    let published = match r.measured.as_str() {
-        "gpu_power_w_all_gpus" => r.value / f64::from(r.gpus),
-        _ => r.value,
-    };
     Ok(Modelled {
-        quantity,
-        arch: hw.arch.clone(),
-        published,
-        tdp: hw.tdp,
-        idle: hw.idle_power,
-        cap: hw.power_cap,
-        phases: [
-            (e.prefill_batch_s / cycle, e.activity_prefill),
-            (steps * e.tpot_s / cycle, e.activity_decode),
-        ],
-        gpus: serving.gpus() as f64,
-        tokens_per_s: e.output_tokens_per_s,
         output_tokens: f64::from(requests.output),
-        fits: r.batch <= s.max_batch,
-        server: None,
-        uses_host,
+        ..of(
+            [
+                (e.prefill_batch_s / cycle, e.activity_prefill),
+                (steps * e.tpot_s / cycle, e.activity_decode),
+            ],
+            e.output_tokens_per_s,
+            r.batch <= s.max_batch,
+        )
     })
 }
 

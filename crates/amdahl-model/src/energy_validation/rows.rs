@@ -34,6 +34,14 @@ pub struct Row {
     /// `no`: kept out of every fit, predicted out of sample (the header's `fit` column).
     #[serde(default)]
     pub fit: String,
+    /// The offline run the row measured over the benchmark's steady-state window: its requests,
+    /// token budget and output cap (the header's last columns); `None`: `infer`'s steady state.
+    #[serde(default)]
+    pub requests: Option<u32>,
+    #[serde(default)]
+    pub max_num_batched_tokens: Option<u32>,
+    #[serde(default)]
+    pub output_max: Option<u32>,
 }
 
 impl Row {
@@ -42,14 +50,20 @@ impl Row {
     pub fn in_fit(&self) -> bool {
         self.fit != "no"
     }
+    /// The run a row measured: its id without the quantity
+    /// (`mlenergy3-llama3.1-8b-h100-tp1-b64-power` → `mlenergy3-llama3.1-8b-h100-tp1-b64`), shared
+    /// by the power, energy and throughput rows of one run.
+    pub fn run(&self) -> &str {
+        self.id
+            .rsplit_once('-')
+            .map_or(self.id.as_str(), |(a, _)| a)
+    }
+
     /// The configuration a row belongs to: its id without the batch and the quantity
     /// (`mlenergy3-llama3.1-8b-h100-tp1-b64-power` → `mlenergy3-llama3.1-8b-h100-tp1`), so that
     /// a configuration's rows are left out of a fit together.
     pub fn configuration(&self) -> &str {
-        let id = self
-            .id
-            .rsplit_once('-')
-            .map_or(self.id.as_str(), |(a, _)| a);
+        let id = self.run();
         match id.rsplit_once('-') {
             Some((head, b)) if b.starts_with('b') && b[1..].chars().all(|c| c.is_ascii_digit()) => {
                 head

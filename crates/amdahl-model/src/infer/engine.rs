@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 /// to 2,048; host-bound configurations left out), the per-configuration held-out error reported
 /// by `amdahl catalog validation --energy`. A test checks it against the fit
 /// (`energy_validation::tests`).
-pub const VLLM_PER_SEQUENCE_S: f64 = 30.6e-6;
+pub const VLLM_PER_SEQUENCE_S: f64 = 26.5e-6;
 
 /// The serving engine a configuration runs under (`--engine`).
 #[derive(

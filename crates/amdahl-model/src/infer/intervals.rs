@@ -140,9 +140,10 @@ pub fn infer_intervals(
     }
 }
 
-/// The energy set's cases, each with its device's generation (the catalog's `arch`).
+/// The energy set's cases as committed ([`crate::energy_validation::energy_validation_committed`]),
+/// each with its device's generation (the catalog's `arch`).
 pub fn energy_cases_with_arch() -> Result<Vec<(EnergyCase, Option<String>)>, String> {
-    let v = crate::energy_validation::energy_validation().map_err(|e| e.to_string())?;
+    let v = crate::energy_validation::energy_validation_committed().map_err(|e| e.to_string())?;
     Ok(v.cases
         .into_iter()
         .map(|c| {

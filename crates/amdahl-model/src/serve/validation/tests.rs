@@ -57,11 +57,13 @@ fn published_serving_runs() {
     // lengths, all within the cap; OpenOrca's preset had drawn 267 output tokens for a published
     // 294.45, the bench_serving rows' prompts 204 for 215.2): p50 16 of 33 (20.7 %), p99 2 of 9
     // (54.0 %), throughput 4 of 6 (7.8 %; the H200 row's simulated capacity fell below its
-    // published rate). The targets are not met; docs/usage/serve.md ("Validation") says where
-    // the simulator falls short.
+    // published rate). The refit of vLLM's per-sequence time (30.6 → 26.5 µs) and the power model
+    // on the energy set's simulated windows: p50 16 of 33 (21.1 %), the rest unchanged. The
+    // targets are not met; docs/usage/serve.md ("Validation") says where the simulator falls
+    // short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (33, 9, 6));
-    assert!(p50.within >= 16 && p50.median_abs_error <= 0.21, "{p50:?}");
+    assert!(p50.within >= 16 && p50.median_abs_error <= 0.211, "{p50:?}");
     assert!(p99.within >= 2 && p99.median_abs_error <= 0.55, "{p99:?}");
     assert!(
         tput.within >= 4 && tput.median_abs_error <= 0.08,
@@ -110,7 +112,11 @@ fn published_serving_runs() {
 /// shorter than the served ones, which also carry what it does not model (the API server,
 /// detokenising, streaming). The worst p50 rows are the small models on one B200 (Llama-3.1-8B
 /// from batch 128, −34 to −60 %; Qwen3 8B and 14B, −24 to −38 %), too fast as in the energy
-/// set, where Llama-3.1-8B and Qwen3-8B there are host-bound.
+/// set, where Llama-3.1-8B and Qwen3-8B there are host-bound. Since vLLM's per-sequence time was
+/// refitted on the energy set's simulated windows (30.6 → 26.5 µs): p50 96 within 20 % (median
+/// 9.2 %), p99 62 (28.4 %): the decode-only steps the ITL median sees are now a little fast,
+/// while the windows' iterations, which carry prompt chunks, were too slow at the larger time
+/// (docs/methodology.md, "Engine per-sequence time").
 fn inter_token_latencies_of_ml_energy(v: &ServeValidation) {
     let itl = |class: &str| {
         v.summaries
@@ -120,8 +126,8 @@ fn inter_token_latencies_of_ml_energy(v: &ServeValidation) {
     };
     let (p50, p99) = (itl("p50"), itl("p99"));
     assert_eq!((p50.figures, p99.figures), (112, 112));
-    assert!(p50.within >= 98 && p50.median_abs_error <= 0.080, "{p50:?}");
-    assert!(p99.within >= 63 && p99.median_abs_error <= 0.277, "{p99:?}");
+    assert!(p50.within >= 96 && p50.median_abs_error <= 0.093, "{p50:?}");
+    assert!(p99.within >= 62 && p99.median_abs_error <= 0.285, "{p99:?}");
     let low = v
         .cases
         .iter()
