@@ -129,10 +129,10 @@ fn window(r: &Row, host_s: f64) -> Result<Window, String> {
     let (requests, _) = generate(&g, model.seq, &model.name).map_err(|e| e.to_string())?;
     check_requests(&model, &p, &c.limits, &requests, &r.id).map_err(|e| e.to_string())?;
     let run = simulate_traced(&p, &hw, &net, &c, &requests);
-    let w = steady_state(&run, r.batch).ok_or_else(|| {
+    let server = r.batch * serving.replicas;
+    let w = steady_state(&run, server).ok_or_else(|| {
         format!(
-            "{n} requests never fill {} running sequences and empty the queue after: no steady state",
-            r.batch
+            "{n} requests never fill {server} running sequences and empty the queue after: no steady state"
         )
     })?;
     let seconds = w.seconds();

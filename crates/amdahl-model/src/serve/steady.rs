@@ -20,9 +20,9 @@ pub struct SteadyState {
     pub tokens: f64,
     /// GPU energy of one device inside the window, J (replicas averaged).
     pub energy_per_device_j: f64,
-    /// Seconds of the window spent in iterations carrying prompt tokens, and their mean activity;
-    /// then the same for decode-only iterations (time-weighted; per replica, summed over
-    /// replicas).
+    /// Seconds of the window one replica spends in iterations carrying prompt tokens, and their
+    /// mean activity; then the same for decode-only iterations (time-weighted; replicas
+    /// averaged).
     pub phases: [(f64, Activity); 2],
 }
 
@@ -37,9 +37,9 @@ impl SteadyState {
 }
 
 /// The benchmark's window over a traced run (`super::simulate_traced`) of offline requests
-/// with at most `max_num_seqs` running per replica, or `None` where it is empty (too few
-/// requests for the server ever to be full: fewer than 2 × `max_num_seqs` + 2) or the run was not
-/// traced.
+/// with at most `max_num_seqs` running on the whole server (all replicas together), or `None`
+/// where it is empty (too few requests for the server ever to be full: fewer than
+/// 2 × `max_num_seqs` + 2) or the run was not traced.
 pub fn steady_state(run: &Run, max_num_seqs: u32) -> Option<SteadyState> {
     let trace = run.trace.as_ref()?;
     let n = run.records.len();
@@ -81,6 +81,7 @@ pub fn steady_state(run: &Run, max_num_seqs: u32) -> Option<SteadyState> {
             a.compute /= *seconds;
             a.memory /= *seconds;
         }
+        *seconds /= replicas;
     }
     Some(SteadyState {
         start_s,
@@ -107,14 +108,14 @@ mod tests {
         PrefillBatching, Router, Side,
     };
 
-    fn offline_run(requests: u32, cap: u32) -> Run {
+    fn offline_run(requests: u32, cap: u32, replicas: u32) -> Run {
         let model = catalog_model("llama3-8b").unwrap();
         let (hw, net) = crate::plan::catalog_system("h100").unwrap();
         let c = Config {
             serving: Serving {
                 tp: 1,
                 pp: 1,
-                replicas: 1,
+                replicas,
                 weights: WeightFormat::Bf16,
                 kv: KvFormat::Bf16,
                 engine: Engine::Vllm,
@@ -142,7 +143,7 @@ mod tests {
 
     #[test]
     fn the_window_sees_a_full_batch_and_its_own_tokens_and_energy() {
-        let run = offline_run(512, 64);
+        let run = offline_run(512, 64, 1);
         let s = steady_state(&run, 64).unwrap();
         assert!(s.start_s > 0.0 && s.end_s > s.start_s, "{s:?}");
         // Every token of the run is delivered once: the window's are a part of them.
@@ -182,11 +183,23 @@ mod tests {
 
     #[test]
     fn too_few_requests_have_no_window_and_untraced_runs_none() {
-        let run = offline_run(64, 64);
+        let run = offline_run(64, 64, 1);
         assert_eq!(steady_state(&run, 64), None);
-        let mut run = offline_run(256, 64);
+        let mut run = offline_run(256, 64, 1);
         assert!(steady_state(&run, 64).is_some());
         run.trace = None;
         assert_eq!(steady_state(&run, 64), None);
+    }
+
+    #[test]
+    fn replicas_are_averaged() {
+        // Two replicas of 64 sequences: the server holds 128. Both are busy through the window,
+        // so one replica's phases fill it, and a device's energy is one replica's.
+        let run = offline_run(1024, 64, 2);
+        let s = steady_state(&run, 128).unwrap();
+        let seconds: f64 = s.phases.iter().map(|(t, _)| t).sum();
+        assert!((seconds / s.seconds() - 1.0).abs() < 0.02, "{s:?}");
+        let mean_w = s.energy_per_device_j / s.seconds();
+        assert!(mean_w > 100.0 && mean_w <= 700.0, "{mean_w}");
     }
 }
