@@ -12,12 +12,12 @@ from amdahl import AmdahlError
 # docs/usage/calibrate.md's rows: the model's own step times and powers with a GEMM efficiency of
 # 0.60, 30 ms of overhead per step and a busy draw of 0.36 × TDP, rounded to three digits.
 ROWS = """command,step_s,power_w
-plan --model gpt3-125m --system h100 --gpus 1 --batch 8 --recompute none,0.165,420
-plan --model gpt3-350m --system h100 --gpus 1 --batch 16 --mbs 2,0.764,504
-plan --model gpt3-1.3b --system h100 --gpus 2 --tp 2 --batch 32 --mbs 4,1.5,521
-plan --model gpt3-2.7b --system h100 --gpus 4 --tp 4 --batch 64 --mbs 2,3.34,472
-plan --model gpt3-6.7b --system h100 --gpus 8 --tp 8 --batch 64,4.03,405
-plan --model gpt3-760m --system h100 --gpus 1 --batch 4 --recompute none,0.239,470
+plan --model gpt3-125m --system h100 --gpus 1 --batch 8 --recompute none,0.165,407
+plan --model gpt3-350m --system h100 --gpus 1 --batch 16 --mbs 2,0.764,488
+plan --model gpt3-1.3b --system h100 --gpus 2 --tp 2 --batch 32 --mbs 4,1.5,506
+plan --model gpt3-2.7b --system h100 --gpus 4 --tp 4 --batch 64 --mbs 2,3.34,459
+plan --model gpt3-6.7b --system h100 --gpus 8 --tp 8 --batch 64,4.03,396
+plan --model gpt3-760m --system h100 --gpus 1 --batch 4 --recompute none,0.239,457
 """
 FIT = "gemm_efficiency,step_overhead_s,power_active"
 

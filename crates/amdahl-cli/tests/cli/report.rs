@@ -699,12 +699,12 @@ fn a_tuned_predictions_caption_names_the_measurements_it_used() {
     std::fs::write(
         d.join("train.csv"),
         "command,step_s,power_w\n\
-         plan --model gpt3-125m --system h100 --gpus 1 --batch 8 --recompute none,0.165,420\n\
-         plan --model gpt3-350m --system h100 --gpus 1 --batch 16 --mbs 2,0.764,504\n\
-         plan --model gpt3-1.3b --system h100 --gpus 2 --tp 2 --batch 32 --mbs 4,1.5,521\n\
-         plan --model gpt3-2.7b --system h100 --gpus 4 --tp 4 --batch 64 --mbs 2,3.34,472\n\
-         plan --model gpt3-6.7b --system h100 --gpus 8 --tp 8 --batch 64,4.03,405\n\
-         plan --model gpt3-760m --system h100 --gpus 1 --batch 4 --recompute none,0.239,470\n",
+         plan --model gpt3-125m --system h100 --gpus 1 --batch 8 --recompute none,0.165,407\n\
+         plan --model gpt3-350m --system h100 --gpus 1 --batch 16 --mbs 2,0.764,488\n\
+         plan --model gpt3-1.3b --system h100 --gpus 2 --tp 2 --batch 32 --mbs 4,1.5,506\n\
+         plan --model gpt3-2.7b --system h100 --gpus 4 --tp 4 --batch 64 --mbs 2,3.34,459\n\
+         plan --model gpt3-6.7b --system h100 --gpus 8 --tp 8 --batch 64,4.03,396\n\
+         plan --model gpt3-760m --system h100 --gpus 1 --batch 4 --recompute none,0.239,457\n",
     )
     .unwrap();
     let calibration = d.join("h100.json");
