@@ -171,9 +171,23 @@ fn load_rows(r: &ServeResult) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Energy per request, per token, of the run, and per 1,000 requests with its emissions.
+/// Energy per request, per token, of the run, and per 1,000 requests with its emissions; an
+/// offline run's steady-state window too.
 fn energy_rows(r: &ServeResult) -> Vec<(&'static str, String)> {
-    vec![
+    let steady = r.steady_state.map(|w| {
+        (
+            "steady state (ML.ENERGY's window)",
+            format!(
+                "{} output tokens/s, {} W per GPU, {} J per output token (GPU), from {} s to {} s",
+                sig(w.output_tokens_per_s, 4),
+                sig(w.power_per_gpu_w, 4),
+                sig(w.energy_per_output_token_j, 3),
+                sig(w.start_s, 3),
+                sig(w.end_s, 3)
+            ),
+        )
+    });
+    let rows = vec![
         (
             "energy per request (GPU)",
             format!(
@@ -214,7 +228,8 @@ fn energy_rows(r: &ServeResult) -> Vec<(&'static str, String)> {
                 r.pue
             ),
         ),
-    ]
+    ];
+    rows.into_iter().chain(steady).collect()
 }
 
 /// One row of the headline figures, header first.
@@ -224,11 +239,12 @@ pub fn serve_csv(r: &ServeResult) -> String {
         "model,system,tp,pp,replicas,gpus,requests,offered_requests_per_s,completed_requests_per_s,\
          output_tokens_per_s,goodput_requests_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,\
          e2e_p99_s,energy_per_request_j,energy_per_output_token_j,energy_j,overloaded,itl_p50_s,\
-         itl_p99_s\n",
+         itl_p99_s,steady_output_tokens_per_s,steady_power_per_gpu_w,\
+         steady_energy_per_output_token_j\n",
     );
     let _ = writeln!(
         out,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         csv_unquoted(&r.model),
         csv_unquoted(&r.system),
         r.tp,
@@ -250,7 +266,10 @@ pub fn serve_csv(r: &ServeResult) -> String {
         r.energy_j,
         r.overloaded,
         opt(r.itl_p50_s),
-        opt(r.itl_p99_s)
+        opt(r.itl_p99_s),
+        opt(r.steady_state.map(|w| w.output_tokens_per_s)),
+        opt(r.steady_state.map(|w| w.power_per_gpu_w)),
+        opt(r.steady_state.map(|w| w.energy_per_output_token_j))
     );
     out
 }

@@ -12,8 +12,8 @@ use amdahl_model::serve::result::{Context, Described};
 use amdahl_model::serve::search::{self, SearchSpace};
 use amdahl_model::serve::{
     check_requests, default_budget, default_max_num_seqs, generate, parse_trace, prepare, simulate,
-    Arrivals, Config, Generated, Lengths, Limits, PrefillBatching, Request, Router, ServeError,
-    ServeResult, Side,
+    simulate_traced, Arrivals, Config, Generated, Lengths, Limits, PrefillBatching, Request,
+    Router, ServeError, ServeResult, Side,
 };
 use amdahl_report::render::Render;
 use anyhow::{Context as _, Result};
@@ -228,7 +228,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let (requests, described, source) = workload(&a, &model)?;
     check_requests(&model, &prepared, &config.limits, &requests, &source)?;
-    let run = simulate(&prepared, &hw, &net, &config, &requests);
+    // An offline run (every request at t = 0) is also measured over ML.ENERGY's window, which
+    // needs its iterations kept.
+    let run = if requests.iter().all(|r| r.arrival_s == 0.0) {
+        simulate_traced(&prepared, &hw, &net, &config, &requests)
+    } else {
+        simulate(&prepared, &hw, &net, &config, &requests)
+    };
     let ctx = Context {
         model: &model,
         hw: &hw,

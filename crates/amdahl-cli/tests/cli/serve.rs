@@ -558,3 +558,82 @@ fn rate_inf_sends_every_request_at_once_and_needs_a_finite_rate_elsewhere() {
         .code(2)
         .stderr(predicate::str::contains("or inf for every request at once"));
 }
+
+#[test]
+fn an_offline_run_is_measured_over_ml_energys_window_as_the_energy_set_predicts_it() {
+    // The energy set's row mlenergy3-llama3.1-8b-h100-tp1-b64 (ML.ENERGY v3: 5,147 output
+    // tokens/s, 610.3 W, 0.1186 J per token), typed as data/validation/energy.csv's columns
+    // say: the table line and the JSON give the window's figures, and they are the set's own
+    // predictions (data/validation/energy-predictions.json): the throughput exactly, the power
+    // and energy to 0.01 % (the run averages each iteration's power, the set's fit takes the power
+    // of the window's mean activity; 0.004 % apart here, where no iteration reaches the TDP).
+    let row = [
+        "serve",
+        "--model",
+        "llama3-8b",
+        "--system",
+        "h100",
+        "--engine",
+        "vllm",
+        "--max-num-seqs",
+        "64",
+        "--max-num-batched-tokens",
+        "8192",
+        "--rate",
+        "inf",
+        "--requests",
+        "1024",
+        "--input-dist",
+        "lognormal:212:1",
+        "--output-dist",
+        "lognormal:395.5:1:4096",
+    ];
+    amdahl()
+        .args(row)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "steady state (ML.ENERGY's window)  5573 output tokens/s, 578.1 W per GPU, 0.104 J",
+        ));
+    let v = json(&row);
+    let w = &v["steady_state"];
+    let set: serde_json::Value = serde_json::from_str(include_str!(
+        "../../../../data/validation/energy-predictions.json"
+    ))
+    .unwrap();
+    let predicted = |id: &str| {
+        set["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap()["predicted"]
+            .as_f64()
+            .unwrap()
+    };
+    let close = |a: f64, b: f64, tol: f64| (a / b - 1.0).abs() < tol;
+    let tput = predicted("mlenergy3-llama3.1-8b-h100-tp1-b64-tput");
+    assert!(close(f(w, "output_tokens_per_s"), tput, 1e-9), "{w} {tput}");
+    let power = predicted("mlenergy3-llama3.1-8b-h100-tp1-b64-power");
+    assert!(close(f(w, "power_per_gpu_w"), power, 1e-4), "{w} {power}");
+    let ept = predicted("mlenergy3-llama3.1-8b-h100-tp1-b64-ept");
+    assert!(
+        close(f(w, "energy_per_output_token_j"), ept, 1e-4),
+        "{w} {ept}"
+    );
+    assert!(
+        f(w, "start_s") > 0.0 && f(w, "end_s") > f(w, "start_s"),
+        "{w}"
+    );
+    // The CSV carries them last; a run with arrivals over time has no window.
+    let csv = amdahl().args(row).arg("--csv").output().unwrap();
+    let text = String::from_utf8(csv.stdout).unwrap();
+    assert!(
+        text.lines().next().unwrap().ends_with(
+            "steady_output_tokens_per_s,steady_power_per_gpu_w,steady_energy_per_output_token_j"
+        ),
+        "{text}"
+    );
+    let poisson = json(&[&L8[..], &["--rate", "4"]].concat());
+    assert!(poisson.get("steady_state").is_none(), "{poisson}");
+}

@@ -2,6 +2,7 @@
 //! energy per request and per token, CO2e per 1,000 requests.
 
 use super::engine::{Run, Sample};
+use super::steady::SteadyFigures;
 use super::{Config, PrefillBatching, Prepared};
 use crate::infer::{estimate, evaluate_at, setup, Charging, KvFormat, Requests, WeightFormat};
 use crate::plan::{Hardware, ModelShape, Network};
@@ -145,6 +146,11 @@ pub struct ServeResult {
     pub energy_per_request_with_idle_j: f64,
     /// `energy_busy_j` over the output tokens.
     pub energy_per_output_token_j: f64,
+    /// An offline run (every request at t = 0) measured as the ML.ENERGY benchmark measures it:
+    /// over the window from the server filling up to its queue running dry
+    /// ([`super::steady`]). Absent for other arrivals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<SteadyFigures>,
     /// Server (wall) scope of `energy_j`, where the device has a catalogued server.
     pub energy_server_j: Option<f64>,
     pub pue: f64,
@@ -284,6 +290,7 @@ impl ServeResult {
             energy_per_request_j: EnergyDistribution::of(run.energy_busy_j / n, &joules),
             energy_per_request_with_idle_j: per_req_total,
             energy_per_output_token_j: run.energy_busy_j / out_tokens.max(1.0),
+            steady_state: SteadyFigures::of(run, c.config),
             energy_server_j: server,
             pue: c.charging.pue,
             grid: c.charging.grid.name.clone(),

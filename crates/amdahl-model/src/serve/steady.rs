@@ -9,7 +9,9 @@
 //! window of a simulated run rather than with `infer`'s steady state.
 
 use super::engine::{Run, TracedIteration};
+use super::Config;
 use crate::power::Activity;
+use serde::{Deserialize, Serialize};
 
 /// What a simulated run shows in the benchmark's window.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,6 +35,37 @@ impl SteadyState {
 
     pub fn tokens_per_s(&self) -> f64 {
         self.tokens / self.seconds()
+    }
+}
+
+/// The window as `amdahl serve` reports it for an offline run: what the ML.ENERGY leaderboard
+/// publishes for a configuration, to set beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SteadyFigures {
+    /// The window, seconds from the first arrival.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Output tokens delivered in the window per second (all replicas).
+    pub output_tokens_per_s: f64,
+    /// Mean board power of one GPU in the window.
+    pub power_per_gpu_w: f64,
+    /// The GPUs' energy in the window over its output tokens.
+    pub energy_per_output_token_j: f64,
+}
+
+impl SteadyFigures {
+    /// The window of a traced offline run served as `c` says ([`steady_state`]; the server
+    /// holds `max_num_seqs` running sequences per replica).
+    pub fn of(run: &Run, c: &Config) -> Option<Self> {
+        let gpus = c.serving.gpus() as f64;
+        let w = steady_state(run, c.limits.max_num_seqs * c.serving.replicas)?;
+        Some(SteadyFigures {
+            start_s: w.start_s,
+            end_s: w.end_s,
+            output_tokens_per_s: w.tokens_per_s(),
+            power_per_gpu_w: w.energy_per_device_j / w.seconds(),
+            energy_per_output_token_j: w.energy_per_device_j * gpus / w.tokens.max(1.0),
+        })
     }
 }
 
