@@ -233,17 +233,18 @@ pub fn model_row(r: &Row, vllm_host_s: f64, sims: &Simulations) -> Result<Modell
         server: None,
         uses_host,
     };
-    if let Some(line) = sims.get(r.run()) {
-        // The run's window; the shared simulation's refusal is this row's.
-        let w = line.as_ref().map_err(Clone::clone)?.at(vllm_host_s);
-        return Ok(of(w.phases, 1.0 / w.seconds_per_token, true));
-    }
     let requests = Requests {
         input: input.round() as u32,
         output: output.round() as u32,
         beams: r.beams.unwrap_or(1),
     };
     let s = setup_unchecked(&model, &hw, &net, serving, requests).map_err(|e| e.to_string())?;
+    let fits = r.batch <= s.max_batch;
+    if let Some(line) = sims.get(r.run()) {
+        // The run's window; the shared simulation's refusal is this row's.
+        let w = line.as_ref().map_err(Clone::clone)?.at(vllm_host_s);
+        return Ok(of(w.phases, 1.0 / w.seconds_per_token, fits));
+    }
     let e = estimate(&s, &hw, &net, r.batch);
     let steps = f64::from(requests.output) - 1.0;
     let cycle = e.prefill_batch_s + steps * e.tpot_s;
@@ -255,7 +256,7 @@ pub fn model_row(r: &Row, vllm_host_s: f64, sims: &Simulations) -> Result<Modell
                 (steps * e.tpot_s / cycle, e.activity_decode),
             ],
             e.output_tokens_per_s,
-            r.batch <= s.max_batch,
+            fits,
         )
     })
 }
