@@ -188,8 +188,9 @@ fn host_bound(rows: &[Row]) -> Vec<String> {
         .collect()
 }
 
-/// Host time per sequence at which the fit probes each row's slope (the modelled time per token
-/// is linear in it, so any positive value gives the exact slope).
+/// Host time per sequence at which the fit probes each row's slope (`infer`'s time per token is
+/// linear in it, and a simulated row's is read off the line through its two simulations
+/// ([`simulated::Line`]), so any positive value gives the exact slope).
 const HOST_PROBE_S: f64 = 1e-5;
 
 /// Every modelled row at `host_s` of vLLM per-sequence time: rows that do not use it are
