@@ -14,7 +14,7 @@ pub trait EnergyProbe {
     /// Which sensor this is, recorded next to every reading ("intel-rapl:0 package-0 (counter)").
     fn source(&self) -> String;
     /// Why readings are missing: the probe cannot measure at all, or the latest `stop` that
-    /// gave `None`. Printed as "not measured (<reason>)".
+    /// gave `None`. Printed as `not measured (<reason>)`.
     fn reason_unmeasured(&self) -> String;
     /// Whether any reading can come at all (false: every `stop` is `None`), so a caller can skip
     /// a wait that could only end in "not measured" (the idle window).

@@ -1,5 +1,5 @@
 //! Power in a steady state: at idle (a quiet window before any load) and under a load held for a
-//! window, read from the same [`EnergyProbe`] as the per-case energy (RAPL for the CPU
+//! window, read from the same [`EnergyProbe`](crate::energy::EnergyProbe) as the per-case energy (RAPL for the CPU
 //! benchmarks, NVML for `bench gpu`). A device profile stores these as `power.idle_w`,
 //! `power.compute_w` and `power.memory_w`; without a readable counter the status says why and no
 //! number is made up.

@@ -3,7 +3,7 @@
 //! Results are checked for finiteness once more at the output sink (`output::print_result`).
 //!
 //! Each parser names its domain in its message; the flag's name is added by clap
-//! ("invalid value '0.5' for '--by <K>': ...").
+//! (`invalid value '0.5' for '--by <K>': ...`).
 
 use amdahl_meter::sampler;
 use std::time::Duration;

@@ -20,7 +20,7 @@ pub fn write(path: &Path, contents: &str) -> Result<(), SinkError> {
     write_bytes(path, contents.as_bytes())
 }
 
-/// [`write`] for binary contents (PNG, PDF).
+/// [`write()`] for binary contents (PNG, PDF).
 pub fn write_bytes(path: &Path, contents: &[u8]) -> Result<(), SinkError> {
     match destination(path)? {
         Destination::Stream(p) => {
@@ -35,7 +35,7 @@ pub fn write_bytes(path: &Path, contents: &[u8]) -> Result<(), SinkError> {
     }
 }
 
-/// Whether `path` names (through links) a FIFO or device that [`write`] streams to rather
+/// Whether `path` names (through links) a FIFO or device that [`write()`] streams to rather
 /// than replaces. `amdahl run` writes such outputs once at the end instead of after every sample.
 pub fn is_stream(path: &Path) -> bool {
     matches!(destination(path), Ok(Destination::Stream(_)))

@@ -2,7 +2,7 @@
 //! residuals (`QuantityFit::loo_signed_errors`), in place of the validation set's class, as
 //! `plan --calibration` and `infer --calibration` print them (docs/methodology.md, "Prediction
 //! intervals"). Same method as the validation bands ([`crate::interval`]): split conformal on
-//! the log error, the widest residual (marked) below [`min_runs`] rows.
+//! the log error, the widest residual (marked) below [`crate::interval::min_runs`] rows.
 //!
 //! Sign: a calibration's residual is predicted / measured − 1 **of the quantity itself**; the
 //! interval module's bands are defined on a rate (throughput convention: measured =

@@ -44,7 +44,7 @@ pub struct ItEnergy {
 
 impl ItEnergy {
     /// E = N × P × t: `count` devices drawing `power` each for `duration` (Patterson et al. 2021,
-    /// Eq. 1 without the PUE factor, which [`super::estimate`] applies).
+    /// Eq. 1 without the PUE factor, which [`super::estimate()`] applies).
     pub fn from_power(
         count: u32,
         duration: Seconds,

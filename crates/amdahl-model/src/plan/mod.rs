@@ -3,8 +3,8 @@
 //! Given a dense transformer ([`ModelShape`]), a device ([`Hardware`]) on a two-tier network
 //! ([`Network`]) and a parallel [`Layout`] (DP × TP × PP, interleaving, sequence parallelism,
 //! ZeRO, microbatch, recomputation, precision), [`evaluate`] predicts the iteration time and
-//! where it goes, memory per device, throughput, MFU/HFU; [`cost`] turns it into time, energy
-//! and carbon to train D tokens; [`scaling`] gives Végh's view (α_eff vs N); [`search`] ranks
+//! where it goes, memory per device, throughput, MFU/HFU; [`cost()`] turns it into time, energy
+//! and carbon to train D tokens; [`scaling()`] gives Végh's view (α_eff vs N); [`search()`] ranks
 //! every valid layout. Devices and models come from the catalogs ([`crate::catalog`]) through
 //! [`system`] and [`ModelShape::from_catalog`]. Every formula's source: docs/methodology.md.
 //!

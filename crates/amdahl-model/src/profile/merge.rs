@@ -73,7 +73,7 @@ impl Figure {
 
     /// A note about this figure: `text` after the figure's head. The benches write every
     /// figure's notes through it, so a merge can tell which figure a note belongs to
-    /// ([`Figure::of_note`]) however the text is worded.
+    /// (`Figure::of_note`) however the text is worded.
     pub fn note(self, text: impl std::fmt::Display) -> String {
         format!("{}: {text}", self.note_head())
     }

@@ -22,7 +22,7 @@ use crate::units::{FlopsPerSecond, Watts};
 /// A workbook with several list sheets (the shared 2023-11 copy has the list and a transposed
 /// duplicate) is read from one of them; the others are mentioned in [`ListFile::notes`].
 ///
-/// Ranks are checked for gaps (see [`check_ranks`]): lost rows are an error in a spreadsheet.
+/// Ranks are checked for gaps (see `check_ranks`): lost rows are an error in a spreadsheet.
 pub fn read_list(file: &str, bytes: &[u8]) -> Result<ListFile, Top500Error> {
     let mut list = read_selection(file, bytes)?;
     check_ranks(&mut list, is_spreadsheet(bytes))?;
