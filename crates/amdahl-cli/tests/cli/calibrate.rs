@@ -453,11 +453,26 @@ fn a_cpu_profile_feeds_gemm_rows() {
     let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     let (eff, _, _) = constant(&v, "gemm_efficiency");
     assert!((eff / 0.5 - 1.0).abs() < 1e-3, "{eff}");
-    // Latency and step overhead add up in a GEMM loop: one is kept, the other refused by name.
-    assert!(
+    // Latency and step overhead add up in a GEMM loop: one is kept, the other refused by name —
+    // as proportional to the other, or, where the bench measured a kernel latency too small for
+    // these sizes to feel (a loaded machine: CI once ran it beside a build), as not felt at all.
+    let refused = |name: &str| {
         v["not_identified"]
-            .to_string()
-            .contains("proportional to that of kernel latency"),
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == name)
+    };
+    let fitted = |name: &str| {
+        v["constants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == name)
+    };
+    assert!(
+        (refused("kernel_latency_s") && fitted("step_overhead_s"))
+            || (refused("step_overhead_s") && fitted("kernel_latency_s")),
         "{}",
         v["not_identified"]
     );
