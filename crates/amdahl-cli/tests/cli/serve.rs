@@ -537,6 +537,13 @@ fn rate_inf_sends_every_request_at_once_and_needs_a_finite_rate_elsewhere() {
     assert_eq!(v["overloaded"], true);
     // The last requests wait behind whole generations of the first: hundreds of decode steps.
     assert!(f(&v, "ttft_p99_s") > 100.0 * f(&v, "itl_p50_s"), "{v}");
+    // The note says why the queue is long (not a rate too high) and how fast it emptied.
+    let note = v["notes"][0].as_str().unwrap();
+    assert!(
+        note.starts_with("offline run: all 300 requests arrive at t = 0")
+            && !note.contains("lower the rate"),
+        "{note}"
+    );
     // A request rate, a cv, a duration or a search: each needs a finite --rate.
     for (extra, says) in [
         (&["--cv", "2"][..], "--cv"),

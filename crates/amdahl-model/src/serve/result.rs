@@ -354,8 +354,13 @@ fn notes(
     unloaded: Option<&Unloaded>,
 ) -> Vec<String> {
     let mut notes = Vec::new();
+    let offline = run.records.len() > 1 && run.records.iter().all(|r| r.arrival_s == 0.0);
     if let Some((offered, completed)) = overload {
-        notes.push(overload_note(run, offered, completed, unloaded));
+        notes.push(if offline {
+            offline_note(run, completed, unloaded)
+        } else {
+            overload_note(run, offered, completed, unloaded)
+        });
     }
     if d.clamped > 0 {
         notes.push(format!(
@@ -423,6 +428,24 @@ fn overload_note(run: &Run, offered: f64, completed: f64, u: Option<&Unloaded>) 
          queue grows without bound ({} queued at the last arrival, at most {} at {:.1} s){cap}; \
          lower the rate or add replicas",
         run.waiting_at_last_arrival, run.max_waiting, run.max_waiting_at_s
+    )
+}
+
+/// An offline run is backlogged by construction, not because its rate is too high: it says so,
+/// and how fast the server worked through the backlog.
+fn offline_note(run: &Run, completed: f64, u: Option<&Unloaded>) -> String {
+    let cap = u.map_or(String::new(), |u| {
+        format!(
+            " (infer's steady state at these mean lengths: {:.3} requests/s at batch {})",
+            u.capacity_requests_per_s, u.capacity_batch
+        )
+    });
+    format!(
+        "offline run: all {} requests arrive at t = 0 and {} wait at the start; the server works \
+         through them at {completed:.3} requests/s over {:.1} s{cap}",
+        run.records.len(),
+        run.waiting_at_last_arrival,
+        run.end_s - run.first_arrival_s
     )
 }
 
