@@ -252,7 +252,7 @@ type HeldOut<'a> = (Option<String>, PowerFit, Vec<(&'a Row, Modelled)>);
 /// [`energy_validation`]'s result as last committed (data/validation/energy-predictions.json),
 /// for the commands that quote it under every energy figure (`infer`, `plan`, `carbon`) and
 /// `infer`'s prediction intervals: predicting the set simulates 112 offline runs twice (about
-/// 1.5 s), which those commands should not pay on every call. A test recomputes it and fails when
+/// 1.1 s), which those commands should not pay on every call. A test recomputes it and fails when
 /// the file is stale (`AMDAHL_UPDATE_ENERGY_PREDICTIONS=1` rewrites it); `amdahl catalog
 /// validation --energy` always predicts afresh.
 pub fn energy_validation_committed() -> Result<EnergyValidation, EnergySetError> {
