@@ -42,7 +42,7 @@ impl SteadyState {
 /// publishes for a configuration, to set beside it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SteadyFigures {
-    /// The window, seconds from the first arrival.
+    /// The window, in seconds of the run (every request arrived at t = 0).
     pub start_s: f64,
     pub end_s: f64,
     /// Output tokens delivered in the window per second (all replicas).
@@ -71,8 +71,8 @@ impl SteadyFigures {
 
 /// The benchmark's window over a traced run (`super::simulate_traced`) of offline requests
 /// with at most `max_num_seqs` running on the whole server (all replicas together), or `None`
-/// where it is empty (too few requests for the server ever to be full: fewer than
-/// 2 × `max_num_seqs` + 2) or the run was not traced.
+/// where it is empty (fewer than `max_num_seqs` + 2 requests, or the closing count of finished
+/// requests reached before the opening count of first tokens) or the run was not traced.
 pub fn steady_state(run: &Run, max_num_seqs: u32) -> Option<SteadyState> {
     let trace = run.trace.as_ref()?;
     let n = run.records.len();
