@@ -171,7 +171,9 @@ fn power_model_line(v: &EnergyValidation) -> String {
          configuration out\n",
         v.vllm_host_s * 1e6,
         v.fitted_host_rows
-    )
+    ) + "ML.ENERGY v3 rows: each offline run simulated (`amdahl serve --rate inf`) and read over \
+         the benchmark's own steady-state window (docs/methodology.md, \"The serving rows: the \
+         benchmark's window\"); other serving rows: `amdahl infer`'s steady state\n"
 }
 
 /// The rows not expressible yet, counted by reason in order of first appearance; empty when
