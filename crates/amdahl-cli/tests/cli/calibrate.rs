@@ -456,20 +456,17 @@ fn a_cpu_profile_feeds_gemm_rows() {
     // Latency and step overhead add up in a GEMM loop: one is kept, the other refused by name —
     // as proportional to the other, or, where the bench measured a kernel latency too small for
     // these sizes to feel (a loaded machine: CI once ran it beside a build), as not felt at all.
-    let refused = |name: &str| {
-        v["not_identified"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["name"] == name)
-    };
-    let fitted = |name: &str| {
-        v["constants"]
+    let named = |list: &str, name: &str| {
+        v[list]
             .as_array()
             .unwrap()
             .iter()
             .any(|c| c["name"] == name)
     };
+    let (refused, fitted) = (
+        |name| named("not_identified", name),
+        |name| named("constants", name),
+    );
     assert!(
         (refused("kernel_latency_s") && fitted("step_overhead_s"))
             || (refused("step_overhead_s") && fitted("kernel_latency_s")),
