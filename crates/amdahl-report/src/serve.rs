@@ -129,15 +129,24 @@ fn load_rows(r: &ServeResult) -> Vec<(&'static str, String)> {
     vec![
         (
             "offered rate",
-            format!("{} requests/s", sig(r.offered_requests_per_s, 4)),
+            if r.offline {
+                format!("all {} requests at t = 0 (offline)", r.requests)
+            } else {
+                format!("{} requests/s", sig(r.offered_requests_per_s, 4))
+            },
         ),
         (
             "completed",
             format!(
-                "{} requests/s over {} s (the last {} s after the last arrival)",
+                "{} requests/s over {} s{}",
                 sig(r.completed_requests_per_s, 4),
                 sig(r.duration_s, 4),
-                sig(r.drain_s, 3)
+                // An offline run's arrivals are all at its start: its whole run is the drain.
+                if r.offline {
+                    String::new()
+                } else {
+                    format!(" (the last {} s after the last arrival)", sig(r.drain_s, 3))
+                }
             ),
         ),
         (
@@ -156,7 +165,11 @@ fn load_rows(r: &ServeResult) -> Vec<(&'static str, String)> {
                 r.max_waiting,
                 sig(r.max_waiting_at_s, 3),
                 r.waiting_at_last_arrival,
-                if r.overloaded { ": OVERLOADED" } else { "" }
+                match (r.overloaded, r.offline) {
+                    (false, _) => "",
+                    (true, false) => ": OVERLOADED",
+                    (true, true) => ": backlogged by construction (offline)",
+                }
             ),
         ),
         (

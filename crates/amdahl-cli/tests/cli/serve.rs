@@ -138,6 +138,7 @@ fn past_capacity_it_says_the_queue_grows_and_what_the_server_sustains() {
         .assert()
         .success()
         .stdout(predicate::str::contains("OVERLOADED"))
+        .stdout(predicate::str::contains("(offline)").not())
         .stdout(predicate::str::contains("grows without bound"))
         .stdout(predicate::str::contains("sustains at most"));
 }
@@ -535,6 +536,7 @@ fn rate_inf_sends_every_request_at_once_and_needs_a_finite_rate_elsewhere() {
         .unwrap()
         .starts_with("every request at t = 0"));
     assert_eq!(v["overloaded"], true);
+    assert_eq!(v["offline"], true);
     // The last requests wait behind whole generations of the first: hundreds of decode steps.
     assert!(f(&v, "ttft_p99_s") > 100.0 * f(&v, "itl_p50_s"), "{v}");
     // The note says why the queue is long (not a rate too high) and how fast it emptied.
@@ -543,6 +545,19 @@ fn rate_inf_sends_every_request_at_once_and_needs_a_finite_rate_elsewhere() {
         note.starts_with("offline run: all 300 requests arrive at t = 0")
             && !note.contains("lower the rate"),
         "{note}"
+    );
+    // The table says the backlog is the run's design, not an overload; its offered rate is no rate.
+    let out = amdahl()
+        .args(&L8[..])
+        .args(["--rate", "inf", "--max-num-seqs", "64"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("all 300 requests at t = 0 (offline)")
+            && text.contains("backlogged by construction (offline)")
+            && !text.contains("OVERLOADED"),
+        "{text}"
     );
     // A request rate, a cv, a duration or a search: each needs a finite --rate.
     for (extra, says) in [

@@ -126,6 +126,10 @@ pub struct ServeResult {
     pub e2e_p99_s: f64,
 
     pub overloaded: bool,
+    /// Every request arrived at t = 0 (`--rate inf`, or such a trace): backlogged by
+    /// construction, so `overloaded` says nothing about a rate.
+    #[serde(default)]
+    pub offline: bool,
     pub max_waiting: u64,
     pub max_waiting_at_s: f64,
     pub waiting_at_last_arrival: u64,
@@ -222,7 +226,6 @@ impl ServeResult {
         let per_req_total = energy / n;
         let sv = c.prepared.setup.serving;
         let gpus = sv.gpus();
-        let server = server_energy(c, gpus, energy, duration);
         let overloaded = run.waiting_at_last_arrival as f64 > OVERLOAD_QUEUE_SHARE * n
             && run.waiting_at_last_arrival > 1;
         let unloaded = unloaded(c, in_tokens / n, out_tokens / n);
@@ -276,6 +279,7 @@ impl ServeResult {
             e2e_p90_s: p(&e2e, 0.9),
             e2e_p99_s: p(&e2e, 0.99),
             overloaded,
+            offline: is_offline(run),
             max_waiting: run.max_waiting,
             max_waiting_at_s: run.max_waiting_at_s,
             waiting_at_last_arrival: run.waiting_at_last_arrival,
@@ -291,7 +295,7 @@ impl ServeResult {
             energy_per_request_with_idle_j: per_req_total,
             energy_per_output_token_j: run.energy_busy_j / out_tokens.max(1.0),
             steady_state: SteadyFigures::of(run, c.config),
-            energy_server_j: server,
+            energy_server_j: server_energy(c, gpus, energy, duration),
             pue: c.charging.pue,
             grid: c.charging.grid.name.clone(),
             grid_g_per_kwh: c.charging.intensity().get(),
@@ -337,6 +341,11 @@ fn offered_rate(requests: usize, arrival_span_s: f64, duration_s: f64) -> f64 {
     }
 }
 
+/// Every request (more than one) arrived at t = 0: an offline run.
+fn is_offline(run: &Run) -> bool {
+    run.records.len() > 1 && run.records.iter().all(|r| r.arrival_s == 0.0)
+}
+
 /// The server (wall) scope: the GPUs' energy plus their share of the host, through the PSUs.
 fn server_energy(c: &Context, gpus: u64, gpu_energy_j: f64, duration_s: f64) -> Option<f64> {
     c.hw.server
@@ -354,9 +363,8 @@ fn notes(
     unloaded: Option<&Unloaded>,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let offline = run.records.len() > 1 && run.records.iter().all(|r| r.arrival_s == 0.0);
     if let Some((offered, completed)) = overload {
-        notes.push(if offline {
+        notes.push(if is_offline(run) {
             offline_note(run, completed, unloaded)
         } else {
             overload_note(run, offered, completed, unloaded)
