@@ -254,6 +254,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     print_result(&result, &result.render(a.format.format())?)?;
     if a.format.format() == crate::output::Format::Table {
         crate::cmd::shape::note_tuning(&hw);
+        crate::cmd::energy_note::note_energy_accuracy();
     }
     if let Some(p) = &a.svg {
         crate::output::write_plot(p, &amdahl_report::serve::serve_svg(&result))?;
@@ -297,6 +298,9 @@ fn run_search(
     };
     let result = search::search(model, hw, net, &space, &requests, d)?;
     print_result(&result, &result.render(a.format.format())?)?;
+    if a.format.format() == crate::output::Format::Table {
+        crate::cmd::energy_note::note_energy_accuracy();
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -659,3 +659,25 @@ fn an_offline_run_is_measured_over_ml_energys_window_as_the_energy_set_predicts_
     let poisson = json(&[&L8[..], &["--rate", "4"]].concat());
     assert!(poisson.get("steady_state").is_none(), "{poisson}");
 }
+
+/// The simulator charges the power model's energy, so its table says so and quotes the energy
+/// validation set's errors, as `infer`, `plan` and `carbon` do (issue: every energy figure names
+/// its method and the error of its class); JSON carries no note.
+#[test]
+fn its_energy_says_it_is_modelled_and_how_far_the_model_holds() {
+    let note = "energy: modelled, not measured; GPU scope";
+    amdahl()
+        .args(L8)
+        .args(["--rate", "5"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(note).and(predicate::str::contains(
+            "amdahl catalog validation --energy",
+        )));
+    amdahl()
+        .args(L8)
+        .args(["--rate", "5", "--json"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(note).not());
+}
