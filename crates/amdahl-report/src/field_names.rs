@@ -81,7 +81,17 @@ fn unit_of_typed(parent: Option<&str>, key: &str) -> Option<&'static str> {
         (_, "fits" | "estimated") => None,
         (Some("breakdown"), _) => Some("s"),
         (Some("memory"), _) | (Some("device"), "memory") => Some("bytes"),
-        (_, k) if k.starts_with("peak_") => Some("FLOP/s"),
+        // A device's peak at a precision (`peak_bf16`); not every peak (`peak_kv_use` is a share).
+        (_, k)
+            if k.strip_prefix("peak_").is_some_and(|p| {
+                matches!(
+                    p,
+                    "fp64" | "fp32" | "tf32" | "bf16" | "fp16" | "fp8" | "fp4" | "int8"
+                )
+            }) =>
+        {
+            Some("FLOP/s")
+        }
         (_, k) if k.ends_with("bandwidth") => Some("bytes/s"),
         (Some("device"), "tdp" | "idle_power" | "power_cap") => Some("W"),
         // A plan's training cost (typed units): "training: emissions 4086701" stood bare
@@ -204,6 +214,8 @@ mod tests {
         assert_eq!(name("memory.weights"), "memory: weights (bytes)");
         assert_eq!(name("memory.fits"), "memory: fits");
         assert_eq!(name("device.peak_bf16"), "device: peak bf16 (FLOP/s)");
+        // Regression: a serve result's `peak_kv_use` (a share of the KV cache) read "(FLOP/s)".
+        assert_eq!(name("peak_kv_use"), "peak KV use");
         assert_eq!(name("device.tdp"), "device: TDP (W)");
         assert_eq!(name("gpus"), "GPUs");
     }

@@ -126,13 +126,11 @@ pub const KINDS: &[Kind] = &[
             "Estimated: a discrete-event simulation whose iteration times and power are the serving model's predictions; nothing was measured.",
             |v| Ok(Typed::Serve(typed(v)?)),
         )
-        .refuses_energy(
-            "this is an `amdahl serve` result; `carbon --from` and `lifetime` do not read it yet: \
-             pass an `amdahl infer --json` result of the same configuration",
-        ),
+        .energy(from_result::read_serve),
     Kind::of::<srv::search::ServeSearch>(srv::search::SERVE_SEARCH_SCHEMA).refuses_energy(
         "this is an `amdahl serve --search` result, a ranking of configurations rather than one; \
-         pass an `amdahl infer --json` result of the configuration you chose",
+         re-run `amdahl serve` without --search on the configuration you chose and pass its \
+         --json output",
     ),
     // A lifetime's nature depends on its phases (given, predicted or measured): the page words it.
     Kind::of::<life::LifetimeReport>(life::SCHEMA).shown(

@@ -87,7 +87,8 @@ pub struct Options {
     #[arg(help_heading = "Compute path", long, default_value = "fp16")]
     pub precision: String,
     /// Read the energy from a saved result: `amdahl run -o FILE` (amdahl.run/1: measured, or
-    /// estimated where no counter was readable) or `amdahl plan --json` (amdahl.plan/1, estimated).
+    /// estimated where no counter was readable), or the `--json` output of `amdahl plan`,
+    /// `infer` or `serve` (amdahl.plan/1, amdahl.infer/1, amdahl.serve/1: estimated).
     #[arg(help_heading = "Saved result", long, value_name = "FILE")]
     pub from: Option<PathBuf>,
     /// PUE: a number ≥ 1 or a preset (local, hyperscale, industry) [default: the saved result's

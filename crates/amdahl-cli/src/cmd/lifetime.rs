@@ -31,7 +31,8 @@ pub struct Args {
     /// Training's IT energy in kWh (before PUE), instead of --train.
     #[arg(allow_negative_numbers = true, long, value_name = "KWH")]
     pub train_kwh: Option<f64>,
-    /// Serving: `amdahl infer --json` (amdahl.infer/1), or `amdahl run -o` of a serving run
+    /// Serving: `amdahl infer --json` (amdahl.infer/1), `amdahl serve --json` (amdahl.serve/1:
+    /// the simulated run's energy over its requests), or `amdahl run -o` of a serving run
     /// (amdahl.run/1) with --requests-in-run.
     #[arg(long, value_name = "FILE")]
     pub serve: Option<PathBuf>,
@@ -125,7 +126,7 @@ fn serving(a: &Args, c: &Catalogs) -> Result<Serving> {
             )
         }
         (None, None) => bail!(
-            "say what serving costs: --serve FILE (an infer result, or a run with \
+            "say what serving costs: --serve FILE (an infer or serve result, or a run with \
              --requests-in-run N) or --kwh-per-1000-requests KWH"
         ),
     };
@@ -213,5 +214,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         crate::output::write_plot(path, &render::svg(&report))?;
     }
     print_unchecked(&report, &report.render(a.format.format())?)?;
+    // A phase read from a plan, an infer estimate or a serve simulation is the power model's
+    // energy: say how far it holds, as `carbon --from` does.
+    let modelled = [a.train.as_deref(), a.serve.as_deref()]
+        .into_iter()
+        .flatten()
+        .any(|p| read_saved(p).is_ok_and(|s| s.energy.predicted));
+    if modelled && a.format.format() == crate::output::Format::Table {
+        crate::cmd::energy_note::note_energy_accuracy();
+    }
     Ok(ExitCode::SUCCESS)
 }

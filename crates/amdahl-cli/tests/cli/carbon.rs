@@ -948,3 +948,25 @@ fn a_zero_joule_run_is_refused_saying_why_and_what_to_do() {
     assert!(err.contains("longer"), "{err}");
     assert!(!err.contains("must be a positive number"), "{err}");
 }
+
+#[test]
+fn from_a_serve_simulation_is_the_run_it_simulated() {
+    // 7,200 J over 10 s on 2 devices = 360 W each; 0.002 kWh IT, × PUE 1.2 (the result's) =
+    // 0.0024 kWh, × 56 g/kWh (its FR grid) = 0.1344 g.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("serve.json");
+    std::fs::write(
+        &f,
+        r#"{"schema":"amdahl.serve/1","energy_j":7200,"requests":100,"duration_s":10,"gpus":2,
+        "pue":1.2,"grid":"France","grid_code":"FR","grid_g_per_kwh":56,"grid_year":2023,
+        "model":"M","system":"H100 SXM5 80GB","workload":"w"}"#,
+    )
+    .unwrap();
+    let v = json(&["carbon", "--from", f.to_str().unwrap(), "--no-embodied"]);
+    assert_eq!(v["basis"], "estimated");
+    assert_eq!(v["intensity"]["code"], "FR");
+    within(num(&v, "it_energy_kwh"), 7200.0 / 3.6e6, 1e-12);
+    within(num(&v, "energy_kwh"), 1.2 * 7200.0 / 3.6e6, 1e-12);
+    within(num(&v, "power_per_device_w"), 360.0, 1e-9);
+    within(num(&v, "co2e_kg"), 1.2 * 7200.0 / 3.6e6 * 0.056, 1e-12);
+}

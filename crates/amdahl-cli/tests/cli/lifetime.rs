@@ -374,3 +374,141 @@ fn bad_input_is_an_error_not_a_panic() {
         "reading /nonexistent/a.json",
     );
 }
+
+/// The fields `amdahl.serve/1` promises a reader of its energy (crates/amdahl-model/src/carbon/
+/// from_result.rs, `read_serve`), hand-written: 7,200 J for 100 requests in 10 s on 2 devices.
+const SERVE_CONTRACT: &str = r#"{"schema":"amdahl.serve/1","energy_j":7200,"requests":100,
+"duration_s":10,"gpus":2,"pue":1.2,"grid":"France","grid_code":"FR","grid_g_per_kwh":56,
+"grid_year":2023,"model":"M","system":"H100 SXM5 80GB","workload":"w"}"#;
+
+#[test]
+fn a_serve_simulation_is_its_energy_over_its_requests_by_hand() {
+    // 7,200 J ÷ 100 requests = 72 J each: 0.02 kWh IT per 1,000; × PUE 1.2 (the result's) =
+    // 0.024 kWh; × 56 g/kWh (its FR grid) = 1.344 g. 1,000 a day for 10 days = 0.24 kWh.
+    let dir = tempfile::tempdir().unwrap();
+    let serve = write(dir.path(), "serve.json", SERVE_CONTRACT);
+    let v = json(&[
+        "lifetime",
+        "--train-kwh",
+        "10",
+        "--serve",
+        &serve,
+        "--requests-per-day",
+        "1000",
+        "--days",
+        "10",
+    ]);
+    let s = &v["alternatives"][0]["serving"];
+    within(num(s, "it_kwh_per_1000_requests"), 0.02, 1e-12);
+    within(num(s, "kwh_per_1000_requests"), 0.024, 1e-12);
+    within(
+        num(s, "co2e_kg_per_1000_requests"),
+        0.024 * 56.0 / 1000.0,
+        1e-12,
+    );
+    assert_eq!(s["intensity"]["code"], "FR");
+    assert_eq!(s["basis"], "estimated");
+    within(
+        num(&v["alternatives"][0], "serving_energy_kwh"),
+        0.24,
+        1e-12,
+    );
+    // A table says the serving energy is the power model's, and how far it holds.
+    amdahl()
+        .args(["lifetime", "--train-kwh", "10", "--serve", &serve])
+        .args(["--requests-per-day", "1000", "--days", "10"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("energy: modelled, not measured"));
+}
+
+#[test]
+fn a_real_serve_result_gives_the_energy_per_request_it_printed() {
+    // `amdahl serve --json` as a user saves it: lifetime's serving figure per 1,000 requests
+    // (× PUE) is the simulation's own `kwh_per_1000_requests`, and its grid the run's.
+    let dir = tempfile::tempdir().unwrap();
+    let out = amdahl()
+        .args([
+            "serve",
+            "--model",
+            "llama3-8b",
+            "--system",
+            "h100",
+            "--rate",
+            "20",
+        ])
+        .args([
+            "--requests",
+            "100",
+            "--region",
+            "FR",
+            "--pue",
+            "1.3",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let sim: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let serve = write(dir.path(), "serve.json", &text);
+    let v = json(&[
+        "lifetime",
+        "--train-kwh",
+        "10",
+        "--serve",
+        &serve,
+        "--requests-per-day",
+        "1e6",
+        "--days",
+        "30",
+    ]);
+    let s = &v["alternatives"][0]["serving"];
+    within(
+        num(s, "kwh_per_1000_requests"),
+        num(&sim, "kwh_per_1000_requests"),
+        1e-9,
+    );
+    assert_eq!(s["intensity"]["code"], "FR");
+    within(num(&s["pue"], "value"), 1.3, 1e-12);
+}
+
+#[test]
+fn a_serve_result_that_cannot_be_read_says_which_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        "lifetime",
+        "--train-kwh",
+        "10",
+        "--requests-per-day",
+        "1",
+        "--days",
+        "1",
+    ];
+    for (from, to, says) in [
+        (
+            r#""gpus":2"#,
+            r#""gpus":0"#,
+            "field `gpus` = 0 is not a device count",
+        ),
+        (r#""energy_j":7200,"#, "", "field `energy_j` is missing"),
+        (
+            r#""requests":100"#,
+            r#""requests":-5"#,
+            "field `requests` = -5 must be positive",
+        ),
+    ] {
+        let f = write(dir.path(), "bad.json", &SERVE_CONTRACT.replace(from, to));
+        fails(&[&base[..], &["--serve", &f]].concat(), says);
+    }
+    // A search ranks configurations: it is not one run's energy.
+    let search = write(
+        dir.path(),
+        "search.json",
+        r#"{"schema":"amdahl.serve-search/1"}"#,
+    );
+    fails(
+        &[&base[..], &["--serve", &search]].concat(),
+        "re-run `amdahl serve` without --search",
+    );
+}

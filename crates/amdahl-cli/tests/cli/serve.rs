@@ -269,7 +269,7 @@ fn bad_flags_are_usage_errors() {
 }
 
 #[test]
-fn report_shows_a_saved_run_and_carbon_from_says_what_to_pass_instead() {
+fn report_shows_a_saved_run_and_carbon_from_charges_its_energy() {
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("serve.json");
     let out = amdahl()
@@ -291,11 +291,12 @@ fn report_shows_a_saved_run_and_carbon_from_says_what_to_pass_instead() {
         .success();
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("Serving simulations"));
-    amdahl()
-        .args(["carbon", "--from", saved.to_str().unwrap()])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("amdahl infer --json"));
+    // `carbon --from` charges the simulated run: its GPU energy (idle included), PUE and grid.
+    let sim: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = json(&["carbon", "--from", saved.to_str().unwrap()]);
+    let kwh = f(&sim, "energy_j") / 3.6e6;
+    assert!((f(&c, "it_energy_kwh") / kwh - 1.0).abs() < 1e-9, "{c}");
+    assert_eq!(c["basis"], "estimated");
 }
 
 #[test]

@@ -7,7 +7,8 @@
 //! × `gpus`, which is the plan's `training.it_energy` — with the plan's device and PUE) and
 //! `amdahl.infer/1` ([`read_infer`]: estimated, 1,000 requests served, `energy_per_request_j` ×
 //! 1,000, taking 1,000 ÷ `requests_per_s` seconds on `gpus` devices, with the result's PUE and
-//! grid). Each reads only the fields its producer's contract names, so a hand-written result with
+//! grid) and `amdahl.serve/1` ([`read_serve`]: estimated, the simulated run's `requests` served
+//! with `energy_j` in `duration_s` on `gpus` devices, with its PUE and grid). Each reads only the fields its producer's contract names, so a hand-written result with
 //! those fields works. Which schema goes to which reader is the registry of result kinds'
 //! (`amdahl_report::kind`, which also knows the meter's and the report's own types); a new
 //! producer adds a reader here and one `.energy(…)` there.
@@ -30,11 +31,12 @@ const GPU_SCOPE: &str = "GPU scope: the GPU boards only";
 /// and the PUE it assumed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Saved {
-    /// The result's schema: `amdahl.run/1`, `amdahl.plan/1` or `amdahl.infer/1`.
+    /// The result's schema: `amdahl.run/1`, `amdahl.plan/1`, `amdahl.infer/1` or
+    /// `amdahl.serve/1`.
     pub schema: &'static str,
     pub energy: ItEnergy,
     /// How many requests `energy` served, where the producer says (an inference result:
-    /// [`INFER_REQUESTS`]); `None` for training runs and plans, and for measured runs, which do
+    /// [`INFER_REQUESTS`]; a serving simulation: its requests); `None` for training runs and plans, and for measured runs, which do
     /// not know what a request is.
     pub requests: Option<f64>,
     pub device: Option<String>,
@@ -270,11 +272,7 @@ pub fn read_infer(v: &Value, file: &str) -> Result<Saved, CarbonError> {
             return Err(err(format!("field `{field}` = {x} must be positive")));
         }
     }
-    let gpus = number("gpus")?;
-    let count = u32::try_from(gpus as u64)
-        .ok()
-        .filter(|n| f64::from(*n) == gpus && *n > 0)
-        .ok_or_else(|| err(format!("field `gpus` = {gpus} is not a device count")))?;
+    let count = device_count(d)?;
     let power = Watts(number("power_per_gpu_w")?);
     // The model and system may be plain names or objects with a `name`.
     let name = |key: &str| text_at(key).or_else(|| text_at(&format!("{key}.name")));
@@ -314,6 +312,81 @@ pub fn read_infer(v: &Value, file: &str) -> Result<Saved, CarbonError> {
         pue_source: text_at("pue_source").or_else(|| Some("as recorded by `amdahl infer`".into())),
         grid,
     })
+}
+
+/// `amdahl serve`'s simulated run: `energy_j`, the GPUs' energy over the whole run (idle
+/// replicas included, before PUE: what `kwh_per_1000_requests` is made of), served `requests`
+/// requests in `duration_s` on `gpus` devices; with the run's PUE and grid.
+pub fn read_serve(v: &Value, file: &str) -> Result<Saved, CarbonError> {
+    let d = &Doc { v, file };
+    let err = |message: String| d.err(message);
+    let joules = d.number("energy_j")?;
+    let requests = d.number("requests")?;
+    let duration = d.number("duration_s")?;
+    for (field, x) in [
+        ("energy_j", joules),
+        ("requests", requests),
+        ("duration_s", duration),
+    ] {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(err(format!("field `{field}` = {x} must be positive")));
+        }
+    }
+    let count = device_count(d)?;
+    let power = Watts(joules / duration / f64::from(count));
+    let name = |key: &str| d.text_at(key);
+    let method = format!(
+        "`amdahl serve` simulation of {} requests ({file}): {} on {count} × {}, {}, {} J per \
+         request, {} W per device on average over {} s, idle time included, {GPU_SCOPE}",
+        readable(requests, 6),
+        name("model").as_deref().unwrap_or("a model"),
+        name("system").as_deref().unwrap_or("devices"),
+        name("workload").as_deref().unwrap_or("its workload"),
+        readable(joules / requests, 4),
+        readable(power.get(), 4),
+        readable(duration, 4),
+    );
+    let mut energy = ItEnergy::from_power(count, Seconds(duration), power, method)
+        .map_err(|e| err(e.to_string()))?;
+    energy.energy = Joules(joules);
+    energy.predicted = true;
+    // Its grid as `serve` records it: the name, the intensity, the data year and the source.
+    let grid = d
+        .v
+        .get("grid_g_per_kwh")
+        .and_then(Value::as_f64)
+        .map(|g| SavedGrid {
+            // The catalog code where recorded (results before it was): the name otherwise.
+            region: name("grid_code")
+                .filter(|c| !c.is_empty())
+                .or_else(|| name("grid"))
+                .unwrap_or_else(|| "amdahl serve".into()),
+            g_per_kwh: g,
+            source: name("grid_source").unwrap_or_else(|| "as recorded by `amdahl serve`".into()),
+            year: d
+                .v
+                .get("grid_year")
+                .and_then(Value::as_u64)
+                .and_then(|y| u16::try_from(y).ok()),
+        });
+    Ok(Saved {
+        schema: "amdahl.serve/1",
+        energy,
+        requests: Some(requests),
+        device: name("system"),
+        pue: Some(d.number("pue")?),
+        pue_source: Some("as recorded by `amdahl serve`".into()),
+        grid,
+    })
+}
+
+/// The `gpus` field: a whole number of devices, at least one.
+fn device_count(d: &Doc) -> Result<u32, CarbonError> {
+    let gpus = d.number("gpus")?;
+    u32::try_from(gpus as u64)
+        .ok()
+        .filter(|n| f64::from(*n) == gpus && *n > 0)
+        .ok_or_else(|| d.err(format!("field `gpus` = {gpus} is not a device count")))
 }
 
 /// A measured device as a reader names it: `estimate:cpu` → "the CPU". Internal ids stay out of

@@ -203,7 +203,7 @@ pub fn training_from(saved: &Saved, file: &str) -> Result<(Joules, Basis, String
 }
 
 /// Serving's IT energy per request, basis and method from a saved result: an `amdahl.infer/1`
-/// (its energy per request), or an `amdahl.run/1` that served `requests_in_run` requests (a run
+/// or `amdahl.serve/1` (its energy over the requests it names), or an `amdahl.run/1` that served `requests_in_run` requests (a run
 /// measures energy, not requests, so the count must be given); a plan is refused.
 pub fn serving_from(
     saved: &Saved,
@@ -223,7 +223,7 @@ pub fn serving_from(
         (Some(n), None, _) => Ok((e.energy / n, e.basis, e.method.clone())),
         (None, _, "amdahl.plan/1") => Err(err(
             "`amdahl.plan/1` is a training plan; give it as --train, and serving as --serve \
-             (amdahl.infer/1, or amdahl.run/1 with --requests-in-run) or --kwh-per-1000-requests"
+             (amdahl.infer/1 or amdahl.serve/1, or amdahl.run/1 with --requests-in-run) or --kwh-per-1000-requests"
                 .into(),
         )),
         (None, None, schema) => Err(err(format!(

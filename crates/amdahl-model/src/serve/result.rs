@@ -159,6 +159,10 @@ pub struct ServeResult {
     pub energy_server_j: Option<f64>,
     pub pue: f64,
     pub grid: String,
+    /// The grid's catalog code (`FR`, `world`; `custom` for `--intensity`), by which a reader of
+    /// the saved result (`carbon --from`, `lifetime --serve`) finds the same entry.
+    #[serde(default)]
+    pub grid_code: String,
     pub grid_g_per_kwh: f64,
     /// The data year of the grid's intensity (`--intensity-year`, or the catalog's), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,7 +229,6 @@ impl ServeResult {
         let energy = run.energy_busy_j + run.energy_idle_j;
         let per_req_total = energy / n;
         let sv = c.prepared.setup.serving;
-        let gpus = sv.gpus();
         let overloaded = run.waiting_at_last_arrival as f64 > OVERLOAD_QUEUE_SHARE * n
             && run.waiting_at_last_arrival > 1;
         let unloaded = unloaded(c, in_tokens / n, out_tokens / n);
@@ -239,7 +242,7 @@ impl ServeResult {
             tp: sv.tp,
             pp: sv.pp,
             replicas: sv.replicas,
-            gpus,
+            gpus: sv.gpus(),
             precision: sv.weights,
             kv_precision: sv.kv,
             workload: d.workload,
@@ -295,9 +298,10 @@ impl ServeResult {
             energy_per_request_with_idle_j: per_req_total,
             energy_per_output_token_j: run.energy_busy_j / out_tokens.max(1.0),
             steady_state: SteadyFigures::of(run, c.config),
-            energy_server_j: server_energy(c, gpus, energy, duration),
+            energy_server_j: server_energy(c, sv.gpus(), energy, duration),
             pue: c.charging.pue,
             grid: c.charging.grid.name.clone(),
+            grid_code: c.charging.grid.code.clone(),
             grid_g_per_kwh: c.charging.intensity().get(),
             grid_year: c.charging.grid.year,
             grid_source: c.charging.grid.source.clone(),
