@@ -5,7 +5,7 @@ use crate::escape::csv_unquoted;
 use crate::sig;
 use crate::svg::{figure, Axis, Plot, Scale, Series, Style, PALETTE};
 use crate::table::{Align, Table};
-use amdahl_model::serve::{PrefillBatching, RequestRecord, ServeResult};
+use amdahl_model::serve::{PrefillBatching, RequestRecord, ServeResult, TimelinePoint};
 use std::fmt::Write;
 
 fn ms(s: f64) -> String {
@@ -356,5 +356,44 @@ pub fn serve_svg(r: &ServeResult) -> String {
         Series::new("running", PALETTE[3], Style::Line)
             .points(r.timeline.iter().map(|s| (s.t_s - t0, s.running as f64))),
     );
-    figure(&[cdf, queue], 520.0, 380.0)
+    let mut kv = Plot::new(
+        "KV cache over time",
+        Axis::new(Scale::Linear, "time (s)"),
+        Axis::new(Scale::Linear, "blocks in use (%)").range(0.0, 100.0),
+    );
+    kv.series.push(
+        Series::new("all replicas", PALETTE[5], Style::Line)
+            .points(r.timeline.iter().map(|s| (s.t_s - t0, 100.0 * s.kv_use))),
+    );
+    let mut power = Plot::new(
+        "power over time",
+        Axis::new(Scale::Linear, "time (s)"),
+        Axis::new(Scale::Linear, "W, all devices"),
+    );
+    type Scope = (
+        &'static str,
+        &'static str,
+        fn(&TimelinePoint) -> Option<f64>,
+    );
+    let scopes: [Scope; 2] = [
+        ("GPUs", PALETTE[0], |s| s.gpu_power_w),
+        ("server (wall)", PALETTE[7], |s| s.server_power_w),
+    ];
+    for (name, colour, of) in scopes {
+        let points: Vec<(f64, f64)> = r
+            .timeline
+            .iter()
+            .filter_map(|s| of(s).map(|w| (s.t_s - t0, w)))
+            .collect();
+        if !points.is_empty() {
+            power
+                .series
+                .push(Series::new(name, colour, Style::Line).points(points));
+        }
+    }
+    if power.series.is_empty() {
+        // A result written before the timeline carried power.
+        return figure(&[cdf, queue, kv], 520.0, 380.0);
+    }
+    figure(&[cdf, queue, kv, power], 520.0, 380.0)
 }

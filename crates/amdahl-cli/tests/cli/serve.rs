@@ -84,7 +84,7 @@ fn json_contract_and_the_per_request_energies_sum_to_the_run() {
 }
 
 #[test]
-fn the_figure_draws_the_latency_cdfs_and_the_queue() {
+fn the_figure_draws_the_latency_cdfs_the_queue_the_kv_cache_and_the_power() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("serve.svg");
     amdahl()
@@ -100,6 +100,10 @@ fn the_figure_draws_the_latency_cdfs_and_the_queue() {
         "time per output token",
         "inter-token latency (of tokens)",
         "waiting",
+        "KV cache over time",
+        "power over time",
+        // The H100's catalogued server (DGX H100) gives the wall scope beside the GPUs.
+        "server (wall)",
     ] {
         assert!(text.contains(want), "{want}");
     }

@@ -107,7 +107,8 @@ impl Gaps {
     }
 }
 
-/// A point of the timeline: the state of all replicas at the start of an iteration.
+/// A point of the timeline: the state of all replicas when one starts an iteration or falls
+/// idle, the two events that change what the devices draw.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     pub t_s: f64,
@@ -116,6 +117,9 @@ pub struct Sample {
     pub running: u64,
     /// Share of all replicas' KV blocks in use.
     pub kv_use: f64,
+    /// Board power of all devices from `t_s` until the next sample: each replica's iteration
+    /// in flight at the power model's draw, idle replicas at idle power.
+    pub gpu_power_w: f64,
 }
 
 /// What a run produced, before summary.
@@ -262,6 +266,8 @@ impl Engine<'_> {
                     run.end_s = run.end_s.max(end);
                     self.start(&mut reps, r, end, &mut run);
                     if reps[r].busy_until.is_none() {
+                        // The replica falls idle: its devices' draw drops to idle power.
+                        self.sample(&reps, end, &mut run);
                         // Nothing left to run: the engine drains its output queue at once.
                         for (req, first, last) in std::mem::take(&mut reps[r].undelivered) {
                             deliver(&mut run.records[req], &mut run.gaps, end, first, last);
@@ -327,7 +333,7 @@ impl Engine<'_> {
                 prefill: batch.work.tokens > batch.work.rows,
             });
         }
-        let devices = f64::from(self.setup.serving.tp) * f64::from(self.setup.serving.pp);
+        let devices = self.devices_per_replica();
         let energy = it.power_w * it.time * devices;
         run.energy_busy_j += energy;
         run.iterations += 1;
@@ -345,6 +351,7 @@ impl Engine<'_> {
         }
         rep.busy_until = Some(now + it.time);
         rep.busy_s += it.time;
+        rep.power_w = it.power_w;
         self.sample(reps, now, run);
     }
 
@@ -358,18 +365,30 @@ impl Engine<'_> {
             run.max_waiting_at_s = now;
         }
         run.peak_kv_use = run.peak_kv_use.max(kv_use);
+        let devices = self.devices_per_replica();
+        let idle = self.hw.idle_power.get();
+        let gpu_power_w = reps
+            .iter()
+            .map(|r| devices * r.busy_until.map_or(idle, |_| r.power_w))
+            .sum();
         run.samples.push(Sample {
             t_s: now,
             waiting,
             running,
             kv_use,
+            gpu_power_w,
         });
+    }
+
+    /// Devices of one replica: TP × PP.
+    fn devices_per_replica(&self) -> f64 {
+        f64::from(self.setup.serving.tp) * f64::from(self.setup.serving.pp)
     }
 
     /// Idle replicas draw idle power on every device from the first arrival to the end.
     fn charge_idle(&self, reps: &[Replica], run: &mut Run) {
         let span = (run.end_s - run.first_arrival_s).max(0.0);
-        let devices = f64::from(self.setup.serving.tp) * f64::from(self.setup.serving.pp);
+        let devices = self.devices_per_replica();
         run.energy_idle_j = reps
             .iter()
             .map(|r| {

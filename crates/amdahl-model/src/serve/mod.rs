@@ -30,7 +30,9 @@ pub use engine::{RequestRecord, Router, Run, Sample};
 pub use error::ServeError;
 pub use kv::BLOCK_SIZE;
 pub use lengths::Lengths;
-pub use result::{EnergyDistribution, Quantiles, ServeResult, Unloaded, SERVE_SCHEMA};
+pub use result::{
+    EnergyDistribution, Quantiles, ServeResult, TimelinePoint, Unloaded, SERVE_SCHEMA,
+};
 pub use scheduler::{Limits, PrefillBatching};
 pub use workload::{generate, parse_trace, Arrivals, Generated, Request};
 

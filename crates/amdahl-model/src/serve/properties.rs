@@ -199,6 +199,38 @@ fn the_requests_energies_sum_to_the_runs() {
     let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
     assert!(run.energy_busy_j > 0.0);
     conserved_and_finished(&run);
+    // Bursts leave a replica idle now and then: the timeline's power holds that too.
+    assert!(run.energy_idle_j > 0.0);
+    the_timeline_holds_the_energy(&c, &run);
+}
+
+/// The summary's timeline (thinned to at most 200 stretches) carries the devices' power: its
+/// stretches' mean power × length adds up to the run's energy, busy and idle, to 1e-9 relative
+/// (a sample is taken wherever the draw changes); the server scope draws more than the GPUs.
+fn the_timeline_holds_the_energy(c: &Case, run: &Run) {
+    let s = summary(c, run);
+    let t = &s.timeline;
+    assert!(run.samples.len() > 200 && t.len() <= 200, "{}", t.len());
+    let end = run.end_s;
+    let joules: f64 = t
+        .iter()
+        .enumerate()
+        .map(|(i, p)| p.gpu_power_w.unwrap() * (t.get(i + 1).map_or(end, |n| n.t_s) - p.t_s))
+        .sum();
+    assert!(
+        (joules / s.energy_j - 1.0).abs() < 1e-9,
+        "{joules} vs {}",
+        s.energy_j
+    );
+    assert_eq!(t[0].t_s, run.first_arrival_s);
+    // Every device draws between its idle power and its TDP.
+    let gpus = s.gpus as f64;
+    for p in t {
+        let gpu = p.gpu_power_w.unwrap();
+        assert!(gpu >= gpus * c.hw.idle_power.get() * (1.0 - 1e-9), "{p:?}");
+        assert!(gpu <= gpus * c.hw.tdp.get() * (1.0 + 1e-9), "{p:?}");
+        assert!(p.server_power_w.is_none_or(|w| w > gpu), "{p:?}");
+    }
 }
 
 #[test]
@@ -336,6 +368,7 @@ fn multi_step_energies_sum_to_the_runs_and_every_request_finishes() {
     let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
     assert!(run.preemptions > 0);
     conserved_and_finished(&run);
+    the_timeline_holds_the_energy(&c, &run);
     // The same load with one step per decision is another run.
     let one = simulate(&c.prepared, &c.hw, &c.net, &mixed(1).0.config, &reqs);
     assert_ne!(one.iterations, run.iterations);

@@ -1,7 +1,7 @@
 //! The summary of a run (`amdahl.serve/1`): latency percentiles, throughput, goodput, queueing,
 //! energy per request and per token, CO2e per 1,000 requests.
 
-use super::engine::{Run, Sample};
+use super::engine::Run;
 use super::steady::SteadyFigures;
 use super::{Config, PrefillBatching, Prepared};
 use crate::infer::{estimate, evaluate_at, setup, Charging, KvFormat, Requests, WeightFormat};
@@ -173,10 +173,30 @@ pub struct ServeResult {
     /// kWh × PUE of 1,000 requests at `energy_per_request_with_idle_j`.
     pub kwh_per_1000_requests: f64,
     pub co2e_per_1000_requests_g: f64,
-    pub timeline: Vec<Sample>,
+    /// The run over time, at most [`TIMELINE_POINTS`] points.
+    pub timeline: Vec<TimelinePoint>,
     /// The latency CDFs at q = 0, 0.01, …, 0.99, 0.999, 1.
     pub latency_quantiles: Vec<Quantiles>,
     pub notes: Vec<String>,
+}
+
+/// A stretch of the run: the queue, batch and KV cache as it starts, and the devices' mean
+/// power over it (to the next point, or the run's end).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimelinePoint {
+    pub t_s: f64,
+    /// Requests queued (not yet admitted, or preempted), all replicas.
+    pub waiting: u64,
+    pub running: u64,
+    /// Share of all replicas' KV blocks in use.
+    pub kv_use: f64,
+    /// Mean board power of all GPUs over the stretch (idle replicas at idle power): the
+    /// stretches' power × length adds up to `energy_j`. Absent in results written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_power_w: Option<f64>,
+    /// The same at the server (wall) scope, where the device has a catalogued server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_power_w: Option<f64>,
 }
 
 /// The workload as the summary names it.
@@ -307,7 +327,7 @@ impl ServeResult {
             grid_source: c.charging.grid.source.clone(),
             kwh_per_1000_requests: per_req_total * 1000.0 * c.charging.pue / JOULES_PER_KWH,
             co2e_per_1000_requests_g: c.charging.co2e_g(per_req_total * 1000.0),
-            timeline: thin(&run.samples),
+            timeline: timeline(run, |w| server_power(c, sv.gpus(), w)),
             latency_quantiles: quantiles(&ttft, &tpot, &e2e, &gaps),
             notes,
         }
@@ -350,11 +370,17 @@ fn is_offline(run: &Run) -> bool {
     run.records.len() > 1 && run.records.iter().all(|r| r.arrival_s == 0.0)
 }
 
-/// The server (wall) scope: the GPUs' energy plus their share of the host, through the PSUs.
-fn server_energy(c: &Context, gpus: u64, gpu_energy_j: f64, duration_s: f64) -> Option<f64> {
+/// The server (wall) scope of the GPUs' power `gpu_w`: plus their share of the host, through
+/// the power supplies.
+fn server_power(c: &Context, gpus: u64, gpu_w: f64) -> Option<f64> {
     c.hw.server
         .as_ref()
-        .map(|s| (gpu_energy_j + s.host_w_per_gpu * gpus as f64 * duration_s) / s.psu_efficiency)
+        .map(|s| (gpu_w + s.host_w_per_gpu * gpus as f64) / s.psu_efficiency)
+}
+
+/// The server (wall) scope of the GPUs' energy over `duration_s`.
+fn server_energy(c: &Context, gpus: u64, gpu_energy_j: f64, duration_s: f64) -> Option<f64> {
+    server_power(c, gpus, gpu_energy_j / duration_s).map(|w| w * duration_s)
 }
 
 /// The notes under the table: overload (with the offered and completed rates), lengths cut to the
@@ -461,17 +487,37 @@ fn offline_note(run: &Run, completed: f64, u: Option<&Unloaded>) -> String {
     )
 }
 
-/// At most [`TIMELINE_POINTS`] samples, evenly spaced in index, always keeping the last.
-fn thin(s: &[Sample]) -> Vec<Sample> {
-    if s.len() <= TIMELINE_POINTS {
-        return s.to_vec();
-    }
-    let step = s.len().div_ceil(TIMELINE_POINTS);
-    let mut out: Vec<Sample> = s.iter().step_by(step).copied().collect();
-    if let Some(last) = s.last() {
-        if out.last() != Some(last) {
-            out.push(*last);
-        }
-    }
-    out
+/// The samples in at most [`TIMELINE_POINTS`] stretches of equally many: each starts as its
+/// first sample, with the time-weighted mean GPU power of its samples (power is constant between
+/// samples: they are taken wherever it changes), the last stretch ending with the run.
+fn timeline(run: &Run, server: impl Fn(f64) -> Option<f64>) -> Vec<TimelinePoint> {
+    let s = &run.samples;
+    let step = s.len().div_ceil(TIMELINE_POINTS).max(1);
+    let starts = |k: usize| s.get(k * step).map_or(run.end_s, |x| x.t_s);
+    s.chunks(step)
+        .enumerate()
+        .map(|(k, stretch)| {
+            let (first, end) = (stretch[0], starts(k + 1));
+            let next = |i: usize| stretch.get(i + 1).map_or(end, |x| x.t_s);
+            let joules: f64 = stretch
+                .iter()
+                .enumerate()
+                .map(|(i, x)| x.gpu_power_w * (next(i) - x.t_s))
+                .sum();
+            let span = end - first.t_s;
+            let power = if span > 0.0 {
+                joules / span
+            } else {
+                first.gpu_power_w
+            };
+            TimelinePoint {
+                t_s: first.t_s,
+                waiting: first.waiting,
+                running: first.running,
+                kv_use: first.kv_use,
+                gpu_power_w: Some(power),
+                server_power_w: server(power),
+            }
+        })
+        .collect()
 }

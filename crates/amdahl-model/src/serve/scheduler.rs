@@ -128,6 +128,8 @@ pub(crate) struct Replica {
     /// The iteration in flight: (index into `running`, tokens scheduled).
     pub scheduled: Vec<(usize, u32)>,
     pub busy_s: f64,
+    /// Board power of each device during the iteration in flight (the power model's).
+    pub power_w: f64,
     /// Multi-step scheduling: steps of the current window left after the one in flight (always
     /// 0 with one step per decision).
     pub window_left: u32,
@@ -158,6 +160,7 @@ impl Replica {
             busy_until: None,
             scheduled: Vec::new(),
             busy_s: 0.0,
+            power_w: 0.0,
             window_left: 0,
             finished_in_window: false,
             undelivered: Vec::new(),
