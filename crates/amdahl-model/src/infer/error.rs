@@ -17,6 +17,11 @@ pub enum InferError {
     )]
     LatentAttention { model: String },
     #[error(
+        "an fp4 KV cache needs a device with fp4 arithmetic (Blackwell), where engines offer \
+         NVFP4 KV caches; {device} has none: use --kv-precision fp8"
+    )]
+    Fp4Kv { device: String },
+    #[error(
         "--input {input} + --output {output} = {total} tokens is beyond the {context}-token \
          context of {model}; shorten the request (at most {context} tokens in all)"
     )]

@@ -14,7 +14,7 @@ use super::precision::{Arithmetic, KvFormat, WeightFormat};
 use super::step::{pass, Device, Pass, Shard, Work, ACT_BYTES};
 use crate::plan::collective::p2p;
 use crate::plan::error::{nearest_divisors, nearest_multiples};
-use crate::plan::{validate_model, Hardware, ModelShape, Network, PlanError};
+use crate::plan::{validate_model, ComputePrecision, Hardware, ModelShape, Network, PlanError};
 use crate::power::Activity;
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
@@ -246,6 +246,11 @@ fn prepare(
     check_memory: bool,
 ) -> Result<Setup, InferError> {
     validate_serving(model, net, serving, req)?;
+    if serving.kv == KvFormat::Fp4 && hw.peak(ComputePrecision::Fp4).is_none() {
+        return Err(InferError::Fp4Kv {
+            device: hw.name.clone(),
+        });
+    }
     // Replicas are independent: only a replica wider than a node sends anything between nodes.
     net.check_span(
         &hw.name,

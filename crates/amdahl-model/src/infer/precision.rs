@@ -23,34 +23,47 @@ pub enum WeightFormat {
     Int8,
     /// int4 weight-only (W4A16, AWQ/GPTQ, group size 128): dequantised to bf16 inside the GEMM.
     Int4,
-    /// 4-bit float (NVFP4: E2M1 values in blocks of 16 sharing an fp8 E4M3 scale; MXFP4 is the
-    /// same with blocks of 32 and a power-of-two scale), native fp4 arithmetic on Blackwell;
-    /// weight-only (dequantised to 16 bits) elsewhere.
+    /// 4-bit float, NVFP4 (E2M1 values in blocks of 16 sharing an fp8 E4M3 scale): native fp4
+    /// arithmetic on Blackwell; weight-only (dequantised to 16 bits) elsewhere.
     Fp4,
+    /// 4-bit float, MXFP4 (OCP Microscaling: E2M1 values in blocks of 32 sharing a power-of-two
+    /// E8M0 scale; gpt-oss's expert weights): the same arithmetic as NVFP4 — Blackwell's tensor
+    /// cores take both at the fp4 rate — with fewer scale bytes.
+    Mxfp4,
 }
 
 impl WeightFormat {
-    pub const ALL: [WeightFormat; 6] = [
+    pub const ALL: [WeightFormat; 7] = [
         WeightFormat::Bf16,
         WeightFormat::Fp8,
         WeightFormat::Fp8Mixed,
         WeightFormat::Int8,
         WeightFormat::Int4,
         WeightFormat::Fp4,
+        WeightFormat::Mxfp4,
     ];
     /// The names a user types, in the order `amdahl infer --precision` lists them: `fp16` is
-    /// `bf16`'s storage (2 bytes, 16-bit arithmetic) under its other name.
-    pub const NAMES: [&'static str; 7] =
-        ["bf16", "fp16", "fp8", "fp8-mixed", "int8", "int4", "fp4"];
+    /// `bf16`'s storage (2 bytes, 16-bit arithmetic) under its other name, `nvfp4` `fp4`'s.
+    pub const NAMES: [&'static str; 9] = [
+        "bf16",
+        "fp16",
+        "fp8",
+        "fp8-mixed",
+        "int8",
+        "int4",
+        "fp4",
+        "nvfp4",
+        "mxfp4",
+    ];
 
     /// The formats the search and the precision what-if try on `hw`: the four of every device,
-    /// and fp4 where the device computes it natively (Blackwell). Not `fp8-mixed`: it is one
-    /// publisher's checkpoint layout, not a format one quantises a model to, and it is never
-    /// faster than `fp8`.
+    /// and fp4 where the device computes it natively (Blackwell). Not `fp8-mixed` nor `mxfp4`:
+    /// checkpoint layouts one publisher's models come in, not formats one quantises a model to
+    /// (`fp8-mixed` is never faster than `fp8`; `mxfp4` runs as `fp4` with coarser scales).
     pub fn offered(hw: &Hardware) -> Vec<WeightFormat> {
         WeightFormat::ALL
             .into_iter()
-            .filter(|w| *w != WeightFormat::Fp8Mixed)
+            .filter(|w| !matches!(w, WeightFormat::Fp8Mixed | WeightFormat::Mxfp4))
             .filter(|w| *w != WeightFormat::Fp4 || hw.peak(ComputePrecision::Fp4).is_some())
             .collect()
     }
@@ -73,13 +86,15 @@ impl WeightFormat {
     /// 2023, GPTQ); fp8 and int8 use one scale per output channel, negligible (`fp8-mixed`: its
     /// fp8 matrices; the 16-bit ones are counted apart). NVFP4 carries one 1-byte E4M3 scale per
     /// 16 values: 0.5 + 1/16 bytes (NVIDIA, "Introducing NVFP4 for efficient and accurate
-    /// low-precision inference", 2025).
+    /// low-precision inference", 2025); MXFP4 one 1-byte E8M0 scale per 32: 0.5 + 1/32 bytes
+    /// (Open Compute Project, "OCP Microscaling Formats (MX) v1.0 Specification", 2023, §5).
     pub fn bytes(self) -> f64 {
         match self {
             WeightFormat::Bf16 => 2.0,
             WeightFormat::Fp8 | WeightFormat::Fp8Mixed | WeightFormat::Int8 => 1.0,
             WeightFormat::Int4 => 0.5 + 4.0 / 128.0,
             WeightFormat::Fp4 => 0.5 + 1.0 / 16.0,
+            WeightFormat::Mxfp4 => 0.5 + 1.0 / 32.0,
         }
     }
 
@@ -91,6 +106,7 @@ impl WeightFormat {
             WeightFormat::Int8 => "int8",
             WeightFormat::Int4 => "int4",
             WeightFormat::Fp4 => "fp4",
+            WeightFormat::Mxfp4 => "mxfp4",
         }
     }
 
@@ -101,7 +117,8 @@ impl WeightFormat {
             "fp8-mixed" | "fp8_mixed" => Some(WeightFormat::Fp8Mixed),
             "int8" | "i8" | "w8a16" => Some(WeightFormat::Int8),
             "int4" | "i4" | "w4a16" => Some(WeightFormat::Int4),
-            "fp4" | "nvfp4" | "mxfp4" | "f4" => Some(WeightFormat::Fp4),
+            "fp4" | "nvfp4" | "f4" => Some(WeightFormat::Fp4),
+            "mxfp4" => Some(WeightFormat::Mxfp4),
             _ => None,
         }
     }
@@ -129,15 +146,18 @@ impl WeightFormat {
                     native: true,
                 }
             }
-            WeightFormat::Fp4 if hw.peak(ComputePrecision::Fp4).is_some() => Arithmetic {
-                precision: ComputePrecision::Fp4,
-                native: true,
-            },
+            WeightFormat::Fp4 | WeightFormat::Mxfp4 if hw.peak(ComputePrecision::Fp4).is_some() => {
+                Arithmetic {
+                    precision: ComputePrecision::Fp4,
+                    native: true,
+                }
+            }
             WeightFormat::Fp8
             | WeightFormat::Fp8Mixed
             | WeightFormat::Int8
             | WeightFormat::Int4
-            | WeightFormat::Fp4 => Arithmetic {
+            | WeightFormat::Fp4
+            | WeightFormat::Mxfp4 => Arithmetic {
                 precision: sixteen,
                 native: false,
             },
@@ -176,18 +196,23 @@ pub enum KvFormat {
     Bf16,
     Fp8,
     Int8,
+    /// NVFP4 (blocks of 16 E2M1 values with an fp8 scale), dequantised for attention: storage
+    /// only, on devices with fp4 arithmetic (Blackwell), where engines offer it.
+    Fp4,
 }
 
 impl KvFormat {
-    pub const ALL: [KvFormat; 3] = [KvFormat::Bf16, KvFormat::Fp8, KvFormat::Int8];
+    pub const ALL: [KvFormat; 4] = [KvFormat::Bf16, KvFormat::Fp8, KvFormat::Int8, KvFormat::Fp4];
     /// The names a user types, in the order `amdahl infer --kv-precision` lists them: `fp16` is
-    /// `bf16`'s storage under its other name.
-    pub const NAMES: [&'static str; 4] = ["bf16", "fp16", "fp8", "int8"];
+    /// `bf16`'s storage under its other name, `nvfp4` `fp4`'s.
+    pub const NAMES: [&'static str; 6] = ["bf16", "fp16", "fp8", "int8", "fp4", "nvfp4"];
 
+    /// Bytes per cached value, scales included (fp4: as the NVFP4 weights, 0.5 + 1/16).
     pub fn bytes(self) -> f64 {
         match self {
             KvFormat::Bf16 => 2.0,
             KvFormat::Fp8 | KvFormat::Int8 => 1.0,
+            KvFormat::Fp4 => WeightFormat::Fp4.bytes(),
         }
     }
 
@@ -196,6 +221,7 @@ impl KvFormat {
             KvFormat::Bf16 => "bf16",
             KvFormat::Fp8 => "fp8",
             KvFormat::Int8 => "int8",
+            KvFormat::Fp4 => "fp4",
         }
     }
 
@@ -204,6 +230,7 @@ impl KvFormat {
             "bf16" | "fp16" | "f16" => Some(KvFormat::Bf16),
             "fp8" | "f8" => Some(KvFormat::Fp8),
             "int8" | "i8" => Some(KvFormat::Int8),
+            "fp4" | "nvfp4" => Some(KvFormat::Fp4),
             _ => None,
         }
     }
@@ -277,6 +304,17 @@ mod tests {
         assert!(WeightFormat::offered(&b200).contains(&WeightFormat::Fp4));
         assert!(!WeightFormat::offered(&h100).contains(&WeightFormat::Fp4));
         assert_eq!("nvfp4".parse::<WeightFormat>(), Ok(WeightFormat::Fp4));
+        // MXFP4 (OCP MX v1.0): 4 bits and one E8M0 scale per 32 values, the fp4 rate on
+        // Blackwell, weight-only elsewhere; a checkpoint's format, not one the search offers.
+        let mx = WeightFormat::Mxfp4;
+        assert_eq!(mx.bytes(), 0.53125);
+        assert_eq!(mx.arithmetic(&b200), WeightFormat::Fp4.arithmetic(&b200));
+        assert!(!mx.arithmetic(&h100).native);
+        assert!(!WeightFormat::offered(&b200).contains(&mx));
+        assert_eq!("MXFP4".parse::<WeightFormat>(), Ok(mx));
+        // An NVFP4 KV cache stores what NVFP4 weights do per value.
+        assert_eq!("nvfp4".parse::<KvFormat>(), Ok(KvFormat::Fp4));
+        assert_eq!(KvFormat::Fp4.bytes(), 0.5625);
     }
 
     #[test]

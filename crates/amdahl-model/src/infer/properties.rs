@@ -203,7 +203,12 @@ fn quantised_formats_keep_the_embedding_and_lm_head_at_16_bits() {
     let m = catalog_model("llama3-8b").unwrap();
     let layers = 32.0 * (4096.0 * (4096.0 + 2048.0) + 4096.0 * 4096.0 + 3.0 * 4096.0 * 14336.0);
     let heads = 2.0 * 128256.0 * 4096.0;
-    for w in [WeightFormat::Fp8, WeightFormat::Int4, WeightFormat::Fp4] {
+    for w in [
+        WeightFormat::Fp8,
+        WeightFormat::Int4,
+        WeightFormat::Fp4,
+        WeightFormat::Mxfp4,
+    ] {
         let s = setup(&m, &hw, &net, serving(1, w), REQ).unwrap();
         let want = layers * w.bytes() + heads * 2.0;
         assert!((s.shard.weight_bytes() / want - 1.0).abs() < 1e-12, "{w:?}");
@@ -278,4 +283,27 @@ fn engines_that_allocate_as_they_generate_fit_more_sequences() {
     let e = estimate(&vllm, &hw, &net, 2048);
     let kv = 2048.0 * 393.0 * vllm.shard.kv_per_token();
     assert!((e.memory.kv_cache.get() / kv - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn an_fp4_kv_cache_is_a_quarter_and_a_bit_of_bf16_on_blackwell_and_refused_elsewhere() {
+    // KV bytes per sequence scale with the format's bytes per value: 0.5625 / 2 of bf16's.
+    let m = catalog_model("llama3-70b").unwrap();
+    let (b200, net) = crate::plan::catalog_system("b200").unwrap();
+    let kv = |f| {
+        let mut s = serving(1, WeightFormat::Fp4);
+        s.kv = f;
+        setup(&m, &b200, &net, s, REQ).unwrap().shard.kv_per_token()
+    };
+    let ratio = kv(KvFormat::Fp4) / kv(KvFormat::Bf16);
+    assert!((ratio - 0.5625 / 2.0).abs() < 1e-12, "{ratio}");
+    // No engine offers it without fp4 arithmetic: refused on an H100.
+    let (h100, net) = crate::plan::catalog_system("h100").unwrap();
+    let mut s = serving(4, WeightFormat::Fp8);
+    s.kv = KvFormat::Fp4;
+    let e = setup(&m, &h100, &net, s, REQ).err().unwrap().to_string();
+    assert!(
+        e.contains("fp4 KV cache") && e.contains("--kv-precision fp8"),
+        "{e}"
+    );
 }
