@@ -4,14 +4,15 @@
 //! the total was read from a counter or an integrated power reading, estimated as soon as one was
 //! only estimated from CPU time; with the run's PUE and grid), `amdahl.plan/1` ([`read_plan`]:
 //! estimated, the predicted training run — `training.power_per_device` × `training.train_time`
-//! × `gpus`, which is the plan's `training.it_energy` — with the plan's device and PUE) and
+//! × `gpus`, which is the plan's `training.it_energy` — with the plan's device and PUE),
 //! `amdahl.infer/1` ([`read_infer`]: estimated, 1,000 requests served, `energy_per_request_j` ×
 //! 1,000, taking 1,000 ÷ `requests_per_s` seconds on `gpus` devices, with the result's PUE and
 //! grid) and `amdahl.serve/1` ([`read_serve`]: estimated, the simulated run's `requests` served
-//! with `energy_j` in `duration_s` on `gpus` devices, with its PUE and grid). Each reads only the fields its producer's contract names, so a hand-written result with
-//! those fields works. Which schema goes to which reader is the registry of result kinds'
-//! (`amdahl_report::kind`, which also knows the meter's and the report's own types); a new
-//! producer adds a reader here and one `.energy(…)` there.
+//! with `energy_j` in `duration_s` on `gpus` devices, with its PUE and grid). Each reads only
+//! the fields its producer's contract names, so a hand-written result with those fields works.
+//! Which schema goes to which reader is the registry of result kinds' (`amdahl_report::kind`,
+//! which also knows the meter's and the report's own types); a new producer adds a reader here
+//! and one `.energy(…)` there.
 
 use super::covered::CoveredScope;
 use super::{CarbonError, ItEnergy};
@@ -36,8 +37,8 @@ pub struct Saved {
     pub schema: &'static str,
     pub energy: ItEnergy,
     /// How many requests `energy` served, where the producer says (an inference result:
-    /// [`INFER_REQUESTS`]; a serving simulation: its requests); `None` for training runs and plans, and for measured runs, which do
-    /// not know what a request is.
+    /// [`INFER_REQUESTS`]; a serving simulation: its requests); `None` for training runs and
+    /// plans, and for measured runs, which do not know what a request is.
     pub requests: Option<f64>,
     pub device: Option<String>,
     pub pue: Option<f64>,
