@@ -448,7 +448,8 @@ pub fn search_caps(hw: &Hardware, caps: &[f64]) -> Result<Vec<Watts>> {
 pub struct ServingFormats {
     /// Weight format: bf16/fp16, fp8 (native on Hopper/Ada/Blackwell/MI300, else weight-only),
     /// fp8-mixed (Meta's Llama 3.1 FP8 checkpoints: fp8 MLPs, 16-bit attention and first and
-    /// last layers), int8 or int4 weight-only (16-bit arithmetic), fp4 (native on Blackwell).
+    /// last layers), int8 or int4 weight-only (16-bit arithmetic), fp4 = nvfp4 (NVFP4) or mxfp4
+    /// (OCP MXFP4; both native on Blackwell).
     /// The embedding and LM head stay 16-bit in every format.
     #[arg(
         help_heading = "Serving",
@@ -457,7 +458,7 @@ pub struct ServingFormats {
         default_value = "bf16"
     )]
     pub precision: WeightFormat,
-    /// KV-cache format.
+    /// KV-cache format (fp4 = nvfp4: an NVFP4 cache, on Blackwell only).
     #[arg(
         help_heading = "Serving",
         long,
