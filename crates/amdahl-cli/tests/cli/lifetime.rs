@@ -381,23 +381,28 @@ const SERVE_CONTRACT: &str = r#"{"schema":"amdahl.serve/1","energy_j":7200,"requ
 "duration_s":10,"gpus":2,"pue":1.2,"grid":"France","grid_code":"FR","grid_g_per_kwh":56,
 "grid_year":2023,"model":"M","system":"H100 SXM5 80GB","workload":"w"}"#;
 
+/// `lifetime --json` of 10 kWh of training and the serving result `serve`, over a horizon.
+fn with_serve(serve: &str, per_day: &str, days: &str) -> serde_json::Value {
+    json(&[
+        "lifetime",
+        "--train-kwh",
+        "10",
+        "--serve",
+        serve,
+        "--requests-per-day",
+        per_day,
+        "--days",
+        days,
+    ])
+}
+
 #[test]
 fn a_serve_simulation_is_its_energy_over_its_requests_by_hand() {
     // 7,200 J ÷ 100 requests = 72 J each: 0.02 kWh IT per 1,000; × PUE 1.2 (the result's) =
     // 0.024 kWh; × 56 g/kWh (its FR grid) = 1.344 g. 1,000 a day for 10 days = 0.24 kWh.
     let dir = tempfile::tempdir().unwrap();
     let serve = write(dir.path(), "serve.json", SERVE_CONTRACT);
-    let v = json(&[
-        "lifetime",
-        "--train-kwh",
-        "10",
-        "--serve",
-        &serve,
-        "--requests-per-day",
-        "1000",
-        "--days",
-        "10",
-    ]);
+    let v = with_serve(&serve, "1000", "10");
     let s = &v["alternatives"][0]["serving"];
     within(num(s, "it_kwh_per_1000_requests"), 0.02, 1e-12);
     within(num(s, "kwh_per_1000_requests"), 0.024, 1e-12);
@@ -452,17 +457,7 @@ fn a_real_serve_result_gives_the_energy_per_request_it_printed() {
     let text = String::from_utf8(out.stdout).unwrap();
     let sim: serde_json::Value = serde_json::from_str(&text).unwrap();
     let serve = write(dir.path(), "serve.json", &text);
-    let v = json(&[
-        "lifetime",
-        "--train-kwh",
-        "10",
-        "--serve",
-        &serve,
-        "--requests-per-day",
-        "1e6",
-        "--days",
-        "30",
-    ]);
+    let v = with_serve(&serve, "1e6", "30");
     let s = &v["alternatives"][0]["serving"];
     within(
         num(s, "kwh_per_1000_requests"),
