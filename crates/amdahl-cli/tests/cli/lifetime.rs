@@ -2,7 +2,7 @@
 //! results (the hand-written `amdahl.infer/1` contract fixture, plan and run results); bad input
 //! (exit 1 with a clear message, never a panic).
 
-use crate::support::{amdahl, json, num, within};
+use crate::support::{amdahl, json, num, within, words};
 use predicates::prelude::*;
 use std::path::Path;
 
@@ -432,31 +432,10 @@ fn a_real_serve_result_gives_the_energy_per_request_it_printed() {
     // `amdahl serve --json` as a user saves it: lifetime's serving figure per 1,000 requests
     // (× PUE) is the simulation's own `kwh_per_1000_requests`, and its grid the run's.
     let dir = tempfile::tempdir().unwrap();
-    let out = amdahl()
-        .args([
-            "serve",
-            "--model",
-            "llama3-8b",
-            "--system",
-            "h100",
-            "--rate",
-            "20",
-        ])
-        .args([
-            "--requests",
-            "100",
-            "--region",
-            "FR",
-            "--pue",
-            "1.3",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
-    let sim: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let serve = write(dir.path(), "serve.json", &text);
+    let sim = json(&words(
+        "serve --model llama3-8b --system h100 --rate 20 --requests 100 --region FR --pue 1.3",
+    ));
+    let serve = write(dir.path(), "serve.json", &sim.to_string());
     let v = with_serve(&serve, "1e6", "30");
     let s = &v["alternatives"][0]["serving"];
     within(
