@@ -77,8 +77,8 @@ fn read_saved(path: &Path) -> Result<Saved> {
     )?)
 }
 
-/// Training from --train or --train-kwh.
-fn training(a: &Args, c: &Catalogs) -> Result<Training> {
+/// Training from --train or --train-kwh, and whether it is a model's prediction (a plan).
+fn training(a: &Args, c: &Catalogs) -> Result<(Training, bool)> {
     exclusive(&[
         ("--train", a.train.is_some()),
         ("--train-kwh", a.train_kwh.is_some()),
@@ -100,11 +100,13 @@ fn training(a: &Args, c: &Catalogs) -> Result<Training> {
     };
     let pue = pue_for(a.pue.as_deref(), saved.as_ref(), c)?;
     let grid = grid_for(&a.grid, saved.as_ref(), c)?;
-    Ok(Training::new(it, basis, method, pue, grid)?)
+    let predicted = saved.as_ref().is_some_and(|s| s.energy.predicted);
+    Ok((Training::new(it, basis, method, pue, grid)?, predicted))
 }
 
-/// Serving from --serve or --kwh-per-1000-requests.
-fn serving(a: &Args, c: &Catalogs) -> Result<Serving> {
+/// Serving from --serve or --kwh-per-1000-requests, and whether it is a model's prediction (an
+/// infer estimate or a serve simulation).
+fn serving(a: &Args, c: &Catalogs) -> Result<(Serving, bool)> {
     exclusive(&[
         ("--serve", a.serve.is_some()),
         ("--kwh-per-1000-requests", a.kwh_per_1000_requests.is_some()),
@@ -132,7 +134,11 @@ fn serving(a: &Args, c: &Catalogs) -> Result<Serving> {
     };
     let pue = pue_for(a.pue.as_deref(), saved.as_ref(), c)?;
     let grid = grid_for(&a.grid, saved.as_ref(), c)?;
-    Ok(Serving::new(per_request, basis, method, pue, grid)?)
+    let predicted = saved.as_ref().is_some_and(|s| s.energy.predicted);
+    Ok((
+        Serving::new(per_request, basis, method, pue, grid)?,
+        predicted,
+    ))
 }
 
 /// Two saved alternatives; the horizon is the flags', else theirs when they agree.
@@ -195,6 +201,8 @@ fn compare(a: &Args) -> Result<(Horizon, Vec<Side>)> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    // Whether a phase is the power model's energy (a plan, an infer or serve result).
+    let mut modelled = false;
     let (h, sides) = match a.alternatives.len() {
         0 => {
             let c = load(&a.catalogs)?;
@@ -204,7 +212,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
             let d = a.days.context("give --days D (days of serving)")?;
             let h = Horizon::new(r, d)?;
             let label = a.label.clone().unwrap_or_else(|| "A".into());
-            (h, vec![(label, training(&a, &c)?, serving(&a, &c)?)])
+            let ((train, t), (serve, s)) = (training(&a, &c)?, serving(&a, &c)?);
+            modelled = t || s;
+            (h, vec![(label, train, serve)])
         }
         2 => compare(&a)?,
         n => bail!("{n} alternative file given; compare two (A.json B.json), or describe one with --train/--serve"),
@@ -214,12 +224,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         crate::output::write_plot(path, &render::svg(&report))?;
     }
     print_unchecked(&report, &report.render(a.format.format())?)?;
-    // A phase read from a plan, an infer estimate or a serve simulation is the power model's
-    // energy: say how far it holds, as `carbon --from` does.
-    let modelled = [a.train.as_deref(), a.serve.as_deref()]
-        .into_iter()
-        .flatten()
-        .any(|p| read_saved(p).is_ok_and(|s| s.energy.predicted));
+    // The power model's energy says how far it holds, as `carbon --from` does.
     if modelled && a.format.format() == crate::output::Format::Table {
         crate::cmd::energy_note::note_energy_accuracy();
     }
