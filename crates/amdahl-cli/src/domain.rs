@@ -109,21 +109,38 @@ pub fn speedup(s: &str) -> Result<f64, String> {
 
 /// A whole count from 1 to 4,294,967,295 (u32): devices, repeats, runs.
 pub fn count(s: &str) -> Result<u32, String> {
-    whole(s, 1)
+    whole(s, 1, u32::MAX.into()).map(|v| v as u32)
+}
+
+/// A whole count from 1 to 2⁶⁴ − 1 (u64): steps of a run.
+pub fn count_wide(s: &str) -> Result<u64, String> {
+    whole(s, 1, u64::MAX)
+}
+
+/// A whole number from 0 to 2⁶⁴ − 1: GPU totals, seeds, N lists, device ordinals. Zero parses;
+/// where a command cannot use it, the command says why (exit 1).
+pub fn natural(s: &str) -> Result<u64, String> {
+    whole(s, 0, u64::MAX)
+}
+
+/// [`natural`] as a `usize` (list lengths, ordinals, caps).
+pub fn natural_usize(s: &str) -> Result<usize, String> {
+    let max = u64::try_from(usize::MAX).unwrap_or(u64::MAX);
+    whole(s, 0, max).map(|v| usize::try_from(v).unwrap_or(usize::MAX))
 }
 
 /// `--num-scheduler-steps`: 1 to [`amdahl_model::serve::multistep::MAX_STEPS`].
 pub fn scheduler_steps(s: &str) -> Result<u32, String> {
     use amdahl_model::serve::multistep::{MAX_STEPS, STEPS_RANGE};
-    match whole(s, 1) {
+    match count(s) {
         Ok(k) if k <= MAX_STEPS => Ok(k),
         _ => Err(format!("must be {STEPS_RANGE} (got {s})")),
     }
 }
 
-fn whole(s: &str, min: u32) -> Result<u32, String> {
+fn whole(s: &str, min: u64, max: u64) -> Result<u64, String> {
     let t = s.trim();
-    let range = || format!("must be a whole number from {min} to {}", u32::MAX);
+    let range = || format!("must be a whole number from {min} to {max}");
     // Parse wide first so that the message for 4294967297 says "too large", not "at least 1".
     // "1e4" is a whole number too; "2.5" and "NaN" are not.
     let wide = match t.parse::<i128>() {
@@ -137,7 +154,10 @@ fn whole(s: &str, min: u32) -> Result<u32, String> {
     if wide < i128::from(min) {
         return Err(format!("{} (got {s})", range()));
     }
-    u32::try_from(wide).map_err(|_| format!("{} (got {s}, too large)", range()))
+    u64::try_from(wide)
+        .ok()
+        .filter(|v| *v <= max)
+        .ok_or_else(|| format!("{} (got {s}, too large)", range()))
 }
 
 /// A duration in seconds (≥ 0): a plain number of seconds ("2.5") or a humantime spelling
@@ -329,6 +349,23 @@ mod tests {
         assert_eq!(count("4294967295"), Ok(u32::MAX));
         assert_eq!(count("1e4"), Ok(10_000));
         assert!(count("1e10").unwrap_err().contains("too large"));
+    }
+
+    #[test]
+    fn natural_numbers_take_zero_and_the_whole_u64_range_and_name_a_negative() {
+        assert_eq!(natural("0"), Ok(0));
+        assert_eq!(natural("18446744073709551615"), Ok(u64::MAX));
+        assert!(natural("18446744073709551616")
+            .unwrap_err()
+            .contains("too large"));
+        let e = natural("-1").unwrap_err();
+        assert_eq!(
+            e,
+            "must be a whole number from 0 to 18446744073709551615 (got -1)"
+        );
+        assert_eq!(natural_usize("7"), Ok(7));
+        assert!(count_wide("0").unwrap_err().contains("from 1"));
+        assert_eq!(count_wide("5000000000"), Ok(5_000_000_000));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! A library target so that the binary (`main.rs`) and the Python package (`crates/amdahl-py`)
 //! run the same commands: [`run_argv`] is the command line, [`embed`] what Python calls.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 // Terminal output that never panics. std's `eprintln!` and `println!` panic when their stream is
@@ -122,7 +122,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(argv) {
+    let cli = match parse::<Cli, _, _>(argv) {
         Ok(c) => c,
         Err(e) => return Outcome::Usage(e),
     };
@@ -136,6 +136,33 @@ where
         // `{:#}` prints the whole context chain: "reading runs.csv: row 4, column `time`: ...".
         Err(e) => Outcome::Error(format!("{e:#}")),
     }
+}
+
+/// Parse `argv` as clap does, except that every option's value may start with a minus: `--rate
+/// -1` reaches the value parser, which says why it is refused ("must be a positive number (got
+/// -1)"), where clap alone would answer "unexpected argument '-1' found", as if `-1` were an
+/// option. One place for every subcommand, instead of an attribute on each numeric option.
+pub(crate) fn parse<P, I, T>(argv: I) -> Result<P, clap::Error>
+where
+    P: CommandFactory + FromArgMatches,
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    negative_values_reach_parsers(P::command())
+        .try_get_matches_from(argv)
+        .and_then(|m| P::from_arg_matches(&m))
+}
+
+fn negative_values_reach_parsers(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|a| {
+            if a.get_action().takes_values() {
+                a.allow_negative_numbers(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(negative_values_reach_parsers)
 }
 
 /// Run the CLI on `argv` as the `amdahl` command does: usage errors print clap's message and

@@ -46,7 +46,7 @@ pub enum What {
         #[command(flatten)]
         common: Common,
         /// Sparsities (fractions of zeros in [0, 1)), comma-separated.
-        #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+        #[arg(long, value_delimiter = ',')]
         sparsity: Vec<f64>,
     },
     /// Measure STREAM copy/scale/add/triad bandwidth and a working-set sweep over the caches.
@@ -75,14 +75,14 @@ pub struct Common {
     #[arg(long)]
     pub quick: bool,
     /// Threads to use (default: all logical CPUs); more than the machine has is capped.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long)]
     pub threads: Option<i64>,
     /// Problem sizes, comma-separated: matrix orders (gemm, sparse, scaling, roofline) or
     /// elements per STREAM array (memory).
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    #[arg(long, value_delimiter = ',')]
     pub sizes: Vec<i64>,
     /// Timed repeats after the warm-up.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long)]
     pub repeats: Option<i64>,
     /// Also write the plot as SVG to this file.
     #[arg(long, value_name = "FILE")]
@@ -101,7 +101,7 @@ pub struct PowerWindowArgs {
     /// Seconds of the quiet window before the benchmark in which idle power is read (gemm and
     /// memory with --profile-out; gpu always, and each GPU power load is held this long): 2.5 or
     /// a duration such as 3s; 0 reads no idle power [default: 2s].
-    #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = crate::domain::seconds)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::domain::seconds)]
     pub power_window: Option<f64>,
 }
 

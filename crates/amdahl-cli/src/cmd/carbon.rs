@@ -38,20 +38,20 @@ pub struct Options {
     #[arg(help_heading = "Job", long)]
     pub device: Option<String>,
     /// Number of devices working in parallel.
-    #[arg(help_heading = "Job", long, allow_negative_numbers = true, value_parser = domain::count)]
+    #[arg(help_heading = "Job", long, value_parser = domain::count)]
     pub count: Option<u32>,
     /// Wall-clock duration in hours.
-    #[arg(help_heading = "Job", long, allow_negative_numbers = true, value_parser = domain::positive)]
+    #[arg(help_heading = "Job", long, value_parser = domain::positive)]
     pub hours: Option<f64>,
     /// Wall-clock duration in days.
-    #[arg(help_heading = "Job", long, allow_negative_numbers = true, value_parser = domain::positive)]
+    #[arg(help_heading = "Job", long, value_parser = domain::positive)]
     pub days: Option<f64>,
     /// Total device-hours (e.g. "GPU-hours" in a paper), with --count: the wall-clock time is
     /// H / count (without the count the duration, and the embodied share, would be invented).
-    #[arg(help_heading = "Job", allow_negative_numbers = true, long, value_name = "H", value_parser = domain::positive, requires = "count")]
+    #[arg(help_heading = "Job", long, value_name = "H", value_parser = domain::positive, requires = "count")]
     pub device_hours: Option<f64>,
     /// Average power per device in watts.
-    #[arg(help_heading = "Job", allow_negative_numbers = true, long, value_name = "W", value_parser = domain::device_watts)]
+    #[arg(help_heading = "Job", long, value_name = "W", value_parser = domain::device_watts)]
     pub power: Option<f64>,
     /// A device profile of --device (`amdahl bench … --profile-out`): its power measured under
     /// load replaces the TDP assumption (instead of --power or --utilisation).
@@ -60,28 +60,27 @@ pub struct Options {
     /// Average utilisation in (0, 1]: power = device TDP × utilisation.
     #[arg(
         help_heading = "Job",
-        allow_negative_numbers = true,
         long,
         alias = "utilization",
         value_name = "U", value_parser = domain::fraction)]
     pub utilisation: Option<f64>,
     /// Model parameters (compute path: FLOPs = 6·P·D).
-    #[arg(help_heading = "Compute path", allow_negative_numbers = true, long, value_name = "P", value_parser = domain::positive)]
+    #[arg(help_heading = "Compute path", long, value_name = "P", value_parser = domain::positive)]
     pub params: Option<f64>,
     /// Take the parameter count from `amdahl catalog models`.
     #[arg(help_heading = "Compute path", long, value_name = "NAME")]
     pub model: Option<String>,
     /// Training tokens D (compute path).
-    #[arg(help_heading = "Compute path", allow_negative_numbers = true, long, value_name = "D", value_parser = domain::positive)]
+    #[arg(help_heading = "Compute path", long, value_name = "D", value_parser = domain::positive)]
     pub tokens: Option<f64>,
     /// A FLOP count instead of 6·P·D.
-    #[arg(help_heading = "Compute path", allow_negative_numbers = true, long, value_name = "F", value_parser = domain::positive)]
+    #[arg(help_heading = "Compute path", long, value_name = "F", value_parser = domain::positive)]
     pub flops: Option<f64>,
     /// Model FLOPs utilisation in (0, 1]: achieved ÷ peak.
-    #[arg(help_heading = "Compute path", long, allow_negative_numbers = true, value_parser = domain::fraction)]
+    #[arg(help_heading = "Compute path", long, value_parser = domain::fraction)]
     pub mfu: Option<f64>,
     /// Achieved TFLOP/s per device (instead of --mfu).
-    #[arg(help_heading = "Compute path", allow_negative_numbers = true, long, value_name = "T", value_parser = domain::positive)]
+    #[arg(help_heading = "Compute path", long, value_name = "T", value_parser = domain::positive)]
     pub achieved_tflops: Option<f64>,
     /// Precision whose peak the compute path uses (fp64, fp32, tf32, bf16/fp16, fp8, int8).
     #[arg(help_heading = "Compute path", long, default_value = "fp16")]
@@ -107,24 +106,14 @@ pub struct Options {
     pub compare: Vec<String>,
     /// Where to run: gigabytes shipped from the chosen grid to each --compare site; adds the
     /// transfer's energy and CO2e (on the chosen grid) and says whether moving still pays.
-    #[arg(
-        help_heading = "Where to run",
-        allow_negative_numbers = true,
-        long,
-        value_name = "G"
-    )]
+    #[arg(help_heading = "Where to run", long, value_name = "G")]
     pub data_gb: Option<f64>,
     /// Network electricity per GB for --data-gb. Default: an estimate, Aslan et al. 2018's
     /// 0.06 kWh/GB (2015) halving every 2 years, extrapolated to 2025 (0.001875).
-    #[arg(
-        help_heading = "Where to run",
-        allow_negative_numbers = true,
-        long,
-        value_name = "KWH"
-    )]
+    #[arg(help_heading = "Where to run", long, value_name = "KWH")]
     pub network_kwh_per_gb: Option<f64>,
     /// Service life over which embodied carbon is spread, in years.
-    #[arg(help_heading = "Cost", allow_negative_numbers = true, long, default_value_t = embodied::DEFAULT_LIFETIME_YEARS, value_parser = domain::lifetime_years)]
+    #[arg(help_heading = "Cost", long, default_value_t = embodied::DEFAULT_LIFETIME_YEARS, value_parser = domain::lifetime_years)]
     pub lifetime_years: f64,
     /// Leave embodied carbon out.
     #[arg(help_heading = "Cost", long)]
@@ -140,23 +129,11 @@ pub struct Options {
     pub sci: Option<crate::cmd::sci::UnitArg>,
     /// R: how many units the figures cover (tokens served, requests, training FLOPs, ...);
     /// required with --sci.
-    #[arg(
-        help_heading = "SCI",
-        long,
-        value_name = "R",
-        requires = "sci",
-        allow_negative_numbers = true
-    )]
+    #[arg(help_heading = "SCI", long, value_name = "R", requires = "sci")]
     pub sci_r: Option<f64>,
     /// M: the embodied emissions to charge, kgCO2e [default: amdahl's embodied share of the
     /// devices, where it knows them; 0 leaves them out].
-    #[arg(
-        help_heading = "SCI",
-        long,
-        value_name = "KG",
-        requires = "sci",
-        allow_negative_numbers = true
-    )]
+    #[arg(help_heading = "SCI", long, value_name = "KG", requires = "sci")]
     pub sci_m: Option<f64>,
     /// Override or extend a catalog with a CSV file in the format of data/*.csv (repeatable).
     #[arg(help_heading = "Cost", long = "catalog", value_name = "FILE")]

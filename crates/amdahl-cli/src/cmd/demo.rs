@@ -5,7 +5,6 @@
 
 use crate::output::print;
 use anyhow::{bail, Context, Result};
-use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -97,7 +96,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             step.argv.join(" ")
         ))?;
         let argv = std::iter::once("amdahl".to_string()).chain(step.argv.iter().cloned());
-        let cli = crate::Cli::try_parse_from(argv).with_context(|| {
+        let cli = crate::parse::<crate::Cli, _, _>(argv).with_context(|| {
             format!(
                 "the demo step `amdahl {}` no longer parses",
                 step.argv.join(" ")

@@ -31,7 +31,7 @@ pub struct Options {
     pub sys: SystemArgs,
     /// Devices serving (replicas = --gpus / (--tp × --pp)); default --tp × --pp, with --search
     /// the devices of one node (--gpus-per-node).
-    #[arg(help_heading = "Serving", long)]
+    #[arg(help_heading = "Serving", long, value_parser = crate::domain::natural)]
     pub gpus: Option<u64>,
     /// Tensor-parallel size (with --search: every divisor of --gpus-per-node is tried).
     #[arg(help_heading = "Serving", long, default_value_t = 1)]
@@ -42,40 +42,20 @@ pub struct Options {
     #[command(flatten)]
     pub formats: ServingFormats,
     /// Concurrent sequences (default: the largest batch that fits, maximum load).
-    #[arg(
-        help_heading = "Serving",
-        long,
-        conflicts_with = "rate",
-        allow_negative_numbers = true
-    )]
+    #[arg(help_heading = "Serving", long, conflicts_with = "rate")]
     pub batch: Option<i64>,
     /// Requests per second to sustain: the smallest batch that does is chosen.
-    #[arg(help_heading = "Serving", long, allow_negative_numbers = true)]
+    #[arg(help_heading = "Serving", long)]
     pub rate: Option<f64>,
     /// Prompt length in tokens.
-    #[arg(
-        help_heading = "Serving",
-        long,
-        default_value_t = 512,
-        allow_negative_numbers = true
-    )]
+    #[arg(help_heading = "Serving", long, default_value_t = 512)]
     pub input: i64,
     /// Generated tokens per request.
-    #[arg(
-        help_heading = "Serving",
-        long,
-        default_value_t = 256,
-        allow_negative_numbers = true
-    )]
+    #[arg(help_heading = "Serving", long, default_value_t = 256)]
     pub output: i64,
     /// Beam search width: each request keeps this many candidate sequences in every decode
     /// step (its prompt prefilled once, its KV blocks shared) and returns one.
-    #[arg(
-        help_heading = "Serving",
-        long,
-        default_value_t = 1,
-        allow_negative_numbers = true
-    )]
+    #[arg(help_heading = "Serving", long, default_value_t = 1)]
     pub beams: i64,
     #[command(flatten, next_help_heading = "Cost")]
     pub grid: GridArgs,
@@ -97,7 +77,7 @@ pub struct Options {
     #[arg(help_heading = "Search", long, default_value_t = 1024)]
     pub search_max_batch: u32,
     /// Configurations to list with --search.
-    #[arg(help_heading = "Search", long, default_value_t = 10)]
+    #[arg(help_heading = "Search", long, default_value_t = 10, value_parser = crate::domain::natural_usize)]
     pub top: usize,
     /// Board power limits to search over, in W, comma-separated (with --search): every
     /// configuration is evaluated under each, and the energy-optimal cap is printed (the

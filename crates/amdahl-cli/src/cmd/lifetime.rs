@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub train: Option<PathBuf>,
     /// Training's IT energy in kWh (before PUE), instead of --train.
-    #[arg(allow_negative_numbers = true, long, value_name = "KWH")]
+    #[arg(long, value_name = "KWH")]
     pub train_kwh: Option<f64>,
     /// Serving: `amdahl infer --json` (amdahl.infer/1), `amdahl serve --json` (amdahl.serve/1:
     /// the simulated run's energy over its requests), or `amdahl run -o` of a serving run
@@ -38,16 +38,16 @@ pub struct Args {
     pub serve: Option<PathBuf>,
     /// Requests the measured serving run (--serve run.json) answered: a request is one call
     /// to the model, prompt in, completion out.
-    #[arg(allow_negative_numbers = true, long, value_name = "N")]
+    #[arg(long, value_name = "N")]
     pub requests_in_run: Option<f64>,
     /// Serving's IT energy per 1,000 requests in kWh (before PUE), instead of --serve.
-    #[arg(allow_negative_numbers = true, long, value_name = "KWH")]
+    #[arg(long, value_name = "KWH")]
     pub kwh_per_1000_requests: Option<f64>,
     /// Requests served per day.
-    #[arg(allow_negative_numbers = true, long, value_name = "R")]
+    #[arg(long, value_name = "R")]
     pub requests_per_day: Option<f64>,
     /// Days of serving.
-    #[arg(allow_negative_numbers = true, long, value_name = "D")]
+    #[arg(long, value_name = "D")]
     pub days: Option<f64>,
     /// Name of this alternative in tables and plots (default A).
     #[arg(long)]

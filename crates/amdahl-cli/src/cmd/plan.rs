@@ -113,7 +113,7 @@ pub struct Options {
     #[arg(help_heading = "System", long, value_name = "N", value_parser = domain::count)]
     pub dp_rails: Option<u32>,
     /// Devices in the job (with --search: devices available).
-    #[arg(help_heading = "Layout", long)]
+    #[arg(help_heading = "Layout", long, value_parser = domain::natural)]
     pub gpus: u64,
     /// Tensor-parallel size (divides the heads).
     #[arg(help_heading = "Layout", long, default_value_t = 1, value_parser = domain::count)]
@@ -260,7 +260,7 @@ pub struct Options {
     )]
     pub objective: Objective,
     /// Layouts to list.
-    #[arg(help_heading = "Search", long, default_value_t = 10)]
+    #[arg(help_heading = "Search", long, default_value_t = 10, value_parser = domain::natural_usize)]
     pub top: usize,
     /// Board power limits to search over, in W, comma-separated (with --search): every layout
     /// is evaluated under each cap (the objective, e.g. --objective energy, picks the best).

@@ -70,7 +70,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
 /// The statement `amdahl carbon --from PATH --statement md` prints.
 fn statement(path: &Path) -> Result<String> {
-    let words = CarbonWords::try_parse_from([
+    let words = crate::parse::<CarbonWords, _, _>([
         std::ffi::OsStr::new("carbon"),
         std::ffi::OsStr::new("--from"),
         path.as_os_str(),

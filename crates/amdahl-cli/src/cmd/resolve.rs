@@ -38,7 +38,7 @@ pub struct GridArgs {
     #[arg(long)]
     pub region: Option<String>,
     /// Explicit grid intensity in gCO2e/kWh (0-2000) instead of --region.
-    #[arg(allow_negative_numbers = true, long, value_name = "G")]
+    #[arg(long, value_name = "G")]
     pub intensity: Option<f64>,
     /// Scope of --intensity [default: lifecycle, the scope of every catalogued grid].
     #[arg(long, value_name = "lifecycle|direct")]

@@ -92,7 +92,7 @@ pub struct ProgressArgs {
     #[arg(long, value_name = "RE", requires = "total_steps", value_parser = crate::domain::progress_regex)]
     pub progress_regex: Option<regex::bytes::Regex>,
     /// Steps in the whole run, for the projection of its duration, energy and CO2e.
-    #[arg(long, value_name = "S", requires = "progress_source", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "S", requires = "progress_source", value_parser = crate::domain::count_wide)]
     pub total_steps: Option<u64>,
 }
 

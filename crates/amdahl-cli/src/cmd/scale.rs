@@ -30,7 +30,8 @@ pub struct Args {
         required = true,
         // `--n -1,2` is a bad N list (said so by the value parser), not an unknown option.
         allow_hyphen_values = true,
-        value_name = "N,..."
+        value_name = "N,...",
+        value_parser = crate::domain::natural
     )]
     pub n: Vec<u64>,
     // Help texts spell the placeholder `{ n }`: clap turns a literal braces-n into a line break.
@@ -45,7 +46,7 @@ pub struct Args {
     #[arg(help_heading = "Scaling", long, default_value_t = 1)]
     pub warmup: u32,
     /// Reference N for speedup, efficiency and energy ratios [default: the smallest N].
-    #[arg(help_heading = "Scaling", long, value_name = "N0")]
+    #[arg(help_heading = "Scaling", long, value_name = "N0", value_parser = crate::domain::natural)]
     pub baseline_n: Option<u64>,
     /// What N counts (threads, ranks, GPUs, nodes), printed next to every α_eff.
     #[arg(help_heading = "Scaling", long, value_name = "TEXT")]

@@ -114,7 +114,7 @@ pub struct Options {
     #[arg(help_heading = "Workload", long, default_value = "fixed:256", value_parser = output_lengths, conflicts_with = "trace")]
     pub output_dist: Dist,
     /// Seed of the arrivals and lengths (the same seed gives the same run).
-    #[arg(help_heading = "Workload", long, default_value_t = 0)]
+    #[arg(help_heading = "Workload", long, default_value_t = 0, value_parser = domain::natural)]
     pub seed: u64,
 
     /// Service-level objective on the time to first token, in ms (goodput counts requests meeting

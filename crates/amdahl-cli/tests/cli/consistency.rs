@@ -184,6 +184,74 @@ fn unknown_option_before_the_command_was_run_as_the_command() {
     run_cmd(dir.path()).args(["ls", "-la"]).assert().success();
 }
 
+/// `serve --rate -1`, `--slo-ttft-ms -5` and `plan --gpus -8` were answered "unexpected argument
+/// '-1' found" (clap took the value for an option) or "invalid digit found in string". Every
+/// numeric option's value reaches its parser now, which names the domain (exit 2).
+#[test]
+fn a_negative_value_was_taken_for_an_option() {
+    let serve = [
+        "serve",
+        "--model",
+        "llama3-8b",
+        "--system",
+        "h100",
+        "--gpus",
+        "1",
+    ];
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--rate", "-1"],
+            "'-1' for '--rate <RATE>': must be a positive number (got -1)",
+        ),
+        (
+            &["--rate", "2", "--slo-ttft-ms", "-5"],
+            "must be a positive number (got -5)",
+        ),
+        (
+            &["--rate", "2", "--seed", "-3"],
+            "must be a whole number from 0 to 18446744073709551615 (got -3)",
+        ),
+        (
+            &["--rate", "2", "--tp", "-2"],
+            "must be a whole number from 1 to 4294967295 (got -2)",
+        ),
+        (
+            &["--rate", "2", "--duration", "-60"],
+            "'-60' for '--duration <SECONDS>'",
+        ),
+    ];
+    for (args, message) in cases {
+        amdahl()
+            .args(serve)
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(contains(message).and(contains("unexpected argument").not()));
+    }
+    amdahl()
+        .args([
+            "plan",
+            "--model",
+            "llama3-8b",
+            "--system",
+            "h100",
+            "--gpus",
+            "-8",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "'-8' for '--gpus <GPUS>': must be a whole number from 0",
+        ));
+    amdahl()
+        .args([
+            "carbon", "--device", "h100", "--count", "8", "--hours", "-2",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("must be a positive number (got -2)"));
+}
+
 /// Item 20: `--quiet` (`-q`): results only; the run summary and "wrote FILE" lines go.
 #[test]
 fn quiet_silences_notes_and_summaries() {

@@ -15,13 +15,13 @@ pub struct GpuArgs {
     #[arg(long)]
     pub quick: bool,
     /// GEMM orders n, comma-separated (default 1024..16384, --quick 1024,4096).
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    #[arg(long, value_delimiter = ',')]
     pub sizes: Vec<i64>,
     /// Precisions, comma-separated: fp64, fp32, tf32, fp16, bf16, int8 (default all).
     #[arg(long, value_delimiter = ',')]
     pub precision: Vec<String>,
     /// Host↔device copy sizes in MiB, comma-separated (default 1,16,256,1024; --quick 1,64).
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    #[arg(long, value_delimiter = ',')]
     pub copy_mib: Vec<i64>,
     /// Measure no GEMM, only the copies.
     #[arg(long, conflicts_with = "no_copy")]
@@ -30,18 +30,18 @@ pub struct GpuArgs {
     #[arg(long)]
     pub no_copy: bool,
     /// Timed repeats after the warm-up.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long)]
     pub repeats: Option<i64>,
     /// Keep repeating each GEMM for at least this long (a steady load for `amdahl run`): seconds
     /// (2.5) or a duration such as 90s or 5m.
-    #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = crate::domain::seconds)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::domain::seconds)]
     pub min_time: Option<f64>,
     /// CUDA device ordinal (after CUDA_VISIBLE_DEVICES).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::domain::natural_usize)]
     pub device: usize,
     /// MiB per buffer of the device-to-device copy that measures device-memory bandwidth
     /// (default 1024, --quick 256; 0: not measured).
-    #[arg(long, value_name = "MIB", allow_negative_numbers = true)]
+    #[arg(long, value_name = "MIB")]
     pub device_mib: Option<i64>,
     #[command(flatten)]
     pub profile: super::ProfileArgs,
@@ -193,7 +193,7 @@ mod tests {
     }
 
     fn config(args: &[&str]) -> Result<GpuConfig> {
-        let cli = Cli::try_parse_from(std::iter::once("gpu").chain(args.iter().copied()))?;
+        let cli: Cli = crate::parse(std::iter::once("gpu").chain(args.iter().copied()))?;
         cli.gpu.config()
     }
 

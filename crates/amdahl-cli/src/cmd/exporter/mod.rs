@@ -65,7 +65,7 @@ pub struct Args {
     pub no_process_series: bool,
     /// At most this many processes get a series of their own (by CPU time); the others are
     /// summed in one `pid="other"` series.
-    #[arg(long, default_value_t = amdahl_meter::attribution::DEFAULT_MAX_PROCESS_SERIES, value_name = "N")]
+    #[arg(long, default_value_t = amdahl_meter::attribution::DEFAULT_MAX_PROCESS_SERIES, value_name = "N", value_parser = crate::domain::natural_usize)]
     pub max_process_series: usize,
     /// Add each process's command line as a label (off by default: arguments can hold secrets).
     #[arg(long)]
