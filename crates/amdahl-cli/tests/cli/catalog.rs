@@ -437,7 +437,7 @@ fn user_subnational_file_overrides_and_regions_follow() {
 
 #[test]
 fn the_serving_validation_set_prints_every_row_and_the_summary() {
-    // data/validation/serve.csv: 131 published runs, each simulated; the table ends with the
+    // data/validation/serve.csv: 133 published runs, each simulated; the table ends with the
     // summary against the targets (p50 20 %, p99 30 %, throughput 15 %) and the inter-token
     // latencies of every row.
     // One run of the table (the set takes ~15 s to simulate in a debug build): every row's id
@@ -458,12 +458,13 @@ fn the_serving_validation_set_prints_every_row_and_the_summary() {
         .take_while(|l| !l.starts_with("error:"))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(ids.len(), 131, "{ids:?}");
+    assert_eq!(ids.len(), 133, "{ids:?}");
     assert!(ids.contains("mlperf41-h100x8-server"));
     assert!(ids.contains("mlenergy3-qwen3-32b-h100-tp2-b64-itl"));
+    assert!(ids.contains("vllm083-70b-a100x8-tp4pp2-rps1"));
     assert!(
         text.contains("inter-token latency, every row")
-            && text.contains("p50 96 of 112 within 20 %"),
+            && text.contains("p50 98 of 114 within 20 %"),
         "{text}"
     );
     crate::support::amdahl()

@@ -87,6 +87,10 @@ struct Row {
     itl_p90_ms: Option<f64>,
     #[serde(default)]
     itl_p99_ms: Option<f64>,
+    /// `--gpus-per-node` where the run's nodes held fewer GPUs than the catalog's reference
+    /// server (a replica spread over two 4-GPU pods); `None`: the catalog's.
+    #[serde(default)]
+    gpus_per_node: Option<u32>,
 }
 
 /// One published figure and its prediction.
@@ -290,8 +294,11 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
     }
     let model = catalog_model(&r.model).map_err(|e| e.to_string())?;
     let device = crate::catalog::devices::lookup(&r.system).map_err(|e| e.to_string())?;
-    let (hw, net) =
+    let (hw, mut net) =
         system(device, &Overrides::default(), r.inter_gbit).map_err(|e| e.to_string())?;
+    if let Some(g) = r.gpus_per_node {
+        net.gpus_per_node = g;
+    }
     let c = config(r)?;
     let p = prepare(&model, &hw, &net, &c).map_err(|e| e.to_string())?;
     let reqs = requests(r, model.seq, &model.name)?;

@@ -29,8 +29,8 @@ fn published_serving_runs() {
     // Every row of the set is simulated; eleven are in the accuracy claim (serve.md says why the
     // others are not).
     assert!(v.excluded.is_empty(), "{:?}", v.excluded);
-    assert_eq!(v.cases.len(), 131);
-    assert_eq!(v.cases.iter().filter(|c| c.in_claim).count(), 11);
+    assert_eq!(v.cases.len(), 133);
+    assert_eq!(v.cases.iter().filter(|c| c.in_claim).count(), 13);
     let claim = |class: &str| {
         v.summaries
             .iter()
@@ -58,23 +58,28 @@ fn published_serving_runs() {
     // 294.45, the bench_serving rows' prompts 204 for 215.2): p50 16 of 33 (20.7 %), p99 2 of 9
     // (54.0 %), throughput 4 of 6 (7.8 %; the H200 row's simulated capacity fell below its
     // published rate). The refit of vLLM's per-sequence time (30.6 → 26.5 µs) and the power model
-    // on the energy set's simulated windows: p50 16 of 33 (21.1 %), the rest unchanged. The
+    // on the energy set's simulated windows: p50 16 of 33 (21.1 %), the rest unchanged. Two
+    // held-out rows, typed with nothing refitted (vLLM 0.8.3 serving Llama 3.3 70B on 8 × A100
+    // 40GB at 1 request/s, TP 8 and TP 4 × PP 2; serve.md): p50 21 of 39 (19.1 %), p99 6 of 15
+    // (41.1 %), both rows predicted low (TP 8 by 7–19 %, the V0 pipeline by 16–52 %). The
     // targets are not met; docs/usage/serve.md ("Validation") says where the simulator falls
     // short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
-    assert_eq!((p50.figures, p99.figures, tput.figures), (33, 9, 6));
-    assert!(p50.within >= 16 && p50.median_abs_error <= 0.211, "{p50:?}");
-    assert!(p99.within >= 2 && p99.median_abs_error <= 0.55, "{p99:?}");
+    assert_eq!((p50.figures, p99.figures, tput.figures), (39, 15, 6));
+    assert!(p50.within >= 21 && p50.median_abs_error <= 0.192, "{p50:?}");
+    assert!(p99.within >= 6 && p99.median_abs_error <= 0.42, "{p99:?}");
     assert!(
         tput.within >= 4 && tput.median_abs_error <= 0.08,
         "{tput:?}"
     );
     // Conditioning: the figures a 5 % error in the modelled capacity would not carry beyond
     // their target test the latency model itself. All of SGLang's and vLLM's (4 and 8 requests/s,
-    // far below capacity) are among them; 14 of the 25 p50 figures are within 20 % (18.4 %).
-    assert_eq!((p50.well_conditioned, p99.well_conditioned), (25, 5));
+    // far below capacity) are among them, and the two held-out rows' (1 request/s); 19 of the 31
+    // p50 figures are within 20 % (18.3 %).
+    assert_eq!((p50.well_conditioned, p99.well_conditioned), (31, 11));
     assert!(
-        p50.well_conditioned_within >= 14 && p50.well_conditioned_median_abs_error.unwrap() <= 0.19,
+        p50.well_conditioned_within >= 19
+            && p50.well_conditioned_median_abs_error.unwrap() <= 0.184,
         "{p50:?}"
     );
     for c in v
@@ -125,7 +130,8 @@ fn inter_token_latencies_of_ml_energy(v: &ServeValidation) {
             .unwrap()
     };
     let (p50, p99) = (itl("p50"), itl("p99"));
-    assert_eq!((p50.figures, p99.figures), (112, 112));
+    // With the two held-out rows' ITL (both in the claim): 114 figures each.
+    assert_eq!((p50.figures, p99.figures), (114, 114));
     assert!(p50.within >= 96 && p50.median_abs_error <= 0.093, "{p50:?}");
     assert!(p99.within >= 62 && p99.median_abs_error <= 0.285, "{p99:?}");
     let low = v
