@@ -154,8 +154,8 @@ pub struct Options {
     /// joules, preemptions.
     #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub per_request: Option<PathBuf>,
-    /// Write an SVG plot here: the TTFT, TPOT and inter-token latency CDFs, and requests waiting and
-    /// running over time.
+    /// Write an SVG plot here: the TTFT, TPOT and inter-token latency CDFs, and over time the
+    /// requests waiting and running, the KV cache in use and the GPUs' and server's power.
     #[arg(help_heading = "Output", long)]
     pub svg: Option<PathBuf>,
 }
