@@ -155,6 +155,7 @@ pub fn models_table(models: &[&ModelShape]) -> String {
         "ffn",
         "vocab",
         "seq",
+        "context",
         "fwd FLOP/sample",
     ])
     .align(1, Align::Left)
@@ -174,6 +175,9 @@ pub fn models_table(models: &[&ModelShape]) -> String {
             n(m.ffn),
             n(m.vocab),
             n(m.seq),
+            // The longest request a server of it takes (`serve`, `infer`): the checkpoint's
+            // context, else the training sequence.
+            n(m.context.or(m.seq)),
             opt(m.fwd_flops_per_sample, |f| sig(f.get(), 3)),
         ]);
     }

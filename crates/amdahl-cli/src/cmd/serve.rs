@@ -224,7 +224,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let prepared = prepare(&model, &hw, &net, &config)?;
     if a.max_num_seqs.is_none() {
-        config.limits.max_num_seqs = default_max_num_seqs(engine, &hw, &prepared, model.seq);
+        config.limits.max_num_seqs =
+            default_max_num_seqs(engine, &hw, &prepared, model.serving_context());
     }
     let (requests, described, source) = workload(&a, &model)?;
     check_requests(&model, &prepared, &config.limits, &requests, &source)?;
@@ -379,7 +380,7 @@ fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described,
         duration_s: a.duration,
         seed: a.seed,
     };
-    let (reqs, clamped) = generate(&g, model.seq, &model.name)?;
+    let (reqs, clamped) = generate(&g, model.serving_context(), &model.name)?;
     let arrivals = match g.arrivals {
         Arrivals::AllAtOnce => "every request at t = 0 (offline)".to_string(),
         Arrivals::Gamma { rate, cv } => format!("gamma arrivals at {rate} requests/s, cv {cv}"),

@@ -47,7 +47,8 @@ pub struct ModelArgs {
     /// Gated (SwiGLU) MLP with three matrices, with --layers.
     #[arg(long, conflicts_with_all = SHAPE_SOURCES)]
     pub gated: bool,
-    /// Sequence length in tokens (also overrides a --model's or --model-file's).
+    /// Sequence length in tokens (also overrides a --model's or --model-file's); for serve and
+    /// infer, the longest request (prompt + output) the served checkpoint takes.
     #[arg(long)]
     pub seq: Option<u32>,
     /// Vocabulary size, with --layers.
@@ -204,7 +205,10 @@ impl ModelArgs {
         // The sequence length is a choice of the run, not of the model (Mixtral's 32k context
         // is not its training sequence); it used to be ignored silently with --model.
         if let Some(s) = self.seq {
+            // For `serve` and `infer`, the longest request the run allows: it replaces the
+            // checkpoint's context too.
             m.seq = s;
+            m.context = None;
         }
         if let Some(d) = self.head_dim {
             m.head_dim = Some(d);

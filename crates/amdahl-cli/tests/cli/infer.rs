@@ -192,8 +192,8 @@ fn bad_input_is_refused_with_the_fix() {
             "--input must be a whole number",
         ),
         (
-            ["--input", "8000", "--output", "1000"],
-            "beyond the 8192-token context",
+            ["--input", "130000", "--output", "2000"],
+            "beyond the 131072-token context",
         ),
     ] {
         amdahl()

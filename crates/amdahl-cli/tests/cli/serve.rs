@@ -188,8 +188,8 @@ fn a_trace_is_served_and_bad_traces_name_file_row_and_field() {
         ),
         (
             "long.csv",
-            "arrival_s,input_tokens,output_tokens\n0,8000,500\n",
-            "request 1: input 8000 + output 500",
+            "arrival_s,input_tokens,output_tokens\n0,130000,2000\n",
+            "request 1: input 130000 + output 2000",
         ),
     ] {
         let p = write(name, text);
@@ -484,15 +484,15 @@ fn prefill_batching_follows_the_engine_and_separate_slows_the_decodes() {
     let sglang = run(&["--engine", "sglang"]);
     assert_eq!(sglang["prefill_batching"], "separate");
     // Each engine's own limits by default: vLLM's 1,024 sequences and 8,192 tokens on an H100;
-    // SGLang's 8,192-token chunks (a device under 160 GiB) and 4,096 requests (its cache holds
-    // tens of contexts).
+    // SGLang's 8,192-token chunks (a device under 160 GiB) and 2,048 requests (its cache holds
+    // about three of Llama 3.1's 131,072-token contexts: × 512 is under SGLang's floor).
     assert_eq!(
         (&vllm["max_num_seqs"], &vllm["max_num_batched_tokens"]),
         (&1024.into(), &8192.into())
     );
     assert_eq!(
         (&sglang["max_num_seqs"], &sglang["max_num_batched_tokens"]),
-        (&4096.into(), &8192.into())
+        (&2048.into(), &8192.into())
     );
     assert_eq!(
         sglang,

@@ -25,6 +25,9 @@ pub struct ModelShape {
     pub ffn: Option<u32>,
     pub vocab: Option<u32>,
     pub seq: Option<u32>,
+    /// Longest sequence the released checkpoint serves, where it exceeds `seq` (its
+    /// `max_position_embeddings`); None = `seq`.
+    pub context: Option<u32>,
     /// Parameter count as published.
     pub params: f64,
     /// Forward FLOPs for one sample (non-transformers).
@@ -95,6 +98,7 @@ impl Models {
                 ffn: r.opt_count("ffn")?,
                 vocab: r.opt_count("vocab")?,
                 seq: r.opt_count("seq")?,
+                context: r.opt_count("context")?,
                 params: r.positive("params")?,
                 fwd_flops_per_sample: r.opt_positive("fwd_flops_per_sample")?.map(Flops),
                 year: r.year("year")?,

@@ -23,7 +23,8 @@ pub enum InferError {
     Fp4Kv { device: String },
     #[error(
         "--input {input} + --output {output} = {total} tokens is beyond the {context}-token \
-         context of {model}; shorten the request (at most {context} tokens in all)"
+         context of {model}; shorten the request (at most {context} tokens in all), or give the \
+         context your checkpoint serves with --seq N"
     )]
     Context {
         input: u32,

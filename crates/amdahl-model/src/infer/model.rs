@@ -190,12 +190,12 @@ fn validate_serving(
         }
     }
     let total = u64::from(req.input) + u64::from(req.output);
-    if total > u64::from(model.seq) {
+    if total > u64::from(model.serving_context()) {
         return Err(InferError::Context {
             input: req.input,
             output: req.output,
             total,
-            context: model.seq,
+            context: model.serving_context(),
             model: model.name.clone(),
         });
     }

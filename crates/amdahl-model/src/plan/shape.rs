@@ -62,6 +62,7 @@ impl ModelShape {
             ffn,
             vocab,
             seq,
+            context: m.context.filter(|&c| c > seq),
             gated_mlp: m.gated_mlp(),
             head_dim,
             q_lora_rank: m.q_lora_rank,
@@ -151,6 +152,22 @@ mod tests {
         assert_eq!(p - tied.params(), 128256.0 * 4096.0);
         // Model FLOPs do not change: the output layer was always computed (logit GEMM).
         assert_eq!(m.model_flops(8.0), tied.model_flops(8.0));
+    }
+
+    #[test]
+    fn a_server_takes_the_checkpoints_context_and_training_keeps_its_sequence() {
+        // Llama 3.1 / 3.3 (the Llama-3 rows' aliases): 131,072 tokens served, 8,192 trained
+        // (Llama Team 2024 §3.4.2); Llama 2 serves what it trained on, 4,096.
+        let llama31 = catalog_model("llama-3.3-70b").unwrap();
+        assert_eq!((llama31.seq, llama31.serving_context()), (8192, 131_072));
+        let llama2 = catalog_model("llama2-70b").unwrap();
+        assert_eq!((llama2.context, llama2.serving_context()), (None, 4096));
+        // A context shorter than the training sequence cannot be: the sequence wins.
+        let odd = ModelShape {
+            context: Some(1024),
+            ..llama2
+        };
+        assert_eq!(odd.serving_context(), 4096);
     }
 
     #[test]

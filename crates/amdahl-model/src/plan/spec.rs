@@ -20,7 +20,14 @@ pub struct ModelShape {
     pub kv_heads: u32,
     pub ffn: u32,
     pub vocab: u32,
+    /// Sequence length of training (the planner's) and, unless `context` says more, the
+    /// longest request a server takes.
     pub seq: u32,
+    /// Longest sequence (prompt + output) the released checkpoint serves, where it exceeds `seq`
+    /// (Llama 3.1: 131,072 tokens against 8,192 in pre-training). Serving checks requests
+    /// against [`ModelShape::serving_context`]; training plans use `seq`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<u32>,
     pub gated_mlp: bool,
     /// Per-head width where it is not hidden / heads (PaLM: 256 with hidden 18,432 and 48 heads).
     #[serde(default)]
@@ -49,6 +56,14 @@ fn yes() -> bool {
     true
 }
 
+impl ModelShape {
+    /// The longest request (prompt + output) a server of this model takes: the checkpoint's
+    /// context where the catalog gives one, else the training sequence length.
+    pub fn serving_context(&self) -> u32 {
+        self.context.unwrap_or(self.seq).max(self.seq)
+    }
+}
+
 /// A dense GPT-style shape with every dimension 0 (invalid until filled in): the base that a
 /// shape names its fields against (`ModelShape { layers: 24, ..ModelShape::default() }`).
 impl Default for ModelShape {
@@ -62,6 +77,7 @@ impl Default for ModelShape {
             ffn: 0,
             vocab: 0,
             seq: 0,
+            context: None,
             gated_mlp: false,
             head_dim: None,
             q_lora_rank: None,

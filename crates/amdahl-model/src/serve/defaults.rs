@@ -95,12 +95,15 @@ mod tests {
             router: Router::RoundRobin,
         };
         let mut p = prepare(&model, &hw, &net, &config).unwrap();
-        // Llama-3-8B on an H100 holds tens of contexts of cache: × 512 is far above the 4,096
-        // ceiling.
+        // Llama 3.1 8B on an H100 holds about three of its 131,072-token contexts of cache
+        // (SGLang reads the checkpoint's context): × 512 is under the 2,048 floor. Against the
+        // 8,192 of Llama 3.0 it held tens, far above the 4,096 ceiling.
+        assert_eq!(model.serving_context(), 131_072);
         assert_eq!(
-            default_max_num_seqs(Engine::Sglang, &hw, &p, model.seq),
-            4096
+            default_max_num_seqs(Engine::Sglang, &hw, &p, model.serving_context()),
+            2048
         );
+        assert_eq!(default_max_num_seqs(Engine::Sglang, &hw, &p, 8192), 4096);
         // A cache of 8 contexts gives 4,096 too (8 × 512); of 2, the 2,048 floor; of 1,000
         // tokens, half of them.
         for (tokens, cap) in [(8 * 8192, 4096), (2 * 8192, 2048), (1000, 500)] {

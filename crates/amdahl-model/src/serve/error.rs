@@ -45,7 +45,8 @@ pub enum ServeError {
     TraceEmpty { file: String },
     #[error(
         "{source_name}: request {row}: input {input} + output {output} = {total} tokens is beyond the \
-         {context}-token context of {model}; shorten it or choose a model with a longer context"
+         {context}-token context of {model}; shorten it, choose a model with a longer context, or give the \
+         context your checkpoint serves with --seq N"
     )]
     Context {
         source_name: String,

@@ -99,7 +99,7 @@ pub fn prepare(
         input: c
             .limits
             .max_num_batched_tokens
-            .min(model.seq.saturating_sub(1))
+            .min(model.serving_context().saturating_sub(1))
             .max(1),
         output: 1,
         beams: 1,
@@ -126,14 +126,14 @@ pub fn check_requests(
     let capacity = p.kv_blocks * u64::from(BLOCK_SIZE);
     for (i, r) in requests.iter().enumerate() {
         let total = u64::from(r.input_tokens) + u64::from(r.output_tokens);
-        if total > u64::from(model.seq) {
+        if total > u64::from(model.serving_context()) {
             return Err(ServeError::Context {
                 source_name: source.into(),
                 row: i + 1,
                 input: r.input_tokens,
                 output: r.output_tokens,
                 total,
-                context: model.seq,
+                context: model.serving_context(),
                 model: model.name.clone(),
             });
         }

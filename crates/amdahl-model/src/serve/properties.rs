@@ -195,7 +195,7 @@ fn the_requests_energies_sum_to_the_runs() {
         duration_s: None,
         seed: 11,
     };
-    let (reqs, _) = generate(&g, c.model.seq, &c.model.name).unwrap();
+    let (reqs, _) = generate(&g, c.model.serving_context(), &c.model.name).unwrap();
     let run = simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs);
     assert!(run.energy_busy_j > 0.0);
     conserved_and_finished(&run);
@@ -307,7 +307,7 @@ fn mixed(steps: u32) -> (Case, Vec<Request>) {
         duration_s: None,
         seed: 7,
     };
-    let (reqs, _) = generate(&g, c.model.seq, &c.model.name).unwrap();
+    let (reqs, _) = generate(&g, c.model.serving_context(), &c.model.name).unwrap();
     (c, reqs)
 }
 

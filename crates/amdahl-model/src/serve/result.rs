@@ -405,7 +405,7 @@ fn notes(
             "{} of {} requests drew lengths beyond the {}-token context and were cut to fit it",
             d.clamped,
             run.records.len(),
-            c.model.seq
+            c.model.serving_context()
         ));
     }
     if c.hw.idle_power_estimated {

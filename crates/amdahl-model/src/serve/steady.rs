@@ -170,7 +170,7 @@ mod tests {
             duration_s: None,
             seed: 0,
         };
-        let (reqs, _) = generate(&g, model.seq, &model.name).unwrap();
+        let (reqs, _) = generate(&g, model.serving_context(), &model.name).unwrap();
         simulate_traced(&p, &hw, &net, &c, &reqs)
     }
 

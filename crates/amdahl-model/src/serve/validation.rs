@@ -301,7 +301,7 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
     }
     let c = config(r)?;
     let p = prepare(&model, &hw, &net, &c).map_err(|e| e.to_string())?;
-    let reqs = requests(r, model.seq, &model.name)?;
+    let reqs = requests(r, model.serving_context(), &model.name)?;
     check_requests(&model, &p, &c.limits, &reqs, &r.id).map_err(|e| e.to_string())?;
     let run = simulate(&p, &hw, &net, &c, &reqs);
     let base = Predictions::of(&run);
