@@ -39,11 +39,12 @@ def test_serve_equals_the_cli(amdahl_cmd):
 
 def test_serve_takes_the_engines_scheduling():
     # SGLang prefills apart by default and sizes its own limits (docs/usage/serve.md): 8,192-token
-    # chunks below 160 GiB and 4,096 requests from the H100's cache; `prefill_batching` overrides.
+    # chunks below 160 GiB and, from the H100's cache over Llama 3.1's 131,072-token context,
+    # its floor of 2,048 requests; `prefill_batching` overrides.
     kw = dict(model="llama3-8b", system="h100", rate=8, requests=200, engine="sglang")
     sglang = amdahl.serve(**kw)
     assert sglang["prefill_batching"] == "separate"
-    assert (sglang["max_num_seqs"], sglang["max_num_batched_tokens"]) == (4096, 8192)
+    assert (sglang["max_num_seqs"], sglang["max_num_batched_tokens"]) == (2048, 8192)
     assert amdahl.serve(prefill_batching="mixed", **kw)["prefill_batching"] == "mixed"
     with pytest.raises(AmdahlError, match="separate"):
         amdahl.serve(prefill_batching="chunked", **kw)
