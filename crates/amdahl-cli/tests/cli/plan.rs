@@ -281,8 +281,8 @@ fn region_and_pue_resolve_through_the_catalogs() {
 #[test]
 fn unknown_system_model_and_region_suggest_nearest_names() {
     fails_with(
-        &[&LLAMA_16[..], &["--system", "h10"]].concat(),
-        &["--system", "unknown device `h10`", "did you mean", "h100"],
+        &[&LLAMA_16[..], &["--system", "h1000"]].concat(),
+        &["--system", "unknown device `h1000`", "did you mean", "h100"],
     );
     fails_with(
         &[&LLAMA_16[..], &["--region", "FRR"]].concat(),

@@ -406,7 +406,7 @@ mod tests {
 
     #[test]
     fn unknown_device_suggests() {
-        let e = lookup("h10").unwrap_err().to_string();
+        let e = lookup("h1000").unwrap_err().to_string();
         assert!(e.contains("did you mean") && e.contains("h100"), "{e}");
     }
 
