@@ -786,7 +786,7 @@ mod tests {
 
     #[test]
     fn unknown_device_suggests_names() {
-        let e = catalog_system("h10").unwrap_err().to_string();
+        let e = catalog_system("h1000").unwrap_err().to_string();
         assert!(e.contains("did you mean") && e.contains("h100"), "{e}");
     }
 }
