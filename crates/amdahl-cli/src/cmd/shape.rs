@@ -24,7 +24,8 @@ pub struct ModelArgs {
     #[arg(long, conflicts_with_all = ["model_file", "layers"])]
     pub model: Option<String>,
     /// Model shape as JSON: {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq", "gated_mlp"},
-    /// optionally "head_dim", "parallel_block", "tied_embeddings", "moe": {"experts", "top_k",
+    /// optionally "head_dim", "parallel_block", "tied_embeddings", "context" (the longest request
+    /// a server of it takes, where longer than "seq"), "moe": {"experts", "top_k",
     /// "shared_experts", "expert_ffn", "moe_layers", "capacity_factor"} (docs/usage/plan.md).
     #[arg(long, conflicts_with = "layers")]
     pub model_file: Option<PathBuf>,
