@@ -686,3 +686,66 @@ fn its_energy_says_it_is_modelled_and_how_far_the_model_holds() {
         .success()
         .stderr(predicate::str::contains(note).not());
 }
+
+#[test]
+fn a_request_is_checked_against_the_context_the_checkpoint_serves() {
+    // Llama 3.1 (the catalog's llama-3.1-70b) trained on 8,192-token sequences but serves
+    // 131,072 (data/models.csv `context`): a 20,000-token prompt is served, and `--seq` sets
+    // another limit. A --model-file shape takes the same field.
+    let long = [
+        "--rate",
+        "1",
+        "--requests",
+        "5",
+        "--input-dist",
+        "fixed:20000",
+    ];
+    let base = [
+        "serve",
+        "--model",
+        "llama-3.1-70b",
+        "--system",
+        "h100",
+        "--tp",
+        "4",
+    ];
+    let v = json(&[&base[..], &long[..], &["--output-dist", "fixed:10"]].concat());
+    assert_eq!(
+        (v["requests"].as_u64(), v["clamped_requests"].as_u64()),
+        (Some(5), Some(0))
+    );
+    let fails = |args: &[&str], message: &str| {
+        amdahl()
+            .args(args)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(message));
+    };
+    fails(
+        &[&base[..], &long[..], &["--seq", "16384"]].concat(),
+        "beyond the 16384-token context of Llama-3-70B",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let shape = |context: &str| {
+        let p = dir.path().join(format!("m{context}.json"));
+        std::fs::write(
+            &p,
+            format!(
+                r#"{{"name": "m", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
+                "ffn": 14336, "vocab": 128256, "seq": 8192, "gated_mlp": true{context}}}"#
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let served = shape(r#", "context": 32768"#);
+    let file = ["serve", "--system", "h100", "--model-file"];
+    let tail = [&long[..], &["--output-dist", "fixed:10"]].concat();
+    let v = json(&[&file[..], &[served.to_str().unwrap()], &tail[..]].concat());
+    assert_eq!(v["requests"].as_u64(), Some(5));
+    let trained = shape("");
+    fails(
+        &[&file[..], &[trained.to_str().unwrap()], &tail[..]].concat(),
+        "beyond the 8192-token context of m",
+    );
+}
