@@ -112,6 +112,11 @@ pub fn count(s: &str) -> Result<u32, String> {
     whole(s, 1, u32::MAX.into()).map(|v| v as u32)
 }
 
+/// A whole number from 0 to 4,294,967,295 (u32): token counts that may be none.
+pub fn natural_u32(s: &str) -> Result<u32, String> {
+    whole(s, 0, u32::MAX.into()).map(|v| v as u32)
+}
+
 /// A whole count from 1 to 2⁶⁴ − 1 (u64): steps of a run.
 pub fn count_wide(s: &str) -> Result<u64, String> {
     whole(s, 1, u64::MAX)

@@ -199,6 +199,7 @@ fn serve_search(s: &Sys, rate: f64) {
         max_num_batched_tokens: 8192,
         num_scheduler_steps: 1,
         prefill: PrefillBatching::Mixed,
+        shared_prefix: 0,
         power_caps: vec![Watts(500.0), Watts(700.0)],
         router: Router::RoundRobin,
         slo_ttft_s: Some(2.0),

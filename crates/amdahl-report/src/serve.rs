@@ -100,7 +100,19 @@ fn figures(r: &ServeResult) -> Table {
     let mut t = Table::new(["quantity", "value"])
         .align(0, Align::Left)
         .align(1, Align::Left);
-    for (k, v) in load_rows(r).into_iter().chain(energy_rows(r)) {
+    let prefix = r.prefix_cache.as_ref().map(|p| {
+        (
+            "prefix cache",
+            format!(
+                "{}-token shared prefix: {:.1} % of prompt tokens from the cache ({} of {})",
+                p.shared_tokens,
+                p.hit_rate * 100.0,
+                p.hit_tokens,
+                p.prompt_tokens
+            ),
+        )
+    });
+    for (k, v) in load_rows(r).into_iter().chain(prefix).chain(energy_rows(r)) {
         t.row([k.to_string(), v]);
     }
     t

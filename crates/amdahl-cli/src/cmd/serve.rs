@@ -85,6 +85,11 @@ pub struct Options {
         value_parser = domain::model_enum::<PrefillBatching>(&PrefillBatching::NAMES, &[])
     )]
     pub prefill_batching: Option<PrefillBatching>,
+    /// Tokens every prompt begins with (a system prompt), counted in its length: the prefix
+    /// cache (vLLM's, on by default in V1; SGLang's radix cache) computes their whole blocks once
+    /// per replica and later requests reuse them [default: 0, no prompt shares anything].
+    #[arg(help_heading = "Scheduler", long, value_name = "TOKENS", default_value_t = 0, value_parser = domain::natural_u32)]
+    pub shared_prefix: u32,
 
     /// Poisson arrivals at this many requests per second; inf: every request at t = 0 (an offline
     /// run, as bench_serving's --request-rate inf).
@@ -219,6 +224,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 .unwrap_or(default_budget(engine, &hw)),
             num_scheduler_steps: a.num_scheduler_steps,
             prefill: prefill_batching(&a),
+            shared_prefix: a.shared_prefix,
         },
         router: a.router,
     };
@@ -287,6 +293,7 @@ fn run_search(
             .unwrap_or(default_budget(a.formats.engine, hw)),
         num_scheduler_steps: a.num_scheduler_steps,
         prefill: prefill_batching(a),
+        shared_prefix: a.shared_prefix,
         power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
         router: a.router,
         slo_ttft_s: a.slo_ttft_ms.map(|m| m * 1e-3),

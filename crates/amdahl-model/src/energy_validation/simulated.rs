@@ -114,6 +114,7 @@ fn window(r: &Row, host_s: f64) -> Result<Window, String> {
             max_num_batched_tokens: budget,
             num_scheduler_steps: 1,
             prefill: PrefillBatching::default_for(serving.engine, 1),
+            shared_prefix: 0,
         },
         router: Router::RoundRobin,
     };

@@ -21,6 +21,7 @@ pub fn vllm_defaults(hw: &Hardware) -> Limits {
         max_num_batched_tokens,
         num_scheduler_steps: 1,
         prefill: PrefillBatching::Mixed,
+        shared_prefix: 0,
     }
 }
 

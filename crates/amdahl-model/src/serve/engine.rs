@@ -134,6 +134,9 @@ pub struct Run {
     pub energy_idle_j: f64,
     pub iterations: u64,
     pub preemptions: u64,
+    /// Prompt tokens admitted (re-admissions too) and those the prefix cache served.
+    pub prompt_tokens_admitted: u64,
+    pub prefix_hit_tokens: u64,
     /// The most requests queued at once (all replicas), and when.
     pub max_waiting: u64,
     pub max_waiting_at_s: f64,
@@ -207,6 +210,8 @@ impl Engine<'_> {
             energy_idle_j: 0.0,
             iterations: 0,
             preemptions: 0,
+            prompt_tokens_admitted: 0,
+            prefix_hit_tokens: 0,
             max_waiting: 0,
             max_waiting_at_s: 0.0,
             waiting_at_last_arrival: 0,
@@ -281,7 +286,7 @@ impl Engine<'_> {
                 _ => break,
             }
         }
-        self.charge_idle(&reps, &mut run);
+        self.finish(&reps, &mut run);
         run
     }
 
@@ -309,6 +314,8 @@ impl Engine<'_> {
     /// Start replica `r`'s next iteration at `now`, if it has work: time and power from the step
     /// and power models; the iteration's energy split over its requests by tokens.
     fn start(&self, reps: &mut [Replica], r: usize, now: f64, run: &mut Run) {
+        // The iteration that just ended may have computed the shared prefix: cache it first.
+        reps[r].cache_prefix(self.limits.shared_prefix);
         let steps = self.limits.num_scheduler_steps;
         let batch = match self.limits.prefill {
             _ if steps > 1 => reps[r].schedule_multistep(&self.limits, steps),
@@ -385,8 +392,11 @@ impl Engine<'_> {
         f64::from(self.setup.serving.tp) * f64::from(self.setup.serving.pp)
     }
 
-    /// Idle replicas draw idle power on every device from the first arrival to the end.
-    fn charge_idle(&self, reps: &[Replica], run: &mut Run) {
+    /// The end of the run: idle replicas draw idle power on every device from the first arrival
+    /// to the end; the replicas' prefix-cache counts add up.
+    fn finish(&self, reps: &[Replica], run: &mut Run) {
+        run.prompt_tokens_admitted = reps.iter().map(|r| r.prompt_tokens_admitted).sum();
+        run.prefix_hit_tokens = reps.iter().map(|r| r.prefix_hit_tokens).sum();
         let span = (run.end_s - run.first_arrival_s).max(0.0);
         let devices = self.devices_per_replica();
         run.energy_idle_j = reps

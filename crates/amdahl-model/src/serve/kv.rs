@@ -23,10 +23,10 @@ impl BlockPool {
         tokens.div_ceil(u64::from(BLOCK_SIZE))
     }
 
-    /// Give `s` the blocks for `new` more computed tokens; false (and nothing taken) when too
-    /// few are free.
+    /// Give `s` the blocks for `new` more computed tokens, beyond the cached prefix blocks it
+    /// shares; false (and nothing taken) when too few are free.
     pub fn grow(&mut self, s: &mut Seq, new: u32) -> bool {
-        let want = Self::blocks(u64::from(s.computed) + u64::from(new));
+        let want = Self::blocks(u64::from(s.computed) + u64::from(new)).saturating_sub(s.shared);
         let extra = want.saturating_sub(s.blocks);
         if extra > self.free {
             return false;

@@ -31,7 +31,7 @@ pub use error::ServeError;
 pub use kv::BLOCK_SIZE;
 pub use lengths::Lengths;
 pub use result::{
-    EnergyDistribution, Quantiles, ServeResult, TimelinePoint, Unloaded, SERVE_SCHEMA,
+    EnergyDistribution, PrefixCache, Quantiles, ServeResult, TimelinePoint, Unloaded, SERVE_SCHEMA,
 };
 pub use scheduler::{Limits, PrefillBatching};
 pub use workload::{generate, parse_trace, Arrivals, Generated, Request};

@@ -97,10 +97,12 @@ impl Replica {
             let Some(mut s) = self.waiting.front().copied() else {
                 break;
             };
+            self.reuse(&mut s);
             let new = s.tokens() - s.computed;
             if new > budget || !self.pool.grow(&mut s, new) {
                 break;
             }
+            self.admitted(&s);
             self.waiting.pop_front();
             self.running.push(s);
             self.scheduled.push((self.running.len() - 1, new));
@@ -148,6 +150,7 @@ mod tests {
             max_num_batched_tokens: 100,
             num_scheduler_steps: 4,
             prefill: PrefillBatching::Separate,
+            shared_prefix: 0,
         }
     }
 

@@ -53,6 +53,30 @@ pub struct Unloaded {
     pub capacity_requests_per_s: f64,
 }
 
+/// What the prefix cache did with a prompt prefix every request shares (`--shared-prefix`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PrefixCache {
+    /// Tokens every prompt begins with.
+    pub shared_tokens: u32,
+    /// Prompt tokens admitted (re-admissions after preemption too) and those the cache served
+    /// instead of computing: vLLM's prefix-cache queries and hits.
+    pub prompt_tokens: u64,
+    pub hit_tokens: u64,
+    /// `hit_tokens / prompt_tokens`.
+    pub hit_rate: f64,
+}
+
+impl PrefixCache {
+    fn of(run: &Run, shared_tokens: u32) -> Option<Self> {
+        (shared_tokens > 0).then(|| PrefixCache {
+            shared_tokens,
+            prompt_tokens: run.prompt_tokens_admitted,
+            hit_tokens: run.prefix_hit_tokens,
+            hit_rate: run.prefix_hit_tokens as f64 / run.prompt_tokens_admitted.max(1) as f64,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServeResult {
     pub schema: String,
@@ -136,6 +160,10 @@ pub struct ServeResult {
     pub peak_kv_use: f64,
     pub preemptions: u64,
     pub iterations: u64,
+    /// The shared prompt prefix and what the prefix cache served (`--shared-prefix`); absent
+    /// when no prompt shares anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<PrefixCache>,
     pub unloaded: Option<Unloaded>,
 
     /// GPU energy of the run: iterations plus idle replicas.
@@ -249,8 +277,7 @@ impl ServeResult {
         let energy = run.energy_busy_j + run.energy_idle_j;
         let per_req_total = energy / n;
         let sv = c.prepared.setup.serving;
-        let overloaded = run.waiting_at_last_arrival as f64 > OVERLOAD_QUEUE_SHARE * n
-            && run.waiting_at_last_arrival > 1;
+        let overloaded = is_overloaded(run);
         let unloaded = unloaded(c, in_tokens / n, out_tokens / n);
         let completed = recs.len() as f64 / duration;
         let overload = overloaded.then_some((offered, completed));
@@ -309,6 +336,7 @@ impl ServeResult {
             peak_kv_use: run.peak_kv_use,
             preemptions: run.preemptions,
             iterations: run.iterations,
+            prefix_cache: PrefixCache::of(run, c.config.limits.shared_prefix),
             unloaded,
             energy_j: energy,
             energy_busy_j: run.energy_busy_j,
@@ -381,6 +409,13 @@ fn server_power(c: &Context, gpus: u64, gpu_w: f64) -> Option<f64> {
 /// The server (wall) scope of the GPUs' energy over `duration_s`.
 fn server_energy(c: &Context, gpus: u64, gpu_energy_j: f64, duration_s: f64) -> Option<f64> {
     server_power(c, gpus, gpu_energy_j / duration_s).map(|w| w * duration_s)
+}
+
+/// More than [`OVERLOAD_QUEUE_SHARE`] of the requests (and more than one) still queued when
+/// the last one arrived: the queue was growing without bound.
+pub(crate) fn is_overloaded(run: &Run) -> bool {
+    let n = run.records.len().max(1) as f64;
+    run.waiting_at_last_arrival as f64 > OVERLOAD_QUEUE_SHARE * n && run.waiting_at_last_arrival > 1
 }
 
 /// The notes under the table: overload (with the offered and completed rates), lengths cut to the

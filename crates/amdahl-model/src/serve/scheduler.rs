@@ -13,7 +13,7 @@
 //! ([`PrefillBatching::Separate`], [`super::separate`]) and vLLM 0.6's multi-step windows
 //! ([`super::multistep`]).
 
-use super::kv::BlockPool;
+use super::kv::{BlockPool, BLOCK_SIZE};
 use crate::infer::step::Work;
 use crate::infer::Engine;
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,8 @@ pub(crate) struct Seq {
     pub generated: u32,
     /// KV blocks held.
     pub blocks: u64,
+    /// Blocks of the replica's cached prefix this sequence reads without holding them.
+    pub shared: u64,
 }
 
 impl Seq {
@@ -43,6 +45,7 @@ impl Seq {
             computed: 0,
             generated: 0,
             blocks: 0,
+            shared: 0,
         }
     }
 
@@ -115,6 +118,9 @@ pub struct Limits {
     /// Whether prompts share iterations with decode steps; multi-step scheduling prefills in
     /// iterations of its own whatever this says.
     pub prefill: PrefillBatching,
+    /// Tokens every prompt begins with (a system prompt: `--shared-prefix`), which the prefix
+    /// cache holds once per replica after the first request computed them ([`Replica::reuse`]).
+    pub shared_prefix: u32,
 }
 
 /// One replica: its queue, its running batch and its KV blocks.
@@ -139,6 +145,13 @@ pub(crate) struct Replica {
     /// Tokens emitted by the last iteration and not yet delivered, under vLLM 0.6's
     /// asynchronous output processing (`super::engine`): (request, first, last).
     pub undelivered: Vec<(usize, bool, bool)>,
+    /// Tokens of the shared prefix in the prefix cache: whole blocks of it, once a request has
+    /// computed them; 0 before.
+    pub cached_prefix: u32,
+    /// Prompt tokens admitted (every admission, re-admissions after preemption too) and those
+    /// the prefix cache served: vLLM's prefix-cache queries and hits.
+    pub prompt_tokens_admitted: u64,
+    pub prefix_hit_tokens: u64,
 }
 
 /// What an iteration does, from [`Replica::schedule`].
@@ -164,6 +177,45 @@ impl Replica {
             window_left: 0,
             finished_in_window: false,
             undelivered: Vec::new(),
+            cached_prefix: 0,
+            prompt_tokens_admitted: 0,
+            prefix_hit_tokens: 0,
+        }
+    }
+
+    /// A request about to leave the queue reuses the cached prefix: its first tokens, in whole
+    /// blocks and short of its last prompt token (whose logits the first output needs), are
+    /// taken as computed from the shared blocks (vLLM's automatic prefix caching; SGLang's radix
+    /// cache, Zheng et al. 2024).
+    pub(crate) fn reuse(&self, s: &mut Seq) {
+        let prompt_room = (s.prompt.saturating_sub(1) / BLOCK_SIZE) * BLOCK_SIZE;
+        let hit = self.cached_prefix.min(prompt_room);
+        s.computed = hit;
+        s.shared = u64::from(hit / BLOCK_SIZE);
+    }
+
+    /// Count an admission as a prefix-cache query of its tokens and its hits.
+    pub(crate) fn admitted(&mut self, s: &Seq) {
+        self.prompt_tokens_admitted += u64::from(s.tokens());
+        self.prefix_hit_tokens += s.shared * u64::from(BLOCK_SIZE);
+    }
+
+    /// After an iteration: the first sequence to have computed the whole shared prefix hands its
+    /// blocks to the replica's cache, which keeps them (no eviction is modelled).
+    pub(crate) fn cache_prefix(&mut self, shared_prefix: u32) {
+        let whole = (shared_prefix / BLOCK_SIZE) * BLOCK_SIZE;
+        if whole == 0 || self.cached_prefix > 0 {
+            return;
+        }
+        if let Some(s) = self
+            .running
+            .iter_mut()
+            .find(|s| s.prompt >= whole && s.computed >= whole && s.shared == 0)
+        {
+            let blocks = u64::from(whole / BLOCK_SIZE);
+            s.blocks -= blocks;
+            s.shared = blocks;
+            self.cached_prefix = whole;
         }
     }
 
@@ -208,6 +260,7 @@ impl Replica {
         if let Some(mut victim) = self.running.pop() {
             self.pool.release(&mut victim);
             victim.computed = 0;
+            victim.shared = 0;
             preempted.push(victim.req);
             self.waiting.push_front(victim);
         }
@@ -248,10 +301,12 @@ impl Replica {
             let Some(mut s) = self.waiting.front().copied() else {
                 break;
             };
+            self.reuse(&mut s);
             let new = (s.tokens() - s.computed).min(*budget);
             if !self.pool.grow(&mut s, new) {
                 break;
             }
+            self.admitted(&s);
             self.waiting.pop_front();
             self.running.push(s);
             self.scheduled.push((self.running.len() - 1, new));
@@ -298,5 +353,80 @@ impl Replica {
                 !done
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lim(shared_prefix: u32) -> Limits {
+        Limits {
+            max_num_seqs: 8,
+            max_num_batched_tokens: 4096,
+            num_scheduler_steps: 1,
+            prefill: PrefillBatching::Mixed,
+            shared_prefix,
+        }
+    }
+
+    /// Run iterations until nothing is left, caching the prefix after each as the engine does.
+    fn drain(r: &mut Replica, lim: &Limits) {
+        while r.schedule(lim).is_some() {
+            r.complete(|_, _, _| {});
+            r.cache_prefix(lim.shared_prefix);
+        }
+    }
+
+    #[test]
+    fn a_shared_prefix_is_computed_once_and_its_whole_blocks_are_reused() {
+        // A 100-token prefix is 6 whole blocks (96 tokens); the last 4 are recomputed.
+        let lim = lim(100);
+        let mut r = Replica::new(BlockPool::new(1000));
+        r.waiting.push_back(Seq::new(0, 300, 2));
+        let first = r.schedule(&lim).unwrap();
+        assert_eq!(
+            first.tokens, 300,
+            "the first request computes its whole prompt"
+        );
+        r.complete(|_, _, _| {});
+        r.cache_prefix(lim.shared_prefix);
+        assert_eq!(r.cached_prefix, 96);
+        // The prefix's 6 blocks now belong to the cache: the request holds the rest of its 300.
+        assert_eq!((r.running[0].blocks, r.running[0].shared), (13, 6));
+        // A second request computes only past the cached blocks, attending to them.
+        r.waiting.push_back(Seq::new(1, 200, 2));
+        let b = r.schedule(&lim).unwrap();
+        assert_eq!(r.scheduled, [(0, 1), (1, 104)]);
+        assert_eq!(b.work.kv_read, 300.0 + 96.0);
+        // A prompt no longer than the prefix reuses whole blocks short of its last token.
+        r.complete(|_, _, _| {});
+        r.waiting.push_back(Seq::new(2, 40, 1));
+        r.schedule(&lim).unwrap();
+        let by_request: Vec<(usize, u32)> = r
+            .scheduled
+            .iter()
+            .map(|&(i, n)| (r.running[i].req, n))
+            .collect();
+        assert!(by_request.contains(&(2, 8)), "{by_request:?}");
+        drain(&mut r, &lim);
+        // Everything finished: only the cache's blocks stay in use.
+        assert_eq!(r.pool.used(), 6);
+        // Queries and hits: 300, then 200 (96 from the cache), then 40 (32).
+        assert_eq!((r.prompt_tokens_admitted, r.prefix_hit_tokens), (540, 128));
+    }
+
+    #[test]
+    fn without_a_shared_prefix_nothing_is_cached() {
+        let lim = lim(0);
+        let mut r = Replica::new(BlockPool::new(1000));
+        for i in 0..3 {
+            r.waiting.push_back(Seq::new(i, 300, 2));
+        }
+        drain(&mut r, &lim);
+        assert_eq!(
+            (r.cached_prefix, r.prefix_hit_tokens, r.pool.used()),
+            (0, 0, 0)
+        );
     }
 }

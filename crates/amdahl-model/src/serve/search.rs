@@ -6,7 +6,7 @@
 //! is an error that names the best configuration found.
 
 use super::error::ServeError;
-use super::result::OVERLOAD_QUEUE_SHARE;
+use super::result::is_overloaded;
 use super::scheduler::{Limits, PrefillBatching};
 use super::{check_requests, prepare, simulate, Config, Request, Router};
 use crate::infer::{Engine, KvFormat, Serving, WeightFormat};
@@ -33,6 +33,8 @@ pub struct SearchSpace {
     pub num_scheduler_steps: u32,
     /// Whether prompts share iterations with decode steps (every configuration runs with it).
     pub prefill: PrefillBatching,
+    /// Tokens every prompt shares, held by each replica's prefix cache (`--shared-prefix`).
+    pub shared_prefix: u32,
     /// Board power limits to try; empty: the device as it is.
     pub power_caps: Vec<Watts>,
     pub router: Router,
@@ -183,6 +185,7 @@ fn candidate(
             max_num_batched_tokens: space.max_num_batched_tokens,
             num_scheduler_steps: space.num_scheduler_steps,
             prefill: space.prefill,
+            shared_prefix: space.shared_prefix,
         },
         router: space.router,
     };
@@ -216,8 +219,7 @@ fn candidate(
         e2e_p99_s: e2e,
         completed_requests_per_s: n / duration,
         energy_per_request_j: (run.energy_busy_j + run.energy_idle_j) / n,
-        overloaded: run.waiting_at_last_arrival as f64 > OVERLOAD_QUEUE_SHARE * n
-            && run.waiting_at_last_arrival > 1,
+        overloaded: is_overloaded(&run),
         slo_ratio: ratio,
         max_waiting: run.max_waiting,
         max_waiting_at_s: run.max_waiting_at_s,
@@ -369,6 +371,7 @@ mod tests {
             max_num_batched_tokens: 8192,
             num_scheduler_steps: 1,
             prefill: PrefillBatching::Mixed,
+            shared_prefix: 0,
             power_caps: vec![],
             router: Router::RoundRobin,
             slo_ttft_s,

@@ -99,6 +99,7 @@ mod tests {
             max_num_batched_tokens: budget,
             num_scheduler_steps: 1,
             prefill: PrefillBatching::Separate,
+            shared_prefix: 0,
         }
     }
 

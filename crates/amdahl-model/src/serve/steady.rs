@@ -158,6 +158,7 @@ mod tests {
                 max_num_batched_tokens: 8192,
                 num_scheduler_steps: 1,
                 prefill: PrefillBatching::Mixed,
+                shared_prefix: 0,
             },
             router: Router::RoundRobin,
         };

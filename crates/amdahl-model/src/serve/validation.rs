@@ -229,6 +229,7 @@ fn config(r: &Row) -> Result<Config, String> {
             max_num_batched_tokens: r.max_num_batched_tokens,
             num_scheduler_steps: r.num_scheduler_steps,
             prefill: PrefillBatching::default_for(engine, r.num_scheduler_steps),
+            shared_prefix: 0,
         },
         router: Router::RoundRobin,
     })
