@@ -119,7 +119,7 @@ pub struct Limits {
     /// iterations of its own whatever this says.
     pub prefill: PrefillBatching,
     /// Tokens every prompt begins with (a system prompt: `--shared-prefix`), which the prefix
-    /// cache holds once per replica after the first request computed them ([`Replica::reuse`]).
+    /// cache holds once per replica after the first request computed them (`Replica::reuse`).
     pub shared_prefix: u32,
 }
 
