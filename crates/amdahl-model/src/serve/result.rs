@@ -201,7 +201,7 @@ pub struct ServeResult {
     /// kWh × PUE of 1,000 requests at `energy_per_request_with_idle_j`.
     pub kwh_per_1000_requests: f64,
     pub co2e_per_1000_requests_g: f64,
-    /// The run over time, at most [`TIMELINE_POINTS`] points.
+    /// The run over time, at most 200 points (`TIMELINE_POINTS`).
     pub timeline: Vec<TimelinePoint>,
     /// The latency CDFs at q = 0, 0.01, …, 0.99, 0.999, 1.
     pub latency_quantiles: Vec<Quantiles>,
