@@ -754,35 +754,33 @@ fn a_request_is_checked_against_the_context_the_checkpoint_serves() {
 fn a_shared_prefix_is_served_from_the_cache() {
     // Prompts of 1,500 tokens whose first 1,024 are a shared system prompt (64 whole blocks):
     // after the first request, every prompt takes 1,024 tokens from the prefix cache, so the
-    // hit rate is 1,024/1,500 × 199/200, and prompts that compute a third of their tokens reach
+    // hit rate is 1,024/1,500 × 299/300, and prompts that compute a third of their tokens reach
     // their first token sooner, for less energy, than the same run without the prefix.
     let run = |prefix: &str| {
-        json(&[
-            "serve",
-            "--model",
-            "llama3-8b",
-            "--system",
-            "h100",
+        let workload = [
             "--rate",
             "10",
-            "--requests",
-            "200",
             "--input-dist",
             "fixed:1500",
             "--output-dist",
-            "fixed:100",
-            "--shared-prefix",
-            prefix,
-        ])
+        ];
+        json(
+            &[
+                &L8[..],
+                &workload,
+                &["fixed:100", "--shared-prefix", prefix],
+            ]
+            .concat(),
+        )
     };
     let (cold, warm) = (run("0"), run("1024"));
     assert!(cold.get("prefix_cache").is_none(), "{cold}");
     let cache = &warm["prefix_cache"];
     assert_eq!(cache["shared_tokens"], 1024);
-    assert_eq!(cache["prompt_tokens"], 200 * 1500);
-    assert_eq!(cache["hit_tokens"], 199 * 1024);
+    assert_eq!(cache["prompt_tokens"], 300 * 1500);
+    assert_eq!(cache["hit_tokens"], 299 * 1024);
     let rate = cache["hit_rate"].as_f64().unwrap();
-    assert!((rate - 199.0 * 1024.0 / 300_000.0).abs() < 1e-12, "{rate}");
+    assert!((rate - 299.0 * 1024.0 / 450_000.0).abs() < 1e-12, "{rate}");
     let ttft = |v: &serde_json::Value| f(v, "ttft_p50_s");
     assert!(
         ttft(&warm) < 0.7 * ttft(&cold),
