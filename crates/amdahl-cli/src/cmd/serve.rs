@@ -87,7 +87,7 @@ pub struct Options {
     pub prefill_batching: Option<PrefillBatching>,
     /// Tokens every prompt begins with (a system prompt), counted in its length: the prefix
     /// cache (vLLM's, on by default in V1; SGLang's radix cache) computes their whole blocks once
-    /// per replica and later requests reuse them [default: 0, no prompt shares anything].
+    /// per replica and later requests reuse them (0: no prompt shares anything).
     #[arg(help_heading = "Scheduler", long, value_name = "TOKENS", default_value_t = 0, value_parser = domain::natural_u32)]
     pub shared_prefix: u32,
 
