@@ -200,8 +200,9 @@ impl Replica {
         self.prefix_hit_tokens += s.shared * u64::from(BLOCK_SIZE);
     }
 
-    /// After an iteration: the first sequence to have computed the whole shared prefix hands its
-    /// blocks to the replica's cache, which keeps them (no eviction is modelled).
+    /// Before the replica schedules (the engine calls it as each iteration starts): the first
+    /// sequence to have computed the whole shared prefix hands its blocks to the replica's cache,
+    /// which keeps them (no eviction is modelled). A prefix no prompt covers is never cached.
     pub(crate) fn cache_prefix(&mut self, shared_prefix: u32) {
         let whole = (shared_prefix / BLOCK_SIZE) * BLOCK_SIZE;
         if whole == 0 || self.cached_prefix > 0 {
