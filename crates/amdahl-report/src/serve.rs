@@ -59,9 +59,10 @@ pub fn serve_table(r: &ServeResult) -> String {
     };
     let _ = writeln!(
         out,
-        "scheduler: max-num-seqs {}, max-num-batched-tokens {}{steps}, {} KV blocks of {} tokens per replica\n",
+        "scheduler: max-num-seqs {}, max-num-batched-tokens {}{steps}, {} KV blocks of {} tokens per replica",
         r.max_num_seqs, r.max_num_batched_tokens, r.kv_blocks_per_replica, r.block_size
     );
+    let _ = writeln!(out, "{}\n", frontend_line(r.frontend_s));
     let mut t = Table::new(["latency", "p50", "p90", "p99"]).align(0, Align::Left);
     t.row([
         "time to first token (ms)".to_string(),
@@ -94,6 +95,19 @@ pub fn serve_table(r: &ServeResult) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out
+}
+
+/// What the latencies carry besides the engine's time (`serve::frontend`).
+fn frontend_line(frontend_s: f64) -> String {
+    if frontend_s > 0.0 {
+        format!(
+            "frontend: {} ms per request in TTFT and end-to-end (HTTP, tokenising, streaming; \
+             --frontend-ms)",
+            sig(frontend_s * 1e3, 3)
+        )
+    } else {
+        "frontend: none (a client in the engine's process; --frontend-ms 0)".into()
+    }
 }
 
 fn figures(r: &ServeResult) -> Table {

@@ -90,6 +90,13 @@ pub struct Options {
     /// per replica and later requests reuse them (0: no prompt shares anything).
     #[arg(help_heading = "Scheduler", long, value_name = "TOKENS", default_value_t = 0, value_parser = domain::natural_u32)]
     pub shared_prefix: u32,
+    /// Time a request spends outside the engine, in ms: the HTTP server and the tokeniser before
+    /// the scheduler sees it, detokenising and streaming its first token after; added to every
+    /// TTFT and end-to-end latency (the TPOT and inter-token gaps keep the engine's). The default
+    /// is one published measurement of vLLM's OpenAI server (docs/usage/serve.md, "Frontend");
+    /// 0 for a client in the engine's process, as MLPerf's LoadGen.
+    #[arg(help_heading = "Scheduler", long, value_name = "MS", default_value_t = amdahl_model::serve::FRONTEND_MS, value_parser = domain::non_negative)]
+    pub frontend_ms: f64,
 
     /// Poisson arrivals at this many requests per second; inf: every request at t = 0 (an offline
     /// run, as bench_serving's --request-rate inf).
@@ -227,6 +234,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             shared_prefix: a.shared_prefix,
         },
         router: a.router,
+        frontend_s: a.frontend_ms * 1e-3,
     };
     let prepared = prepare(&model, &hw, &net, &config)?;
     if a.max_num_seqs.is_none() {
@@ -294,6 +302,7 @@ fn run_search(
         num_scheduler_steps: a.num_scheduler_steps,
         prefill: prefill_batching(a),
         shared_prefix: a.shared_prefix,
+        frontend_s: a.frontend_ms * 1e-3,
         power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
         router: a.router,
         slo_ttft_s: a.slo_ttft_ms.map(|m| m * 1e-3),

@@ -3,7 +3,7 @@
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::support::amdahl;
+use crate::support::{amdahl, text};
 
 fn json(args: &[&str]) -> Value {
     let out = amdahl()
@@ -198,14 +198,7 @@ fn validation_lists_every_published_run_with_its_error_and_the_summaries() {
     assert_eq!(gpt["published"].as_f64(), Some(5851.0));
     assert!((gpt["published_step_s"].as_f64().unwrap() - 1.4001).abs() < 1e-3);
 
-    let table = amdahl()
-        .args(["catalog", "validation"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let table = String::from_utf8(table).unwrap();
+    let table = text(&["catalog", "validation"]);
     let row = table
         .lines()
         .find(|l| l.starts_with("nemo2407-gpt3-20b "))

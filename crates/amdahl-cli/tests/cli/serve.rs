@@ -2,7 +2,7 @@
 //! energy sum, overload reporting, determinism, and bad input (exit 1 naming file, row and field;
 //! exit 2 for flags).
 
-use crate::support::{amdahl, json, refused};
+use crate::support::{amdahl, json, refused, text};
 use predicates::prelude::*;
 
 const L8: [&str; 7] = [
@@ -790,4 +790,29 @@ fn a_shared_prefix_is_served_from_the_cache() {
     );
     let energy = |v: &serde_json::Value| f(&v["energy_per_request_j"], "mean");
     assert!(energy(&warm) < energy(&cold));
+}
+
+#[test]
+fn the_frontend_is_in_every_ttft_and_end_to_end_latency_and_nowhere_else() {
+    // The same stream with the default frontend (10.2 ms, vLLM PR #54628's measurement:
+    // serve/frontend.rs) and with none (an in-process client): every request's TTFT and
+    // end-to-end latency differ by exactly 10.2 ms, so their percentiles do; the TPOT, the
+    // inter-token gaps and the energy are the engine's. A negative time is a usage error.
+    let run = |extra: &[&str]| json(&[&L8[..], &["--rate", "5"], extra].concat());
+    let (http, in_process) = (run(&[]), run(&["--frontend-ms", "0"]));
+    assert!((f(&http, "frontend_s") - 0.0102).abs() < 1e-15, "{http}");
+    assert_eq!(f(&in_process, "frontend_s"), 0.0);
+    for k in ["ttft_p50_s", "ttft_p99_s", "e2e_p50_s", "e2e_p99_s"] {
+        let d = f(&http, k) - f(&in_process, k);
+        assert!((d - 0.0102).abs() < 1e-9, "{k}: {d}");
+    }
+    for k in ["tpot_p50_s", "tpot_p99_s", "itl_p99_s", "energy_j"] {
+        assert_eq!(f(&http, k), f(&in_process, k), "{k}");
+    }
+    let table = text(&[&L8[..], &["--rate", "5", "--frontend-ms", "25"]].concat());
+    assert!(
+        table.contains("frontend: 25.0 ms per request in TTFT and end-to-end"),
+        "{table}"
+    );
+    assert!(refused(&[&L8[..], &["--rate", "1", "--frontend-ms", "-1"]].concat()).contains("≥ 0"));
 }

@@ -117,6 +117,8 @@ fn window(r: &Row, host_s: f64) -> Result<Window, String> {
             shared_prefix: 0,
         },
         router: Router::RoundRobin,
+        // The window's figures are the engine's (`serve::steady`): the frontend changes none.
+        frontend_s: 0.0,
     };
     let p = prepare(&model, &hw, &net, &c).map_err(|e| e.to_string())?;
     let g = Generated {

@@ -94,6 +94,7 @@ mod tests {
             },
             limits: vllm_defaults(&hw),
             router: Router::RoundRobin,
+            frontend_s: 0.0,
         };
         let mut p = prepare(&model, &hw, &net, &config).unwrap();
         // Llama 3.1 8B on an H100 holds about three of its 131,072-token contexts of cache

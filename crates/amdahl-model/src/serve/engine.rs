@@ -58,15 +58,15 @@ pub struct RequestRecord {
     /// Its shares of the energy of the iterations it was in (GPU scope).
     pub energy_j: f64,
     pub preemptions: u32,
-    /// Time of the first token, absolute (internal bookkeeping).
+    /// When the first token left the engine, on its clock (without the frontend).
     #[serde(skip)]
-    first_at: f64,
-    /// Time of the latest token delivered, absolute (internal bookkeeping).
+    pub(crate) first_at: f64,
+    /// When the latest token left the engine, on its clock: the last one's, once finished.
     #[serde(skip)]
-    last_at: f64,
+    pub(crate) last_at: f64,
 }
 
-/// A token of `rec` reaching the client at `at`: its first sets the TTFT, its last the end-to-end
+/// A token of `rec` leaving the engine at `at`: its first sets the TTFT, its last the end-to-end
 /// latency and the TPOT; every later one adds its gap to the one before to `gaps`.
 fn deliver(rec: &mut RequestRecord, gaps: &mut Gaps, at: f64, first: bool, last: bool) {
     if first {
@@ -183,6 +183,9 @@ pub struct Engine<'a> {
     pub net: &'a Network,
     pub limits: Limits,
     pub router: Router,
+    /// The frontend's time per request, added to TTFT and end-to-end latency
+    /// ([`super::frontend`]).
+    pub frontend_s: f64,
     pub kv_blocks: u64,
     /// Keep every iteration and delivery in [`Run::trace`].
     pub trace: bool,
@@ -393,7 +396,8 @@ impl Engine<'_> {
     }
 
     /// The end of the run: idle replicas draw idle power on every device from the first arrival
-    /// to the end; the replicas' prefix-cache counts add up.
+    /// to the end; the replicas' prefix-cache counts add up; the frontend's time joins each
+    /// latency.
     fn finish(&self, reps: &[Replica], run: &mut Run) {
         run.prompt_tokens_admitted = reps.iter().map(|r| r.prompt_tokens_admitted).sum();
         run.prefix_hit_tokens = reps.iter().map(|r| r.prefix_hit_tokens).sum();
@@ -408,5 +412,12 @@ impl Engine<'_> {
                 idle * self.hw.idle_power.get() * devices
             })
             .sum();
+        // The client sees every token the frontend's time after the engine emitted it
+        // (super::frontend): each TTFT and end-to-end latency carries it; the gaps, the TPOT and
+        // the engine's own clock (`first_at`, `last_at`, the trace) do not.
+        for r in &mut run.records {
+            r.ttft_s += self.frontend_s;
+            r.e2e_s += self.frontend_s;
+        }
     }
 }

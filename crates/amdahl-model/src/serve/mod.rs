@@ -10,6 +10,7 @@ pub mod datasets;
 pub mod defaults;
 pub mod engine;
 pub mod error;
+pub mod frontend;
 pub mod kv;
 pub mod lengths;
 pub mod multistep;
@@ -28,6 +29,7 @@ pub use datasets::Side;
 pub use defaults::{default_budget, default_max_num_seqs, vllm_defaults};
 pub use engine::{RequestRecord, Router, Run, Sample};
 pub use error::ServeError;
+pub use frontend::FRONTEND_MS;
 pub use kv::BLOCK_SIZE;
 pub use lengths::Lengths;
 pub use result::{
@@ -40,13 +42,15 @@ use crate::infer::{setup, Requests, Serving, Setup};
 use crate::plan::{Hardware, ModelShape, Network};
 use engine::Engine;
 
-/// A served configuration: the model on `serving` (tp × pp × replicas), the scheduler's limits and
-/// the router.
+/// A served configuration: the model on `serving` (tp × pp × replicas), the scheduler's limits,
+/// the router, and the frontend's time per request ([`frontend`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
     pub serving: Serving,
     pub limits: Limits,
     pub router: Router,
+    /// Added to each request's TTFT and end-to-end latency, s ([`FRONTEND_MS`] by default).
+    pub frontend_s: f64,
 }
 
 /// A checked configuration: the step model's setup and the KV blocks of one replica.
@@ -200,6 +204,7 @@ fn run(
         net,
         limits: c.limits,
         router: c.router,
+        frontend_s: c.frontend_s,
         kv_blocks: p.kv_blocks,
         trace,
     }

@@ -31,6 +31,8 @@ fn case(replicas: u32, router: Router) -> Case {
         },
         limits: vllm_defaults(&hw),
         router,
+        // The engine's own clock: `infer` has no frontend either.
+        frontend_s: 0.0,
     };
     let prepared = prepare(&model, &hw, &net, &config).unwrap();
     Case {
@@ -281,6 +283,37 @@ fn vllm_defaults_by_device() {
 
 /// A mixed load on two vLLM replicas with a cache small enough to preempt: every path of the
 /// one-step scheduler runs.
+#[test]
+fn the_frontend_adds_its_time_to_the_first_and_last_token_and_nothing_else() {
+    // A constant delay on the way in and out moves every request's TTFT and end-to-end latency
+    // by exactly that much; the TPOT, the inter-token gaps, the iterations and the energy are the
+    // engine's and do not change (frontend.rs).
+    let (c, reqs) = mixed(1);
+    let mut slow = c.config;
+    slow.frontend_s = FRONTEND_MS * 1e-3;
+    let (a, b) = (
+        simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs),
+        simulate(&c.prepared, &c.hw, &c.net, &slow, &reqs),
+    );
+    for (x, y) in a.records.iter().zip(&b.records) {
+        assert!(
+            (y.ttft_s - x.ttft_s - slow.frontend_s).abs() < 1e-12,
+            "{x:?} {y:?}"
+        );
+        assert!(
+            (y.e2e_s - x.e2e_s - slow.frontend_s).abs() < 1e-12,
+            "{x:?} {y:?}"
+        );
+        assert_eq!((x.tpot_s, x.energy_j), (y.tpot_s, y.energy_j));
+    }
+    let (ga, gb) = (a.gaps.counted(), b.gaps.counted());
+    assert_eq!(ga.count(), gb.count());
+    for q in [0.0, 0.5, 0.9, 0.99, 1.0] {
+        assert_eq!(ga.quantile(q), gb.quantile(q));
+    }
+    assert_eq!((a.iterations, a.end_s), (b.iterations, b.end_s));
+}
+
 fn mixed(steps: u32) -> (Case, Vec<Request>) {
     let mut c = case(2, Router::LeastLoaded);
     c.config.serving.engine = crate::infer::Engine::Vllm;

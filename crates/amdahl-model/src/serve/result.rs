@@ -104,6 +104,10 @@ pub struct ServeResult {
     /// it existed, which ran mixed (separate under multi-step scheduling).
     #[serde(default)]
     pub prefill_batching: PrefillBatching,
+    /// The frontend's time per request, in every TTFT and end-to-end latency below (`--frontend-ms`;
+    /// `serve::frontend`). Absent in files written before it existed, which ran without one.
+    #[serde(default)]
+    pub frontend_s: f64,
     pub block_size: u32,
     pub kv_blocks_per_replica: u64,
     pub slo_ttft_s: Option<f64>,
@@ -277,10 +281,9 @@ impl ServeResult {
         let energy = run.energy_busy_j + run.energy_idle_j;
         let per_req_total = energy / n;
         let sv = c.prepared.setup.serving;
-        let overloaded = is_overloaded(run);
         let unloaded = unloaded(c, in_tokens / n, out_tokens / n);
         let completed = recs.len() as f64 / duration;
-        let overload = overloaded.then_some((offered, completed));
+        let overload = is_overloaded(run).then_some((offered, completed));
         let notes = notes(c, run, &d, overload, unloaded.as_ref());
         ServeResult {
             schema: SERVE_SCHEMA.into(),
@@ -301,6 +304,7 @@ impl ServeResult {
             max_num_batched_tokens: c.config.limits.max_num_batched_tokens,
             num_scheduler_steps: c.config.limits.num_scheduler_steps,
             prefill_batching: c.config.limits.prefill,
+            frontend_s: c.config.frontend_s,
             block_size: super::BLOCK_SIZE,
             kv_blocks_per_replica: run.kv_blocks_per_replica,
             slo_ttft_s: c.slo_ttft_s,
@@ -328,7 +332,7 @@ impl ServeResult {
             e2e_p50_s: p(&e2e, 0.5),
             e2e_p90_s: p(&e2e, 0.9),
             e2e_p99_s: p(&e2e, 0.99),
-            overloaded,
+            overloaded: overload.is_some(),
             offline: is_offline(run),
             max_waiting: run.max_waiting,
             max_waiting_at_s: run.max_waiting_at_s,

@@ -78,8 +78,9 @@ pub fn steady_state(run: &Run, max_num_seqs: u32) -> Option<SteadyState> {
     let n = run.records.len();
     let cap = max_num_seqs as usize;
     let finished_at_close = n.checked_sub(cap + 1).filter(|&k| k >= 1)?;
-    let mut firsts: Vec<f64> = run.records.iter().map(|r| r.arrival_s + r.ttft_s).collect();
-    let mut ends: Vec<f64> = run.records.iter().map(|r| r.arrival_s + r.e2e_s).collect();
+    // On the engine's clock, as the iterations and deliveries: the frontend's time is not in it.
+    let mut firsts: Vec<f64> = run.records.iter().map(|r| r.first_at).collect();
+    let mut ends: Vec<f64> = run.records.iter().map(|r| r.last_at).collect();
     firsts.sort_by(f64::total_cmp);
     ends.sort_by(f64::total_cmp);
     let start_s = *firsts.get(cap.checked_sub(1)?)?;
@@ -161,6 +162,7 @@ mod tests {
                 shared_prefix: 0,
             },
             router: Router::RoundRobin,
+            frontend_s: 0.0,
         };
         let p = prepare(&model, &hw, &net, &c).unwrap();
         let g = Generated {

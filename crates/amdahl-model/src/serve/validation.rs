@@ -91,6 +91,10 @@ struct Row {
     /// server (a replica spread over two 4-GPU pods); `None`: the catalog's.
     #[serde(default)]
     gpus_per_node: Option<u32>,
+    /// `--frontend-ms`: 0 where the client runs in the engine's process (MLPerf's LoadGen);
+    /// `None`: the default, [`super::FRONTEND_MS`] (an HTTP client such as `bench_serving`).
+    #[serde(default)]
+    frontend_ms: Option<f64>,
 }
 
 /// One published figure and its prediction.
@@ -232,6 +236,7 @@ fn config(r: &Row) -> Result<Config, String> {
             shared_prefix: 0,
         },
         router: Router::RoundRobin,
+        frontend_s: r.frontend_ms.unwrap_or(super::FRONTEND_MS) * 1e-3,
     })
 }
 

@@ -32,6 +32,18 @@ pub fn json(args: &[&str]) -> Value {
     }
 }
 
+/// Run `amdahl ARGS`, require success, and return stdout (a table).
+pub fn text(args: &[&str]) -> String {
+    let out = amdahl()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap_or_else(|e| panic!("not UTF-8: {e}"))
+}
+
 /// Run `amdahl ARGS --svg FILE` (ARGS include `--json`), require success, and return the parsed
 /// stdout and the figure's text.
 pub fn json_and_svg(args: &[&str]) -> (Value, String) {

@@ -62,24 +62,27 @@ fn published_serving_runs() {
     // held-out rows, typed with nothing refitted (vLLM 0.8.3 serving Llama 3.3 70B on 8 × A100
     // 40GB at 1 request/s, TP 8 and TP 4 × PP 2; serve.md): p50 21 of 39 (19.1 %), p99 6 of 15
     // (41.1 %), both rows predicted low (TP 8 by 7–19 %, the V0 pipeline by 16–52 %). The
-    // targets are not met; docs/usage/serve.md ("Validation") says where the simulator falls
-    // short.
+    // frontend's time per request (10.2 ms, one published measurement of vLLM's OpenAI server,
+    // serve/frontend.rs; 0 on the MLPerf rows, whose LoadGen runs in the engine's process), which
+    // the HTTP clients' TTFT carried and the simulator did not: p50 27 of 39 (14.4 %), p99 6 of 15
+    // (36.7 %). The targets are not met; docs/usage/serve.md ("Validation") says where the
+    // simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (39, 15, 6));
-    assert!(p50.within >= 21 && p50.median_abs_error <= 0.192, "{p50:?}");
-    assert!(p99.within >= 6 && p99.median_abs_error <= 0.42, "{p99:?}");
+    assert!(p50.within >= 27 && p50.median_abs_error <= 0.145, "{p50:?}");
+    assert!(p99.within >= 6 && p99.median_abs_error <= 0.368, "{p99:?}");
     assert!(
         tput.within >= 4 && tput.median_abs_error <= 0.08,
         "{tput:?}"
     );
     // Conditioning: the figures a 5 % error in the modelled capacity would not carry beyond
     // their target test the latency model itself. All of SGLang's and vLLM's (4 and 8 requests/s,
-    // far below capacity) are among them, and the two held-out rows' (1 request/s); 19 of the 31
-    // p50 figures are within 20 % (18.3 %).
+    // far below capacity) are among them, and the two held-out rows' (1 request/s); 25 of the 31
+    // p50 figures are within 20 % (11.4 %; 19 and 18.3 % before the frontend was modelled).
     assert_eq!((p50.well_conditioned, p99.well_conditioned), (31, 11));
     assert!(
-        p50.well_conditioned_within >= 19
-            && p50.well_conditioned_median_abs_error.unwrap() <= 0.184,
+        p50.well_conditioned_within >= 25
+            && p50.well_conditioned_median_abs_error.unwrap() <= 0.115,
         "{p50:?}"
     );
     for c in v
