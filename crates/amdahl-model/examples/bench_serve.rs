@@ -13,8 +13,8 @@ use amdahl_model::infer::{search, Charging, KvFormat, Requests, Serving, Space, 
 use amdahl_model::plan::{catalog_model, catalog_system, Hardware, ModelShape, Network};
 use amdahl_model::serve::result::{Context, Described};
 use amdahl_model::serve::{
-    generate, prepare, simulate, vllm_defaults, Arrivals, Config, Generated, Lengths, Prepared,
-    Router, ServeResult, FRONTEND_MS,
+    generate, prepare, simulate, vllm_defaults, Arrivals, Client, Config, Generated, Lengths,
+    Prepared, Router, ServeResult,
 };
 use std::time::Instant;
 
@@ -98,7 +98,7 @@ fn main() {
             engine: Default::default(),
         },
         limits: vllm_defaults(&s.hw),
-        frontend_s: FRONTEND_MS * 1e-3,
+        client: Client::HTTP,
         router: Router::RoundRobin,
     };
     let p = prepare(&s.model, &s.hw, &s.net, &c).unwrap_or_else(|e| fail(&e));
@@ -201,7 +201,7 @@ fn serve_search(s: &Sys, rate: f64) {
         num_scheduler_steps: 1,
         prefill: PrefillBatching::Mixed,
         shared_prefix: 0,
-        frontend_s: FRONTEND_MS * 1e-3,
+        client: Client::HTTP,
         power_caps: vec![Watts(500.0), Watts(700.0)],
         router: Router::RoundRobin,
         slo_ttft_s: Some(2.0),

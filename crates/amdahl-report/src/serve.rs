@@ -62,7 +62,7 @@ pub fn serve_table(r: &ServeResult) -> String {
         "scheduler: max-num-seqs {}, max-num-batched-tokens {}{steps}, {} KV blocks of {} tokens per replica",
         r.max_num_seqs, r.max_num_batched_tokens, r.kv_blocks_per_replica, r.block_size
     );
-    let _ = writeln!(out, "{}\n", frontend_line(r.frontend_s));
+    let _ = writeln!(out, "{}\n", frontend_line(r.client.frontend_s));
     let mut t = Table::new(["latency", "p50", "p90", "p99"]).align(0, Align::Left);
     t.row([
         "time to first token (ms)".to_string(),

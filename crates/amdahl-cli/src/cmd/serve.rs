@@ -12,8 +12,8 @@ use amdahl_model::serve::result::{Context, Described};
 use amdahl_model::serve::search::{self, SearchSpace};
 use amdahl_model::serve::{
     check_requests, default_budget, default_max_num_seqs, generate, parse_trace, prepare, simulate,
-    simulate_traced, Arrivals, Config, Generated, Lengths, Limits, PrefillBatching, Request,
-    Router, ServeError, ServeResult, Side,
+    simulate_traced, Arrivals, Client, Config, Generated, Lengths, Limits, PrefillBatching,
+    Request, Router, ServeError, ServeResult, Side,
 };
 use amdahl_report::render::Render;
 use anyhow::{Context as _, Result};
@@ -93,7 +93,7 @@ pub struct Options {
     /// Time a request spends outside the engine, in ms: the HTTP server and the tokeniser before
     /// the scheduler sees it, detokenising and streaming its first token after; added to every
     /// TTFT and end-to-end latency (the TPOT and inter-token gaps keep the engine's). The default
-    /// is one published measurement of vLLM's OpenAI server (docs/usage/serve.md, "Frontend");
+    /// is one published measurement of vLLM's OpenAI server (docs/usage/serve.md, "The client");
     /// 0 for a client in the engine's process, as MLPerf's LoadGen.
     #[arg(help_heading = "Scheduler", long, value_name = "MS", default_value_t = amdahl_model::serve::FRONTEND_MS, value_parser = domain::non_negative)]
     pub frontend_ms: f64,
@@ -125,6 +125,11 @@ pub struct Options {
     /// Output lengths, as --input-dist (a data set gives its published mean output).
     #[arg(help_heading = "Workload", long, default_value = "fixed:256", value_parser = output_lengths, conflicts_with = "trace")]
     pub output_dist: Dist,
+    /// Keep at most this many requests in flight, as bench_serving's --max-concurrency: a request
+    /// is sent at its scheduled time or when an earlier one's response has ended, whichever is
+    /// later, and its latencies count from the send; with --rate inf, a closed loop of N users.
+    #[arg(help_heading = "Workload", long, value_name = "N", value_parser = domain::count, conflicts_with = "search")]
+    pub max_concurrency: Option<u32>,
     /// Seed of the arrivals and lengths (the same seed gives the same run).
     #[arg(help_heading = "Workload", long, default_value_t = 0, value_parser = domain::natural)]
     pub seed: u64,
@@ -190,6 +195,14 @@ fn dist(s: &str, side: Side) -> Result<Dist, String> {
     Ok(Dist { lengths, label })
 }
 
+/// The client the options describe (`--frontend-ms`, `--max-concurrency`).
+fn client(a: &Options) -> Client {
+    Client {
+        frontend_s: a.frontend_ms * 1e-3,
+        max_concurrency: a.max_concurrency,
+    }
+}
+
 fn input_lengths(s: &str) -> Result<Dist, String> {
     dist(s, Side::Input)
 }
@@ -234,7 +247,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             shared_prefix: a.shared_prefix,
         },
         router: a.router,
-        frontend_s: a.frontend_ms * 1e-3,
+        client: client(&a),
     };
     let prepared = prepare(&model, &hw, &net, &config)?;
     if a.max_num_seqs.is_none() {
@@ -243,9 +256,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let (requests, described, source) = workload(&a, &model)?;
     check_requests(&model, &prepared, &config.limits, &requests, &source)?;
-    // An offline run (every request at t = 0) is also measured over ML.ENERGY's window, which
-    // needs its iterations kept.
-    let run = if requests.iter().all(|r| r.arrival_s == 0.0) {
+    // An offline run (every request sent at t = 0) is also measured over ML.ENERGY's window,
+    // which needs its iterations kept.
+    let run = if a.max_concurrency.is_none() && requests.iter().all(|r| r.arrival_s == 0.0) {
         simulate_traced(&prepared, &hw, &net, &config, &requests)
     } else {
         simulate(&prepared, &hw, &net, &config, &requests)
@@ -302,7 +315,7 @@ fn run_search(
         num_scheduler_steps: a.num_scheduler_steps,
         prefill: prefill_batching(a),
         shared_prefix: a.shared_prefix,
-        frontend_s: a.frontend_ms * 1e-3,
+        client: client(a),
         power_caps: crate::cmd::shape::search_caps(hw, &a.search_power_cap)?,
         router: a.router,
         slo_ttft_s: a.slo_ttft_ms.map(|m| m * 1e-3),
@@ -373,13 +386,20 @@ fn arrivals(rate: f64, cv: Option<f64>) -> Result<Arrivals, ServeError> {
 }
 
 /// The requests: a trace read from its file, or a generated stream.
+/// The client's limit, as the workload line says it.
+fn in_flight(a: &Options) -> String {
+    a.max_concurrency.map_or(String::new(), |n| {
+        format!(", at most {n} in flight (--max-concurrency)")
+    })
+}
+
 fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described, String)> {
     if let Some(path) = &a.trace {
         let name = path.display().to_string();
         let text = crate::input::read_text(path)?;
         let reqs = parse_trace(&name, &text)?;
         let d = Described {
-            workload: format!("trace {name}"),
+            workload: format!("trace {name}{}", in_flight(a)),
             input_dist: None,
             output_dist: None,
             seed: None,
@@ -398,14 +418,17 @@ fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described,
     };
     let (reqs, clamped) = generate(&g, model.serving_context(), &model.name)?;
     let arrivals = match g.arrivals {
+        Arrivals::AllAtOnce if a.max_concurrency.is_some() => {
+            "every request ready at t = 0, a closed loop".to_string()
+        }
         Arrivals::AllAtOnce => "every request at t = 0 (offline)".to_string(),
         Arrivals::Gamma { rate, cv } => format!("gamma arrivals at {rate} requests/s, cv {cv}"),
         Arrivals::Poisson { rate } => format!("Poisson arrivals at {rate} requests/s"),
     };
     let d = Described {
         workload: match a.duration {
-            Some(s) => format!("{arrivals} for {s} s"),
-            None => arrivals,
+            Some(s) => format!("{arrivals} for {s} s{}", in_flight(a)),
+            None => format!("{arrivals}{}", in_flight(a)),
         },
         input_dist: Some(a.input_dist.label.clone()),
         output_dist: Some(a.output_dist.label.clone()),

@@ -800,8 +800,11 @@ fn the_frontend_is_in_every_ttft_and_end_to_end_latency_and_nowhere_else() {
     // inter-token gaps and the energy are the engine's. A negative time is a usage error.
     let run = |extra: &[&str]| json(&[&L8[..], &["--rate", "5"], extra].concat());
     let (http, in_process) = (run(&[]), run(&["--frontend-ms", "0"]));
-    assert!((f(&http, "frontend_s") - 0.0102).abs() < 1e-15, "{http}");
-    assert_eq!(f(&in_process, "frontend_s"), 0.0);
+    assert!(
+        (f(&http["client"], "frontend_s") - 0.0102).abs() < 1e-15,
+        "{http}"
+    );
+    assert_eq!(f(&in_process["client"], "frontend_s"), 0.0);
     for k in ["ttft_p50_s", "ttft_p99_s", "e2e_p50_s", "e2e_p99_s"] {
         let d = f(&http, k) - f(&in_process, k);
         assert!((d - 0.0102).abs() < 1e-9, "{k}: {d}");
@@ -815,4 +818,39 @@ fn the_frontend_is_in_every_ttft_and_end_to_end_latency_and_nowhere_else() {
         "{table}"
     );
     assert!(refused(&[&L8[..], &["--rate", "1", "--frontend-ms", "-1"]].concat()).contains("≥ 0"));
+}
+
+#[test]
+fn max_concurrency_keeps_the_client_to_n_in_flight() {
+    // bench_serving's --max-concurrency: 300 requests ready at t = 0, 4 in flight at a time. The
+    // server never holds more than 4 (its queue and batch stay small), the run is not called
+    // overloaded (the backlog is the client's), and the latencies count from each send: far
+    // below the all-at-once run's, whose last requests wait behind the first.
+    let base = [&L8[..], &["--rate", "inf"]].concat();
+    let closed = json(&[&base[..], &["--max-concurrency", "4"]].concat());
+    let open = json(&base);
+    assert_eq!(closed["overloaded"], false, "{closed}");
+    assert!(closed["workload"]
+        .as_str()
+        .unwrap()
+        .contains("at most 4 in flight"));
+    assert_eq!(closed["client"]["max_concurrency"], 4);
+    assert!(open["client"]["max_concurrency"].is_null());
+    let running = closed["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["running"].as_u64().unwrap() + p["waiting"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(running <= 4, "{running}");
+    assert!(f(&closed, "ttft_p99_s") < 0.2 * f(&open, "ttft_p99_s"));
+    assert!(closed.get("steady_state").is_none_or(|s| s.is_null()));
+    assert!(
+        refused(&[&base[..], &["--max-concurrency", "0"]].concat()).contains("--max-concurrency")
+    );
+    assert!(
+        refused(&[&base[..], &["--max-concurrency", "2", "--search"]].concat())
+            .contains("--search")
+    );
 }

@@ -16,8 +16,8 @@ use crate::infer::engine::VLLM_PER_SEQUENCE_S;
 use crate::power::Activity;
 use crate::serve::steady::steady_state;
 use crate::serve::{
-    check_requests, generate, prepare, simulate_traced, Arrivals, Config, Generated, Lengths,
-    Limits, PrefillBatching, Router,
+    check_requests, generate, prepare, simulate_traced, Arrivals, Client, Config, Generated,
+    Lengths, Limits, PrefillBatching, Router,
 };
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -118,7 +118,7 @@ fn window(r: &Row, host_s: f64) -> Result<Window, String> {
         },
         router: Router::RoundRobin,
         // The window's figures are the engine's (`serve::steady`): the frontend changes none.
-        frontend_s: 0.0,
+        client: Client::ENGINE,
     };
     let p = prepare(&model, &hw, &net, &c).map_err(|e| e.to_string())?;
     let g = Generated {

@@ -67,7 +67,7 @@ mod tests {
     use super::*;
     use crate::infer::{KvFormat, Serving, WeightFormat};
     use crate::plan::{catalog_model, catalog_system};
-    use crate::serve::{prepare, Config, Router};
+    use crate::serve::{prepare, Client, Config, Router};
 
     #[test]
     fn sglang_sizes_its_budget_by_memory_and_its_request_cap_by_the_cache() {
@@ -94,7 +94,7 @@ mod tests {
             },
             limits: vllm_defaults(&hw),
             router: Router::RoundRobin,
-            frontend_s: 0.0,
+            client: Client::ENGINE,
         };
         let mut p = prepare(&model, &hw, &net, &config).unwrap();
         // Llama 3.1 8B on an H100 holds about three of its 131,072-token contexts of cache

@@ -3,6 +3,7 @@
 //! from the inference step model and the power model ([`crate::infer::iteration`]); this file
 //! owns the queues and the clock, nothing else.
 
+use super::client::{Client, Slots};
 use super::kv::BlockPool;
 use super::scheduler::{Limits, PrefillBatching, Replica, Seq};
 use super::workload::Request;
@@ -83,6 +84,28 @@ fn deliver(rec: &mut RequestRecord, gaps: &mut Gaps, at: f64, first: bool, last:
     }
 }
 
+/// What one iteration's end delivered: tokens, and the requests whose last token it was.
+#[derive(Default)]
+struct Delivered {
+    tokens: u32,
+    finished: usize,
+}
+
+impl Delivered {
+    fn deliver(
+        &mut self,
+        rec: &mut RequestRecord,
+        gaps: &mut Gaps,
+        at: f64,
+        first: bool,
+        last: bool,
+    ) {
+        deliver(rec, gaps, at, first, last);
+        self.tokens += 1;
+        self.finished += usize::from(last);
+    }
+}
+
 /// The inter-token latencies of a run: the gap between consecutive tokens of a request as the
 /// client receives them (vLLM's `benchmark_serving` ITL; the first token's wait is the TTFT, not
 /// a gap), kept as (gap, tokens) with runs of equal gaps merged. A continuous batch delivers a
@@ -153,6 +176,39 @@ pub struct Run {
     pub trace: Option<Trace>,
 }
 
+impl Run {
+    /// Nothing run yet: a record per request, as scheduled.
+    fn new(requests: &[Request], kv_blocks: u64, trace: bool) -> Self {
+        Run {
+            records: requests
+                .iter()
+                .map(|r| RequestRecord {
+                    arrival_s: r.arrival_s,
+                    input_tokens: r.input_tokens,
+                    output_tokens: r.output_tokens,
+                    ..RequestRecord::default()
+                })
+                .collect(),
+            gaps: Gaps::default(),
+            energy_busy_j: 0.0,
+            energy_idle_j: 0.0,
+            iterations: 0,
+            preemptions: 0,
+            prompt_tokens_admitted: 0,
+            prefix_hit_tokens: 0,
+            max_waiting: 0,
+            max_waiting_at_s: 0.0,
+            waiting_at_last_arrival: 0,
+            first_arrival_s: requests.first().map_or(0.0, |r| r.arrival_s),
+            end_s: 0.0,
+            kv_blocks_per_replica: kv_blocks,
+            peak_kv_use: 0.0,
+            samples: Vec::new(),
+            trace: trace.then(Trace::default),
+        }
+    }
+}
+
 /// The iterations of a run and when its tokens reached the client.
 #[derive(Debug, Clone, Default)]
 pub struct Trace {
@@ -183,9 +239,9 @@ pub struct Engine<'a> {
     pub net: &'a Network,
     pub limits: Limits,
     pub router: Router,
-    /// The frontend's time per request, added to TTFT and end-to-end latency
-    /// ([`super::frontend`]).
-    pub frontend_s: f64,
+    /// How the requests reach it: the frontend's time, the client's concurrency
+    /// ([`super::client`]).
+    pub client: Client,
     pub kv_blocks: u64,
     /// Keep every iteration and delivery in [`Run::trace`].
     pub trace: bool,
@@ -198,33 +254,8 @@ impl Engine<'_> {
         let mut reps: Vec<Replica> = (0..n_rep)
             .map(|_| Replica::new(BlockPool::new(self.kv_blocks)))
             .collect();
-        let mut run = Run {
-            records: requests
-                .iter()
-                .map(|r| RequestRecord {
-                    arrival_s: r.arrival_s,
-                    input_tokens: r.input_tokens,
-                    output_tokens: r.output_tokens,
-                    ..RequestRecord::default()
-                })
-                .collect(),
-            gaps: Gaps::default(),
-            energy_busy_j: 0.0,
-            energy_idle_j: 0.0,
-            iterations: 0,
-            preemptions: 0,
-            prompt_tokens_admitted: 0,
-            prefix_hit_tokens: 0,
-            max_waiting: 0,
-            max_waiting_at_s: 0.0,
-            waiting_at_last_arrival: 0,
-            first_arrival_s: requests.first().map_or(0.0, |r| r.arrival_s),
-            end_s: 0.0,
-            kv_blocks_per_replica: self.kv_blocks,
-            peak_kv_use: 0.0,
-            samples: Vec::new(),
-            trace: self.trace.then(Trace::default),
-        };
+        let mut run = Run::new(requests, self.kv_blocks, self.trace);
+        let mut slots = Slots::new(&self.client, requests.len());
         let mut next = 0;
         loop {
             let busy = reps
@@ -232,14 +263,19 @@ impl Engine<'_> {
                 .enumerate()
                 .filter_map(|(i, r)| r.busy_until.map(|t| (i, t)))
                 .min_by(|a, b| a.1.total_cmp(&b.1));
-            let arrival = requests.get(next).map(|r| r.arrival_s);
+            let arrival = requests
+                .get(next)
+                .and_then(|r| slots.send_time(r.arrival_s));
             match (arrival, busy) {
                 (Some(t), b) if b.is_none_or(|(_, end)| t <= end) => {
+                    slots.take();
                     let r = self.route(&reps, next);
                     let q = &requests[next];
                     reps[r]
                         .waiting
                         .push_back(Seq::new(next, q.input_tokens, q.output_tokens));
+                    // Sent when the client had a place for it: its latencies count from then.
+                    run.records[next].arrival_s = t;
                     run.records[next].replica = r as u32;
                     next += 1;
                     if reps[r].busy_until.is_none() {
@@ -251,46 +287,51 @@ impl Engine<'_> {
                     }
                 }
                 (_, Some((r, end))) => {
-                    let rep = &mut reps[r];
-                    rep.busy_until = None;
-                    let (records, gaps) = (&mut run.records, &mut run.gaps);
-                    let mut delivered = 0;
-                    if self.output_lag() {
-                        // The tokens of the iteration before were processed during this one and
-                        // are delivered at its end; this one's wait for the next.
-                        for (req, first, last) in std::mem::take(&mut rep.undelivered) {
-                            deliver(&mut records[req], gaps, end, first, last);
-                            delivered += 1;
-                        }
-                        let mut emitted = Vec::new();
-                        rep.complete(|req, first, last| emitted.push((req, first, last)));
-                        rep.undelivered = emitted;
-                    } else {
-                        rep.complete(|req, first, last| {
-                            deliver(&mut records[req], gaps, end, first, last);
-                            delivered += 1;
-                        });
-                    }
-                    run.end_s = run.end_s.max(end);
-                    self.start(&mut reps, r, end, &mut run);
-                    if reps[r].busy_until.is_none() {
-                        // The replica falls idle: its devices' draw drops to idle power.
-                        self.sample(&reps, end, &mut run);
-                        // Nothing left to run: the engine drains its output queue at once.
-                        for (req, first, last) in std::mem::take(&mut reps[r].undelivered) {
-                            deliver(&mut run.records[req], &mut run.gaps, end, first, last);
-                            delivered += 1;
-                        }
-                    }
-                    if let Some(t) = &mut run.trace {
-                        t.deliveries.push((end, delivered));
-                    }
+                    let finished = self.end_iteration(&mut reps, r, end, &mut run);
+                    // The client sees the last token, and sends the next request, the
+                    // frontend's time later.
+                    slots.release(end + self.client.frontend_s, finished);
                 }
                 _ => break,
             }
         }
         self.finish(&reps, &mut run);
         run
+    }
+
+    /// Replica `r`'s iteration ends at `end`: its tokens go out (under output lag, the iteration
+    /// before's), and its next iteration starts. Returns how many requests finished.
+    fn end_iteration(&self, reps: &mut [Replica], r: usize, end: f64, run: &mut Run) -> usize {
+        let rep = &mut reps[r];
+        rep.busy_until = None;
+        let (records, gaps) = (&mut run.records, &mut run.gaps);
+        let mut out = Delivered::default();
+        if self.output_lag() {
+            // The tokens of the iteration before were processed during this one and are
+            // delivered at its end; this one's wait for the next.
+            for (req, first, last) in std::mem::take(&mut rep.undelivered) {
+                out.deliver(&mut records[req], gaps, end, first, last);
+            }
+            let mut emitted = Vec::new();
+            rep.complete(|req, first, last| emitted.push((req, first, last)));
+            rep.undelivered = emitted;
+        } else {
+            rep.complete(|req, first, last| out.deliver(&mut records[req], gaps, end, first, last));
+        }
+        run.end_s = run.end_s.max(end);
+        self.start(reps, r, end, run);
+        if reps[r].busy_until.is_none() {
+            // The replica falls idle: its devices' draw drops to idle power.
+            self.sample(reps, end, run);
+            // Nothing left to run: the engine drains its output queue at once.
+            for (req, first, last) in std::mem::take(&mut reps[r].undelivered) {
+                out.deliver(&mut run.records[req], &mut run.gaps, end, first, last);
+            }
+        }
+        if let Some(t) = &mut run.trace {
+            t.deliveries.push((end, out.tokens));
+        }
+        out.finished
     }
 
     /// vLLM 0.6's asynchronous output processing, on by default and run with its multi-step
@@ -413,11 +454,11 @@ impl Engine<'_> {
             })
             .sum();
         // The client sees every token the frontend's time after the engine emitted it
-        // (super::frontend): each TTFT and end-to-end latency carries it; the gaps, the TPOT and
+        // (super::client): each TTFT and end-to-end latency carries it; the gaps, the TPOT and
         // the engine's own clock (`first_at`, `last_at`, the trace) do not.
         for r in &mut run.records {
-            r.ttft_s += self.frontend_s;
-            r.e2e_s += self.frontend_s;
+            r.ttft_s += self.client.frontend_s;
+            r.e2e_s += self.client.frontend_s;
         }
     }
 }

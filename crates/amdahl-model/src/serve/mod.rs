@@ -6,11 +6,11 @@
 //! ([`crate::infer::iteration`]); this module owns scheduling and queues, nothing else. Method
 //! and limits: docs/usage/serve.md ("Methodology").
 
+pub mod client;
 pub mod datasets;
 pub mod defaults;
 pub mod engine;
 pub mod error;
-pub mod frontend;
 pub mod kv;
 pub mod lengths;
 pub mod multistep;
@@ -25,11 +25,11 @@ pub mod workload;
 #[cfg(test)]
 mod properties;
 
+pub use client::{Client, FRONTEND_MS};
 pub use datasets::Side;
 pub use defaults::{default_budget, default_max_num_seqs, vllm_defaults};
 pub use engine::{RequestRecord, Router, Run, Sample};
 pub use error::ServeError;
-pub use frontend::FRONTEND_MS;
 pub use kv::BLOCK_SIZE;
 pub use lengths::Lengths;
 pub use result::{
@@ -43,14 +43,13 @@ use crate::plan::{Hardware, ModelShape, Network};
 use engine::Engine;
 
 /// A served configuration: the model on `serving` (tp × pp × replicas), the scheduler's limits,
-/// the router, and the frontend's time per request ([`frontend`]).
+/// the router, and the client that sends the requests ([`client`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
     pub serving: Serving,
     pub limits: Limits,
     pub router: Router,
-    /// Added to each request's TTFT and end-to-end latency, s ([`FRONTEND_MS`] by default).
-    pub frontend_s: f64,
+    pub client: Client,
 }
 
 /// A checked configuration: the step model's setup and the KV blocks of one replica.
@@ -204,7 +203,7 @@ fn run(
         net,
         limits: c.limits,
         router: c.router,
-        frontend_s: c.frontend_s,
+        client: c.client,
         kv_blocks: p.kv_blocks,
         trace,
     }

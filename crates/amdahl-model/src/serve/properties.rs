@@ -32,7 +32,7 @@ fn case(replicas: u32, router: Router) -> Case {
         limits: vllm_defaults(&hw),
         router,
         // The engine's own clock: `infer` has no frontend either.
-        frontend_s: 0.0,
+        client: Client::ENGINE,
     };
     let prepared = prepare(&model, &hw, &net, &config).unwrap();
     Case {
@@ -287,21 +287,21 @@ fn vllm_defaults_by_device() {
 fn the_frontend_adds_its_time_to_the_first_and_last_token_and_nothing_else() {
     // A constant delay on the way in and out moves every request's TTFT and end-to-end latency
     // by exactly that much; the TPOT, the inter-token gaps, the iterations and the energy are the
-    // engine's and do not change (frontend.rs).
+    // engine's and do not change (client.rs).
     let (c, reqs) = mixed(1);
     let mut slow = c.config;
-    slow.frontend_s = FRONTEND_MS * 1e-3;
+    slow.client = Client::HTTP;
     let (a, b) = (
         simulate(&c.prepared, &c.hw, &c.net, &c.config, &reqs),
         simulate(&c.prepared, &c.hw, &c.net, &slow, &reqs),
     );
     for (x, y) in a.records.iter().zip(&b.records) {
         assert!(
-            (y.ttft_s - x.ttft_s - slow.frontend_s).abs() < 1e-12,
+            (y.ttft_s - x.ttft_s - slow.client.frontend_s).abs() < 1e-12,
             "{x:?} {y:?}"
         );
         assert!(
-            (y.e2e_s - x.e2e_s - slow.frontend_s).abs() < 1e-12,
+            (y.e2e_s - x.e2e_s - slow.client.frontend_s).abs() < 1e-12,
             "{x:?} {y:?}"
         );
         assert_eq!((x.tpot_s, x.energy_j), (y.tpot_s, y.energy_j));
@@ -312,6 +312,81 @@ fn the_frontend_adds_its_time_to_the_first_and_last_token_and_nothing_else() {
         assert_eq!(ga.quantile(q), gb.quantile(q));
     }
     assert_eq!((a.iterations, a.end_s), (b.iterations, b.end_s));
+}
+
+#[test]
+fn a_closed_loop_keeps_at_most_n_in_flight_and_times_from_the_send() {
+    // Every request ready at t = 0 and a client that keeps N in flight (bench_serving's
+    // --max-concurrency): a request is sent when an earlier response has ended at the client, so
+    // at no send are N others in flight (held from the send to the client's last token:
+    // arrival + end-to-end, the frontend included); with N = all, the open loop's run, record for
+    // record; with N = 1 every request is served alone, so fixed lengths give one TTFT.
+    let (mut c, _) = mixed(1);
+    c.config.client = Client::HTTP;
+    let g = |input| Generated {
+        arrivals: Arrivals::AllAtOnce,
+        input,
+        output: Lengths::LogNormal {
+            mean: 120.0,
+            sigma: 0.8,
+            max: Some(600),
+        },
+        requests: 80,
+        duration_s: None,
+        seed: 5,
+    };
+    let varied = g(Lengths::LogNormal {
+        mean: 400.0,
+        sigma: 0.8,
+        max: Some(2000),
+    });
+    let (reqs, _) = generate(&varied, c.model.serving_context(), "m").unwrap();
+    let with = |n: Option<u32>| {
+        let mut k = c.config;
+        k.client.max_concurrency = n;
+        simulate(&c.prepared, &c.hw, &c.net, &k, &reqs)
+    };
+    for n in [1, 4, 16] {
+        let run = with(Some(n));
+        conserved_and_finished(&run);
+        for (i, r) in run.records.iter().enumerate() {
+            let others = run
+                .records
+                .iter()
+                .enumerate()
+                .filter(|&(j, q)| {
+                    j != i
+                        && q.arrival_s <= r.arrival_s
+                        && q.arrival_s + q.e2e_s > r.arrival_s + 1e-9
+                })
+                .count();
+            assert!(
+                others < n as usize,
+                "n {n}, request {i}: {others} in flight"
+            );
+        }
+        assert!(run.records.iter().filter(|r| r.arrival_s == 0.0).count() == n as usize);
+    }
+    let (open, all) = (with(None), with(Some(80)));
+    for (x, y) in open.records.iter().zip(&all.records) {
+        assert_eq!(
+            (x.arrival_s, x.ttft_s, x.e2e_s),
+            (y.arrival_s, y.ttft_s, y.e2e_s)
+        );
+    }
+    let fixed = g(Lengths::Fixed { tokens: 512 });
+    let (reqs, _) = generate(&fixed, c.model.serving_context(), "m").unwrap();
+    let mut one = c.config;
+    one.client.max_concurrency = Some(1);
+    let run = simulate(&c.prepared, &c.hw, &c.net, &one, &reqs);
+    let first = run.records[0].ttft_s;
+    for r in &run.records {
+        assert!(
+            (r.ttft_s / first - 1.0).abs() < 1e-9,
+            "{} vs {first}",
+            r.ttft_s
+        );
+    }
 }
 
 fn mixed(steps: u32) -> (Case, Vec<Request>) {

@@ -3,7 +3,7 @@
 
 use super::engine::Run;
 use super::steady::SteadyFigures;
-use super::{Config, PrefillBatching, Prepared};
+use super::{Client, Config, PrefillBatching, Prepared};
 use crate::infer::{estimate, evaluate_at, setup, Charging, KvFormat, Requests, WeightFormat};
 use crate::plan::{Hardware, ModelShape, Network};
 use crate::stats::{quantile, sorted, Counted};
@@ -104,10 +104,10 @@ pub struct ServeResult {
     /// it existed, which ran mixed (separate under multi-step scheduling).
     #[serde(default)]
     pub prefill_batching: PrefillBatching,
-    /// The frontend's time per request, in every TTFT and end-to-end latency below (`--frontend-ms`;
-    /// `serve::frontend`). Absent in files written before it existed, which ran without one.
+    /// The client: the frontend's time in every TTFT and end-to-end latency below
+    /// (`--frontend-ms`), its limit on requests in flight (`--max-concurrency`).
     #[serde(default)]
-    pub frontend_s: f64,
+    pub client: Client,
     pub block_size: u32,
     pub kv_blocks_per_replica: u64,
     pub slo_ttft_s: Option<f64>,
@@ -283,7 +283,7 @@ impl ServeResult {
         let sv = c.prepared.setup.serving;
         let unloaded = unloaded(c, in_tokens / n, out_tokens / n);
         let completed = recs.len() as f64 / duration;
-        let overload = is_overloaded(run).then_some((offered, completed));
+        let overload = overloaded(c, run).then_some((offered, completed));
         let notes = notes(c, run, &d, overload, unloaded.as_ref());
         ServeResult {
             schema: SERVE_SCHEMA.into(),
@@ -304,7 +304,7 @@ impl ServeResult {
             max_num_batched_tokens: c.config.limits.max_num_batched_tokens,
             num_scheduler_steps: c.config.limits.num_scheduler_steps,
             prefill_batching: c.config.limits.prefill,
-            frontend_s: c.config.frontend_s,
+            client: c.config.client,
             block_size: super::BLOCK_SIZE,
             kv_blocks_per_replica: run.kv_blocks_per_replica,
             slo_ttft_s: c.slo_ttft_s,
@@ -413,6 +413,12 @@ fn server_power(c: &Context, gpus: u64, gpu_w: f64) -> Option<f64> {
 /// The server (wall) scope of the GPUs' energy over `duration_s`.
 fn server_energy(c: &Context, gpus: u64, gpu_energy_j: f64, duration_s: f64) -> Option<f64> {
     server_power(c, gpus, gpu_energy_j / duration_s).map(|w| w * duration_s)
+}
+
+/// Whether `run` was overloaded. A client that keeps at most N requests in flight holds the
+/// backlog itself: the server's queue cannot grow past N.
+fn overloaded(c: &Context, run: &Run) -> bool {
+    c.config.client.max_concurrency.is_none() && is_overloaded(run)
 }
 
 /// More than [`OVERLOAD_QUEUE_SHARE`] of the requests (and more than one) still queued when

@@ -8,7 +8,7 @@
 use super::error::ServeError;
 use super::result::is_overloaded;
 use super::scheduler::{Limits, PrefillBatching};
-use super::{check_requests, prepare, simulate, Config, Request, Router};
+use super::{check_requests, prepare, simulate, Client, Config, Request, Router};
 use crate::infer::{Engine, KvFormat, Serving, WeightFormat};
 use crate::plan::error::divisors;
 use crate::plan::{Hardware, ModelShape, Network};
@@ -35,8 +35,8 @@ pub struct SearchSpace {
     pub prefill: PrefillBatching,
     /// Tokens every prompt shares, held by each replica's prefix cache (`--shared-prefix`).
     pub shared_prefix: u32,
-    /// The frontend's time per request (`--frontend-ms`, [`super::frontend`]).
-    pub frontend_s: f64,
+    /// How the requests reach the server (`--frontend-ms`; [`super::client`]).
+    pub client: Client,
     /// Board power limits to try; empty: the device as it is.
     pub power_caps: Vec<Watts>,
     pub router: Router,
@@ -190,7 +190,7 @@ fn candidate(
             shared_prefix: space.shared_prefix,
         },
         router: space.router,
-        frontend_s: space.frontend_s,
+        client: space.client,
     };
     let p = prepare(model, &hw, net, &config)?;
     check_requests(model, &p, &config.limits, requests, "the workload")?;
@@ -375,7 +375,7 @@ mod tests {
             num_scheduler_steps: 1,
             prefill: PrefillBatching::Mixed,
             shared_prefix: 0,
-            frontend_s: crate::serve::FRONTEND_MS * 1e-3,
+            client: Client::HTTP,
             power_caps: vec![],
             router: Router::RoundRobin,
             slo_ttft_s,

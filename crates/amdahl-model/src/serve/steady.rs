@@ -138,7 +138,7 @@ mod tests {
     use crate::infer::{Engine, Serving};
     use crate::plan::catalog_model;
     use crate::serve::{
-        generate, prepare, simulate_traced, Arrivals, Config, Generated, Lengths, Limits,
+        generate, prepare, simulate_traced, Arrivals, Client, Config, Generated, Lengths, Limits,
         PrefillBatching, Router, Side,
     };
 
@@ -162,7 +162,7 @@ mod tests {
                 shared_prefix: 0,
             },
             router: Router::RoundRobin,
-            frontend_s: 0.0,
+            client: Client::ENGINE,
         };
         let p = prepare(&model, &hw, &net, &c).unwrap();
         let g = Generated {

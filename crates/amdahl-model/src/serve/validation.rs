@@ -10,8 +10,8 @@
 
 use super::datasets::Side;
 use super::{
-    check_requests, generate, prepare, simulate, Arrivals, Config, Generated, Lengths, Limits,
-    PrefillBatching, Request, Router,
+    check_requests, generate, prepare, simulate, Arrivals, Client, Config, Generated, Lengths,
+    Limits, PrefillBatching, Request, Router,
 };
 use crate::infer::{Engine, KvFormat, Serving, WeightFormat};
 use crate::plan::{catalog_model, system, Overrides};
@@ -95,6 +95,10 @@ struct Row {
     /// `None`: the default, [`super::FRONTEND_MS`] (an HTTP client such as `bench_serving`).
     #[serde(default)]
     frontend_ms: Option<f64>,
+    /// `--max-concurrency`: the client's limit on requests in flight (bench_serving's
+    /// `--max-concurrency`); `None`: each request sent at its scheduled time.
+    #[serde(default)]
+    max_concurrency: Option<u32>,
 }
 
 /// One published figure and its prediction.
@@ -236,7 +240,10 @@ fn config(r: &Row) -> Result<Config, String> {
             shared_prefix: 0,
         },
         router: Router::RoundRobin,
-        frontend_s: r.frontend_ms.unwrap_or(super::FRONTEND_MS) * 1e-3,
+        client: Client {
+            frontend_s: r.frontend_ms.unwrap_or(super::FRONTEND_MS) * 1e-3,
+            max_concurrency: r.max_concurrency,
+        },
     })
 }
 
