@@ -155,10 +155,14 @@ fn load_rows(r: &ServeResult) -> Vec<(&'static str, String)> {
     vec![
         (
             "offered rate",
-            if r.offline {
-                format!("all {} requests at t = 0 (offline)", r.requests)
-            } else {
-                format!("{} requests/s", sig(r.offered_requests_per_s, 4))
+            match (r.offline, r.client.max_concurrency) {
+                (true, _) => format!("all {} requests at t = 0 (offline)", r.requests),
+                // The client sent them as places freed: its rate is what the server allowed.
+                (false, Some(n)) => format!(
+                    "{} requests/s sent, at most {n} in flight",
+                    sig(r.offered_requests_per_s, 4)
+                ),
+                (false, None) => format!("{} requests/s", sig(r.offered_requests_per_s, 4)),
             },
         ),
         (

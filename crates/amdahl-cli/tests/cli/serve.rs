@@ -846,6 +846,12 @@ fn max_concurrency_keeps_the_client_to_n_in_flight() {
     assert!(running <= 4, "{running}");
     assert!(f(&closed, "ttft_p99_s") < 0.2 * f(&open, "ttft_p99_s"));
     assert!(closed.get("steady_state").is_none_or(|s| s.is_null()));
+    let table = text(&[&base[..], &["--max-concurrency", "4"]].concat());
+    assert!(
+        table.contains("requests/s sent, at most 4 in flight"),
+        "{table}"
+    );
+    assert!(!table.contains("OVERLOADED"), "{table}");
     assert!(
         refused(&[&base[..], &["--max-concurrency", "0"]].concat()).contains("--max-concurrency")
     );
