@@ -90,13 +90,6 @@ pub struct Options {
     /// per replica and later requests reuse them (0: no prompt shares anything).
     #[arg(help_heading = "Scheduler", long, value_name = "TOKENS", default_value_t = 0, value_parser = domain::natural_u32)]
     pub shared_prefix: u32,
-    /// Time a request spends outside the engine, in ms: the HTTP server and the tokeniser before
-    /// the scheduler sees it, detokenising and streaming its first token after; added to every
-    /// TTFT and end-to-end latency (the TPOT and inter-token gaps keep the engine's). The default
-    /// is one published measurement of vLLM's OpenAI server (docs/usage/serve.md, "The client");
-    /// 0 for a client in the engine's process, as MLPerf's LoadGen.
-    #[arg(help_heading = "Scheduler", long, value_name = "MS", default_value_t = amdahl_model::serve::FRONTEND_MS, value_parser = domain::non_negative)]
-    pub frontend_ms: f64,
 
     /// Poisson arrivals at this many requests per second; inf: every request at t = 0 (an offline
     /// run, as bench_serving's --request-rate inf).
@@ -125,14 +118,22 @@ pub struct Options {
     /// Output lengths, as --input-dist (a data set gives its published mean output).
     #[arg(help_heading = "Workload", long, default_value = "fixed:256", value_parser = output_lengths, conflicts_with = "trace")]
     pub output_dist: Dist,
-    /// Keep at most this many requests in flight, as bench_serving's --max-concurrency: a request
-    /// is sent at its scheduled time or when an earlier one's response has ended, whichever is
-    /// later, and its latencies count from the send; with --rate inf, a closed loop of N users.
-    #[arg(help_heading = "Workload", long, value_name = "N", value_parser = domain::count, conflicts_with = "search")]
-    pub max_concurrency: Option<u32>,
     /// Seed of the arrivals and lengths (the same seed gives the same run).
     #[arg(help_heading = "Workload", long, default_value_t = 0, value_parser = domain::natural)]
     pub seed: u64,
+
+    /// Time a request spends outside the engine, in ms: the HTTP server and the tokeniser before
+    /// the scheduler sees it, detokenising and streaming its first token after; added to every
+    /// TTFT and end-to-end latency (the TPOT and inter-token gaps keep the engine's). The default
+    /// is one published measurement of vLLM's OpenAI server (docs/usage/serve.md, "The client");
+    /// 0 for a client in the engine's process, as MLPerf's LoadGen.
+    #[arg(help_heading = "Client", long, value_name = "MS", default_value_t = amdahl_model::serve::FRONTEND_MS, value_parser = domain::non_negative)]
+    pub frontend_ms: f64,
+    /// Keep at most this many requests in flight, as bench_serving's --max-concurrency: a request
+    /// is sent at its scheduled time or when an earlier one's response has ended, whichever is
+    /// later, and its latencies count from the send; with --rate inf, a closed loop of N users.
+    #[arg(help_heading = "Client", long, value_name = "N", value_parser = domain::count, conflicts_with = "search")]
+    pub max_concurrency: Option<u32>,
 
     /// Service-level objective on the time to first token, in ms (goodput counts requests meeting
     /// every SLO given; MLPerf Inference's Llama-2-70B server scenario: p99 TTFT ≤ 2000 ms).
