@@ -131,8 +131,9 @@ pub struct Options {
     pub frontend_ms: f64,
     /// Keep at most this many requests in flight, as bench_serving's --max-concurrency: a request
     /// is sent at its scheduled time or when an earlier one's response has ended, whichever is
-    /// later, and its latencies count from the send; with --rate inf, a closed loop of N users.
-    #[arg(help_heading = "Client", long, value_name = "N", value_parser = domain::count, conflicts_with = "search")]
+    /// later, and its latencies count from the send; with --rate inf, a closed loop of N users
+    /// (with --search, the users every configuration must serve within the SLOs).
+    #[arg(help_heading = "Client", long, value_name = "N", value_parser = domain::count)]
     pub max_concurrency: Option<u32>,
 
     /// Service-level objective on the time to first token, in ms (goodput counts requests meeting
@@ -224,10 +225,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         grid: a.grid.resolve(&c)?,
     };
     if a.search {
-        if a.rate.is_some_and(f64::is_infinite) {
+        // A closed loop (--max-concurrency with --rate inf) has no rate to sustain, only SLOs.
+        if a.rate.is_some_and(f64::is_infinite) && a.max_concurrency.is_none() {
             return Err(ServeError::Flag {
                 what: "--rate",
-                want: "finite with --search (the rate every configuration must sustain)",
+                want: "finite with --search (the rate every configuration must sustain), or \
+                       --max-concurrency N (N users in a closed loop)",
                 got: "inf".into(),
             }
             .into());

@@ -855,8 +855,31 @@ fn max_concurrency_keeps_the_client_to_n_in_flight() {
     assert!(
         refused(&[&base[..], &["--max-concurrency", "0"]].concat()).contains("--max-concurrency")
     );
-    assert!(
-        refused(&[&base[..], &["--max-concurrency", "2", "--search"]].concat())
-            .contains("--search")
-    );
+    // A closed-loop search: 64 users on up to 2 H100, every configuration of tp 1|2 × 1|2
+    // replicas × bf16|fp8 × 64|256 sequences serving the same 64; none is overloaded, so the SLO
+    // (p99 TTFT ≤ 1 s) decides, and a tighter one (1 ms) that none meets names the closest.
+    let space = [
+        "--gpus",
+        "2",
+        "--max-concurrency",
+        "64",
+        "--search",
+        "--search-max-num-seqs",
+        "64,256",
+    ];
+    let found = json(&[&base[..], &space, &["--slo-ttft-ms", "1000"]].concat());
+    assert_eq!(found["evaluated"], 12);
+    assert_eq!(found["feasible"], 12, "{found}");
+    assert!(f(&found["cheapest_energy"], "ttft_p99_s") <= 1.0);
+    assert!(found["workload"]
+        .as_str()
+        .unwrap()
+        .contains("at most 64 in flight"));
+    amdahl()
+        .args([&base[..], &space, &["--slo-ttft-ms", "1"]].concat())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "no configuration meets the SLOs; the closest is tp",
+        ));
 }
