@@ -50,6 +50,21 @@ def test_serve_takes_the_engines_scheduling():
         amdahl.serve(prefill_batching="chunked", **kw)
 
 
+def test_serve_takes_the_client():
+    # docs/usage/serve.md, "The client": the frontend's time (default 10.2 ms) is in every TTFT,
+    # and max_concurrency keeps the requests in flight to N (a closed loop with rate="inf").
+    kw = dict(model="llama3-8b", system="h100", rate=4, requests=100)
+    http, local = amdahl.serve(**kw), amdahl.serve(frontend_ms=0, **kw)
+    assert http["client"]["frontend_s"] == pytest.approx(0.0102, abs=1e-12)
+    assert http["ttft_p50_s"] - local["ttft_p50_s"] == pytest.approx(0.0102, abs=1e-9)
+    closed = amdahl.serve(model="llama3-8b", system="h100", rate="inf", requests=100,
+                          max_concurrency=4)
+    assert closed["client"]["max_concurrency"] == 4
+    assert not closed["overloaded"]
+    with pytest.raises(AmdahlError, match="max-concurrency"):
+        amdahl.serve(max_concurrency=0, **kw)
+
+
 def test_calibrate_recovers_the_constants_and_plan_reads_them(amdahl_cmd, tmp_path):
     runs = tmp_path / "train.csv"
     runs.write_text(ROWS)
