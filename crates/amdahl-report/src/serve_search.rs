@@ -52,13 +52,18 @@ pub fn serve_search_table(s: &ServeSearch) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "{} on {}: {}, {} requests; {} configurations simulated, {} sustain the rate{}",
+        "{} on {}: {}, {} requests; {} configurations simulated, {} {}{}",
         s.model,
         s.system,
         s.workload,
         s.requests,
         s.evaluated,
         s.feasible,
+        // A closed loop has no rate to fall behind: every configuration serves its N users.
+        match s.client.max_concurrency {
+            Some(n) => format!("serve the {n} in flight"),
+            None => "sustain the rate".into(),
+        },
         if slos.is_empty() {
             String::new()
         } else {

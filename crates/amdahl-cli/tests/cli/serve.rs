@@ -875,6 +875,12 @@ fn max_concurrency_keeps_the_client_to_n_in_flight() {
         .as_str()
         .unwrap()
         .contains("at most 64 in flight"));
+    assert_eq!(found["client"]["max_concurrency"], 64);
+    let table = text(&[&base[..], &space, &["--slo-ttft-ms", "1000"]].concat());
+    assert!(
+        table.contains("12 configurations simulated, 12 serve the 64 in flight and meet"),
+        "{table}"
+    );
     amdahl()
         .args([&base[..], &space, &["--slo-ttft-ms", "1"]].concat())
         .assert()

@@ -99,6 +99,10 @@ pub struct ServeSearch {
     pub system: String,
     pub workload: String,
     pub requests: u64,
+    /// The client every configuration served (absent from files written before it existed,
+    /// which were open loops without a frontend).
+    #[serde(default)]
+    pub client: Client,
     pub slo_ttft_s: Option<f64>,
     pub slo_tpot_s: Option<f64>,
     /// Configurations simulated.
@@ -346,6 +350,7 @@ pub fn search(
         system: hw.name.clone(),
         workload: d.workload.into(),
         requests: requests.len() as u64,
+        client: space.client,
         slo_ttft_s: space.slo_ttft_s,
         slo_tpot_s: space.slo_tpot_s,
         evaluated: all.len() as u64,
