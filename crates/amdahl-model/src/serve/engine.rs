@@ -84,6 +84,18 @@ fn deliver(rec: &mut RequestRecord, gaps: &mut Gaps, at: f64, first: bool, last:
     }
 }
 
+/// Requests queued on all replicas at `now`, kept as the run's peak when it is one. A queue grows
+/// when a request arrives at a busy replica (counted once it is routed) or is preempted (counted
+/// at the iteration start that preempted it), so the peak is the true one.
+fn queued(reps: &[Replica], now: f64, run: &mut Run) -> u64 {
+    let waiting: u64 = reps.iter().map(|r| r.waiting.len() as u64).sum();
+    if waiting > run.max_waiting {
+        run.max_waiting = waiting;
+        run.max_waiting_at_s = now;
+    }
+    waiting
+}
+
 /// What one iteration's end delivered: tokens, and the requests whose last token it was.
 #[derive(Default)]
 struct Delivered {
@@ -281,6 +293,7 @@ impl Engine<'_> {
                     if reps[r].busy_until.is_none() {
                         self.start(&mut reps, r, t, &mut run);
                     }
+                    queued(&reps, t, &mut run);
                     if next == requests.len() {
                         run.waiting_at_last_arrival =
                             reps.iter().map(|r| r.waiting.len() as u64).sum();
@@ -407,14 +420,10 @@ impl Engine<'_> {
     }
 
     fn sample(&self, reps: &[Replica], now: f64, run: &mut Run) {
-        let waiting: u64 = reps.iter().map(|r| r.waiting.len() as u64).sum();
+        let waiting = queued(reps, now, run);
         let running: u64 = reps.iter().map(|r| r.running.len() as u64).sum();
         let used: u64 = reps.iter().map(|r| r.pool.used()).sum();
         let kv_use = used as f64 / (self.kv_blocks.max(1) * reps.len() as u64) as f64;
-        if waiting > run.max_waiting {
-            run.max_waiting = waiting;
-            run.max_waiting_at_s = now;
-        }
         run.peak_kv_use = run.peak_kv_use.max(kv_use);
         let devices = self.devices_per_replica();
         let idle = self.hw.idle_power.get();

@@ -366,6 +366,9 @@ fn a_closed_loop_keeps_at_most_n_in_flight_and_times_from_the_send() {
             );
         }
         assert!(run.records.iter().filter(|r| r.arrival_s == 0.0).count() == n as usize);
+        // The n sent at t = 0: one starts on each of the two idle replicas, the rest wait, and
+        // no later moment has more waiting (the queue's peak is counted as requests arrive).
+        assert_eq!(run.max_waiting, u64::from(n).saturating_sub(2), "n {n}");
     }
     let (open, all) = (with(None), with(Some(80)));
     for (x, y) in open.records.iter().zip(&all.records) {
