@@ -389,7 +389,6 @@ fn arrivals(rate: f64, cv: Option<f64>) -> Result<Arrivals, ServeError> {
     }
 }
 
-/// The requests: a trace read from its file, or a generated stream.
 /// The client's limit, as the workload line says it.
 fn in_flight(a: &Options) -> String {
     a.max_concurrency.map_or(String::new(), |n| {
@@ -397,6 +396,7 @@ fn in_flight(a: &Options) -> String {
     })
 }
 
+/// The requests: a trace read from its file, or a generated stream.
 fn workload(a: &Options, model: &ModelShape) -> Result<(Vec<Request>, Described, String)> {
     if let Some(path) = &a.trace {
         let name = path.display().to_string();

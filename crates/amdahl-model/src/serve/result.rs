@@ -283,7 +283,7 @@ impl ServeResult {
         let sv = c.prepared.setup.serving;
         let unloaded = unloaded(c, in_tokens / n, out_tokens / n);
         let completed = recs.len() as f64 / duration;
-        let overload = overloaded(c, run).then_some((offered, completed));
+        let overload = is_overloaded(run, &c.config.client).then_some((offered, completed));
         let notes = notes(c, run, &d, overload, unloaded.as_ref());
         ServeResult {
             schema: SERVE_SCHEMA.into(),
@@ -415,15 +415,13 @@ fn server_energy(c: &Context, gpus: u64, gpu_energy_j: f64, duration_s: f64) -> 
     server_power(c, gpus, gpu_energy_j / duration_s).map(|w| w * duration_s)
 }
 
-/// Whether `run` was overloaded. A client that keeps at most N requests in flight holds the
-/// backlog itself: the server's queue cannot grow past N.
-fn overloaded(c: &Context, run: &Run) -> bool {
-    c.config.client.max_concurrency.is_none() && is_overloaded(run)
-}
-
 /// More than [`OVERLOAD_QUEUE_SHARE`] of the requests (and more than one) still queued when
-/// the last one arrived: the queue was growing without bound.
-pub(crate) fn is_overloaded(run: &Run) -> bool {
+/// the last one arrived: the queue was growing without bound. Never for a `client` that keeps at
+/// most N requests in flight: it holds the backlog itself, and the server's queue cannot pass N.
+pub(crate) fn is_overloaded(run: &Run, client: &Client) -> bool {
+    if client.max_concurrency.is_some() {
+        return false;
+    }
     let n = run.records.len().max(1) as f64;
     run.waiting_at_last_arrival as f64 > OVERLOAD_QUEUE_SHARE * n && run.waiting_at_last_arrival > 1
 }

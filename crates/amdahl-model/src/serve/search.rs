@@ -226,8 +226,7 @@ fn candidate(
         e2e_p99_s: e2e,
         completed_requests_per_s: n / duration,
         energy_per_request_j: (run.energy_busy_j + run.energy_idle_j) / n,
-        // A client that keeps N in flight holds the backlog itself (`result::overloaded`).
-        overloaded: space.client.max_concurrency.is_none() && is_overloaded(&run),
+        overloaded: is_overloaded(&run, &space.client),
         slo_ratio: ratio,
         max_waiting: run.max_waiting,
         max_waiting_at_s: run.max_waiting_at_s,
