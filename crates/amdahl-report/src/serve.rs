@@ -97,7 +97,7 @@ pub fn serve_table(r: &ServeResult) -> String {
     out
 }
 
-/// What the latencies carry besides the engine's time (`serve::frontend`).
+/// What the latencies carry besides the engine's time (`serve::client`).
 fn frontend_line(frontend_s: f64) -> String {
     if frontend_s > 0.0 {
         format!(

@@ -795,7 +795,7 @@ fn a_shared_prefix_is_served_from_the_cache() {
 #[test]
 fn the_frontend_is_in_every_ttft_and_end_to_end_latency_and_nowhere_else() {
     // The same stream with the default frontend (10.2 ms, vLLM PR #54628's measurement:
-    // serve/frontend.rs) and with none (an in-process client): every request's TTFT and
+    // serve/client.rs) and with none (an in-process client): every request's TTFT and
     // end-to-end latency differ by exactly 10.2 ms, so their percentiles do; the TPOT, the
     // inter-token gaps and the energy are the engine's. A negative time is a usage error.
     let run = |extra: &[&str]| json(&[&L8[..], &["--rate", "5"], extra].concat());

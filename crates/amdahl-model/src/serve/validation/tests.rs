@@ -63,9 +63,9 @@ fn published_serving_runs() {
     // 40GB at 1 request/s, TP 8 and TP 4 × PP 2; serve.md): p50 21 of 39 (19.1 %), p99 6 of 15
     // (41.1 %), both rows predicted low (TP 8 by 7–19 %, the V0 pipeline by 16–52 %). The
     // frontend's time per request (10.2 ms, one published measurement of vLLM's OpenAI server,
-    // serve/frontend.rs; 0 on the MLPerf rows, whose LoadGen runs in the engine's process), which
-    // the HTTP clients' TTFT carried and the simulator did not: p50 27 of 39 (14.4 %), p99 6 of 15
-    // (36.7 %). The targets are not met; docs/usage/serve.md ("Validation") says where the
+    // serve/client.rs; 0 on the NVIDIA, Dell and AMD MLPerf rows, whose LoadGen runs the engine
+    // in its own process), which the HTTP clients' TTFT carried and the simulator did not: p50 27
+    // of 39 (14.4 %), p99 6 of 15 (36.7 %). The targets are not met; docs/usage/serve.md ("Validation") says where the
     // simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (39, 15, 6));
