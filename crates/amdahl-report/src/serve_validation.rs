@@ -100,6 +100,7 @@ pub fn serve_validation_table(v: &ServeValidation) -> String {
         v.cases.len()
     ));
     s.push_str(&itl_line(v));
+    s.push_str(&alike_line(v));
     for e in &v.excluded {
         s.push_str(&format!("not expressible: {}: {}\n", e.id, e.why));
     }
@@ -132,6 +133,35 @@ fn itl_line(v: &ServeValidation) -> String {
         "inter-token latency, every row (the ML.ENERGY offline runs are out of the claim: their \
          lengths are their own): {}\n",
         parts.join(", ")
+    )
+}
+
+/// How far the published figures of runs typed alike differ; empty without such runs.
+fn alike_line(v: &ServeValidation) -> String {
+    let a = &v.alike;
+    if a.groups.is_empty() {
+        return String::new();
+    }
+    let runs: usize = a.groups.iter().map(Vec::len).sum();
+    let parts: Vec<String> = a
+        .spreads
+        .iter()
+        .map(|s| {
+            format!(
+                "{} median {:.1} %, up to {:.1} % ({})",
+                s.class,
+                100.0 * s.median_spread,
+                100.0 * s.max_spread,
+                s.widest
+            )
+        })
+        .collect();
+    format!(
+        "runs typed alike (the same inputs to amdahl serve, other submitters): {} groups, {runs} \
+         runs; their published figures differ by {}: a floor under any model's error on one \
+         run\n",
+        a.groups.len(),
+        parts.join("; ")
     )
 }
 
@@ -232,6 +262,7 @@ mod tests {
             cases: vec![case],
             summaries: vec![],
             excluded: vec![],
+            alike: Default::default(),
         };
         let text = serve_validation_csv(&v).unwrap();
         let lines: Vec<&str> = text.lines().collect();

@@ -430,7 +430,7 @@ fn user_subnational_file_overrides_and_regions_follow() {
 
 #[test]
 fn the_serving_validation_set_prints_every_row_and_the_summary() {
-    // data/validation/serve.csv: 133 published runs, each simulated; the table ends with the
+    // data/validation/serve.csv: 150 published runs, each simulated; the table ends with the
     // summary against the targets (p50 20 %, p99 30 %, throughput 15 %) and the inter-token
     // latencies of every row.
     // One run of the table (the set takes ~15 s to simulate in a debug build): every row's id
@@ -451,13 +451,21 @@ fn the_serving_validation_set_prints_every_row_and_the_summary() {
         .take_while(|l| !l.starts_with("error:"))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert_eq!(ids.len(), 133, "{ids:?}");
+    assert_eq!(ids.len(), 150, "{ids:?}");
     assert!(ids.contains("mlperf41-h100x8-server"));
     assert!(ids.contains("mlenergy3-qwen3-32b-h100-tp2-b64-itl"));
     assert!(ids.contains("vllm083-70b-a100x8-tp4pp2-rps1"));
     assert!(
         text.contains("inter-token latency, every row")
             && text.contains("p50 98 of 114 within 20 %"),
+        "{text}"
+    );
+    // Runs typed alike by different submitters: the same prediction, published figures apart.
+    assert!(
+        text.contains(
+            "runs typed alike (the same inputs to amdahl serve, other submitters): 3 \
+             groups, 7 runs"
+        ) && text.contains("p50 median 8.0 %, up to 28.5 %"),
         "{text}"
     );
     crate::support::amdahl()

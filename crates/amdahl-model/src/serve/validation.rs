@@ -99,6 +99,10 @@ struct Row {
     /// `--max-concurrency`); `None`: each request sent at its scheduled time.
     #[serde(default)]
     max_concurrency: Option<u32>,
+    /// `--power-cap`: the board power limit of the run (MLPerf's MaxQ `power_limit`), W;
+    /// `None`: the device as it is.
+    #[serde(default)]
+    power_cap_w: Option<f64>,
 }
 
 /// One published figure and its prediction.
@@ -186,6 +190,32 @@ pub struct ServeExcluded {
     pub why: String,
 }
 
+/// Runs typed alike: rows that `amdahl serve` receives identically (every typed input the
+/// same; only the source differs: another submitter of the same system, software and rate), so
+/// the simulator predicts them identically. How far their published figures differ is a floor
+/// under any model's error on one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServeAlike {
+    /// Each group's row ids (two or more per group).
+    pub groups: Vec<Vec<String>>,
+    /// By class: how far the published figures of one group differ.
+    pub spreads: Vec<AlikeSpread>,
+}
+
+/// The published spread of one class of figures within groups of runs typed alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AlikeSpread {
+    /// `p50`, `p90`, `p99` or `throughput`.
+    pub class: String,
+    /// Figures (a group's metric published by all its rows).
+    pub figures: usize,
+    /// Median over those figures of max / min − 1 within the group.
+    pub median_spread: f64,
+    pub max_spread: f64,
+    /// The figure with the largest spread: its group's first row and the metric.
+    pub widest: String,
+}
+
 /// The whole set, simulated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServeValidation {
@@ -193,6 +223,8 @@ pub struct ServeValidation {
     pub cases: Vec<ServeCase>,
     pub summaries: Vec<ServeSummary>,
     pub excluded: Vec<ServeExcluded>,
+    #[serde(default)]
+    pub alike: ServeAlike,
 }
 
 /// A broken row of the embedded set: a bug in amdahl, reported instead of a panic.
@@ -307,11 +339,12 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
     }
     let model = catalog_model(&r.model).map_err(|e| e.to_string())?;
     let device = crate::catalog::devices::lookup(&r.system).map_err(|e| e.to_string())?;
-    let (hw, mut net) =
+    let (mut hw, mut net) =
         system(device, &Overrides::default(), r.inter_gbit).map_err(|e| e.to_string())?;
     if let Some(g) = r.gpus_per_node {
         net.gpus_per_node = g;
     }
+    hw.power_cap = r.power_cap_w.map(crate::units::Watts);
     let c = config(r)?;
     let p = prepare(&model, &hw, &net, &c).map_err(|e| e.to_string())?;
     let reqs = requests(r, model.serving_context(), &model.name)?;
@@ -483,14 +516,99 @@ fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
     out
 }
 
+/// Everything `amdahl serve` receives from a row: rows with equal inputs are typed alike. A
+/// column added to the set as an input of the simulation belongs here too.
+fn typed_inputs(r: &Row) -> String {
+    format!(
+        "{} {} {} {}x{}x{} {} {} {} {} {} {} {:?} {:?} {} {} {:?} {} {:?} {:?} {:?} {:?}",
+        r.model,
+        r.system,
+        r.gpus,
+        r.tp,
+        r.pp,
+        r.replicas,
+        r.precision,
+        r.kv_precision,
+        r.max_num_seqs,
+        r.max_num_batched_tokens,
+        r.engine,
+        r.arrivals,
+        r.rate_rps,
+        r.requests,
+        r.input_dist,
+        r.output_dist,
+        r.inter_gbit,
+        r.num_scheduler_steps,
+        r.gpus_per_node,
+        r.frontend_ms,
+        r.max_concurrency,
+        r.power_cap_w,
+    )
+}
+
+/// The groups of runs typed alike among `rows`, and the spread of their published figures.
+fn alike(rows: &[Row]) -> ServeAlike {
+    let mut groups: Vec<(String, Vec<&Row>)> = Vec::new();
+    for r in rows {
+        let key = typed_inputs(r);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(r),
+            None => groups.push((key, vec![r])),
+        }
+    }
+    groups.retain(|(_, g)| g.len() > 1);
+    let mut spreads = Vec::new();
+    for class in ["p50", "p90", "p99", "throughput"] {
+        let mut figures: Vec<(f64, String)> = Vec::new();
+        for (_, g) in &groups {
+            let of = |r: &Row| published(r).into_iter().filter(|(_, c, _)| *c == class);
+            for (metric, _, _) in of(g[0]) {
+                let values: Vec<f64> = g
+                    .iter()
+                    .filter_map(|r| of(r).find(|(m, _, _)| *m == metric).map(|(_, _, v)| v))
+                    .collect();
+                if values.len() == g.len() {
+                    let (lo, hi) = values.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+                        (lo.min(*v), hi.max(*v))
+                    });
+                    figures.push((hi / lo - 1.0, format!("{} {metric}", g[0].id)));
+                }
+            }
+        }
+        let Some((max_spread, widest)) = figures.iter().max_by(|a, b| a.0.total_cmp(&b.0)).cloned()
+        else {
+            continue;
+        };
+        spreads.push(AlikeSpread {
+            class: class.into(),
+            figures: figures.len(),
+            median_spread: median(&sorted(&figures.iter().map(|f| f.0).collect::<Vec<_>>()))
+                .unwrap_or(f64::NAN),
+            max_spread,
+            widest,
+        });
+    }
+    ServeAlike {
+        groups: groups
+            .into_iter()
+            .map(|(_, g)| g.iter().map(|r| r.id.clone()).collect())
+            .collect(),
+        spreads,
+    }
+}
+
 /// Simulate every row of the set.
 pub fn serve_validation() -> Result<ServeValidation, ServeSetError> {
+    let rows = rows()?;
     let mut cases = Vec::new();
     let mut excluded = Vec::new();
-    for r in rows()? {
-        match simulate_row(&r) {
+    for r in &rows {
+        match simulate_row(r) {
             Ok(c) => cases.push(c),
-            Err(why) => excluded.push(ServeExcluded { id: r.id, why }),
+            Err(why) => excluded.push(ServeExcluded {
+                id: r.id.clone(),
+                why,
+            }),
         }
     }
     let summaries = summaries(&cases);
@@ -499,6 +617,7 @@ pub fn serve_validation() -> Result<ServeValidation, ServeSetError> {
         cases,
         summaries,
         excluded,
+        alike: alike(&rows),
     })
 }
 

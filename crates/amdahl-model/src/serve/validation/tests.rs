@@ -26,11 +26,11 @@ fn published_serving_runs() {
     for e in &v.excluded {
         println!("excluded {}: {}", e.id, e.why);
     }
-    // Every row of the set is simulated; eleven are in the accuracy claim (serve.md says why the
+    // Every row of the set is simulated; thirty are in the accuracy claim (serve.md says why the
     // others are not).
     assert!(v.excluded.is_empty(), "{:?}", v.excluded);
-    assert_eq!(v.cases.len(), 133);
-    assert_eq!(v.cases.iter().filter(|c| c.in_claim).count(), 13);
+    assert_eq!(v.cases.len(), 150);
+    assert_eq!(v.cases.iter().filter(|c| c.in_claim).count(), 30);
     let claim = |class: &str| {
         v.summaries
             .iter()
@@ -65,25 +65,40 @@ fn published_serving_runs() {
     // frontend's time per request (10.2 ms, one published measurement of vLLM's OpenAI server,
     // serve/client.rs; 0 on the NVIDIA, Dell and AMD MLPerf rows, whose LoadGen runs the engine
     // in its own process), which the HTTP clients' TTFT carried and the simulator did not: p50 27
-    // of 39 (14.4 %), p99 6 of 15 (36.7 %). The targets are not met; docs/usage/serve.md ("Validation") says where the
-    // simulator falls short.
+    // of 39 (14.4 %), p99 6 of 15 (36.7 %). TensorRT-LLM's token budget read from NVIDIA's and
+    // Dell's parent config (max_num_tokens 4,096, published; 8,192 had been assumed): the same,
+    // throughput 7.6 %. Seventeen held-out MLPerf v4.1 rows, every other submission of NVIDIA's
+    // harness on a catalogued device (ASUSTeK, Dell, Fujitsu, GigaComputing, Google, HPE, Lenovo,
+    // Supermicro, Sustainable Metal Cloud; NVIDIA's 500 W MaxQ H200), typed from their configs
+    // with nothing refitted: alone p50 20 of 51 within 20 % (34.8 %), p99 21 of 51 (41.0 %),
+    // throughput 24 of 34 (8.2 %); the set p50 47 of 90 (19.2 %), p99 27 of 66 (40.8 %),
+    // throughput 28 of 40 (8.1 %). Their misses are capacity: every 8 × H200 run at full power
+    // is simulated overloaded, its throughput 19–22 % low, and the 8 × H100 runs above 76
+    // requests/s 14–17 % low. The targets are not met; docs/usage/serve.md ("Validation") says
+    // where the simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
-    assert_eq!((p50.figures, p99.figures, tput.figures), (39, 15, 6));
-    assert!(p50.within >= 27 && p50.median_abs_error <= 0.145, "{p50:?}");
-    assert!(p99.within >= 6 && p99.median_abs_error <= 0.368, "{p99:?}");
+    assert_eq!((p50.figures, p99.figures, tput.figures), (90, 66, 40));
+    assert!(p50.within >= 47 && p50.median_abs_error <= 0.193, "{p50:?}");
+    assert!(p99.within >= 27 && p99.median_abs_error <= 0.409, "{p99:?}");
     assert!(
-        tput.within >= 4 && tput.median_abs_error <= 0.08,
+        tput.within >= 28 && tput.median_abs_error <= 0.082,
         "{tput:?}"
     );
     // Conditioning: the figures a 5 % error in the modelled capacity would not carry beyond
     // their target test the latency model itself. All of SGLang's and vLLM's (4 and 8 requests/s,
     // far below capacity) are among them, and the two held-out rows' (1 request/s); 25 of the 31
-    // p50 figures are within 20 % (11.4 %; 19 and 18.3 % before the frontend was modelled).
-    assert_eq!((p50.well_conditioned, p99.well_conditioned), (31, 11));
+    // p50 figures are within 20 % (11.4 %; 19 and 18.3 % before the frontend was modelled). With
+    // the seventeen MLPerf rows: p50 30 of 36 (10.2 %), p99 18 of 26 within 30 % (12.7 %).
+    assert_eq!((p50.well_conditioned, p99.well_conditioned), (36, 26));
     assert!(
-        p50.well_conditioned_within >= 25
-            && p50.well_conditioned_median_abs_error.unwrap() <= 0.115,
+        p50.well_conditioned_within >= 30
+            && p50.well_conditioned_median_abs_error.unwrap() <= 0.103,
         "{p50:?}"
+    );
+    assert!(
+        p99.well_conditioned_within >= 18
+            && p99.well_conditioned_median_abs_error.unwrap() <= 0.128,
+        "{p99:?}"
     );
     for c in v
         .cases
@@ -108,7 +123,54 @@ fn published_serving_runs() {
         .find(|m| m.metric == "ttft_p50_ms")
         .unwrap();
     assert!(ttft.load_sensitivity.unwrap() > 10.0, "{ttft:?}");
+    power_capped_h200(&v);
+    runs_typed_alike(&v);
     inter_token_latencies_of_ml_energy(&v);
+}
+
+/// NVIDIA's MaxQ submission: the 8 × H200 server at `power_limit` 500 W (`--power-cap 500`),
+/// 80.1 requests/s. Held out (typed 2026-12-07, nothing refitted): throughput −4.8 %, TTFT p99
+/// +10.5 %, TPOT p99 +25.5 %, end-to-end p99 +27.8 %. The same eight GPUs at 700 W are simulated
+/// 19–22 % short of the 101–105 requests/s four submitters ran, so the model's loss to the cap
+/// (about 7 % of capacity) is smaller than the runs' (about 22 %): the agreement at 500 W is
+/// partly two errors cancelling, and serve.md says so.
+fn power_capped_h200(v: &ServeValidation) {
+    let c = v
+        .cases
+        .iter()
+        .find(|c| c.id == "mlperf41-h200x8-maxq-server")
+        .unwrap();
+    assert!(c.in_claim && !c.overloaded, "{c:?}");
+    let error = |metric: &str| c.metrics.iter().find(|m| m.metric == metric).unwrap().error;
+    assert!(error("requests_per_s").abs() <= 0.06, "{c:?}");
+    for m in ["ttft_p99_ms", "tpot_p99_ms", "e2e_p99_s"] {
+        assert!(error(m).abs() <= TARGET_P99, "{m}: {c:?}");
+    }
+}
+
+/// Runs typed alike (the same inputs to `amdahl serve`, other submitters): three groups — 8 ×
+/// H100 at 75.10 requests/s (NVIDIA, Dell, Google), 8 × H200 at 102.71 (Dell, GigaComputing), 4
+/// × H100 at 32.97 (Dell, Fujitsu) — whose published figures differ by up to 28.5 % (the H200
+/// pair's median TPOT, 132 and 170 ms) while the simulator, given identical inputs, predicts
+/// them identically: no model can be within less than half that on both.
+fn runs_typed_alike(v: &ServeValidation) {
+    let a = &v.alike;
+    assert_eq!(a.groups.len(), 3, "{a:?}");
+    assert_eq!(a.groups.iter().map(Vec::len).sum::<usize>(), 7, "{a:?}");
+    for g in &a.groups {
+        let of = |id: &String| v.cases.iter().find(|c| &c.id == id).unwrap();
+        let first = of(&g[0]);
+        for id in &g[1..] {
+            let other = of(id);
+            for (m, n) in first.metrics.iter().zip(&other.metrics) {
+                assert_eq!((&m.metric, m.predicted), (&n.metric, n.predicted), "{id}");
+            }
+        }
+    }
+    let spread = |class: &str| a.spreads.iter().find(|s| s.class == class).unwrap();
+    assert!((spread("p50").max_spread - 0.285).abs() < 0.005, "{a:?}");
+    assert!((spread("p99").max_spread - 0.265).abs() < 0.005, "{a:?}");
+    assert!(spread("throughput").max_spread < 0.005, "{a:?}");
 }
 
 /// ML.ENERGY v3's offline vLLM 0.11 runs (112 configurations of Llama 3.1 8B–405B, Llama 3.3
