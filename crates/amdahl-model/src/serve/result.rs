@@ -350,7 +350,7 @@ impl ServeResult {
             energy_per_request_with_idle_j: per_req_total,
             energy_per_output_token_j: run.energy_busy_j / out_tokens.max(1.0),
             steady_state: SteadyFigures::of(run, c.config),
-            energy_server_j: server_energy(c, sv.gpus(), energy, duration),
+            energy_server_j: server_energy(c.hw, sv.gpus(), energy, duration),
             pue: c.charging.pue,
             grid: c.charging.grid.name.clone(),
             grid_code: c.charging.grid.code.clone(),
@@ -359,7 +359,7 @@ impl ServeResult {
             grid_source: c.charging.grid.source.clone(),
             kwh_per_1000_requests: per_req_total * 1000.0 * c.charging.pue / JOULES_PER_KWH,
             co2e_per_1000_requests_g: c.charging.co2e_g(per_req_total * 1000.0),
-            timeline: timeline(run, |w| server_power(c, sv.gpus(), w)),
+            timeline: timeline(run, |w| server_power(c.hw, sv.gpus(), w)),
             latency_quantiles: quantiles(&ttft, &tpot, &e2e, &gaps),
             notes,
         }
@@ -404,15 +404,15 @@ fn is_offline(run: &Run) -> bool {
 
 /// The server (wall) scope of the GPUs' power `gpu_w`: plus their share of the host, through
 /// the power supplies.
-fn server_power(c: &Context, gpus: u64, gpu_w: f64) -> Option<f64> {
-    c.hw.server
+pub(crate) fn server_power(hw: &Hardware, gpus: u64, gpu_w: f64) -> Option<f64> {
+    hw.server
         .as_ref()
         .map(|s| (gpu_w + s.host_w_per_gpu * gpus as f64) / s.psu_efficiency)
 }
 
 /// The server (wall) scope of the GPUs' energy over `duration_s`.
-fn server_energy(c: &Context, gpus: u64, gpu_energy_j: f64, duration_s: f64) -> Option<f64> {
-    server_power(c, gpus, gpu_energy_j / duration_s).map(|w| w * duration_s)
+fn server_energy(hw: &Hardware, gpus: u64, gpu_energy_j: f64, duration_s: f64) -> Option<f64> {
+    server_power(hw, gpus, gpu_energy_j / duration_s).map(|w| w * duration_s)
 }
 
 /// More than [`OVERLOAD_QUEUE_SHARE`] of the requests (and more than one) still queued when

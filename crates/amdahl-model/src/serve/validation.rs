@@ -103,6 +103,9 @@ struct Row {
     /// `None`: the device as it is.
     #[serde(default)]
     power_cap_w: Option<f64>,
+    /// Mean wall power of the whole server over the run, W (MLPerf Power's measurement).
+    #[serde(default)]
+    server_power_w: Option<f64>,
 }
 
 /// One published figure and its prediction.
@@ -110,7 +113,7 @@ struct Row {
 pub struct Metric {
     /// The column: `ttft_p99_ms`, `output_tokens_per_s`, …
     pub metric: String,
-    /// `p50`, `p90`, `p99` or `throughput`.
+    /// `p50`, `p90`, `p99`, `throughput` or `power`.
     pub class: String,
     pub published: f64,
     pub predicted: f64,
@@ -322,6 +325,7 @@ fn published(r: &Row) -> Vec<(&'static str, &'static str, f64)> {
         ("e2e_p99_s", "p99", r.e2e_p99_s),
         ("output_tokens_per_s", "throughput", r.output_tokens_per_s),
         ("requests_per_s", "throughput", r.requests_per_s),
+        ("server_power_w", "power", r.server_power_w),
     ]
     .into_iter()
     .filter_map(|(m, c, v)| v.map(|v| (m, c, v)))
@@ -350,7 +354,8 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
     let reqs = requests(r, model.serving_context(), &model.name)?;
     check_requests(&model, &p, &c.limits, &reqs, &r.id).map_err(|e| e.to_string())?;
     let run = simulate(&p, &hw, &net, &c, &reqs);
-    let base = Predictions::of(&run);
+    let gpus = c.serving.gpus();
+    let base = Predictions::of(&run, &hw, gpus);
     let poisson = r.arrivals != "all-at-once";
     let loaded = poisson.then(|| {
         let faster: Vec<Request> = reqs
@@ -360,7 +365,7 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
                 ..*q
             })
             .collect();
-        Predictions::of(&simulate(&p, &hw, &net, &c, &faster))
+        Predictions::of(&simulate(&p, &hw, &net, &c, &faster), &hw, gpus)
     });
     let metrics = published(r)
         .into_iter()
@@ -384,7 +389,7 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
         engine: format!("{} {}", r.engine, r.engine_version),
         model: model.name.clone(),
         system: hw.name.clone(),
-        gpus: c.serving.gpus(),
+        gpus,
         tp: r.tp,
         replicas: r.replicas,
         max_num_seqs: r.max_num_seqs,
@@ -413,10 +418,14 @@ struct Predictions {
     out_tokens: f64,
     completed: f64,
     duration: f64,
+    /// Mean wall power of the servers over the run (NaN without a catalogued server).
+    server_w: f64,
 }
 
 impl Predictions {
-    fn of(run: &super::Run) -> Self {
+    fn of(run: &super::Run, hw: &crate::plan::Hardware, gpus: u64) -> Self {
+        let duration = (run.end_s - run.first_arrival_s).max(1e-12);
+        let gpu_w = (run.energy_busy_j + run.energy_idle_j) / duration;
         let recs = &run.records;
         let pick = |f: fn(&super::RequestRecord) -> Option<f64>| {
             sorted(&recs.iter().filter_map(f).collect::<Vec<_>>())
@@ -428,7 +437,8 @@ impl Predictions {
             gaps: run.gaps.counted(),
             out_tokens: recs.iter().map(|r| f64::from(r.output_tokens)).sum(),
             completed: recs.len() as f64,
-            duration: (run.end_s - run.first_arrival_s).max(1e-12),
+            duration,
+            server_w: super::result::server_power(hw, gpus, gpu_w).unwrap_or(f64::NAN),
         }
     }
 
@@ -449,6 +459,7 @@ impl Predictions {
             "e2e_p50_s" => q(&self.e2e, 0.5),
             "e2e_p99_s" => q(&self.e2e, 0.99),
             "output_tokens_per_s" => self.out_tokens / self.duration,
+            "server_power_w" => self.server_w,
             _ => self.completed / self.duration,
         }
     }
@@ -469,6 +480,7 @@ fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
             ("p90", None),
             ("p99", Some(TARGET_P99)),
             ("throughput", Some(TARGET_THROUGHPUT)),
+            ("power", None),
         ] {
             let in_subset = cases.iter().filter(|c| subset != "claim" || c.in_claim);
             let figures: Vec<(&str, &Metric)> = in_subset
@@ -558,7 +570,7 @@ fn alike(rows: &[Row]) -> ServeAlike {
     }
     groups.retain(|(_, g)| g.len() > 1);
     let mut spreads = Vec::new();
-    for class in ["p50", "p90", "p99", "throughput"] {
+    for class in ["p50", "p90", "p99", "throughput", "power"] {
         let mut figures: Vec<(f64, String)> = Vec::new();
         for (_, g) in &groups {
             let of = |r: &Row| published(r).into_iter().filter(|(_, c, _)| *c == class);
