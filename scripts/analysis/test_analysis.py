@@ -43,3 +43,24 @@ def test_framework_factor_is_leave_one_out():
     # modelled runs are never rescaled: mean (8.33 + 9.09 + 30 + 5 + 5) / 5 = 11.5 %.
     assert "-8.3%" in out and "+9.1%" in out
     assert "all 5 runs: mean |error| 11.5%, 1 beyond 12 %" in out
+
+
+def test_mlperf_output_lengths_pool_the_test06_logs(tmp_path):
+    # Two TEST06 logs of llama2-70b results and one of another benchmark (ignored): the pooled
+    # σ of ln(tokens) is that of the six llama2 counts, e^1 … e^3 twice over: σ = sqrt(2/3).
+    from mlperf_output_lengths import logs, summary
+
+    def write(path, counts):
+        path.mkdir(parents=True)
+        (path / "mlperf_log_accuracy.json").write_text(
+            json.dumps([{"qsl_idx": i, "token_count": c} for i, c in enumerate(counts)])
+        )
+
+    e = [round(2.718281828459045**k, 9) for k in (1, 2, 3)]
+    write(tmp_path / "a/llama2-70b-99/Server/TEST06/accuracy", e)
+    write(tmp_path / "b/llama2-70b-99.9/Offline/TEST06/accuracy", e)
+    write(tmp_path / "c/gptj-99/Server/TEST06/accuracy", [1, 1000])
+    s = summary(logs(tmp_path))
+    assert (s["logs"], s["outputs"]) == (2, 6)
+    assert s["sigma_ln"] == pytest.approx((2 / 3) ** 0.5, rel=1e-9)
+    assert s["median"] == pytest.approx(e[1])

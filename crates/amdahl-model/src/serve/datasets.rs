@@ -1,7 +1,8 @@
 //! Named length data sets for generated workloads (`--input-dist sharegpt`, …): the published
 //! mean prompt and output lengths of public data sets (data/serve_datasets.csv, with sources),
 //! drawn log-normal around that mean. The sources publish means only; the σ of the logarithm in
-//! the file is an assumption and says so.
+//! the file is an assumption and says so, except for OpenOrca's outputs, whose σ is measured from
+//! the token counts MLPerf submitters publish (their TEST06 compliance logs).
 
 use super::lengths::Lengths;
 

@@ -74,30 +74,35 @@ fn published_serving_runs() {
     // throughput 24 of 34 (8.2 %); the set p50 47 of 90 (19.2 %), p99 27 of 66 (40.8 %),
     // throughput 28 of 40 (8.1 %). Their misses are capacity: every 8 × H200 run at full power
     // is simulated overloaded, its throughput 19–22 % low, and the 8 × H100 runs above 76
-    // requests/s 14–17 % low. The targets are not met; docs/usage/serve.md ("Validation") says
-    // where the simulator falls short.
+    // requests/s 14–17 % low. OpenOrca's output spread measured (σ of ln(tokens) 0.685 over the
+    // 15,800 outputs of v4.1's TEST06 compliance logs, where 1.0 had been assumed; a property of
+    // the workload, serve.md): p50 49 of 90 (17.3 %), p99 27 of 66 (41.3 %), throughput 30 of 40
+    // (6.4 %); the thirteen rows of before p50 27 of 39 (14.4 %), p99 6 of 15 (37.7 %),
+    // throughput 4 of 6 (6.0 %). The targets are not met; docs/usage/serve.md ("Validation")
+    // says where the simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (90, 66, 40));
-    assert!(p50.within >= 47 && p50.median_abs_error <= 0.193, "{p50:?}");
-    assert!(p99.within >= 27 && p99.median_abs_error <= 0.409, "{p99:?}");
+    assert!(p50.within >= 49 && p50.median_abs_error <= 0.174, "{p50:?}");
+    assert!(p99.within >= 27 && p99.median_abs_error <= 0.414, "{p99:?}");
     assert!(
-        tput.within >= 28 && tput.median_abs_error <= 0.082,
+        tput.within >= 30 && tput.median_abs_error <= 0.065,
         "{tput:?}"
     );
     // Conditioning: the figures a 5 % error in the modelled capacity would not carry beyond
     // their target test the latency model itself. All of SGLang's and vLLM's (4 and 8 requests/s,
     // far below capacity) are among them, and the two held-out rows' (1 request/s); 25 of the 31
     // p50 figures are within 20 % (11.4 %; 19 and 18.3 % before the frontend was modelled). With
-    // the seventeen MLPerf rows: p50 30 of 36 (10.2 %), p99 18 of 26 within 30 % (12.7 %).
-    assert_eq!((p50.well_conditioned, p99.well_conditioned), (36, 26));
+    // the seventeen MLPerf rows: p50 30 of 36 (10.2 %), p99 18 of 26 within 30 % (12.7 %); with
+    // OpenOrca's measured output spread p50 30 of 37 (10.3 %), p99 17 of 27 (11.9 %).
+    assert_eq!((p50.well_conditioned, p99.well_conditioned), (37, 27));
     assert!(
         p50.well_conditioned_within >= 30
-            && p50.well_conditioned_median_abs_error.unwrap() <= 0.103,
+            && p50.well_conditioned_median_abs_error.unwrap() <= 0.104,
         "{p50:?}"
     );
     assert!(
-        p99.well_conditioned_within >= 18
-            && p99.well_conditioned_median_abs_error.unwrap() <= 0.128,
+        p99.well_conditioned_within >= 17
+            && p99.well_conditioned_median_abs_error.unwrap() <= 0.120,
         "{p99:?}"
     );
     for c in v
@@ -129,13 +134,13 @@ fn published_serving_runs() {
 }
 
 /// NVIDIA's MaxQ submission: the 8 × H200 server at `power_limit` 500 W (`--power-cap 500`),
-/// 80.1 requests/s. Held out (typed 2026-12-07, nothing refitted): throughput −4.8 %, TTFT p99
-/// +10.5 %, TPOT p99 +25.5 %, end-to-end p99 +27.8 %, and the DGX H200's mean wall power over
-/// the run, MLPerf Power's measurement (6,280 W), +0.8 % — with the GPUs at their limit, mostly a
-/// check of the host estimate and the power supplies' efficiency. The same eight GPUs at 700 W are simulated
-/// 19–22 % short of the 101–105 requests/s four submitters ran, so the model's loss to the cap
-/// (about 7 % of capacity) is smaller than the runs' (about 22 %): the agreement at 500 W is
-/// partly two errors cancelling, and serve.md says so.
+/// 80.1 requests/s. Held out (typed 2026-12-07, nothing refitted): throughput −4.1 %, TTFT p99
+/// +10.2 %, TPOT p99 +21.8 %, end-to-end p99 +11.4 %, and the DGX H200's mean wall power over
+/// the run, MLPerf Power's measurement (6,280 W), +0.9 % — with the GPUs at their limit, mostly a
+/// check of the host estimate and the power supplies' efficiency. The same eight GPUs at 700 W
+/// are simulated 18–21 % short of the 100–104 requests/s four submitters completed, so the
+/// model's loss to the cap (about 8 % of capacity) is smaller than the runs' (about 22 %): the
+/// agreement at 500 W is partly two errors cancelling, and serve.md says so.
 fn power_capped_h200(v: &ServeValidation) {
     let c = v
         .cases
@@ -144,7 +149,7 @@ fn power_capped_h200(v: &ServeValidation) {
         .unwrap();
     assert!(c.in_claim && !c.overloaded, "{c:?}");
     let error = |metric: &str| c.metrics.iter().find(|m| m.metric == metric).unwrap().error;
-    assert!(error("requests_per_s").abs() <= 0.06, "{c:?}");
+    assert!(error("requests_per_s").abs() <= 0.05, "{c:?}");
     for m in ["ttft_p99_ms", "tpot_p99_ms", "e2e_p99_s"] {
         assert!(error(m).abs() <= TARGET_P99, "{m}: {c:?}");
     }
