@@ -23,6 +23,7 @@ pub mod run;
 pub mod scale;
 pub mod sci;
 pub mod serve;
+pub mod serve_note;
 pub mod shape;
 pub mod surface;
 pub mod top500;

@@ -286,6 +286,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     print_result(&result, &result.render(a.format.format())?)?;
     if a.format.format() == crate::output::Format::Table {
         crate::cmd::shape::note_tuning(&hw);
+        crate::cmd::serve_note::note_serve_accuracy();
         crate::cmd::energy_note::note_energy_accuracy();
     }
     if let Some(p) = &a.svg {
@@ -333,6 +334,7 @@ fn run_search(
     let result = search::search(model, hw, net, &space, &requests, d)?;
     print_result(&result, &result.render(a.format.format())?)?;
     if a.format.format() == crate::output::Format::Table {
+        crate::cmd::serve_note::note_serve_accuracy();
         crate::cmd::energy_note::note_energy_accuracy();
     }
     Ok(ExitCode::SUCCESS)

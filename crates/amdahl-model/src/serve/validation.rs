@@ -230,6 +230,48 @@ pub struct ServeValidation {
     pub alike: ServeAlike,
 }
 
+/// The accuracy claim in brief: how many rows it holds and its summaries, as committed in
+/// data/validation/serve-claim.json for `amdahl serve` to quote under every table
+/// ([`serve_claim_committed`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServeClaim {
+    pub rows: usize,
+    pub summaries: Vec<ServeSummary>,
+}
+
+impl ServeClaim {
+    pub fn of(v: &ServeValidation) -> Self {
+        ServeClaim {
+            rows: v.cases.iter().filter(|c| c.in_claim).count(),
+            summaries: v
+                .summaries
+                .iter()
+                .filter(|s| s.subset == "claim")
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// The summary of one class (`p50`, `p99`, `throughput`, …).
+    pub fn class(&self, class: &str) -> Option<&ServeSummary> {
+        self.summaries.iter().find(|s| s.class == class)
+    }
+}
+
+/// The claim as last committed (data/validation/serve-claim.json): simulating the set takes
+/// seconds, which `amdahl serve` should not pay to quote it. A test recomputes it and fails when
+/// the file is stale (`AMDAHL_UPDATE_SERVE_CLAIM=1` rewrites it); `amdahl catalog validation
+/// --serve` always simulates afresh.
+pub fn serve_claim_committed() -> Result<ServeClaim, ServeSetError> {
+    serde_json::from_str(COMMITTED_CLAIM).map_err(|e| ServeSetError {
+        row: "serve-claim.json".into(),
+        what: e.to_string(),
+    })
+}
+
+/// The file [`serve_claim_committed`] reads (embedded: no file is read at run time).
+const COMMITTED_CLAIM: &str = include_str!("../../../../data/validation/serve-claim.json");
+
 /// A broken row of the embedded set: a bug in amdahl, reported instead of a panic.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("data/validation/serve.csv, {row}: {what}")]

@@ -130,6 +130,7 @@ fn published_serving_runs() {
     assert!(ttft.load_sensitivity.unwrap() > 10.0, "{ttft:?}");
     power_capped_h200(&v);
     runs_typed_alike(&v);
+    the_committed_claim_is_the_live_one(&v);
     inter_token_latencies_of_ml_energy(&v);
 }
 
@@ -154,6 +155,32 @@ fn power_capped_h200(v: &ServeValidation) {
         assert!(error(m).abs() <= TARGET_P99, "{m}: {c:?}");
     }
     assert!(error("server_power_w").abs() <= 0.02, "{c:?}");
+}
+
+/// `amdahl serve` quotes the claim from data/validation/serve-claim.json: it must be what the set
+/// gives now (`AMDAHL_UPDATE_SERVE_CLAIM=1` rewrites it). Checked here, on the one simulation of
+/// the set this test binary runs.
+fn the_committed_claim_is_the_live_one(v: &ServeValidation) {
+    let live = serde_json::to_string_pretty(&ServeClaim::of(v)).unwrap() + "\n";
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/validation/serve-claim.json"
+    );
+    if std::env::var_os("AMDAHL_UPDATE_SERVE_CLAIM").is_some() {
+        std::fs::write(path, &live).unwrap();
+        return;
+    }
+    assert!(
+        live == COMMITTED_CLAIM,
+        "data/validation/serve-claim.json is stale: rewrite it with AMDAHL_UPDATE_SERVE_CLAIM=1 \
+         cargo test -p amdahl-model --lib serve::validation"
+    );
+    let read = serve_claim_committed().unwrap();
+    assert_eq!(read.rows, 30);
+    assert_eq!(
+        read.class("p99").unwrap().within,
+        ServeClaim::of(v).class("p99").unwrap().within
+    );
 }
 
 /// Runs typed alike (the same inputs to `amdahl serve`, other submitters): three groups — 8 ×
