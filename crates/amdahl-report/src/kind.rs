@@ -132,6 +132,10 @@ pub const KINDS: &[Kind] = &[
          re-run `amdahl serve` without --search on the configuration you chose and pass its \
          --json output",
     ),
+    Kind::of::<srv::max_rate::MaxRate>(srv::max_rate::SERVE_MAX_RATE_SCHEMA).refuses_energy(
+        "this is an `amdahl serve --max-rate` result, the rates one configuration was tried at; \
+         re-run `amdahl serve --rate R` at the rate you chose and pass its --json output",
+    ),
     // A lifetime's nature depends on its phases (given, predicted or measured): the page words it.
     Kind::of::<life::LifetimeReport>(life::SCHEMA).shown(
         "Lifetime costs",

@@ -29,6 +29,7 @@ pub mod scale;
 pub mod schema;
 pub mod sci;
 pub mod serve;
+pub mod serve_max_rate;
 pub mod serve_search;
 pub mod serve_validation;
 pub mod surface;

@@ -8,7 +8,7 @@
 
 use crate::{
     accelerate, bench, bench_gpu, calibrate, carbon, fit, infer, lifetime, meter, plan, scale, sci,
-    serve, serve_search,
+    serve, serve_max_rate, serve_search,
 };
 use crate::{surface, top500};
 use amdahl_bench::{gemm, gpu, memory, roofline, scaling as bench_scaling, sparse};
@@ -138,6 +138,11 @@ render!(
     srv::search::ServeSearch,
     serve_search::serve_search_table,
     serve_search::serve_search_csv
+);
+render!(
+    srv::max_rate::MaxRate,
+    serve_max_rate::serve_max_rate_table,
+    serve_max_rate::serve_max_rate_csv
 );
 render!(
     LifetimeReport,

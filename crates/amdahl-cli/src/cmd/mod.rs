@@ -23,6 +23,7 @@ pub mod run;
 pub mod scale;
 pub mod sci;
 pub mod serve;
+pub mod serve_max_rate;
 pub mod serve_note;
 pub mod shape;
 pub mod surface;

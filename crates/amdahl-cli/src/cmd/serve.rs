@@ -93,7 +93,7 @@ pub struct Options {
 
     /// Poisson arrivals at this many requests per second; inf: every request at t = 0 (an offline
     /// run, as bench_serving's --request-rate inf).
-    #[arg(help_heading = "Workload", long, value_parser = domain::rate, required_unless_present = "trace", conflicts_with = "trace")]
+    #[arg(help_heading = "Workload", long, value_parser = domain::rate, required_unless_present_any = ["trace", "max_rate"], conflicts_with = "trace")]
     pub rate: Option<f64>,
     /// Gamma-distributed gaps with this coefficient of variation instead of Poisson (1 is
     /// Poisson, above 1 burstier).
@@ -157,6 +157,13 @@ pub struct Options {
     /// by GPUs) with the Pareto front of p99 latency against energy per request.
     #[arg(help_heading = "Search", long, conflicts_with_all = ["replicas", "max_num_seqs", "per_request", "svg"])]
     pub search: bool,
+    /// Find the highest request rate this configuration serves within the SLOs given (p99 TTFT
+    /// and TPOT; with none, the rate it sustains with a bounded queue), as MLPerf's server
+    /// scenario does: every rate draws the same requests (--requests or --duration of them,
+    /// --input-dist, --output-dist, --cv, --seed), starting from --rate [default: 1] and
+    /// doubling, then bisecting to 1 %; prints every rate tried.
+    #[arg(help_heading = "Search", long, conflicts_with_all = ["search", "trace", "max_concurrency", "per_request", "svg"])]
+    pub max_rate: bool,
     /// Values of --max-num-seqs the search tries.
     #[arg(help_heading = "Search", long, value_delimiter = ',', value_parser = domain::count, default_value = "64,128,256,512,1024", value_name = "N,N,…")]
     pub search_max_num_seqs: Vec<u32>,
@@ -237,27 +244,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         return run_search(&a, &model, &hw, &net);
     }
-    let engine = a.formats.engine;
-    let mut config = Config {
-        serving: serving(&a)?,
-        limits: Limits {
-            // SGLang's default depends on the KV cache, sized below.
-            max_num_seqs: a.max_num_seqs.unwrap_or(1),
-            max_num_batched_tokens: a
-                .max_num_batched_tokens
-                .unwrap_or(default_budget(engine, &hw)),
-            num_scheduler_steps: a.num_scheduler_steps,
-            prefill: prefill_batching(&a),
-            shared_prefix: a.shared_prefix,
-        },
-        router: a.router,
-        client: client(&a),
-    };
-    let prepared = prepare(&model, &hw, &net, &config)?;
-    if a.max_num_seqs.is_none() {
-        config.limits.max_num_seqs =
-            default_max_num_seqs(engine, &hw, &prepared, model.serving_context());
+    if a.max_rate {
+        return crate::cmd::serve_max_rate::run(&a, &model, &hw, &net);
     }
+    let (config, prepared) = configured(&a, &model, &hw, &net)?;
     let (requests, described, source) = workload(&a, &model)?;
     check_requests(&model, &prepared, &config.limits, &requests, &source)?;
     // An offline run (every request sent at t = 0) is also measured over ML.ENERGY's window,
@@ -293,6 +283,37 @@ pub fn run(args: Args) -> Result<ExitCode> {
         crate::output::write_plot(p, &amdahl_report::serve::serve_svg(&result))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The configuration the options describe, checked, with its KV cache sized (SGLang's default
+/// --max-num-seqs depends on it).
+pub fn configured(
+    a: &Options,
+    model: &ModelShape,
+    hw: &amdahl_model::plan::Hardware,
+    net: &amdahl_model::plan::Network,
+) -> Result<(Config, amdahl_model::serve::Prepared)> {
+    let engine = a.formats.engine;
+    let mut config = Config {
+        serving: serving(a)?,
+        limits: Limits {
+            max_num_seqs: a.max_num_seqs.unwrap_or(1),
+            max_num_batched_tokens: a
+                .max_num_batched_tokens
+                .unwrap_or(default_budget(engine, hw)),
+            num_scheduler_steps: a.num_scheduler_steps,
+            prefill: prefill_batching(a),
+            shared_prefix: a.shared_prefix,
+        },
+        router: a.router,
+        client: client(a),
+    };
+    let prepared = prepare(model, hw, net, &config)?;
+    if a.max_num_seqs.is_none() {
+        config.limits.max_num_seqs =
+            default_max_num_seqs(engine, hw, &prepared, model.serving_context());
+    }
+    Ok((config, prepared))
 }
 
 /// `--search`: the workload once, simulated on every configuration of the space.
@@ -378,7 +399,7 @@ fn serving(a: &Options) -> Result<Serving> {
 
 /// How generated requests arrive: Poisson or gamma gaps at `rate`, or all at t = 0 when it is
 /// infinite (`--rate inf`), which no `--cv` can shape.
-fn arrivals(rate: f64, cv: Option<f64>) -> Result<Arrivals, ServeError> {
+pub fn arrivals(rate: f64, cv: Option<f64>) -> Result<Arrivals, ServeError> {
     match cv {
         Some(cv) if rate.is_infinite() => Err(ServeError::Flag {
             what: "--cv",

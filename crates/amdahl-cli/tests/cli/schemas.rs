@@ -261,6 +261,22 @@ fn models(c: &mut Checker, tmp: &Path) {
         ]),
     );
     c.stdout(
+        "amdahl.serve-max-rate/1",
+        amdahl().args([
+            "serve",
+            "--model",
+            "llama3-8b",
+            "--system",
+            "h100",
+            "--requests",
+            "50",
+            "--max-rate",
+            "--slo-tpot-ms",
+            "30",
+            "--json",
+        ]),
+    );
+    c.stdout(
         "amdahl.lifetime/1",
         amdahl().args([
             "lifetime",

@@ -906,3 +906,62 @@ fn max_concurrency_keeps_the_client_to_n_in_flight() {
             "no configuration meets the SLOs; the closest is tp",
         ));
 }
+
+/// `--max-rate`: the highest passing rate has a failing one within 1 % above it, each judged by
+/// its own p99s against the SLOs; without SLOs, the rate with a bounded queue, above the SLO
+/// answer. Conflicting flags are usage errors.
+#[test]
+fn max_rate_brackets_the_rate_the_slos_allow() {
+    let base = [&L8[..], &["--max-rate", "--slo-tpot-ms", "20"]].concat();
+    let v = json(&base);
+    assert_eq!(v["schema"], "amdahl.serve-max-rate/1");
+    let (lo, hi) = (f(&v, "max_rate_rps"), f(&v, "first_failing_rps"));
+    assert!(lo < hi && hi <= lo * 1.01 + 1e-12, "{lo} {hi}");
+    let probes = v["probes"].as_array().unwrap();
+    let at = |rate: f64| probes.iter().find(|p| f(p, "rate_rps") == rate).unwrap();
+    let (pass, fail) = (at(lo), at(hi));
+    assert_eq!(
+        (pass["passes"].as_bool(), fail["passes"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert!(f(pass, "tpot_p99_s") <= 0.020, "{pass}");
+    assert!(
+        fail["overloaded"] == true || f(fail, "tpot_p99_s") > 0.020,
+        "{fail}"
+    );
+    // Every probe is judged by the same rule, and they come by rate.
+    for p in probes {
+        let within = p["overloaded"] == false && f(p, "tpot_p99_s") <= 0.020;
+        assert_eq!(p["passes"].as_bool(), Some(within), "{p}");
+    }
+    assert!(probes
+        .windows(2)
+        .all(|w| f(&w[0], "rate_rps") <= f(&w[1], "rate_rps")));
+    // No SLO: the queue alone decides, at a higher rate than the TPOT limit allows.
+    let free = json(&[&L8[..], &["--max-rate", "--rate", "8"]].concat());
+    let sustained = f(&free, "max_rate_rps");
+    assert!(sustained > hi, "{sustained} vs {hi}");
+    assert!(
+        text(&[&L8[..], &["--max-rate", "--slo-tpot-ms", "20"]].concat()).contains(&format!(
+            "highest rate within the SLOs: {}",
+            amdahl_report::sig(lo, 4)
+        ))
+    );
+    for bad in [
+        &["--max-rate", "--search"][..],
+        &["--max-rate", "--max-concurrency", "4"],
+        &["--max-rate", "--trace", "x.csv"],
+        &["--max-rate", "--per-request", "x.csv"],
+    ] {
+        let e = refused(&[&L8[..], bad].concat());
+        assert!(e.contains("cannot be used with"), "{e}");
+    }
+    let out = amdahl()
+        .args(L8)
+        .args(["--max-rate", "--rate", "inf"])
+        .output()
+        .unwrap();
+    // Refused after parsing, as `--search --rate inf` is (exit 1).
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("finite with --max-rate"));
+}

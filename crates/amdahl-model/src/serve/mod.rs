@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod kv;
 pub mod lengths;
+pub mod max_rate;
 pub mod multistep;
 pub mod result;
 pub mod scheduler;
