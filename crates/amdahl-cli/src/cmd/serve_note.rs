@@ -21,12 +21,20 @@ pub fn note_serve_accuracy() {
     };
     let pct = |x: f64| format!("{:.1} %", 100.0 * x);
     let target = |s: &ServeSummary| format!("{:.0} %", 100.0 * s.target.unwrap_or(f64::NAN));
+    let capacity = claim.class("capacity").map_or(String::new(), |c| {
+        format!(
+            ", the highest rate within a benchmark's limits (`--max-rate`) within {} on {} of {}",
+            target(c),
+            c.within,
+            c.figures
+        )
+    });
     crate::output::note(&format!(
         "latency: simulated; on the {} published serving runs of the validation claim, p50 is \
          within {} on {} of {} figures (median |error| {}), p99 within {} on {} of {} (median {}; \
          {} of the {} that the simulated capacity alone does not decide), throughput within {} on \
-         {} of {}; near capacity the tail is the queue's; `amdahl catalog validation --serve` \
-         lists them",
+         {} of {}{capacity}; near capacity the tail is the queue's; `amdahl catalog validation \
+         --serve` lists them",
         claim.rows,
         target(p50),
         p50.within,

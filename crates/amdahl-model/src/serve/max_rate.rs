@@ -112,11 +112,22 @@ pub struct Bracket {
     pub probes: Vec<RateProbe>,
 }
 
-/// Search the rate with `probe` (which simulates one rate) from the guess `start`.
-pub fn search<E>(
+/// Search the rate with `probe` (which simulates one rate) from the guess `start`, doubling or
+/// halving it to a bracket.
+pub fn search<E>(start: f64, probe: impl FnMut(f64) -> Result<RateProbe, E>) -> Result<Bracket, E> {
+    search_by(start, 2.0, probe)
+}
+
+/// [`search`] with the bracket found by steps of `factor` (> 1): a guess known to be near the
+/// answer (a benchmark's published rate) needs fewer runs with a smaller one. The halvings'
+/// limit is the same fraction of the guess, 1/1024.
+pub fn search_by<E>(
     start: f64,
+    factor: f64,
     mut probe: impl FnMut(f64) -> Result<RateProbe, E>,
 ) -> Result<Bracket, E> {
+    let max_halvings = (f64::from(MAX_HALVINGS) * 2f64.ln() / factor.ln()).ceil() as u32;
+    let max_doublings = (f64::from(MAX_DOUBLINGS) * 2f64.ln() / factor.ln()).ceil() as u32;
     let mut probes = Vec::new();
     let mut run = |rate: f64, probes: &mut Vec<RateProbe>| -> Result<bool, E> {
         let p = probe(rate)?;
@@ -129,17 +140,17 @@ pub fn search<E>(
     loop {
         if run(rate, &mut probes)? {
             lo = Some(rate);
-            if hi.is_some() || doublings == MAX_DOUBLINGS {
+            if hi.is_some() || doublings == max_doublings {
                 break;
             }
-            rate *= 2.0;
+            rate *= factor;
             doublings += 1;
         } else {
             hi = Some(rate);
-            if lo.is_some() || halvings == MAX_HALVINGS {
+            if lo.is_some() || halvings == max_halvings {
                 break;
             }
-            rate /= 2.0;
+            rate /= factor;
             halvings += 1;
         }
     }
@@ -194,6 +205,10 @@ mod tests {
             // Doubling or halving to the bracket, then about log2(ratio / 1 %) bisections.
             assert!(probes.len() <= 2 + 14 + 8, "{start}: {}", probes.len());
         }
+        // From a guess near the answer, steps of 1.25 bracket it in two runs.
+        let b = search_by(36.0, 1.25, probe_below(37.0)).unwrap();
+        assert!(b.failing.unwrap() <= b.passing.unwrap() * (1.0 + TOLERANCE));
+        assert!(b.probes.len() <= 2 + 5, "{}", b.probes.len());
     }
 
     #[test]

@@ -106,6 +106,12 @@ struct Row {
     /// Mean wall power of the whole server over the run, W (MLPerf Power's measurement).
     #[serde(default)]
     server_power_w: Option<f64>,
+    /// The benchmark's latency limits (MLPerf's server scenario: p99 TTFT and TPOT), ms: where
+    /// given, the published rate is also a capacity, the rate the run served within them.
+    #[serde(default)]
+    slo_ttft_ms: Option<f64>,
+    #[serde(default)]
+    slo_tpot_ms: Option<f64>,
 }
 
 /// One published figure and its prediction.
@@ -113,7 +119,7 @@ struct Row {
 pub struct Metric {
     /// The column: `ttft_p99_ms`, `output_tokens_per_s`, …
     pub metric: String,
-    /// `p50`, `p90`, `p99`, `throughput` or `power`.
+    /// `p50`, `p90`, `p99`, `throughput`, `capacity` or `power`.
     pub class: String,
     pub published: f64,
     pub predicted: f64,
@@ -368,6 +374,11 @@ fn published(r: &Row) -> Vec<(&'static str, &'static str, f64)> {
         ("output_tokens_per_s", "throughput", r.output_tokens_per_s),
         ("requests_per_s", "throughput", r.requests_per_s),
         ("server_power_w", "power", r.server_power_w),
+        (
+            "slo_capacity_rps",
+            "capacity",
+            r.slo_ttft_ms.or(r.slo_tpot_ms).and(r.rate_rps),
+        ),
     ]
     .into_iter()
     .filter_map(|(m, c, v)| v.map(|v| (m, c, v)))
@@ -375,7 +386,9 @@ fn published(r: &Row) -> Vec<(&'static str, &'static str, f64)> {
 }
 
 /// Simulate one row.
-fn simulate_row(r: &Row) -> Result<ServeCase, String> {
+/// Simulate one row; `capacities` holds the SLO capacities found so far by [`typed_inputs`]
+/// (rows typed alike share theirs: the search is the set's costliest part).
+fn simulate_row(r: &Row, capacities: &mut Vec<(String, f64)>) -> Result<ServeCase, String> {
     let layout = u64::from(r.tp) * u64::from(r.pp) * u64::from(r.replicas);
     if layout != r.gpus {
         return Err(format!(
@@ -409,17 +422,34 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
             .collect();
         Predictions::of(&simulate(&p, &hw, &net, &c, &faster), &hw, gpus)
     });
+    let key = typed_inputs(r);
+    let mut capacity = || match capacities.iter().find(|(k, _)| *k == key) {
+        Some((_, x)) => *x,
+        None => {
+            let x = slo_capacity(r, &reqs, |q| simulate(&p, &hw, &net, &c, q), &c.client);
+            capacities.push((key.clone(), x));
+            x
+        }
+    };
     let metrics = published(r)
         .into_iter()
         .map(|(metric, class, value)| {
-            let predicted = base.get(metric);
+            let capacity_figure = class == "capacity";
+            let predicted = if capacity_figure {
+                capacity()
+            } else {
+                base.get(metric)
+            };
             Metric {
                 metric: metric.into(),
                 class: class.into(),
                 published: value,
                 predicted,
                 error: predicted / value - 1.0,
-                load_sensitivity: loaded.as_ref().map(|l| l.get(metric) / predicted - 1.0),
+                load_sensitivity: loaded
+                    .as_ref()
+                    .filter(|_| !capacity_figure)
+                    .map(|l| l.get(metric) / predicted - 1.0),
             }
         })
         .collect();
@@ -448,6 +478,44 @@ fn simulate_row(r: &Row) -> Result<ServeCase, String> {
         metrics,
         locator: r.locator.clone(),
     })
+}
+
+/// The highest rate at which the row's requests, time-scaled, meet its SLOs
+/// ([`super::max_rate`], from the published rate; `amdahl serve --max-rate` on the same requests):
+/// NaN when none passed. The published rate passed them, and submitters raise it until the
+/// next step would not, so it is the capacity the run measured.
+fn slo_capacity(
+    r: &Row,
+    reqs: &[Request],
+    simulate: impl Fn(&[Request]) -> super::Run,
+    client: &Client,
+) -> f64 {
+    let Some(rate) = r.rate_rps else {
+        return f64::NAN;
+    };
+    let slo = |ms: Option<f64>| ms.map(|m| m * 1e-3);
+    // Steps of a quarter from the published rate: submitters ran near the limit.
+    let found = super::max_rate::search_by(rate, 1.25, |x| {
+        let scaled: Vec<Request> = reqs
+            .iter()
+            .map(|q| Request {
+                arrival_s: q.arrival_s * rate / x,
+                ..*q
+            })
+            .collect();
+        let run = simulate(&scaled);
+        Ok::<_, std::convert::Infallible>(super::max_rate::judge(
+            &run,
+            client,
+            x,
+            slo(r.slo_ttft_ms),
+            slo(r.slo_tpot_ms),
+        ))
+    });
+    match found {
+        Ok(b) => b.passing.unwrap_or(f64::NAN),
+        Err(never) => match never {},
+    }
 }
 
 /// The figures a simulated run predicts, sorted once.
@@ -522,6 +590,7 @@ fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
             ("p90", None),
             ("p99", Some(TARGET_P99)),
             ("throughput", Some(TARGET_THROUGHPUT)),
+            ("capacity", Some(TARGET_THROUGHPUT)),
             ("power", None),
         ] {
             let in_subset = cases.iter().filter(|c| subset != "claim" || c.in_claim);
@@ -531,7 +600,7 @@ fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
                 .filter(|(_, m)| m.class == class && of_subset(m))
                 .collect();
             let well: Vec<&Metric> = in_subset
-                .filter(|c| !c.overloaded || class == "throughput")
+                .filter(|c| !c.overloaded || class == "throughput" || class == "capacity")
                 .flat_map(|c| c.metrics.iter())
                 .filter(|m| m.class == class && of_subset(m) && !ill_conditioned(m, target))
                 .collect();
@@ -656,8 +725,9 @@ pub fn serve_validation() -> Result<ServeValidation, ServeSetError> {
     let rows = rows()?;
     let mut cases = Vec::new();
     let mut excluded = Vec::new();
+    let mut capacities = Vec::new();
     for r in &rows {
-        match simulate_row(r) {
+        match simulate_row(r, &mut capacities) {
             Ok(c) => cases.push(c),
             Err(why) => excluded.push(ServeExcluded {
                 id: r.id.clone(),
