@@ -7,8 +7,9 @@
 //!
 //! Every rate draws the same requests: one seed, so the arrival times at rate r are those at
 //! rate 1 divided by r, and the lengths are the same draws. The search starts at a guess
-//! (`amdahl infer`'s steady-state capacity), doubles or halves it until one run passes and
-//! another fails, then bisects between them until they are within [`TOLERANCE`] of each other.
+//! (`--rate`, default 1; the validation set starts at the published rate), doubles or halves it
+//! until one run passes and another fails, then bisects between them (geometrically) until they
+//! are within [`TOLERANCE`] of each other.
 //! Latency is not monotone in the rate for every seed, so what is reported is a rate that passed
 //! with the failing rate just above it, both printed with every rate tried.
 
@@ -22,8 +23,8 @@ pub const SERVE_MAX_RATE_SCHEMA: &str = "amdahl.serve-max-rate/1";
 pub const TOLERANCE: f64 = 0.01;
 
 /// Doublings of the first guess before the search says the limit is above it (2^30 of it), and
-/// halvings before it says no rate passes (1/1024 of it: a run that fails at a thousandth of the
-/// rate that first failed fails on a lone request's latency, which no lower rate improves).
+/// halvings before it says no rate passes (1/1024 of it: a run that fails at a thousandth of
+/// the guess fails on a lone request's latency, which no lower rate improves).
 const MAX_DOUBLINGS: u32 = 30;
 const MAX_HALVINGS: u32 = 10;
 
