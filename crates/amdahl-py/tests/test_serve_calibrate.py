@@ -65,6 +65,20 @@ def test_serve_takes_the_client():
         amdahl.serve(max_concurrency=0, **kw)
 
 
+def test_serve_finds_the_highest_rate_within_the_slos(amdahl_cmd):
+    # docs/usage/serve.md, "The highest rate within the SLOs": max_rate=True is --max-rate, the
+    # CLI's result; the failing rate lies within 1 % above the passing one.
+    kw = dict(model="llama3-8b", system="h100", requests=300, max_rate=True, slo_tpot_ms=20)
+    py = amdahl.serve(**kw)
+    cli = cli_json(amdahl_cmd, "serve", "--model", "llama3-8b", "--system", "h100",
+                   "--requests", "300", "--max-rate", "--slo-tpot-ms", "20")
+    assert py["schema"] == "amdahl.serve-max-rate/1"
+    assert py == cli
+    assert py["max_rate_rps"] < py["first_failing_rps"] <= py["max_rate_rps"] * 1.01
+    with pytest.raises(AmdahlError, match="max-rate"):
+        amdahl.serve(search=True, **kw)
+
+
 def test_calibrate_recovers_the_constants_and_plan_reads_them(amdahl_cmd, tmp_path):
     runs = tmp_path / "train.csv"
     runs.write_text(ROWS)
