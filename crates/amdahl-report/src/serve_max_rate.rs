@@ -45,7 +45,7 @@ fn slos(r: &MaxRate) -> String {
 }
 
 fn headline(r: &MaxRate) -> String {
-    let failed = |rate: f64| r.probes.iter().find(|p| p.rate_rps == rate);
+    let probe = |rate: f64| r.probes.iter().find(|p| p.rate_rps == rate);
     let what = if r.slo_ttft_s.is_none() && r.slo_tpot_s.is_none() {
         "highest rate with a bounded queue"
     } else {
@@ -53,10 +53,11 @@ fn headline(r: &MaxRate) -> String {
     };
     match (r.max_rate_rps, r.first_failing_rps) {
         (Some(lo), Some(hi)) => format!(
-            "{what}: {} requests/s ({} requests/s failed: {})",
+            "{what}: {} requests/s, {} J per request (GPU) there ({} requests/s failed: {})",
             sig(lo, 4),
+            probe(lo).map_or("-".into(), |p| sig(p.energy_per_request_j, 3)),
             sig(hi, 4),
-            failed(hi).map_or(String::new(), |p| why_failed(r, p))
+            probe(hi).map_or(String::new(), |p| why_failed(r, p))
         ),
         (Some(lo), None) => format!(
             "every rate tried passed, up to {} requests/s: the configuration's limit is above it",
@@ -65,7 +66,7 @@ fn headline(r: &MaxRate) -> String {
         (None, Some(hi)) => format!(
             "no rate passed, down to {} requests/s ({}): an SLO is below what a lone request gets",
             sig(hi, 4),
-            failed(hi).map_or(String::new(), |p| why_failed(r, p))
+            probe(hi).map_or(String::new(), |p| why_failed(r, p))
         ),
         (None, None) => "no rate was tried".into(),
     }
@@ -97,6 +98,7 @@ pub fn serve_max_rate_table(r: &MaxRate) -> String {
         "completed/s",
         "TTFT p99 ms",
         "TPOT p99 ms",
+        "J/request",
         "queue",
         "within",
     ]);
@@ -106,6 +108,7 @@ pub fn serve_max_rate_table(r: &MaxRate) -> String {
             sig(p.completed_requests_per_s, 4),
             ms(p.ttft_p99_s),
             p.tpot_p99_s.map_or("-".into(), ms),
+            sig(p.energy_per_request_j, 3),
             if p.overloaded { "unbounded" } else { "bounded" }.into(),
             if p.passes { "yes" } else { "no" }.into(),
         ]);
@@ -123,6 +126,7 @@ pub fn serve_max_rate_csv(r: &MaxRate) -> Result<String, csv::Error> {
             "completed_requests_per_s",
             "ttft_p99_s",
             "tpot_p99_s",
+            "energy_per_request_j",
             "overloaded",
             "passes",
             "max_rate_rps",
@@ -134,6 +138,7 @@ pub fn serve_max_rate_csv(r: &MaxRate) -> Result<String, csv::Error> {
                 p.completed_requests_per_s.to_string(),
                 p.ttft_p99_s.to_string(),
                 opt(p.tpot_p99_s),
+                p.energy_per_request_j.to_string(),
                 p.overloaded.to_string(),
                 p.passes.to_string(),
                 opt(r.max_rate_rps),

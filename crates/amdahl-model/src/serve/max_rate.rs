@@ -38,6 +38,9 @@ pub struct RateProbe {
     pub ttft_p99_s: f64,
     /// `None` when no request produced two tokens.
     pub tpot_p99_s: Option<f64>,
+    /// The GPUs' energy of the run over its requests, J (idle replicas included, as `serve
+    /// --search` charges it).
+    pub energy_per_request_j: f64,
     /// The queue grew without bound.
     pub overloaded: bool,
     /// Queue bounded and every SLO given met.
@@ -99,6 +102,7 @@ pub fn judge(
         completed_requests_per_s: recs.len() as f64 / duration,
         ttft_p99_s: ttft,
         tpot_p99_s: tpot,
+        energy_per_request_j: (run.energy_busy_j + run.energy_idle_j) / recs.len().max(1) as f64,
         overloaded,
         passes: !overloaded && within(slo_ttft_s, Some(ttft)) && within(slo_tpot_s, tpot),
     }
@@ -186,6 +190,7 @@ mod tests {
                 completed_requests_per_s: rate.min(limit),
                 ttft_p99_s: 0.1,
                 tpot_p99_s: None,
+                energy_per_request_j: 1.0,
                 overloaded: rate > limit,
                 passes: rate <= limit,
             })
@@ -235,6 +240,7 @@ mod tests {
                     completed_requests_per_s: 1.0,
                     ttft_p99_s: 0.1,
                     tpot_p99_s: None,
+                    energy_per_request_j: 1.0,
                     overloaded: false,
                     passes: true,
                 })
