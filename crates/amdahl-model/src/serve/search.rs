@@ -6,7 +6,7 @@
 //! is an error that names the best configuration found.
 
 use super::error::ServeError;
-use super::result::is_overloaded;
+use super::max_rate::judge;
 use super::scheduler::{Limits, PrefillBatching};
 use super::{check_requests, prepare, simulate, Client, Config, Request, Router};
 use crate::infer::{Engine, KvFormat, Serving, WeightFormat};
@@ -199,12 +199,21 @@ fn candidate(
     let p = prepare(model, &hw, net, &config)?;
     check_requests(model, &p, &config.limits, requests, "the workload")?;
     let run = simulate(&p, &hw, net, &config, requests);
-    let recs = &run.records;
-    let q = |xs: Vec<f64>| quantile(&sorted(&xs), 0.99);
-    let ttft = q(recs.iter().map(|r| r.ttft_s).collect()).unwrap_or(f64::NAN);
-    let tpot = q(recs.iter().filter_map(|r| r.tpot_s).collect());
-    let e2e = q(recs.iter().map(|r| r.e2e_s).collect()).unwrap_or(f64::NAN);
-    let n = recs.len().max(1) as f64;
+    // The p99s, throughput, energy and queue as `serve --max-rate` judges a run (the rate it
+    // records is not used here).
+    let judged = judge(
+        &run,
+        &space.client,
+        f64::NAN,
+        space.slo_ttft_s,
+        space.slo_tpot_s,
+    );
+    let (ttft, tpot) = (judged.ttft_p99_s, judged.tpot_p99_s);
+    let e2e = quantile(
+        &sorted(&run.records.iter().map(|r| r.e2e_s).collect::<Vec<_>>()),
+        0.99,
+    )
+    .unwrap_or(f64::NAN);
     let ratio = [
         space.slo_ttft_s.map(|s| ttft / s),
         space.slo_tpot_s.zip(tpot).map(|(s, t)| t / s),
@@ -212,7 +221,6 @@ fn candidate(
     .into_iter()
     .flatten()
     .fold(0.0, f64::max);
-    let duration = (run.end_s - run.first_arrival_s).max(1e-12);
     Ok(ServeCandidate {
         tp: serving.tp,
         pp: serving.pp,
@@ -224,9 +232,9 @@ fn candidate(
         ttft_p99_s: ttft,
         tpot_p99_s: tpot,
         e2e_p99_s: e2e,
-        completed_requests_per_s: n / duration,
-        energy_per_request_j: (run.energy_busy_j + run.energy_idle_j) / n,
-        overloaded: is_overloaded(&run, &space.client),
+        completed_requests_per_s: judged.completed_requests_per_s,
+        energy_per_request_j: judged.energy_per_request_j,
+        overloaded: judged.overloaded,
         slo_ratio: ratio,
         max_waiting: run.max_waiting,
         max_waiting_at_s: run.max_waiting_at_s,
