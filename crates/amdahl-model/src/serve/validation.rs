@@ -112,6 +112,11 @@ struct Row {
     slo_ttft_ms: Option<f64>,
     #[serde(default)]
     slo_tpot_ms: Option<f64>,
+    /// `--intra-gbs`: the NVLink bandwidth per GPU and direction between a replica's GPUs, GB/s,
+    /// where the board's topology gives them less than the catalog's switched figure (a 4-GPU
+    /// HGX H100 board: 6 of the 18 links join each pair); `None`: the catalog's.
+    #[serde(default)]
+    intra_gbs: Option<f64>,
 }
 
 /// One published figure and its prediction.
@@ -398,8 +403,11 @@ fn simulate_row(r: &Row, capacities: &mut Vec<(String, f64)>) -> Result<ServeCas
     }
     let model = catalog_model(&r.model).map_err(|e| e.to_string())?;
     let device = crate::catalog::devices::lookup(&r.system).map_err(|e| e.to_string())?;
-    let (mut hw, mut net) =
-        system(device, &Overrides::default(), r.inter_gbit).map_err(|e| e.to_string())?;
+    let overrides = Overrides {
+        intra_node_bandwidth: r.intra_gbs.map(|g| crate::units::BytesPerSecond(g * 1e9)),
+        ..Overrides::default()
+    };
+    let (mut hw, mut net) = system(device, &overrides, r.inter_gbit).map_err(|e| e.to_string())?;
     if let Some(g) = r.gpus_per_node {
         net.gpus_per_node = g;
     }
@@ -641,7 +649,7 @@ fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
 /// column added to the set as an input of the simulation belongs here too.
 fn typed_inputs(r: &Row) -> String {
     format!(
-        "{} {} {} {}x{}x{} {} {} {} {} {} {} {:?} {:?} {} {} {:?} {} {:?} {:?} {:?} {:?}",
+        "{} {} {} {}x{}x{} {} {} {} {} {} {} {:?} {:?} {} {} {:?} {} {:?} {:?} {:?} {:?} {:?}",
         r.model,
         r.system,
         r.gpus,
@@ -664,6 +672,7 @@ fn typed_inputs(r: &Row) -> String {
         r.frontend_ms,
         r.max_concurrency,
         r.power_cap_w,
+        r.intra_gbs,
     )
 }
 

@@ -78,14 +78,17 @@ fn published_serving_runs() {
     // 15,800 outputs of v4.1's TEST06 compliance logs, where 1.0 had been assumed; a property of
     // the workload, serve.md): p50 49 of 90 (17.3 %), p99 27 of 66 (41.3 %), throughput 30 of 40
     // (6.4 %); the thirteen rows of before p50 27 of 39 (14.4 %), p99 6 of 15 (37.7 %),
-    // throughput 4 of 6 (6.0 %). The targets are not met; docs/usage/serve.md ("Validation")
-    // says where the simulator falls short.
+    // throughput 4 of 6 (6.0 %). The 4-GPU HGX H100 boards' NVLink typed (`--intra-gbs 150`:
+    // their MLPerf system descriptions publish 6 links between a pair, not 18 through NVSwitch):
+    // p50 52 of 90 (16.4 %), p99 34 of 66 (29.0 %), throughput 30 of 40 (6.9 %: the two runs at
+    // 32.97 requests/s are now simulated 4 % past capacity). The targets are not met;
+    // docs/usage/serve.md ("Validation") says where the simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (90, 66, 40));
-    assert!(p50.within >= 49 && p50.median_abs_error <= 0.174, "{p50:?}");
-    assert!(p99.within >= 27 && p99.median_abs_error <= 0.414, "{p99:?}");
+    assert!(p50.within >= 52 && p50.median_abs_error <= 0.165, "{p50:?}");
+    assert!(p99.within >= 34 && p99.median_abs_error <= 0.290, "{p99:?}");
     assert!(
-        tput.within >= 30 && tput.median_abs_error <= 0.065,
+        tput.within >= 30 && tput.median_abs_error <= 0.070,
         "{tput:?}"
     );
     // The MLPerf rows' published rate as what it is, a capacity: the highest rate at which the
@@ -95,25 +98,29 @@ fn published_serving_runs() {
     // −2 to −11 % (the eight submitters' 71–82 requests/s against 73.2–73.6 simulated), 8 ×
     // H200 −13 to −16 % (101–105 against 88), the 500 W H200 0.0 %, 8 × L40S +0.7 %, the 4 ×
     // H100 runs +12 to +19 % (their latencies, 38–65 % low, said the same: room to spare).
+    // Those three run on 4-GPU boards with 6 NVLinks per pair (150 GB/s each way, typed as
+    // `--intra-gbs`), where the catalog's 450 GB/s is the 8-GPU board's switch: −4.1 to +2.8 %,
+    // and 18 of 20 within 15 % (median 3.8 %).
     let cap = claim("capacity");
     assert_eq!(cap.figures, 20);
-    assert!(cap.within >= 17 && cap.median_abs_error <= 0.065, "{cap:?}");
+    assert!(cap.within >= 18 && cap.median_abs_error <= 0.038, "{cap:?}");
     assert_eq!(cap.well_conditioned, 20, "{cap:?}");
     // Conditioning: the figures a 5 % error in the modelled capacity would not carry beyond
     // their target test the latency model itself. All of SGLang's and vLLM's (4 and 8 requests/s,
     // far below capacity) are among them, and the two held-out rows' (1 request/s); 25 of the 31
     // p50 figures are within 20 % (11.4 %; 19 and 18.3 % before the frontend was modelled). With
     // the seventeen MLPerf rows: p50 30 of 36 (10.2 %), p99 18 of 26 within 30 % (12.7 %); with
-    // OpenOrca's measured output spread p50 30 of 37 (10.3 %), p99 17 of 27 (11.9 %).
-    assert_eq!((p50.well_conditioned, p99.well_conditioned), (37, 27));
+    // OpenOrca's measured output spread p50 30 of 37 (10.3 %), p99 17 of 27 (11.9 %); with the
+    // 4-GPU boards' NVLink p50 30 of 39 (10.9 %), p99 21 of 26 (11.6 %).
+    assert_eq!((p50.well_conditioned, p99.well_conditioned), (39, 26));
     assert!(
         p50.well_conditioned_within >= 30
-            && p50.well_conditioned_median_abs_error.unwrap() <= 0.104,
+            && p50.well_conditioned_median_abs_error.unwrap() <= 0.110,
         "{p50:?}"
     );
     assert!(
-        p99.well_conditioned_within >= 17
-            && p99.well_conditioned_median_abs_error.unwrap() <= 0.120,
+        p99.well_conditioned_within >= 21
+            && p99.well_conditioned_median_abs_error.unwrap() <= 0.117,
         "{p99:?}"
     );
     for c in v
