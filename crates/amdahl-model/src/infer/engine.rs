@@ -12,6 +12,12 @@
 use crate::names::from_str_by_parse;
 use serde::{Deserialize, Serialize};
 
+/// Fraction of device memory the serving engine may use: vLLM's default
+/// `gpu_memory_utilization = 0.9` (vLLM engine arguments); the rest is CUDA context, library
+/// workspaces and fragmentation. TensorRT-LLM applies its default fraction, also 0.9, to the
+/// memory left free once the weights are in ([`Engine::usable_memory`]).
+pub const USABLE_MEMORY: f64 = 0.9;
+
 /// Time per running sequence per iteration of vLLM 0.11 (V1 engine), seconds: **fitted**,
 /// the least-squares fit of the energy validation set's vLLM throughput rows
 /// (data/validation/energy.csv, ML.ENERGY v3: Llama-3.1 8B to 405B on H100 and B200, batches 8
@@ -69,6 +75,19 @@ impl Engine {
         match self {
             Engine::TensorrtLlm => 1.0,
             Engine::Vllm | Engine::Sglang => 0.5,
+        }
+    }
+
+    /// Device memory the engine fills (weights, activation buffers, KV cache), in bytes, on a
+    /// device of `capacity` bytes whose weights and activation buffers take `fixed`. vLLM's
+    /// `gpu_memory_utilization` (default 0.9, [`USABLE_MEMORY`]) is a share of all the memory;
+    /// TensorRT-LLM's `free_gpu_memory_fraction` (default 0.9, `KvCacheConfig`: "90 % of free
+    /// GPU memory for KV cache") a share of what is free once the weights and activation buffers
+    /// are in. SGLang's `mem_fraction_static` is a share of all the memory, as vLLM's.
+    pub fn usable_memory(self, capacity: f64, fixed: f64) -> f64 {
+        match self {
+            Engine::TensorrtLlm => fixed + USABLE_MEMORY * (capacity - fixed).max(0.0),
+            Engine::Vllm | Engine::Sglang => USABLE_MEMORY * capacity,
         }
     }
 

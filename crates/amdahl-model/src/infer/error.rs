@@ -46,7 +46,7 @@ pub enum InferError {
     #[error(
         "{model} does not fit on {device} with tp {tp} × pp {pp} at {precision}: the weights \
          alone need {weights_gib:.1} GiB per device and one sequence of {tokens} tokens \
-         {per_seq_gib:.3} GiB more, {usable_gib:.1} GiB are usable (90 % of {capacity_gib:.1} GiB); \
+         {per_seq_gib:.3} GiB more, {usable_gib:.1} GiB of {capacity_gib:.1} GiB are usable; \
          use a larger --tp or --pp, narrower weights (--precision fp8 or int4), or a device with \
          more memory"
     )]

@@ -19,10 +19,7 @@ use crate::power::Activity;
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
 
-/// Fraction of device memory the serving engine may use: vLLM's default
-/// `gpu_memory_utilization = 0.9` (vLLM engine arguments); the rest is CUDA context, library
-/// workspaces and fragmentation.
-pub const USABLE_MEMORY: f64 = 0.9;
+pub use super::engine::USABLE_MEMORY;
 
 /// How the model is served.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -262,7 +259,6 @@ fn prepare(
     let arithmetic = serving.weights.arithmetic(hw);
     let device = Device::new(hw, arithmetic, serving.engine);
     let capacity = hw.memory.get();
-    let usable = USABLE_MEMORY * capacity;
     let (input, output) = (f64::from(req.input), f64::from(req.output));
     // Activations of the largest pass (one prompt's prefill) and per sequence in a decode step:
     // the widest live tensors (QKV, MLP up) and fp32 logits.
@@ -273,6 +269,7 @@ fn prepare(
             + 2.0 * shard.mlp_width() / shard.tp);
     let logits = 4.0 * shard.vocab / shard.tp;
     let fixed = shard.weight_bytes() + input * act_per_token + logits;
+    let usable = serving.engine.usable_memory(capacity, fixed);
     // Per request: the shared prompt's KV once, each beam's generated KV and decode activations.
     // What a running sequence holds of its generated KV depends on the engine
     // ([`Engine::output_kv_held`]); one sequence must fit at its full length either way.

@@ -81,14 +81,17 @@ fn published_serving_runs() {
     // throughput 4 of 6 (6.0 %). The 4-GPU HGX H100 boards' NVLink typed (`--intra-gbs 150`:
     // their MLPerf system descriptions publish 6 links between a pair, not 18 through NVSwitch):
     // p50 52 of 90 (16.4 %), p99 34 of 66 (29.0 %), throughput 30 of 40 (6.9 %: the two runs at
-    // 32.97 requests/s are now simulated 4 % past capacity). The targets are not met;
+    // 32.97 requests/s are now simulated 4 % past capacity). TensorRT-LLM's KV cache sized as
+    // the engine sizes it, 90 % of the memory free after the weights (not 90 % of all of it, as
+    // vLLM): p50 54 of 90 (15.0 %), p99 35 of 66 (25.6 %), throughput 30 of 40 (5.1 %); the
+    // H200 runs' capacity is their compute's and does not move. The targets are not met;
     // docs/usage/serve.md ("Validation") says where the simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (90, 66, 40));
-    assert!(p50.within >= 52 && p50.median_abs_error <= 0.165, "{p50:?}");
-    assert!(p99.within >= 34 && p99.median_abs_error <= 0.290, "{p99:?}");
+    assert!(p50.within >= 54 && p50.median_abs_error <= 0.151, "{p50:?}");
+    assert!(p99.within >= 35 && p99.median_abs_error <= 0.257, "{p99:?}");
     assert!(
-        tput.within >= 30 && tput.median_abs_error <= 0.070,
+        tput.within >= 30 && tput.median_abs_error <= 0.052,
         "{tput:?}"
     );
     // The MLPerf rows' published rate as what it is, a capacity: the highest rate at which the
@@ -100,10 +103,11 @@ fn published_serving_runs() {
     // H100 runs +12 to +19 % (their latencies, 38–65 % low, said the same: room to spare).
     // Those three run on 4-GPU boards with 6 NVLinks per pair (150 GB/s each way, typed as
     // `--intra-gbs`), where the catalog's 450 GB/s is the 8-GPU board's switch: −4.1 to +2.8 %,
-    // and 18 of 20 within 15 % (median 3.8 %).
+    // and 18 of 20 within 15 % (median 3.8 %; 3.5 % with TensorRT-LLM's KV cache sized as the
+    // engine sizes it).
     let cap = claim("capacity");
     assert_eq!(cap.figures, 20);
-    assert!(cap.within >= 18 && cap.median_abs_error <= 0.038, "{cap:?}");
+    assert!(cap.within >= 18 && cap.median_abs_error <= 0.035, "{cap:?}");
     assert_eq!(cap.well_conditioned, 20, "{cap:?}");
     // Conditioning: the figures a 5 % error in the modelled capacity would not carry beyond
     // their target test the latency model itself. All of SGLang's and vLLM's (4 and 8 requests/s,
@@ -111,16 +115,17 @@ fn published_serving_runs() {
     // p50 figures are within 20 % (11.4 %; 19 and 18.3 % before the frontend was modelled). With
     // the seventeen MLPerf rows: p50 30 of 36 (10.2 %), p99 18 of 26 within 30 % (12.7 %); with
     // OpenOrca's measured output spread p50 30 of 37 (10.3 %), p99 17 of 27 (11.9 %); with the
-    // 4-GPU boards' NVLink p50 30 of 39 (10.9 %), p99 21 of 26 (11.6 %).
-    assert_eq!((p50.well_conditioned, p99.well_conditioned), (39, 26));
+    // 4-GPU boards' NVLink p50 30 of 39 (10.9 %), p99 21 of 26 (11.6 %); with TensorRT-LLM's KV
+    // cache sized as the engine sizes it p50 31 of 40 (11.2 %), p99 23 of 29 (11.4 %).
+    assert_eq!((p50.well_conditioned, p99.well_conditioned), (40, 29));
     assert!(
-        p50.well_conditioned_within >= 30
-            && p50.well_conditioned_median_abs_error.unwrap() <= 0.110,
+        p50.well_conditioned_within >= 31
+            && p50.well_conditioned_median_abs_error.unwrap() <= 0.112,
         "{p50:?}"
     );
     assert!(
-        p99.well_conditioned_within >= 21
-            && p99.well_conditioned_median_abs_error.unwrap() <= 0.117,
+        p99.well_conditioned_within >= 23
+            && p99.well_conditioned_median_abs_error.unwrap() <= 0.115,
         "{p99:?}"
     );
     for c in v
