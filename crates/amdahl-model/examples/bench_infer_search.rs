@@ -51,6 +51,7 @@ fn main() {
             pp: 1,
             kv: KvFormat::Fp8,
             engine: Default::default(),
+            memory_fraction: None,
             precisions: WeightFormat::offered(&hw),
             max_batch: 1024,
             max_ttft_s: None,

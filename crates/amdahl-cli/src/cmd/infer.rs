@@ -152,6 +152,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         weights: a.formats.precision,
         kv: a.formats.kv_precision,
         engine: a.formats.engine,
+        memory_fraction: a.formats.gpu_memory_fraction,
     };
     let s = setup(&model, &hw, &net, serving, req)?;
     let (e, choice) = match (a.batch, a.rate) {
@@ -248,6 +249,7 @@ pub fn workload(
         weights: a.formats.precision,
         kv: a.formats.kv_precision,
         engine: a.formats.engine,
+        memory_fraction: a.formats.gpu_memory_fraction,
     };
     let s = setup(&model, &hw, &net, serving, req)?;
     let batch = count("--batch", batch)?;
@@ -309,6 +311,7 @@ fn run_search(
         pp,
         kv: a.formats.kv_precision,
         engine: a.formats.engine,
+        memory_fraction: a.formats.gpu_memory_fraction,
         precisions: WeightFormat::offered(hw),
         max_batch: a.search_max_batch,
         max_ttft_s: positive_ms("--max-ttft-ms", a.max_ttft_ms)?,

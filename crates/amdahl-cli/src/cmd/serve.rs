@@ -333,6 +333,7 @@ fn run_search(
         pp: a.pp,
         kv: a.formats.kv_precision,
         engine: a.formats.engine,
+        memory_fraction: a.formats.gpu_memory_fraction,
         precisions: a.search_precision.clone(),
         max_num_seqs: a.search_max_num_seqs.clone(),
         max_num_batched_tokens: a
@@ -394,6 +395,7 @@ fn serving(a: &Options) -> Result<Serving> {
         weights: a.formats.precision,
         kv: a.formats.kv_precision,
         engine: a.formats.engine,
+        memory_fraction: a.formats.gpu_memory_fraction,
     })
 }
 

@@ -482,4 +482,26 @@ pub struct ServingFormats {
         default_value = "tensorrt-llm"
     )]
     pub engine: Engine,
+    /// The engine's share of device memory, 0 < F ≤ 1 [default: 0.9, each engine's own]:
+    /// vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static (of all the memory,
+    /// weights included), TensorRT-LLM's free_gpu_memory_fraction (of the memory the weights
+    /// leave, all of it KV cache).
+    #[arg(help_heading = "Serving", long, value_name = "F", value_parser = memory_fraction)]
+    pub gpu_memory_fraction: Option<f64>,
+}
+
+/// `--gpu-memory-fraction`: a share, above 0 and at most 1.
+fn memory_fraction(s: &str) -> Result<f64, String> {
+    let f: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number: give a share such as 0.9"))?;
+    if f > 0.0 && f <= 1.0 {
+        Ok(f)
+    } else {
+        Err(format!(
+            "{f} is not a share of the memory: give a number above 0 and at most 1 (0.9 is the \
+             engines' default)"
+        ))
+    }
 }

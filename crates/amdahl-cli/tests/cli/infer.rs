@@ -554,3 +554,35 @@ fn the_kv_cache_a_sequence_holds_follows_the_engine() {
     let kv = v["memory"]["kv_per_sequence"].as_f64().unwrap();
     assert!((kv - 393.0 * 126.0 * 128.0 * 4.0).abs() < 1.0, "{kv}");
 }
+
+/// `--gpu-memory-fraction` is each engine's own knob, 0.9 by default: vLLM's
+/// `gpu_memory_utilization` and SGLang's `mem_fraction_static` are shares of all the memory,
+/// TensorRT-LLM's `free_gpu_memory_fraction` a share of what the weights and activation buffers
+/// leave (MLPerf's `kvcache_free_gpu_mem_frac`, 0.97 on HPE's H100 run). A share outside
+/// (0, 1] is a usage error.
+#[test]
+fn the_memory_fraction_is_each_engines_own() {
+    let base = "infer --model llama2-70b --system h100 --tp 2 --precision fp8 --kv-precision fp8 \
+                --input 294 --output 294";
+    let memory = |extra: &str| json(&words(&format!("{base} {extra}")))["memory"].clone();
+    for (extra, share) in [
+        ("--engine vllm", 0.9),
+        ("--engine vllm --gpu-memory-fraction 0.95", 0.95),
+        ("--engine sglang --gpu-memory-fraction 0.8", 0.8),
+    ] {
+        let m = memory(extra);
+        let want = share * f(&m, "capacity");
+        assert!((f(&m, "usable") / want - 1.0).abs() < 1e-12, "{extra}: {m}");
+    }
+    // TensorRT-LLM: what is not usable is (1 − share) of what the weights leave, so 0.97 leaves
+    // 0.3 × what 0.9 does, and more sequences fit.
+    let (default, hpe) = (memory(""), memory("--gpu-memory-fraction 0.97"));
+    let spare = |m: &serde_json::Value| f(m, "capacity") - f(m, "usable");
+    assert!((spare(&hpe) / spare(&default) - 0.3).abs() < 1e-9);
+    let batch = |extra: &str| f(&json(&words(&format!("{base} {extra}"))), "max_batch");
+    assert!(batch("--gpu-memory-fraction 0.97") > batch(""));
+    for bad in ["0", "1.2", "-0.5", "nan", "abc"] {
+        let e = refused(&words(&format!("{base} --gpu-memory-fraction {bad}")));
+        assert!(e.contains("--gpu-memory-fraction"), "{bad}: {e}");
+    }
+}

@@ -261,6 +261,7 @@ fn serving_rows(engine: Engine, batches: &[u32], noise: f64, seed: u64) -> Vec<R
                     weights: crate::infer::WeightFormat::Bf16,
                     kv: crate::infer::KvFormat::Bf16,
                     engine,
+                    memory_fraction: None,
                 },
                 requests: Requests {
                     input,

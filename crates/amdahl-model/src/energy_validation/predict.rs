@@ -165,6 +165,7 @@ impl RowSetup {
             weights,
             kv,
             engine: r.framework.parse().unwrap_or_default(),
+            memory_fraction: None,
         };
         if serving.engine == Engine::Vllm {
             hw.tuning.per_sequence_overhead = Some(crate::units::Seconds(vllm_host_s));

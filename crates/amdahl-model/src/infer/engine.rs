@@ -79,15 +79,16 @@ impl Engine {
     }
 
     /// Device memory the engine fills (weights, activation buffers, KV cache), in bytes, on a
-    /// device of `capacity` bytes whose weights and activation buffers take `fixed`. vLLM's
-    /// `gpu_memory_utilization` (default 0.9, [`USABLE_MEMORY`]) is a share of all the memory;
-    /// TensorRT-LLM's `free_gpu_memory_fraction` (default 0.9, `KvCacheConfig`: "90 % of free
-    /// GPU memory for KV cache") a share of what is free once the weights and activation buffers
-    /// are in. SGLang's `mem_fraction_static` is a share of all the memory, as vLLM's.
-    pub fn usable_memory(self, capacity: f64, fixed: f64) -> f64 {
+    /// device of `capacity` bytes whose weights and activation buffers take `fixed`, with the
+    /// engine's memory share `fraction`. vLLM's `gpu_memory_utilization` (default 0.9,
+    /// [`USABLE_MEMORY`]) is a share of all the memory; TensorRT-LLM's
+    /// `free_gpu_memory_fraction` (default 0.9, `KvCacheConfig`: "90 % of free GPU memory for KV
+    /// cache") a share of what is free once the weights and activation buffers are in. SGLang's
+    /// `mem_fraction_static` is a share of all the memory, as vLLM's.
+    pub fn usable_memory(self, capacity: f64, fixed: f64, fraction: f64) -> f64 {
         match self {
-            Engine::TensorrtLlm => fixed + USABLE_MEMORY * (capacity - fixed).max(0.0),
-            Engine::Vllm | Engine::Sglang => USABLE_MEMORY * capacity,
+            Engine::TensorrtLlm => fixed + fraction * (capacity - fixed).max(0.0),
+            Engine::Vllm | Engine::Sglang => fraction * capacity,
         }
     }
 

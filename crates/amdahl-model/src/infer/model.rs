@@ -33,6 +33,12 @@ pub struct Serving {
     /// The serving engine: its time per running sequence ([`Engine`]).
     #[serde(default)]
     pub engine: Engine,
+    /// The engine's memory share (`--gpu-memory-fraction`, 0 < f ≤ 1): vLLM's
+    /// `gpu_memory_utilization`, SGLang's `mem_fraction_static`, TensorRT-LLM's
+    /// `free_gpu_memory_fraction` ([`Engine::usable_memory`] says of what); `None`: their
+    /// default, [`USABLE_MEMORY`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_fraction: Option<f64>,
 }
 
 impl Serving {
@@ -269,7 +275,8 @@ fn prepare(
             + 2.0 * shard.mlp_width() / shard.tp);
     let logits = 4.0 * shard.vocab / shard.tp;
     let fixed = shard.weight_bytes() + input * act_per_token + logits;
-    let usable = serving.engine.usable_memory(capacity, fixed);
+    let fraction = serving.memory_fraction.unwrap_or(USABLE_MEMORY);
+    let usable = serving.engine.usable_memory(capacity, fixed, fraction);
     // Per request: the shared prompt's KV once, each beam's generated KV and decode activations.
     // What a running sequence holds of its generated KV depends on the engine
     // ([`Engine::output_kv_held`]); one sequence must fit at its full length either way.

@@ -13,6 +13,7 @@ fn serving(tp: u32, w: WeightFormat) -> Serving {
         weights: w,
         kv: KvFormat::Bf16,
         engine: Default::default(),
+        memory_fraction: None,
     }
 }
 

@@ -19,6 +19,8 @@ pub struct Space {
     pub pp: u32,
     pub kv: KvFormat,
     pub engine: Engine,
+    /// The engine's memory share every configuration runs with (`--gpu-memory-fraction`).
+    pub memory_fraction: Option<f64>,
     pub precisions: Vec<WeightFormat>,
     pub max_batch: u32,
     pub max_ttft_s: Option<f64>,
@@ -164,6 +166,7 @@ pub fn search(
                 weights: w,
                 kv: space.kv,
                 engine: space.engine,
+                memory_fraction: space.memory_fraction,
             };
             let s = match setup(model, hw, net, serving, req) {
                 Ok(s) => s,

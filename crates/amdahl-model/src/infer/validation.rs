@@ -86,6 +86,7 @@ fn case(header: &csv::StringRecord, rec: &csv::StringRecord) -> Result<InferCase
         weights: WeightFormat::parse(get("precision")?).ok_or("precision")?,
         kv: KvFormat::parse(get("kv")?).ok_or("kv")?,
         engine: get("engine")?.parse().map_err(|e| format!("{e}"))?,
+        memory_fraction: None,
     };
     let req = Requests {
         input: num("input")? as u32,

@@ -91,6 +91,7 @@ mod tests {
                 weights: WeightFormat::Bf16,
                 kv: KvFormat::Bf16,
                 engine: Engine::Sglang,
+                memory_fraction: None,
             },
             limits: vllm_defaults(&hw),
             router: Router::RoundRobin,

@@ -243,6 +243,7 @@ mod tests {
             weights: crate::infer::WeightFormat::Bf16,
             kv: crate::infer::KvFormat::Bf16,
             engine: crate::infer::Engine::Vllm,
+            memory_fraction: None,
         };
         let req = crate::infer::Requests {
             input: 512,

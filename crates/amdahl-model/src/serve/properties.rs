@@ -28,6 +28,7 @@ fn case(replicas: u32, router: Router) -> Case {
             weights: WeightFormat::Bf16,
             kv: KvFormat::Bf16,
             engine: Default::default(),
+            memory_fraction: None,
         },
         limits: vllm_defaults(&hw),
         router,

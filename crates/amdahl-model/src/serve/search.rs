@@ -26,6 +26,8 @@ pub struct SearchSpace {
     pub pp: u32,
     pub kv: KvFormat,
     pub engine: Engine,
+    /// The engine's memory share every configuration runs with (`--gpu-memory-fraction`).
+    pub memory_fraction: Option<f64>,
     pub precisions: Vec<WeightFormat>,
     pub max_num_seqs: Vec<u32>,
     pub max_num_batched_tokens: u32,
@@ -147,6 +149,7 @@ fn configs(net: &Network, space: &SearchSpace) -> Vec<(Serving, u32, Option<Watt
                             weights,
                             kv: space.kv,
                             engine: space.engine,
+                            memory_fraction: space.memory_fraction,
                         };
                         out.push((serving, seqs, cap));
                     }
@@ -382,6 +385,7 @@ mod tests {
             pp: 1,
             kv: KvFormat::Bf16,
             engine: Default::default(),
+            memory_fraction: None,
             precisions: vec![WeightFormat::Bf16, WeightFormat::Fp8],
             max_num_seqs: vec![64, 256],
             max_num_batched_tokens: 8192,

@@ -153,6 +153,7 @@ mod tests {
                 weights: WeightFormat::Bf16,
                 kv: KvFormat::Bf16,
                 engine: Engine::Vllm,
+                memory_fraction: None,
             },
             limits: Limits {
                 max_num_seqs: cap,

@@ -117,6 +117,10 @@ struct Row {
     /// HGX H100 board: 6 of the 18 links join each pair); `None`: the catalog's.
     #[serde(default)]
     intra_gbs: Option<f64>,
+    /// `--gpu-memory-fraction`: the engine's memory share where the run set one other than its
+    /// default (MLPerf's `kvcache_free_gpu_mem_frac`); `None`: the engine's default, 0.9.
+    #[serde(default)]
+    gpu_memory_fraction: Option<f64>,
 }
 
 /// One published figure and its prediction.
@@ -319,6 +323,7 @@ fn config(r: &Row) -> Result<Config, String> {
             weights,
             kv,
             engine,
+            memory_fraction: r.gpu_memory_fraction,
         },
         limits: Limits {
             max_num_seqs: r.max_num_seqs,
@@ -649,7 +654,7 @@ fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
 /// column added to the set as an input of the simulation belongs here too.
 fn typed_inputs(r: &Row) -> String {
     format!(
-        "{} {} {} {}x{}x{} {} {} {} {} {} {} {:?} {:?} {} {} {:?} {} {:?} {:?} {:?} {:?} {:?}",
+        "{} {} {} {}x{}x{} {} {} {} {} {} {} {:?} {:?} {} {} {:?} {} {:?} {:?} {:?} {:?} {:?} {:?}",
         r.model,
         r.system,
         r.gpus,
@@ -673,6 +678,7 @@ fn typed_inputs(r: &Row) -> String {
         r.max_concurrency,
         r.power_cap_w,
         r.intra_gbs,
+        r.gpu_memory_fraction,
     )
 }
 
