@@ -93,6 +93,12 @@ pub enum InferError {
     )]
     RateNotPositive(f64),
     #[error(
+        "--gpu-memory-fraction must be above 0 and at most 1 (got {}): the share of device memory \
+         the engine takes, 0.9 by default",
+        crate::units::shown(.0)
+    )]
+    MemoryFraction(f64),
+    #[error(
         "--gpus {gpus} is not a multiple of --tp × --pp = {tp_pp}; nearest valid --gpus: {nearest}"
     )]
     Gpus {

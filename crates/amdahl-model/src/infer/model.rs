@@ -192,6 +192,9 @@ fn validate_serving(
             });
         }
     }
+    if let Some(f) = serving.memory_fraction.filter(|f| !(*f > 0.0 && *f <= 1.0)) {
+        return Err(InferError::MemoryFraction(f));
+    }
     let total = u64::from(req.input) + u64::from(req.output);
     if total > u64::from(model.serving_context()) {
         return Err(InferError::Context {

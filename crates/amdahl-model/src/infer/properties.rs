@@ -316,3 +316,29 @@ fn an_fp4_kv_cache_is_a_quarter_and_a_bit_of_bf16_on_blackwell_and_refused_elsew
         "{e}"
     );
 }
+
+#[test]
+fn a_memory_share_outside_zero_to_one_is_refused_by_the_model_too() {
+    // The CLI refuses these as usage errors; a configuration built another way (Python, a
+    // validation row) meets the same check.
+    let (hw, net) = crate::plan::catalog_system("h100").unwrap();
+    let m = catalog_model("llama3-8b").unwrap();
+    let req = Requests {
+        input: 512,
+        output: 256,
+        beams: 1,
+    };
+    for bad in [0.0, -0.1, 1.01, f64::NAN] {
+        let mut s = serving(1, WeightFormat::Bf16);
+        s.memory_fraction = Some(bad);
+        let e = setup(&m, &hw, &net, s, req).unwrap_err();
+        assert!(
+            matches!(e, crate::infer::InferError::MemoryFraction(_)),
+            "{bad}: {e}"
+        );
+        assert!(e.to_string().contains("--gpu-memory-fraction"), "{e}");
+    }
+    let mut s = serving(1, WeightFormat::Bf16);
+    s.memory_fraction = Some(1.0);
+    assert!(setup(&m, &hw, &net, s, req).is_ok());
+}
