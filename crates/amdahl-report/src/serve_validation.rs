@@ -99,6 +99,12 @@ pub fn serve_validation_table(v: &ServeValidation) -> String {
          assumed) and rows whose lengths come from their own result\n",
         v.cases.len()
     ));
+    let whole = v.rows_meeting_every_target();
+    s.push_str(&format!(
+        "rows in the claim with every figure within its target: {} of {rows} ({})\n",
+        whole.len(),
+        whole.join(", ")
+    ));
     s.push_str(&itl_line(v));
     s.push_str(&alike_line(v));
     for e in &v.excluded {

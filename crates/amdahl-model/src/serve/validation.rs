@@ -591,19 +591,40 @@ fn ill_conditioned(m: &Metric, target: Option<f64>) -> bool {
     target.is_some_and(|t| m.load_sensitivity.is_some_and(|s| s.abs() > t))
 }
 
+/// The figure classes and their targets (the specification's; `None`: reported, no target).
+const CLASSES: [(&str, Option<f64>); 6] = [
+    ("p50", Some(TARGET_P50)),
+    ("p90", None),
+    ("p99", Some(TARGET_P99)),
+    ("throughput", Some(TARGET_THROUGHPUT)),
+    ("capacity", Some(TARGET_THROUGHPUT)),
+    ("power", None),
+];
+
+impl ServeValidation {
+    /// The rows in the claim whose every figure with a target is within it: the specification's
+    /// cases, each judged whole.
+    pub fn rows_meeting_every_target(&self) -> Vec<&str> {
+        let target = |class: &str| CLASSES.iter().find(|(c, _)| *c == class).and_then(|c| c.1);
+        self.cases
+            .iter()
+            .filter(|c| c.in_claim)
+            .filter(|c| {
+                c.metrics
+                    .iter()
+                    .all(|m| target(&m.class).is_none_or(|t| m.error.abs() <= t))
+            })
+            .map(|c| c.id.as_str())
+            .collect()
+    }
+}
+
 /// Summaries of each class, for the claim, for all rows, and for the inter-token latencies.
 fn summaries(cases: &[ServeCase]) -> Vec<ServeSummary> {
     let mut out = Vec::new();
     for subset in ["claim", "all", "itl"] {
         let of_subset = |m: &Metric| subset != "itl" || m.metric.starts_with("itl_");
-        for (class, target) in [
-            ("p50", Some(TARGET_P50)),
-            ("p90", None),
-            ("p99", Some(TARGET_P99)),
-            ("throughput", Some(TARGET_THROUGHPUT)),
-            ("capacity", Some(TARGET_THROUGHPUT)),
-            ("power", None),
-        ] {
+        for (class, target) in CLASSES {
             let in_subset = cases.iter().filter(|c| subset != "claim" || c.in_claim);
             let figures: Vec<(&str, &Metric)> = in_subset
                 .clone()

@@ -105,6 +105,12 @@ fn published_serving_runs() {
     // `--intra-gbs`), where the catalog's 450 GB/s is the 8-GPU board's switch: −4.1 to +2.8 %,
     // and 18 of 20 within 15 % (median 3.8 %; 3.5 % with TensorRT-LLM's KV cache sized as the
     // engine sizes it).
+    // Each row judged whole, as the specification's cases: every figure with a target within
+    // it. 8 of the 30 on 2026-12-07 (the 8 × H100 MLPerf rows miss on their TTFT p99 alone, the
+    // simulated queue at the edge of capacity; the H200 rows on everything, overloaded).
+    let whole = v.rows_meeting_every_target();
+    assert!(whole.len() >= 8, "{whole:?}");
+    assert!(whole.contains(&"mlperf41-h200x8-maxq-server"), "{whole:?}");
     let cap = claim("capacity");
     assert_eq!(cap.figures, 20);
     assert!(cap.within >= 18 && cap.median_abs_error <= 0.035, "{cap:?}");
