@@ -22,11 +22,11 @@ pub mod step;
 mod properties;
 pub mod validation;
 
-pub use engine::Engine;
+pub use engine::{Engine, USABLE_MEMORY};
 pub use error::InferError;
 pub use model::{
     batch_for_rate, estimate, evaluate_at, iteration, replicas, setup, setup_unchecked, Evaluation,
-    InferMemory, Iteration, Requests, Serving, Setup, USABLE_MEMORY,
+    InferMemory, Iteration, Requests, Serving, Setup,
 };
 pub use precision::{Arithmetic, KvFormat, WeightFormat};
 pub use result::{

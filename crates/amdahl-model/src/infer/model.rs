@@ -8,7 +8,7 @@
 //! throughput = batch · output / (T_prefill(batch) + (output − 1) · T_decode(batch)).
 //! Formulas and sources: docs/methodology.md ("Inference").
 
-use super::engine::Engine;
+use super::engine::{Engine, USABLE_MEMORY};
 use super::error::InferError;
 use super::precision::{Arithmetic, KvFormat, WeightFormat};
 use super::step::{pass, Device, Pass, Shard, Work, ACT_BYTES};
@@ -18,8 +18,6 @@ use crate::plan::{validate_model, ComputePrecision, Hardware, ModelShape, Networ
 use crate::power::Activity;
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
-
-pub use super::engine::USABLE_MEMORY;
 
 /// How the model is served.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
