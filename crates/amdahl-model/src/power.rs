@@ -105,14 +105,41 @@ pub fn device_power(
 /// is reported as impossible rather than met by an implausibly slow device.
 pub const MIN_CLOCK_SHARE: f64 = 0.1;
 
+/// How the energy of one FLOP falls as a power cap lowers the clock to the share `s` of full
+/// speed: it scales by s^e. Dynamic CMOS power is C·V²·f, so where DVFS lowers the voltage along
+/// with the clock e = 2 (Weste & Harris, *CMOS VLSI Design*, ch. 5); where the voltage is already
+/// at its floor, e = 0. Per device generation (the catalog's `arch`), where measurements fit it:
+///
+/// - Hopper **0, fitted**: NVIDIA's MLPerf Inference v4.1 H200 runs at 700 W and capped (MaxQ)
+///   lose 35 % of their throughput at 350 W (GPT-J) and 17 % at 500 W (Mixtral-8x7B); with e = 2
+///   the model lost 21 % and 8 %, with e = 1 26 % and 11 %, with e = 0 35 % and 16 %. Llama-2-70B
+///   at 500 W, held out of the fit, loses 19 %; e = 0 predicts 16 %, e = 2 8 %
+///   (data/validation/power_caps.csv, docs/methodology.md "Power caps"). 0 is the end of the
+///   range: no voltage left to trade for clock.
+/// - Other generations: the textbook 2, unvalidated ([`CLOCK_ENERGY_EXPONENT_UNFITTED`]).
+pub const CLOCK_ENERGY_EXPONENT: [(&str, f64); 1] = [("hopper", 0.0)];
+
+/// The exponent of a generation without capped measurements to fit it on: DVFS with the voltage
+/// proportional to the clock. Zeus's V100 and A40 traces (capped ResNet-50 training, which amdahl
+/// does not simulate) save energy under caps as only a falling voltage can.
+pub const CLOCK_ENERGY_EXPONENT_UNFITTED: f64 = 2.0;
+
+/// The exponent e of generation `arch` (case-insensitive): [`CLOCK_ENERGY_EXPONENT`].
+pub fn clock_energy_exponent(arch: &str) -> f64 {
+    let arch = arch.trim().to_ascii_lowercase();
+    CLOCK_ENERGY_EXPONENT
+        .iter()
+        .find(|(a, _)| *a == arch)
+        .map_or(CLOCK_ENERGY_EXPONENT_UNFITTED, |(_, e)| *e)
+}
+
 /// How a device meets a power cap: its compute clock falls to the share `s` of full speed at
 /// which it draws `cap` (NVIDIA's power capping lowers the graphics clocks; the memory clock, so
-/// the bandwidth, holds). Dynamic CMOS power is C·V²·f with the voltage scaled along with the
-/// clock under DVFS (Weste & Harris, *CMOS VLSI Design*, ch. 5), so at share `s` the energy per
-/// FLOP scales by s² and the busy draw, leakage and clock tree, by s (its leakage part scales with
-/// V, the conservative choice). The compute-bound part of the pass (`compute_share` of its time at
-/// full clock) stretches by 1/s, which also dilutes the pass's memory traffic over a longer time.
-/// Returns 1 when the device already draws at most `cap`, `None` when even
+/// the bandwidth, holds). At share `s` the energy per FLOP scales by s^`exponent`
+/// ([`clock_energy_exponent`]) and the busy draw, leakage and clock tree, by s (its leakage part
+/// scales with V, the conservative choice). The compute-bound part of the pass (`compute_share`
+/// of its time at full clock) stretches by 1/s, which also dilutes the pass's memory traffic over
+/// a longer time. Returns 1 when the device already draws at most `cap`, `None` when even
 /// [`MIN_CLOCK_SHARE`] draws more (the pass's memory traffic alone exceeds the cap).
 pub fn capped_clock(
     k: &Coefficients,
@@ -121,6 +148,7 @@ pub fn capped_clock(
     cap: Watts,
     a: &Activity,
     compute_share: f64,
+    exponent: f64,
 ) -> Option<f64> {
     let clean = |x: f64| {
         if x.is_finite() {
@@ -139,7 +167,9 @@ pub fn capped_clock(
         let stretch = 1.0 + cs * (1.0 / s - 1.0);
         (1.0 - busy) * idle.get()
             + tdp.get()
-                * (busy * k.active * s + k.compute * uc * s * s / stretch + k.memory * um / stretch)
+                * (busy * k.active * s
+                    + k.compute * uc * s.powf(exponent) / stretch
+                    + k.memory * um / stretch)
     };
     if power(1.0) <= cap.get() {
         return Some(1.0);
@@ -272,34 +302,46 @@ mod tests {
             memory: 0.1,
         };
         assert_eq!(
-            capped_clock(&k, tdp, idle, Watts(700.0), &a, 0.9),
+            capped_clock(&k, tdp, idle, Watts(700.0), &a, 0.9, 2.0),
             Some(1.0)
         );
-        let s = capped_clock(&k, tdp, idle, Watts(450.0), &a, 0.9).unwrap();
+        let s = capped_clock(&k, tdp, idle, Watts(450.0), &a, 0.9, 2.0).unwrap();
         // At the returned clock the pass draws the cap.
         let stretch = 1.0 + 0.9 * (1.0 / s - 1.0);
         let p =
             700.0 * (k.active * s + k.compute * 0.5 * s * s / stretch + k.memory * 0.1 / stretch);
         assert!((p - 450.0).abs() < 1e-4, "{s} {p}");
         assert!(s < 1.0 && s > 0.5, "{s}");
+        // Without voltage to trade (e = 0) each FLOP costs the same at any clock, so the same cap
+        // needs a lower clock: there the compute term is 0.90 · 0.5 / stretch.
+        let s0 = capped_clock(&k, tdp, idle, Watts(450.0), &a, 0.9, 0.0).unwrap();
+        let stretch = 1.0 + 0.9 * (1.0 / s0 - 1.0);
+        let p = 700.0 * (k.active * s0 + k.compute * 0.5 / stretch + k.memory * 0.1 / stretch);
+        assert!((p - 450.0).abs() < 1e-4, "{s0} {p}");
+        assert!(s0 < s - 0.05, "{s0} {s}");
+        assert_eq!(clock_energy_exponent("Hopper"), 0.0);
+        assert_eq!(clock_energy_exponent("ampere"), 2.0);
         // Memory traffic alone above the cap: impossible.
         let mem = Activity {
             busy: 1.0,
             compute: 0.0,
             memory: 1.0,
         };
-        assert_eq!(capped_clock(&k, tdp, idle, Watts(300.0), &mem, 0.0), None);
+        assert_eq!(
+            capped_clock(&k, tdp, idle, Watts(300.0), &mem, 0.0, 2.0),
+            None
+        );
     }
 
     proptest! {
         #[test]
         fn a_lower_cap_never_speeds_a_step_up(c in 0.0..1.0f64, m in 0.0..1.0f64,
                                                share in 0.0..1.0f64, cap in 150.0..700.0f64,
-                                               lower in 0.0..200.0f64) {
+                                               lower in 0.0..200.0f64, e in 0.0..2.0f64) {
             let k = Coefficients::of("hopper");
             let a = Activity { busy: 1.0, compute: c, memory: m };
-            let hi = capped_clock(&k, Watts(700.0), Watts(87.5), Watts(cap), &a, share);
-            let lo = capped_clock(&k, Watts(700.0), Watts(87.5), Watts(cap - lower), &a, share);
+            let hi = capped_clock(&k, Watts(700.0), Watts(87.5), Watts(cap), &a, share, e);
+            let lo = capped_clock(&k, Watts(700.0), Watts(87.5), Watts(cap - lower), &a, share, e);
             if let (Some(hi), Some(lo)) = (hi, lo) {
                 prop_assert!(lo <= hi + 1e-9);
             }

@@ -6,6 +6,7 @@ use crate::catalog::csv_rows;
 use crate::sig;
 use crate::table::{Align, Table};
 use amdahl_model::energy_validation::{EnergyValidation, TARGET_MEDIAN, TARGET_WORST};
+use amdahl_model::infer::caps_validation::CapCase;
 
 fn percent(x: f64) -> String {
     format!("{:+.1} %", 100.0 * x)
@@ -196,6 +197,59 @@ fn excluded_lines(v: &EnergyValidation) -> String {
     );
     for (why, n) in reasons {
         s.push_str(&format!("  {n:>3}  {why}\n"));
+    }
+    s
+}
+
+/// The power-cap pairs (data/validation/power_caps.csv): the throughput kept at the cap,
+/// published and modelled; empty without pairs.
+pub fn caps_table(cases: &[CapCase]) -> String {
+    if cases.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new([
+        "pair",
+        "cap",
+        "published kept",
+        "predicted kept",
+        "error",
+        "fit",
+    ])
+    .align(0, Align::Left)
+    .align(5, Align::Left);
+    for c in cases {
+        t.row([
+            c.id.clone(),
+            format!("{:.0} W", c.cap_w),
+            format!("{:.3}", c.published),
+            format!("{:.3}", c.predicted),
+            percent(c.error()),
+            if c.fitted {
+                "fitted".into()
+            } else {
+                "held out".to_string()
+            },
+        ]);
+    }
+    let clipped: Vec<&str> = cases
+        .iter()
+        .filter(|c| c.batch_clipped)
+        .map(|c| c.id.as_str())
+        .collect();
+    let mut s = format!(
+        "\npower caps: throughput at the cap over the same system's uncapped throughput \
+         (data/validation/power_caps.csv; `amdahl infer` with and without --power-cap)\n{}",
+        t.render()
+    );
+    s.push_str(
+        "fitted: the pair chose the Hopper clock-energy exponent (0: each FLOP costs the same \
+         energy at any clock; docs/methodology.md, \"Power caps\"); held out: used for nothing\n",
+    );
+    if !clipped.is_empty() {
+        s.push_str(&format!(
+            "configured batch larger than the memory model fits, the largest that fits used: {}\n",
+            clipped.join(", ")
+        ));
     }
     s
 }

@@ -297,9 +297,11 @@ fn server_scope_beside_the_gpu_scope() {
 }
 
 /// `--power-cap`: the compute clock falls until the device draws the cap; the memory-bound decode
-/// holds its speed, the compute-bound prefill slows (crate::power::capped_clock). Values from the
-/// model when caps were added: Llama-3-70B fp8 on 4 × H100, batch 64: 487 W uncapped, TTFT
-/// 64.9 ms → 93.3 ms at 250 W, 0.911 → 0.557 J per output token.
+/// holds its speed, the compute-bound prefill slows (crate::power::capped_clock). Llama-3-70B fp8
+/// on 4 × H100, batch 64, at 250 W: when caps were added (energy per FLOP ∝ clock²), TTFT
+/// 64.9 → 93.3 ms and 0.911 → 0.557 J per output token; since Hopper's energy per FLOP holds at
+/// any clock (crate::power::CLOCK_ENERGY_EXPONENT, fitted on MLPerf's H200 MaxQ pairs,
+/// 2026-12-08), TTFT 65.0 → 115.3 ms and 0.899 → 0.648 J.
 #[test]
 fn a_power_cap_trades_prefill_time_for_energy() {
     let base = [&L70[..], &["--batch", "64"]].concat();
@@ -311,9 +313,9 @@ fn a_power_cap_trades_prefill_time_for_energy() {
     assert!(f(&capped, "power_decode_w") <= 250.0 + 1e-9);
     // Decode is memory-bound: its time holds; the prefill's compute stretches.
     assert!((f(&capped, "tpot_s") / f(&free, "tpot_s") - 1.0).abs() < 1e-9);
-    assert!(f(&capped, "ttft_s") > 1.3 * f(&free, "ttft_s"));
+    assert!(f(&capped, "ttft_s") > 1.7 * f(&free, "ttft_s"));
     assert!(f(&capped, "output_tokens_per_s") < f(&free, "output_tokens_per_s"));
-    assert!(f(&capped, "energy_per_token_j") < 0.7 * f(&free, "energy_per_token_j"));
+    assert!(f(&capped, "energy_per_token_j") < 0.75 * f(&free, "energy_per_token_j"));
     // The TDP itself is no cap.
     let at_tdp = json(&[&base[..], &["--power-cap", "700"]].concat());
     assert!(at_tdp["power_cap_w"].is_null());

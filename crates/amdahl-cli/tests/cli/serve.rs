@@ -674,7 +674,7 @@ fn an_offline_run_is_measured_over_ml_energys_window_as_the_energy_set_predicts_
 fn its_table_says_what_is_modelled_and_how_far_each_model_holds() {
     let energy = "energy: modelled, not measured; GPU scope";
     let latency = "latency: simulated; on the 30 published serving runs of the validation claim, \
-                   p50 is within 20 % on 54 of 90 figures";
+                   p50 is within 20 % on 51 of 90 figures";
     amdahl()
         .args(L8)
         .args(["--rate", "5"])
@@ -687,7 +687,7 @@ fn its_table_says_what_is_modelled_and_how_far_each_model_holds() {
                 ))
                 .and(predicate::str::contains(latency))
                 .and(predicate::str::contains(
-                    "23 of the 29 that the simulated capacity alone does not decide",
+                    "23 of the 31 that the simulated capacity alone does not decide",
                 )),
         );
     for quiet in ["--json", "--quiet"] {

@@ -416,6 +416,7 @@ impl Hardware {
                 cap,
                 a,
                 compute_share,
+                crate::power::clock_energy_exponent(&self.arch),
             )
             .is_some()
         })
@@ -435,6 +436,7 @@ impl Hardware {
                 cap,
                 a,
                 compute_share,
+                crate::power::clock_energy_exponent(&self.arch),
             )
             .unwrap_or(crate::power::MIN_CLOCK_SHARE),
         }

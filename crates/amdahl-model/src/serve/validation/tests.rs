@@ -84,14 +84,19 @@ fn published_serving_runs() {
     // 32.97 requests/s are now simulated 4 % past capacity). TensorRT-LLM's KV cache sized as
     // the engine sizes it, 90 % of the memory free after the weights (not 90 % of all of it, as
     // vLLM): p50 54 of 90 (15.0 %), p99 35 of 66 (25.6 %), throughput 30 of 40 (5.1 %); the
-    // H200 runs' capacity is their compute's and does not move. The targets are not met;
+    // H200 runs' capacity is their compute's and does not move. Hopper's energy per FLOP held
+    // at any clock under a power cap (power.rs CLOCK_ENERGY_EXPONENT, fitted on MLPerf's GPT-J
+    // and Mixtral H200 MaxQ pairs, not on these rows): the 500 W H200 run, which had agreed by
+    // two errors cancelling (its cap costing 8 % where the runs lost 22 %, its uncapped rate
+    // 13–16 % low), now shows the second alone, 9 % below its capacity and overloaded: p50 51 of
+    // 90 (16.6 %), p99 32 of 66 (33.0 %), throughput 30 of 40 (5.6 %). The targets are not met;
     // docs/usage/serve.md ("Validation") says where the simulator falls short.
     let (p50, p99, tput) = (claim("p50"), claim("p99"), claim("throughput"));
     assert_eq!((p50.figures, p99.figures, tput.figures), (90, 66, 40));
-    assert!(p50.within >= 54 && p50.median_abs_error <= 0.151, "{p50:?}");
-    assert!(p99.within >= 35 && p99.median_abs_error <= 0.257, "{p99:?}");
+    assert!(p50.within >= 51 && p50.median_abs_error <= 0.167, "{p50:?}");
+    assert!(p99.within >= 32 && p99.median_abs_error <= 0.331, "{p99:?}");
     assert!(
-        tput.within >= 30 && tput.median_abs_error <= 0.052,
+        tput.within >= 30 && tput.median_abs_error <= 0.057,
         "{tput:?}"
     );
     // The MLPerf rows' published rate as what it is, a capacity: the highest rate at which the
@@ -104,16 +109,17 @@ fn published_serving_runs() {
     // Those three run on 4-GPU boards with 6 NVLinks per pair (150 GB/s each way, typed as
     // `--intra-gbs`), where the catalog's 450 GB/s is the 8-GPU board's switch: −4.1 to +2.8 %,
     // and 18 of 20 within 15 % (median 3.8 %; 3.5 % with TensorRT-LLM's KV cache sized as the
-    // engine sizes it).
+    // engine sizes it; 3.8 % with Hopper's measured cap response, the 500 W H200 at −9.3 %).
     // Each row judged whole, as the specification's cases: every figure with a target within
     // it. 8 of the 30 on 2026-12-07 (the 8 × H100 MLPerf rows miss on their TTFT p99 alone, the
-    // simulated queue at the edge of capacity; the H200 rows on everything, overloaded).
+    // simulated queue at the edge of capacity; the H200 rows on everything, overloaded); 7 with
+    // Hopper's measured cap response (the 500 W H200 run left, overloaded as its 700 W peers).
     let whole = v.rows_meeting_every_target();
-    assert!(whole.len() >= 8, "{whole:?}");
-    assert!(whole.contains(&"mlperf41-h200x8-maxq-server"), "{whole:?}");
+    assert!(whole.len() >= 7, "{whole:?}");
+    assert!(whole.contains(&"mlperf41-dell-h100x4-server"), "{whole:?}");
     let cap = claim("capacity");
     assert_eq!(cap.figures, 20);
-    assert!(cap.within >= 18 && cap.median_abs_error <= 0.035, "{cap:?}");
+    assert!(cap.within >= 18 && cap.median_abs_error <= 0.039, "{cap:?}");
     assert_eq!(cap.well_conditioned, 20, "{cap:?}");
     // Conditioning: the figures a 5 % error in the modelled capacity would not carry beyond
     // their target test the latency model itself. All of SGLang's and vLLM's (4 and 8 requests/s,
@@ -122,16 +128,18 @@ fn published_serving_runs() {
     // the seventeen MLPerf rows: p50 30 of 36 (10.2 %), p99 18 of 26 within 30 % (12.7 %); with
     // OpenOrca's measured output spread p50 30 of 37 (10.3 %), p99 17 of 27 (11.9 %); with the
     // 4-GPU boards' NVLink p50 30 of 39 (10.9 %), p99 21 of 26 (11.6 %); with TensorRT-LLM's KV
-    // cache sized as the engine sizes it p50 31 of 40 (11.2 %), p99 23 of 29 (11.4 %).
-    assert_eq!((p50.well_conditioned, p99.well_conditioned), (40, 29));
+    // cache sized as the engine sizes it p50 31 of 40 (11.2 %), p99 23 of 29 (11.4 %); with
+    // Hopper's measured cap response p50 31 of 41 (11.4 %), p99 23 of 31 (13.9 %): the overloaded
+    // 500 W H200 run's TPOT figures, saturated, no longer move with the load.
+    assert_eq!((p50.well_conditioned, p99.well_conditioned), (41, 31));
     assert!(
         p50.well_conditioned_within >= 31
-            && p50.well_conditioned_median_abs_error.unwrap() <= 0.112,
+            && p50.well_conditioned_median_abs_error.unwrap() <= 0.115,
         "{p50:?}"
     );
     assert!(
         p99.well_conditioned_within >= 23
-            && p99.well_conditioned_median_abs_error.unwrap() <= 0.115,
+            && p99.well_conditioned_median_abs_error.unwrap() <= 0.140,
         "{p99:?}"
     );
     for c in v
@@ -164,26 +172,38 @@ fn published_serving_runs() {
 }
 
 /// NVIDIA's MaxQ submission: the 8 × H200 server at `power_limit` 500 W (`--power-cap 500`),
-/// 80.1 requests/s. Held out (typed 2026-12-07, nothing refitted): throughput −4.1 %, TTFT p99
-/// +10.2 %, TPOT p99 +21.8 %, end-to-end p99 +11.4 %, and the DGX H200's mean wall power over
-/// the run, MLPerf Power's measurement (6,280 W), +0.9 % — with the GPUs at their limit, mostly a
-/// check of the host estimate and the power supplies' efficiency. The same eight GPUs at 700 W
-/// are simulated 18–21 % short of the 100–104 requests/s four submitters completed, so the
-/// model's loss to the cap (about 8 % of capacity) is smaller than the runs' (about 22 %): the
-/// agreement at 500 W is partly two errors cancelling, and serve.md says so.
+/// 80.1 requests/s, beside NVIDIA's own run of the same system at 700 W (101.25 requests/s):
+/// the pair tests the cap apart from the rate. Typed 2026-12-07 with nothing refitted, it agreed
+/// by two errors cancelling: the simulated cap cost 9 % of the capacity where the runs lost 21 %,
+/// and the 700 W capacity is 13 % low. Since Hopper's energy per FLOP holds at any clock under a
+/// cap (power.rs CLOCK_ENERGY_EXPONENT, fitted on other MLPerf pairs, not these), the capacity
+/// ratio is 0.825 against 0.791 published (+4.3 %; 0.909 before, +15 %), and the 500 W run is as
+/// far below its capacity as its 700 W peer (−9.3 % and −13.0 %). The DGX H200's mean wall power
+/// over the run, MLPerf Power's measurement (6,280 W), is +0.5 % — with the GPUs at their limit,
+/// mostly a check of the host estimate and the power supplies' efficiency.
 fn power_capped_h200(v: &ServeValidation) {
-    let c = v
-        .cases
-        .iter()
-        .find(|c| c.id == "mlperf41-h200x8-maxq-server")
-        .unwrap();
-    assert!(c.in_claim && !c.overloaded, "{c:?}");
-    let error = |metric: &str| c.metrics.iter().find(|m| m.metric == metric).unwrap().error;
-    assert!(error("requests_per_s").abs() <= 0.05, "{c:?}");
-    for m in ["ttft_p99_ms", "tpot_p99_ms", "e2e_p99_s"] {
-        assert!(error(m).abs() <= TARGET_P99, "{m}: {c:?}");
-    }
-    assert!(error("server_power_w").abs() <= 0.02, "{c:?}");
+    let case = |id: &str| v.cases.iter().find(|c| c.id == id).unwrap();
+    let metric = |id: &str, name: &str| {
+        case(id)
+            .metrics
+            .iter()
+            .find(|m| m.metric == name)
+            .cloned()
+            .unwrap()
+    };
+    let (capped, free) = ("mlperf41-h200x8-maxq-server", "mlperf41-h200x8-server");
+    assert!(case(capped).in_claim, "{:?}", case(capped));
+    let (c, f) = (
+        metric(capped, "slo_capacity_rps"),
+        metric(free, "slo_capacity_rps"),
+    );
+    let ratio = (c.predicted / f.predicted) / (c.published / f.published) - 1.0;
+    assert!(
+        ratio.abs() <= 0.05,
+        "capacity ratio {ratio:+.3}: {c:?} {f:?}"
+    );
+    assert!((c.error - f.error).abs() <= 0.05, "{c:?} {f:?}");
+    assert!(metric(capped, "server_power_w").error.abs() <= 0.02);
 }
 
 /// `amdahl serve` quotes the claim from data/validation/serve-claim.json: it must be what the set

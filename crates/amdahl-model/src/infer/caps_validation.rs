@@ -1,0 +1,142 @@
+//! Validation of the power-cap response (data/validation/power_caps.csv): how much throughput a
+//! system keeps at a GPU power cap, published (the capped run over the uncapped one of the same
+//! system) against `amdahl infer` with and without `--power-cap`. The ratio isolates the cap:
+//! whatever the model gets wrong about the uncapped run cancels.
+
+use super::model::{estimate, setup, Requests, Serving};
+use super::precision::{KvFormat, WeightFormat};
+use crate::plan::{catalog_model, catalog_system};
+use crate::units::Watts;
+
+const DATA: &str = include_str!("../../../../data/validation/power_caps.csv");
+
+/// One published pair of runs and the modelled ratio.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapCase {
+    pub id: String,
+    pub cap_w: f64,
+    /// Published throughput at the cap over the uncapped throughput.
+    pub published: f64,
+    /// The same ratio from `infer`'s steady state.
+    pub predicted: f64,
+    /// The row was used to choose a constant (`fit` = yes): not evidence of accuracy.
+    pub fitted: bool,
+    /// The configured batch did not fit the memory model: the largest that fits was used.
+    pub batch_clipped: bool,
+}
+
+impl CapCase {
+    /// predicted / published − 1.
+    pub fn error(&self) -> f64 {
+        self.predicted / self.published - 1.0
+    }
+}
+
+/// A broken row of the embedded set: a bug in amdahl, reported instead of a panic.
+fn bad(row: usize, what: impl std::fmt::Display) -> String {
+    format!("data/validation/power_caps.csv, row {row}: {what}")
+}
+
+/// Every row of data/validation/power_caps.csv, predicted.
+pub fn caps_validation() -> Result<Vec<CapCase>, String> {
+    let mut r = csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .from_reader(DATA.as_bytes());
+    let header = r.headers().map_err(|e| bad(0, e))?.clone();
+    let mut out = Vec::new();
+    for (i, rec) in r.records().enumerate() {
+        let rec = rec.map_err(|e| bad(i + 1, e))?;
+        out.push(case(&header, &rec).map_err(|e| bad(i + 1, e))?);
+    }
+    Ok(out)
+}
+
+fn case(header: &csv::StringRecord, rec: &csv::StringRecord) -> Result<CapCase, String> {
+    let get = |name: &str| -> Result<&str, String> {
+        header
+            .iter()
+            .position(|h| h == name)
+            .and_then(|i| rec.get(i))
+            .ok_or_else(|| format!("no column {name}"))
+    };
+    let num = |name: &str| -> Result<f64, String> {
+        get(name)?
+            .parse::<f64>()
+            .map_err(|e| format!("{name}: {e}"))
+    };
+    let model = catalog_model(get("model")?).map_err(|e| e.to_string())?;
+    let (mut hw, net) = catalog_system(get("system")?).map_err(|e| e.to_string())?;
+    let tp = num("tp")? as u32;
+    let serving = Serving {
+        tp,
+        pp: 1,
+        replicas: 1,
+        weights: WeightFormat::parse(get("precision")?).ok_or("precision")?,
+        kv: KvFormat::parse(get("kv")?).ok_or("kv")?,
+        engine: get("engine")?.parse().map_err(|e| format!("{e}"))?,
+        memory_fraction: None,
+    };
+    let req = Requests {
+        input: num("input")? as u32,
+        output: num("output")? as u32,
+        beams: 1,
+    };
+    let s = setup(&model, &hw, &net, serving, req).map_err(|e| e.to_string())?;
+    let configured = num("batch")? as u32;
+    let batch = configured.min(s.max_batch);
+    let uncapped = estimate(&s, &hw, &net, batch).output_tokens_per_s;
+    let cap_w = num("cap_w")?;
+    hw.power_cap = Some(Watts(cap_w));
+    let capped = estimate(&s, &hw, &net, batch).output_tokens_per_s;
+    Ok(CapCase {
+        id: get("id")?.into(),
+        cap_w,
+        published: num("capped")? / num("uncapped")?,
+        predicted: capped / uncapped,
+        fitted: match get("fit")? {
+            "yes" => true,
+            "no" => false,
+            other => return Err(format!("fit: `{other}` is neither yes nor no")),
+        },
+        batch_clipped: batch < configured,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_costs_what_mlperf_measured() {
+        let cases = caps_validation().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cases.len(), 3);
+        for c in &cases {
+            println!(
+                "{:<32} {:>4} W  published {:.3}  predicted {:.3}  error {:+.1} %{}",
+                c.id,
+                c.cap_w,
+                c.published,
+                c.predicted,
+                c.error() * 100.0,
+                if c.fitted { "  (fitted)" } else { "" }
+            );
+        }
+        // The two fitted pairs chose the Hopper exponent (power.rs, CLOCK_ENERGY_EXPONENT): with
+        // it their ratios are within 3 %; with the textbook 2 they were +20.6 % (GPT-J, 0.786 for
+        // 0.652) and +10.3 % (Mixtral). The held-out Llama-2-70B pair was +13.6 % with 2 and is
+        // held at 6 % (+4.3 % when the exponent was chosen, 2026-12-08).
+        for c in &cases {
+            let bound = if c.fitted { 0.03 } else { 0.06 };
+            assert!(
+                c.error().abs() <= bound,
+                "{}: ratio {:.3} for {:.3} published ({:+.1} %, bound ±{:.0} %)",
+                c.id,
+                c.predicted,
+                c.published,
+                c.error() * 100.0,
+                bound * 100.0
+            );
+        }
+        assert!(cases.iter().any(|c| !c.fitted), "no held-out pair");
+    }
+}
