@@ -5,8 +5,7 @@
 use crate::catalog::csv_rows;
 use crate::sig;
 use crate::table::{Align, Table};
-use amdahl_model::energy_validation::{EnergyValidation, TARGET_MEDIAN, TARGET_WORST};
-use amdahl_model::infer::caps_validation::CapCase;
+use amdahl_model::energy_validation::{CapCase, EnergyValidation, TARGET_MEDIAN, TARGET_WORST};
 
 fn percent(x: f64) -> String {
     format!("{:+.1} %", 100.0 * x)
@@ -28,6 +27,7 @@ pub fn energy_validation_table(v: &EnergyValidation) -> String {
     s.push_str(&out_of_sample_table(v));
     s.push_str(&power_model_line(v));
     s.push_str(&excluded_lines(v));
+    s.push_str(&caps_table(&v.power_caps));
     s
 }
 
@@ -203,7 +203,7 @@ fn excluded_lines(v: &EnergyValidation) -> String {
 
 /// The power-cap pairs (data/validation/power_caps.csv): the throughput kept at the cap,
 /// published and modelled; empty without pairs.
-pub fn caps_table(cases: &[CapCase]) -> String {
+fn caps_table(cases: &[CapCase]) -> String {
     if cases.is_empty() {
         return String::new();
     }

@@ -242,11 +242,7 @@ fn energy_validation_text(format: Format) -> Result<String> {
     Ok(match format {
         Format::Json => to_json(&Listing::new("energy-validation", vec![v]))?,
         Format::Csv => energy::energy_validation_csv(&v)?,
-        Format::Table => {
-            let caps = amdahl_model::infer::caps_validation::caps_validation()
-                .map_err(anyhow::Error::msg)?;
-            energy::energy_validation_table(&v) + &energy::caps_table(&caps)
-        }
+        Format::Table => energy::energy_validation_table(&v),
     })
 }
 

@@ -339,6 +339,16 @@ fn energy_validation_set_is_printed_with_its_held_out_errors() {
     );
     let v = crate::support::json(&["catalog", "validation", "--energy"]);
     let set = &v["items"][0];
+    // The same pairs in the JSON: GPT-J keeps 189.806 / 291.103 of its samples per second at
+    // 350 W, published, 0.648 modelled.
+    let gptj = &set["power_caps"][0];
+    assert_eq!(gptj["id"], "mlperf41-h200-gptj-350w");
+    assert!((gptj["published"].as_f64().unwrap() - 189.806 / 291.103).abs() < 1e-12);
+    assert!(
+        (gptj["predicted"].as_f64().unwrap() - 0.648).abs() < 0.001,
+        "{gptj}"
+    );
+    assert_eq!(gptj["fitted"], true);
     let case = set["cases"]
         .as_array()
         .unwrap()

@@ -7,11 +7,13 @@
 //! configuration* (all batches of one model on one system left out together), and only that
 //! held-out error is an accuracy claim.
 
+mod caps;
 mod fit;
 mod predict;
 mod rows;
 mod simulated;
 
+pub use caps::CapCase;
 pub use fit::{fit, PowerFit};
 pub use predict::Quantity;
 pub use rows::EnergySetError;
@@ -152,6 +154,9 @@ pub struct EnergyValidation {
     pub cases: Vec<EnergyCase>,
     pub summaries: Vec<Summary>,
     pub excluded: Vec<Excluded>,
+    /// The power-cap pairs (data/validation/power_caps.csv): throughput kept at a cap.
+    #[serde(default)]
+    pub power_caps: Vec<CapCase>,
 }
 
 /// Whether amdahl represents the software of a row: a serving engine ([`engine_modelled`]) or,
@@ -208,6 +213,7 @@ fn remodel<'a>(
             predict::model_row(r, host_s, sims)
                 .map(|m| (*r, m))
                 .map_err(|what| EnergySetError {
+                    file: rows::ENERGY_CSV_PATH,
                     row: r.id.clone(),
                     what,
                 })
@@ -257,7 +263,8 @@ type HeldOut<'a> = (Option<String>, PowerFit, Vec<(&'a Row, Modelled)>);
 /// validation --energy` always predicts afresh.
 pub fn energy_validation_committed() -> Result<EnergyValidation, EnergySetError> {
     serde_json::from_str(COMMITTED).map_err(|e| EnergySetError {
-        row: "energy-predictions.json".into(),
+        file: "data/validation/energy-predictions.json",
+        row: "the whole file".into(),
         what: e.to_string(),
     })
 }
@@ -285,6 +292,7 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
         r.in_fit() && software_modelled(r) && !host_bound.iter().any(|c| c == r.configuration())
     };
     let bad = |what: &str| EnergySetError {
+        file: rows::ENERGY_CSV_PATH,
         row: "power rows".into(),
         what: what.into(),
     };
@@ -353,6 +361,7 @@ pub fn energy_validation() -> Result<EnergyValidation, EnergySetError> {
         cases,
         summaries,
         excluded,
+        power_caps: caps::caps_validation()?,
     })
 }
 

@@ -75,11 +75,16 @@ impl Row {
 
 /// A broken row of the embedded set: a bug in amdahl, reported instead of a panic.
 #[derive(Debug, thiserror::Error)]
-#[error("data/validation/energy.csv, {row}: {what}")]
+#[error("{file}, {row}: {what}")]
 pub struct EnergySetError {
+    /// The embedded file at fault (data/validation/energy.csv unless said).
+    pub file: &'static str,
     pub row: String,
     pub what: String,
 }
+
+/// The set's file, as errors name it.
+pub const ENERGY_CSV_PATH: &str = "data/validation/energy.csv";
 
 /// Every row of the set.
 pub fn rows() -> Result<Vec<Row>, EnergySetError> {
@@ -90,12 +95,14 @@ pub fn rows() -> Result<Vec<Row>, EnergySetError> {
         .enumerate()
         .map(|(i, row)| {
             let row = row.map_err(|e| EnergySetError {
+                file: ENERGY_CSV_PATH,
                 row: format!("row {}", i + 1),
                 what: e.to_string(),
             })?;
             match row.fit.as_str() {
                 "" | "no" => Ok(row),
                 other => Err(EnergySetError {
+                    file: ENERGY_CSV_PATH,
                     row: row.id,
                     what: format!("fit `{other}`: leave it empty or write `no`"),
                 }),

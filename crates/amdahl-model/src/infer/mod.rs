@@ -8,7 +8,6 @@
 //! ([`Hardware::power`](crate::plan::Hardware::power)); this module adds only what serving
 //! needs. Every formula's source: docs/methodology.md ("Inference").
 
-pub mod caps_validation;
 pub mod charging;
 pub mod engine;
 pub mod error;

@@ -3,15 +3,16 @@
 //! system) against `amdahl infer` with and without `--power-cap`. The ratio isolates the cap:
 //! whatever the model gets wrong about the uncapped run cancels.
 
-use super::model::{estimate, setup, Requests, Serving};
-use super::precision::{KvFormat, WeightFormat};
+use super::rows::EnergySetError;
+use crate::infer::model::{estimate, setup, Requests, Serving};
+use crate::infer::precision::{KvFormat, WeightFormat};
 use crate::plan::{catalog_model, catalog_system};
 use crate::units::Watts;
 
 const DATA: &str = include_str!("../../../../data/validation/power_caps.csv");
 
 /// One published pair of runs and the modelled ratio.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CapCase {
     pub id: String,
     pub cap_w: f64,
@@ -33,12 +34,16 @@ impl CapCase {
 }
 
 /// A broken row of the embedded set: a bug in amdahl, reported instead of a panic.
-fn bad(row: usize, what: impl std::fmt::Display) -> String {
-    format!("data/validation/power_caps.csv, row {row}: {what}")
+fn bad(row: usize, what: impl std::fmt::Display) -> EnergySetError {
+    EnergySetError {
+        file: "data/validation/power_caps.csv",
+        row: format!("row {row}"),
+        what: what.to_string(),
+    }
 }
 
 /// Every row of data/validation/power_caps.csv, predicted.
-pub fn caps_validation() -> Result<Vec<CapCase>, String> {
+pub fn caps_validation() -> Result<Vec<CapCase>, EnergySetError> {
     let mut r = csv::ReaderBuilder::new()
         .comment(Some(b'#'))
         .from_reader(DATA.as_bytes());
