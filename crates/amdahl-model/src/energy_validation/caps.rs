@@ -42,68 +42,72 @@ fn bad(row: usize, what: impl std::fmt::Display) -> EnergySetError {
     }
 }
 
-/// Every row of data/validation/power_caps.csv, predicted.
-pub fn caps_validation() -> Result<Vec<CapCase>, EnergySetError> {
-    let mut r = csv::ReaderBuilder::new()
-        .comment(Some(b'#'))
-        .from_reader(DATA.as_bytes());
-    let header = r.headers().map_err(|e| bad(0, e))?.clone();
-    let mut out = Vec::new();
-    for (i, rec) in r.records().enumerate() {
-        let rec = rec.map_err(|e| bad(i + 1, e))?;
-        out.push(case(&header, &rec).map_err(|e| bad(i + 1, e))?);
-    }
-    Ok(out)
+/// A row as typed (the columns the model reads; the locators and notes are for people).
+#[derive(Debug, serde::Deserialize)]
+struct Row {
+    id: String,
+    model: String,
+    system: String,
+    tp: u32,
+    precision: String,
+    kv: String,
+    input: u32,
+    output: u32,
+    batch: u32,
+    engine: String,
+    cap_w: f64,
+    uncapped: f64,
+    capped: f64,
+    fit: String,
 }
 
-fn case(header: &csv::StringRecord, rec: &csv::StringRecord) -> Result<CapCase, String> {
-    let get = |name: &str| -> Result<&str, String> {
-        header
-            .iter()
-            .position(|h| h == name)
-            .and_then(|i| rec.get(i))
-            .ok_or_else(|| format!("no column {name}"))
-    };
-    let num = |name: &str| -> Result<f64, String> {
-        get(name)?
-            .parse::<f64>()
-            .map_err(|e| format!("{name}: {e}"))
-    };
-    let model = catalog_model(get("model")?).map_err(|e| e.to_string())?;
-    let (mut hw, net) = catalog_system(get("system")?).map_err(|e| e.to_string())?;
-    let tp = num("tp")? as u32;
+/// Every row of data/validation/power_caps.csv, predicted.
+pub fn caps_validation() -> Result<Vec<CapCase>, EnergySetError> {
+    csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .from_reader(DATA.as_bytes())
+        .deserialize::<Row>()
+        .enumerate()
+        .map(|(i, row)| {
+            let row = row.map_err(|e| bad(i + 1, e))?;
+            case(&row).map_err(|e| bad(i + 1, e))
+        })
+        .collect()
+}
+
+fn case(r: &Row) -> Result<CapCase, String> {
+    let model = catalog_model(&r.model).map_err(|e| e.to_string())?;
+    let (mut hw, net) = catalog_system(&r.system).map_err(|e| e.to_string())?;
     let serving = Serving {
-        tp,
+        tp: r.tp,
         pp: 1,
         replicas: 1,
-        weights: WeightFormat::parse(get("precision")?).ok_or("precision")?,
-        kv: KvFormat::parse(get("kv")?).ok_or("kv")?,
-        engine: get("engine")?.parse().map_err(|e| format!("{e}"))?,
+        weights: WeightFormat::parse(&r.precision).ok_or("precision")?,
+        kv: KvFormat::parse(&r.kv).ok_or("kv")?,
+        engine: r.engine.parse().map_err(|e| format!("{e}"))?,
         memory_fraction: None,
     };
     let req = Requests {
-        input: num("input")? as u32,
-        output: num("output")? as u32,
+        input: r.input,
+        output: r.output,
         beams: 1,
     };
     let s = setup(&model, &hw, &net, serving, req).map_err(|e| e.to_string())?;
-    let configured = num("batch")? as u32;
-    let batch = configured.min(s.max_batch);
+    let batch = r.batch.min(s.max_batch);
     let uncapped = estimate(&s, &hw, &net, batch).output_tokens_per_s;
-    let cap_w = num("cap_w")?;
-    hw.power_cap = Some(Watts(cap_w));
+    hw.power_cap = Some(Watts(r.cap_w));
     let capped = estimate(&s, &hw, &net, batch).output_tokens_per_s;
     Ok(CapCase {
-        id: get("id")?.into(),
-        cap_w,
-        published: num("capped")? / num("uncapped")?,
+        id: r.id.clone(),
+        cap_w: r.cap_w,
+        published: r.capped / r.uncapped,
         predicted: capped / uncapped,
-        fitted: match get("fit")? {
+        fitted: match r.fit.as_str() {
             "yes" => true,
             "no" => false,
             other => return Err(format!("fit: `{other}` is neither yes nor no")),
         },
-        batch_clipped: batch < configured,
+        batch_clipped: batch < r.batch,
     })
 }
 
