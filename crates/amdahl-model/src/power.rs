@@ -73,8 +73,17 @@ impl Coefficients {
 
 /// The fitted busy draw of generation `arch`, `None` where the set has no measurement of it.
 pub fn active_of(arch: &str) -> Option<f64> {
-    let arch = arch.trim().to_ascii_lowercase();
-    ACTIVE.iter().find(|(a, _)| *a == arch).map(|(_, v)| *v)
+    of_generation(&ACTIVE, arch)
+}
+
+/// The value a per-generation table gives `arch` (case-insensitive; no allocation: capped passes
+/// look it up on every bisection).
+fn of_generation(table: &[(&str, f64)], arch: &str) -> Option<f64> {
+    let arch = arch.trim();
+    table
+        .iter()
+        .find(|(a, _)| a.eq_ignore_ascii_case(arch))
+        .map(|(_, v)| *v)
 }
 
 /// Power of one device of TDP `tdp` and idle draw `idle` doing `a`, under an optional power
@@ -126,11 +135,7 @@ pub const CLOCK_ENERGY_EXPONENT_UNFITTED: f64 = 2.0;
 
 /// The exponent e of generation `arch` (case-insensitive): [`CLOCK_ENERGY_EXPONENT`].
 pub fn clock_energy_exponent(arch: &str) -> f64 {
-    let arch = arch.trim().to_ascii_lowercase();
-    CLOCK_ENERGY_EXPONENT
-        .iter()
-        .find(|(a, _)| *a == arch)
-        .map_or(CLOCK_ENERGY_EXPONENT_UNFITTED, |(_, e)| *e)
+    of_generation(&CLOCK_ENERGY_EXPONENT, arch).unwrap_or(CLOCK_ENERGY_EXPONENT_UNFITTED)
 }
 
 /// How a device meets a power cap: its compute clock falls to the share `s` of full speed at

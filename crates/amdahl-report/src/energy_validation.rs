@@ -224,11 +224,7 @@ fn caps_table(cases: &[CapCase]) -> String {
             format!("{:.3}", c.published),
             format!("{:.3}", c.predicted),
             percent(c.error()),
-            if c.fitted {
-                "fitted".into()
-            } else {
-                "held out".to_string()
-            },
+            (if c.fitted { "fitted" } else { "held out" }).into(),
         ]);
     }
     let clipped: Vec<&str> = cases
